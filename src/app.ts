@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Config } from './config.ts';
+import type { Db } from './db/connect.ts';
+import { installErrorHandling } from './http/error-handler.ts';
+import { installGuard } from './http/guard.ts';
+import { installOpenApi } from './http/openapi.ts';
+import { RateLimits } from './http/rate-limit.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
+import { authRoutes } from './modules/auth/auth.routes.ts';
+import { AuthService } from './modules/auth/auth.service.ts';
+import { healthRoutes } from './modules/health/health.routes.ts';
+import { usersRoutes } from './modules/users/users.routes.ts';
+import { UsersService } from './modules/users/users.service.ts';
+import type { Providers } from './providers/provider.ts';
+import { createProviders } from './providers/registry.ts';
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  db: Db;
+  /** Defaults to the providers the config names. Tests pass their own to observe what was sent. */
+  providers?: Providers;
+  /** Key prefix of the rate-limit counters in Redis (tests isolate themselves with it). */
+  rateLimitPrefix?: string;
+  logger?: FastifyServerOptions['logger'];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Personal data stays out of the logs: requests are logged by method and path only, without query or headers. */
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({
+        id: req.id,
+        method: req.method,
+        path: req.url.split('?')[0],
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  };
+}
+
+/** Builds the whole application on the given database. Never listens: server.ts and the tests do that. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, db } = deps;
+  const app = Fastify({
+    logger: deps.logger ?? loggerOptions(config.logLevel),
+    trustProxy: config.trustProxy,
+    bodyLimit: config.bodyLimitBytes,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    rewriteUrl: (req) => rewriteVersionedUrl(req.url ?? '/'),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+
+  // JSON only. An empty body is "no body" (logout with a stray Content-Type), and the default parser keeps
+  // guarding against prototype poisoning.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    void parseJson(request, text, done);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    : undefined;
+  redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error; rate limits fall back to memory'));
+  const rateLimits = new RateLimits(config, redis, deps.rateLimitPrefix);
+
+  const providers = deps.providers ?? createProviders(config, app.log);
+  const users = new UsersService({ db: db.kysely, config });
+  const auth = new AuthService({ db: db.kysely, config, users, sms: providers.sms, log: app.log });
+
+  installErrorHandling(app);
+  installDeprecationHeaders(app, config.apiDeprecation);
+  installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
+  await installOpenApi(app);
+
+  await app.register(healthRoutes, { prefix: '/api', db });
+  await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
+  await app.register(usersRoutes, { prefix: '/api', users });
+
+  app.addHook('onClose', async () => {
+    redis?.disconnect();
+  });
+  return app;
+}

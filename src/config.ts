@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+/** Every setting of the service, parsed and checked once at start. Nothing else reads process.env. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly databaseUrl: string;
+  readonly redisUrl: string | undefined;
+  readonly logLevel: string;
+  readonly trustProxy: boolean;
+  /** 32-byte key for HMACs (OTP codes) and for encrypting stored secrets. */
+  readonly appKey: Buffer;
+  readonly bodyLimitBytes: number;
+  readonly defaultCountry: string;
+  readonly tokenTtlSeconds: number | undefined;
+  readonly otp: { readonly ttlSeconds: number; readonly maxAttempts: number };
+  readonly signupCredits: { readonly sms: number; readonly whatsapp: number; readonly email: number };
+  readonly rateLimits: {
+    readonly public: number;
+    readonly authenticated: number;
+    readonly auth: number;
+    readonly otp: number;
+  };
+  readonly apiDeprecation: ApiDeprecation | undefined;
+  readonly providers: {
+    readonly sms: ProviderName;
+    readonly whatsapp: ProviderName;
+    readonly email: ProviderName;
+    readonly ivr: ProviderName;
+  };
+  readonly sandboxDeliveryDelayMs: number;
+}
+
+export interface ApiDeprecation {
+  /** API versions that answer with deprecation headers, e.g. ["v1"]. */
+  readonly versions: readonly string[];
+  readonly deprecatedAt: Date;
+  readonly sunsetAt: Date | undefined;
+  readonly migrationGuideUrl: string | undefined;
+}
+
+export const providerNames = ['sandbox'] as const;
+export type ProviderName = (typeof providerNames)[number];
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function date(env: Env, name: string): Date | undefined {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const value = new Date(raw);
+  if (Number.isNaN(value.getTime())) throw new ConfigError(name, `must be an ISO 8601 date, got "${raw}"`);
+  return value;
+}
+
+function databaseUrl(env: Env): string {
+  const raw = env.DATABASE_URL?.trim() || 'sqlite:./data/campaign.db';
+  if (raw.startsWith('sqlite:') || raw.startsWith('postgres://') || raw.startsWith('postgresql://'))
+    return raw;
+  throw new ConfigError(
+    'DATABASE_URL',
+    `must start with sqlite: or postgres://, got "${raw.split(':')[0]}:..."`,
+  );
+}
+
+/**
+ * APP_KEY is 64 hex characters or base64 of 32 bytes. When it is not set, a key is generated once and kept
+ * in `data/app.key` so that one machine keeps working across restarts; several machines must share APP_KEY.
+ */
+function appKey(env: Env, keyFile: string | undefined): Buffer {
+  const raw = env.APP_KEY?.trim();
+  if (raw) {
+    const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+    if (key.length !== 32)
+      throw new ConfigError('APP_KEY', 'must be 32 bytes as 64 hex characters or base64');
+    return key;
+  }
+  if (!keyFile) return randomBytes(32);
+  if (existsSync(keyFile)) return Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'hex');
+  const key = randomBytes(32);
+  mkdirSync(dirname(keyFile), { recursive: true });
+  writeFileSync(keyFile, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  return key;
+}
+
+function apiDeprecation(env: Env): ApiDeprecation | undefined {
+  const versions = (env.API_DEPRECATED_VERSIONS ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+  if (versions.length === 0) return undefined;
+  for (const v of versions) {
+    if (!/^v\d+$/.test(v)) throw new ConfigError('API_DEPRECATED_VERSIONS', `has "${v}"; use names like v1`);
+  }
+  const guide = env.API_MIGRATION_GUIDE_URL?.trim() || undefined;
+  if (guide && !/^https?:\/\//.test(guide)) throw new ConfigError('API_MIGRATION_GUIDE_URL', 'must be a URL');
+  return {
+    versions,
+    deprecatedAt: date(env, 'API_DEPRECATION_DATE') ?? new Date(),
+    sunsetAt: date(env, 'API_SUNSET_DATE'),
+    migrationGuideUrl: guide,
+  };
+}
+
+export interface LoadConfigOptions {
+  /** Where to keep a generated APP_KEY; undefined keeps a generated key in memory only (tests). */
+  keyFile?: string | undefined;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): Readonly<Config> {
+  const ttl = int(env, 'TOKEN_TTL_SECONDS', 0);
+  const country = (env.DEFAULT_COUNTRY?.trim() || 'IN').toUpperCase();
+  if (!/^[A-Z]{2}$/.test(country))
+    throw new ConfigError('DEFAULT_COUNTRY', 'must be a two-letter country code');
+  const redisUrl = env.REDIS_URL?.trim() || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl))
+    throw new ConfigError('REDIS_URL', 'must start with redis://');
+  const config: Config = {
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST?.trim() || '0.0.0.0',
+    databaseUrl: databaseUrl(env),
+    redisUrl,
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    appKey: appKey(env, options.keyFile),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    defaultCountry: country,
+    tokenTtlSeconds: ttl > 0 ? ttl : undefined,
+    otp: {
+      ttlSeconds: int(env, 'OTP_TTL_SECONDS', 300, 30),
+      maxAttempts: int(env, 'OTP_MAX_ATTEMPTS', 5, 1),
+    },
+    signupCredits: {
+      sms: int(env, 'SIGNUP_CREDITS_SMS', 100),
+      whatsapp: int(env, 'SIGNUP_CREDITS_WHATSAPP', 100),
+      email: int(env, 'SIGNUP_CREDITS_EMAIL', 100),
+    },
+    rateLimits: {
+      public: int(env, 'RATE_LIMIT_PUBLIC_PER_MIN', 60, 1),
+      authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
+      auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
+      otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
+    },
+    apiDeprecation: apiDeprecation(env),
+    providers: {
+      sms: oneOf(env, 'SMS_PROVIDER', providerNames, 'sandbox'),
+      whatsapp: oneOf(env, 'WHATSAPP_PROVIDER', providerNames, 'sandbox'),
+      email: oneOf(env, 'EMAIL_PROVIDER', providerNames, 'sandbox'),
+      ivr: oneOf(env, 'IVR_PROVIDER', providerNames, 'sandbox'),
+    },
+    sandboxDeliveryDelayMs: int(env, 'SANDBOX_DELIVERY_DELAY_MS', 500),
+  };
+  return Object.freeze(config);
+}
+
+/** The key file lives beside the SQLite database, or in ./data for PostgreSQL. */
+export function defaultKeyFile(env: Env = process.env): string {
+  const url = env.DATABASE_URL?.trim() || 'sqlite:./data/campaign.db';
+  const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
+  const dir = path && path !== ':memory:' ? dirname(path) : './data';
+  return resolve(dir, 'app.key');
+}

@@ -1,0 +1,70 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly dialect: DialectName;
+  /** Cheap round trip used by the health check; throws when the database cannot be reached. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PG_INT8 = 20;
+const PG_TIMESTAMP = 1114;
+const PG_TIMESTAMPTZ = 1184;
+
+/** int8 as a JS number (ids and counts stay far below 2^53) and timestamps as ISO 8601 UTC strings. */
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === PG_INT8) return (value: string) => Number(value);
+    if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) {
+      const parseDate = pg.types.getTypeParser(oid, 'text') as (value: string) => Date;
+      return (value: string) => parseDate(value).toISOString();
+    }
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as unknown as pg.CustomTypesConfig;
+
+export function connect(databaseUrl: string): Db {
+  if (databaseUrl.startsWith('postgres://') || databaseUrl.startsWith('postgresql://')) {
+    const pool = new pg.Pool({ connectionString: databaseUrl, types: pgTypes, max: 10 });
+    // An idle client's error (the server went away) must not crash the process; the next query reports it.
+    pool.on('error', () => {});
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      kysely,
+      dialect: 'postgres',
+      ping: async () => {
+        await sql`select 1`.execute(kysely);
+      },
+      close: () => kysely.destroy(),
+    };
+  }
+  const path = databaseUrl.slice('sqlite:'.length) || ':memory:';
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new SQLite(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    kysely,
+    dialect: 'sqlite',
+    ping: async () => {
+      if (!sqlite.open) throw new Error('database connection is closed');
+      sqlite.prepare('select 1').get();
+    },
+    close: () => kysely.destroy(),
+  };
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}

@@ -1,0 +1,18 @@
+import { type Kysely, type Migration, type MigrationResultSet, Migrator } from 'kysely';
+import type { Database } from './schema.ts';
+import * as accounts from './migrations/2026_11_21_001_accounts.ts';
+
+/** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
+const migrations: Record<string, Migration> = {
+  '2026_11_21_001_accounts': accounts,
+};
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
+  const migrator = new Migrator({
+    db: db as unknown as Kysely<unknown>,
+    provider: { getMigrations: async () => migrations },
+  });
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  return result;
+}

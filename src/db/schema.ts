@@ -1,0 +1,85 @@
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+/**
+ * Row types of every table. Timestamps are ISO 8601 UTC strings on both dialects (connect.ts makes
+ * PostgreSQL's timestamptz come back as such); ids are numbers (int8 is parsed as a JS number).
+ */
+export interface Database {
+  workspaces: WorkspaceTable;
+  users: UserTable;
+  api_tokens: ApiTokenTable;
+  otp_codes: OtpCodeTable;
+  credit_balances: CreditBalanceTable;
+  credit_ledger: CreditLedgerTable;
+}
+
+export const roles = ['politician', 'manager', 'volunteer'] as const;
+export type Role = (typeof roles)[number];
+
+export const creditChannels = ['sms', 'whatsapp', 'email'] as const;
+export type CreditChannel = (typeof creditChannels)[number];
+
+export interface WorkspaceTable {
+  id: Generated<number>;
+  name: string;
+  created_at: string;
+}
+
+export interface UserTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  /** Lower-cased; unique across the service. */
+  email: string;
+  /** E.164; unique across the service when set (it signs in by OTP). */
+  phone: string | null;
+  password_hash: string;
+  role: Role;
+  created_at: string;
+  updated_at: string;
+}
+export type UserRow = Selectable<UserTable>;
+
+export interface ApiTokenTable {
+  id: Generated<number>;
+  user_id: number;
+  workspace_id: number;
+  /** Hex SHA-256 of the token's secret part; the secret itself is never stored. */
+  token_hash: string;
+  name: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface OtpCodeTable {
+  id: Generated<number>;
+  phone: string;
+  /** Hex HMAC-SHA256 (APP_KEY) of "<phone>:<code>". */
+  code_hash: string;
+  attempts: number;
+  expires_at: string;
+  consumed_at: string | null;
+  created_at: string;
+}
+
+export interface CreditBalanceTable {
+  workspace_id: number;
+  channel: CreditChannel;
+  balance: number;
+}
+
+export const ledgerKinds = ['grant', 'purchase', 'reserve', 'capture', 'refund'] as const;
+export type LedgerKind = (typeof ledgerKinds)[number];
+
+export interface CreditLedgerTable {
+  id: Generated<number>;
+  workspace_id: number;
+  channel: CreditChannel;
+  kind: LedgerKind;
+  /** Signed change to the balance (a reserve is negative, a refund positive). */
+  amount: number;
+  reference: string | null;
+  created_at: string;
+}
+export type NewLedgerEntry = Insertable<CreditLedgerTable>;

@@ -1,0 +1,111 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type ErrorCode, errorStatus } from '../errors.ts';
+import { fieldErrors } from './validation.ts';
+
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+function send(reply: FastifyReply, code: ErrorCode, message: string, details?: Record<string, unknown>) {
+  return reply
+    .code(errorStatus[code])
+    .type('application/json; charset=utf-8')
+    .send({ success: false, error_code: code, message, ...(details ? { details } : {}) });
+}
+
+/** Errors of the database driver that mean "cannot reach the database", not "a bug". */
+function isUnavailable(error: { code?: unknown; message?: string }): boolean {
+  const code = typeof error.code === 'string' ? error.code : '';
+  return (
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'ENOTFOUND',
+      '57P01',
+      '57P03',
+      '53300',
+      'SQLITE_BUSY',
+    ].includes(code) ||
+    /database connection is not open|Cannot use a pool after calling end|Connection terminated/i.test(
+      error.message ?? '',
+    )
+  );
+}
+
+/** Rewrites Fastify's own errors into our codes; anything unexpected becomes a 500 without its details. */
+function classify(error: FastifyError): [ErrorCode, string] | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return ['bad_request', 'Unsupported Content-Type: send the body as application/json.'];
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return ['payload_too_large', 'The request body is too large.'];
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return ['bad_request', 'The body is empty but Content-Type is application/json: send a JSON object.'];
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return ['bad_request', 'Content-Length does not match the body.'];
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return ['bad_request', 'The body is not valid JSON.'];
+  }
+  if (error instanceof SyntaxError || error.statusCode === 400) {
+    return [
+      'bad_request',
+      `The request could not be read: ${error.message.replace(/\s+/g, ' ').slice(0, 200)}`,
+    ];
+  }
+  if (error.statusCode === 413) return ['payload_too_large', 'The request body is too large.'];
+  if (error.statusCode === 415) return ['bad_request', 'Unsupported Content-Type.'];
+  return undefined;
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof AppError) {
+      if (error.headers) reply.headers(error.headers);
+      return send(reply, error.code, error.message, error.details);
+    }
+    if (error.validation) {
+      const details = fieldErrors(error.validation as never, error.validationContext);
+      const fields = Object.keys(details).join(', ');
+      return send(reply, 'validation_error', `The request has invalid fields: ${fields}.`, details);
+    }
+    const known = classify(error);
+    if (known) return send(reply, known[0], known[1]);
+    if (isUnavailable(error)) {
+      request.log.error({ err: error }, 'database unavailable');
+      return send(
+        reply,
+        'service_unavailable',
+        'The service is temporarily unavailable. Try again shortly.',
+        {
+          request_id: request.id,
+        },
+      );
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return send(
+      reply,
+      'server_error',
+      `Internal server error. Quote request id ${request.id} when reporting it.`,
+      {
+        request_id: request.id,
+      },
+    );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }));
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return send(
+        reply,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`,
+      );
+    }
+    return send(
+      reply,
+      'not_found',
+      `No endpoint ${request.method} ${path}. See /api/docs for the API reference.`,
+    );
+  });
+}

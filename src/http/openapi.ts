@@ -1,0 +1,68 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { ErrorEnvelope } from './schemas.ts';
+
+const description = `Voter rolls, messaging over WhatsApp, SMS, email and IVR, campaigns, grievances, credits and webhooks
+for campaign offices.
+
+Every path is served under \`/api/...\` and, identically, \`/api/v1/...\`. Authenticate with
+\`Authorization: Bearer <access_token>\` from login, register or verify-otp. Every answer is an envelope:
+\`{ success: true, message?, data }\` or \`{ success: false, error_code, message, details? }\`; a
+\`validation_error\` (422) lists each bad field in \`details\` (\`{ "phone": ["..."] }\`). Every response carries
+\`X-Request-Id\`. Rate-limited routes carry \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and
+\`X-RateLimit-Reset\` (seconds until the window resets); a 429 adds \`Retry-After\` (seconds).`;
+
+/**
+ * The OpenAPI 3.1 document, generated from the TypeBox schemas the routes validate and serialize with, at
+ * /api/openapi.json, and a browsable reference at /api/docs. Every route also gets the error envelope as its
+ * 4xx/5xx response and, unless public, the bearer security requirement.
+ */
+export async function installOpenApi(app: FastifyInstance): Promise<void> {
+  app.addHook('onRoute', (route) => {
+    if (!route.schema || route.schema.hide) return;
+    const schema = route.schema as Record<string, unknown>;
+    const response = (schema.response ??= {}) as Record<string, unknown>;
+    response['4xx'] ??= ErrorEnvelope;
+    response['5xx'] ??= ErrorEnvelope;
+    if (route.config?.permission && route.config.permission !== 'public') {
+      schema.security ??= [{ bearerAuth: [] }];
+      const needs = `Requires permission \`${route.config.permission}\`.`;
+      schema.description = schema.description ? `${String(schema.description)}\n\n${needs}` : needs;
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Campaign Engagement Service API', version: '1.0.0', description },
+      servers: [{ url: '/', description: 'This server' }],
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A token of the shape `<id>|<secret>`.',
+          },
+        },
+      },
+      tags: [{ name: 'Health' }, { name: 'Authentication' }, { name: 'Users' }],
+    },
+  });
+
+  app.get('/api/openapi.json', { config: { permission: 'public' }, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
+
+  // The reference UI's own routes (page, assets) are public documentation.
+  await app.register(async (docs) => {
+    docs.addHook('onRoute', (route) => {
+      route.config = { ...route.config, permission: 'public' };
+    });
+    await docs.register(swaggerUi, {
+      routePrefix: '/api/docs',
+      uiConfig: { docExpansion: 'list', deepLinking: true },
+      transformSpecification: (spec) => spec,
+    });
+  });
+}

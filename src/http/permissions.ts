@@ -1,0 +1,45 @@
+import type { Role } from '../db/schema.ts';
+
+/**
+ * What a route needs. `public` routes need no token; `authenticated` ones any signed-in user; the rest
+ * a role that holds the permission. Every route names one in `config.permission` (see guard.ts).
+ */
+export const permissions = [
+  'public',
+  'authenticated',
+  'voters:read',
+  'voters:write',
+  'voters:delete',
+  'voters:import',
+  'voters:export',
+  'segments:manage',
+  'messages:send',
+  'messages:read',
+  'campaigns:manage',
+  'grievances:read',
+  'grievances:write',
+  'team:manage',
+  'webhooks:manage',
+  'payments:manage',
+] as const;
+export type Permission = (typeof permissions)[number];
+
+const everything = new Set<Permission>(permissions);
+const politicianOnly: Permission[] = ['team:manage', 'webhooks:manage', 'payments:manage'];
+
+/** The permission matrix of the contract. */
+export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
+  politician: everything,
+  manager: new Set(permissions.filter((p) => !politicianOnly.includes(p))),
+  volunteer: new Set<Permission>([
+    'authenticated',
+    'voters:read',
+    'voters:write',
+    'grievances:read',
+    'grievances:write',
+  ]),
+};
+
+export function can(role: Role, permission: Permission): boolean {
+  return rolePermissions[role].has(permission);
+}

@@ -1,0 +1,110 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldErrors } from '../errors.ts';
+
+// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+const shared: Options = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false };
+
+/**
+ * Bodies are checked as sent: a number is not a string, an unknown field is an error. Query strings and
+ * path parameters arrive as text, so they are coerced to the declared types.
+ */
+const bodyAjv = addFormats(new Ajv({ ...shared, coerceTypes: false }));
+const textAjv = addFormats(new Ajv({ ...shared, coerceTypes: 'array' }));
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+function fieldPath(error: ErrorObject, part: string | undefined): string {
+  const segments = error.instancePath.split('/').filter(Boolean);
+  if (error.keyword === 'required') segments.push(String(error.params.missingProperty));
+  if (error.keyword === 'additionalProperties') segments.push(String(error.params.additionalProperty));
+  if (segments.length === 0) return part === 'querystring' ? 'query' : (part ?? 'body');
+  return segments.map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.');
+}
+
+function describeType(type: unknown): string {
+  const names: Record<string, string> = {
+    string: 'a string',
+    integer: 'a whole number',
+    number: 'a number',
+    boolean: 'true or false',
+    array: 'an array',
+    object: 'an object',
+    null: 'null',
+  };
+  const list = String(type).split(',');
+  return list.map((t) => names[t] ?? t).join(' or ');
+}
+
+const formatNames: Record<string, string> = {
+  email: 'a valid email address',
+  'date-time': 'an ISO 8601 date-time such as 2026-01-31T09:30:00Z',
+  date: 'an ISO 8601 date such as 2026-01-31',
+  uri: 'an absolute URL',
+};
+
+function message(error: ErrorObject): string | undefined {
+  const p = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required':
+      return 'is required.';
+    case 'additionalProperties':
+      return 'is not an allowed field.';
+    case 'type':
+      return `must be ${describeType(p.type)}.`;
+    case 'minLength':
+      return p.limit === 1 ? 'must not be empty.' : `must be at least ${String(p.limit)} characters.`;
+    case 'maxLength':
+      return `must be at most ${String(p.limit)} characters.`;
+    case 'minimum':
+      return `must be at least ${String(p.limit)}.`;
+    case 'maximum':
+      return `must be at most ${String(p.limit)}.`;
+    case 'minItems':
+      return `must have at least ${String(p.limit)} items.`;
+    case 'maxItems':
+      return `must have at most ${String(p.limit)} items.`;
+    case 'format':
+      return `must be ${formatNames[String(p.format)] ?? `in ${String(p.format)} format`}.`;
+    case 'enum':
+      return `must be one of: ${(p.allowedValues as unknown[]).join(', ')}.`;
+    case 'const':
+      return `must be ${JSON.stringify(p.allowedValue)}.`;
+    case 'pattern':
+      return 'has an invalid format.';
+    case 'uniqueItems':
+      return 'must not repeat items.';
+    case 'anyOf':
+      // Each branch has reported its own error; they are merged below.
+      return undefined;
+    default:
+      return error.message ? `${error.message}.` : 'is invalid.';
+  }
+}
+
+/** Ajv's errors as `{ "field.path": ["message", ...] }`, one readable message per problem. */
+export function fieldErrors(errors: readonly ErrorObject[], part: string | undefined): FieldErrors {
+  const out: FieldErrors = {};
+  const typesByPath = new Map<string, string[]>();
+  for (const error of errors) {
+    const path = fieldPath(error, part);
+    if (error.keyword === 'type') {
+      typesByPath.set(path, [...(typesByPath.get(path) ?? []), String(error.params.type)]);
+      continue;
+    }
+    const text = message(error);
+    if (!text) continue;
+    const list = (out[path] ??= []);
+    if (!list.includes(text)) list.push(text);
+  }
+  for (const [path, types] of typesByPath) {
+    (out[path] ??= []).unshift(`must be ${describeType([...new Set(types)].join(','))}.`);
+  }
+  return out;
+}

@@ -1,0 +1,144 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authOf, limitRequest } from '../../http/guard.ts';
+import type { RateLimits } from '../../http/rate-limit.ts';
+import { Success } from '../../http/schemas.ts';
+import { toE164 } from '../../lib/phone.ts';
+import type { AuthService } from './auth.service.ts';
+import {
+  AuthResult,
+  CurrentUser,
+  LoginBody,
+  RegisterBody,
+  SendOtpBody,
+  SendOtpResult,
+  VerifyOtpBody,
+} from './auth.schemas.ts';
+
+export interface AuthRoutesOptions {
+  auth: AuthService;
+  rateLimits: RateLimits;
+  defaultCountry: string;
+}
+
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
+  app,
+  { auth, rateLimits, defaultCountry },
+) => {
+  const tags = ['Authentication'];
+
+  // OTP routes are limited per client address (in the guard) and, here, per phone number as well.
+  const limitPerPhone = async (
+    request: { body: { phone: string } },
+    reply: Parameters<typeof limitRequest>[1],
+  ) => {
+    const phone = toE164(request.body.phone, defaultCountry) ?? request.body.phone.trim().toLowerCase();
+    await limitRequest(rateLimits, reply, 'otp', `phone:${phone}`);
+  };
+
+  app.post(
+    '/auth/register',
+    {
+      config: { permission: 'public', rateLimit: 'auth' },
+      schema: {
+        tags,
+        summary: 'Create a workspace and its first user (role politician), and sign in',
+        body: RegisterBody,
+        response: { 201: Success(AuthResult) },
+      },
+    },
+    async (request, reply) => {
+      const data = await auth.register(request.body);
+      return reply.code(201).send({ success: true, message: 'Registration successful.', data });
+    },
+  );
+
+  app.post(
+    '/auth/login',
+    {
+      config: { permission: 'public', rateLimit: 'auth' },
+      schema: {
+        tags,
+        summary: 'Sign in with email and password',
+        body: LoginBody,
+        response: { 200: Success(AuthResult) },
+      },
+    },
+    async (request) => {
+      const data = await auth.login(request.body.email, request.body.password);
+      return { success: true as const, message: 'Login successful.', data };
+    },
+  );
+
+  app.post(
+    '/auth/logout',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags,
+        summary: 'Revoke the token that made this call',
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await auth.logout(authOf(request));
+      return { success: true as const, message: 'Logged out; this token no longer works.' };
+    },
+  );
+
+  app.post(
+    '/auth/send-otp',
+    {
+      config: { permission: 'public', rateLimit: 'otp' },
+      preHandler: limitPerPhone,
+      schema: {
+        tags,
+        summary: 'Send a 6-digit sign-in code by SMS',
+        description:
+          'Answers the same whether or not the phone belongs to an account. The code lives OTP_TTL_SECONDS, ' +
+          'allows OTP_MAX_ATTEMPTS wrong tries and works once.',
+        body: SendOtpBody,
+        response: { 200: Success(SendOtpResult) },
+      },
+    },
+    async (request) => {
+      const data = await auth.sendOtp(request.body.phone);
+      return {
+        success: true as const,
+        message: 'If this phone number belongs to an account, a sign-in code has been sent to it.',
+        data,
+      };
+    },
+  );
+
+  app.post(
+    '/auth/verify-otp',
+    {
+      config: { permission: 'public', rateLimit: 'otp' },
+      preHandler: limitPerPhone,
+      schema: {
+        tags,
+        summary: 'Sign in with the code sent by send-otp',
+        body: VerifyOtpBody,
+        response: { 200: Success(AuthResult) },
+      },
+    },
+    async (request) => {
+      const data = await auth.verifyOtp(request.body.phone, request.body.otp);
+      return { success: true as const, message: 'Login successful.', data };
+    },
+  );
+
+  app.get(
+    '/user',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['Users'],
+        summary: "The signed-in user and their workspace's credits",
+        response: { 200: Success(CurrentUser) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await auth.currentUser(authOf(request)) }),
+  );
+};

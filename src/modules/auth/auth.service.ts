@@ -1,0 +1,179 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, UserRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { AppError, validationError } from '../../errors.ts';
+import type { AuthContext } from '../../http/guard.ts';
+import { digestsEqual, hmacHex, sha256Hex } from '../../lib/crypto.ts';
+import { toE164 } from '../../lib/phone.ts';
+import type { MessageProvider } from '../../providers/provider.ts';
+import { addCredits, balances } from '../credits/credits.repository.ts';
+import { creditsView } from '../credits/credits.schemas.ts';
+import { findUser, findUserByEmail, findUserByPhone } from '../users/users.repository.ts';
+import { userView } from '../users/users.schemas.ts';
+import type { NewUser, UsersService } from '../users/users.service.ts';
+import { insertWorkspace } from '../workspaces/workspaces.repository.ts';
+import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
+import {
+  consumeOtp,
+  countOtpFailure,
+  findLiveOtp,
+  findTokenOwner,
+  insertOtp,
+  insertToken,
+  revokeToken,
+} from './auth.repository.ts';
+
+const INVALID_CREDENTIALS = 'Invalid email or password.';
+const INVALID_OTP = 'The code is wrong, expired or already used. Request a new one with /api/auth/send-otp.';
+
+export interface AuthServiceDeps {
+  db: Kysely<Database>;
+  config: Pick<Config, 'appKey' | 'tokenTtlSeconds' | 'otp' | 'signupCredits' | 'defaultCountry'>;
+  users: UsersService;
+  sms: MessageProvider;
+  log: FastifyBaseLogger;
+}
+
+export class AuthService {
+  constructor(private readonly deps: AuthServiceDeps) {}
+
+  /** Creates a workspace and its first user (a politician) with the signup credits, and signs them in. */
+  async register(input: NewUser & { workspace_name?: string | undefined }) {
+    const user = await this.deps.users.prepare(input);
+    const { db, config } = this.deps;
+    const now = nowIso();
+    const { row, token } = await db.transaction().execute(async (trx) => {
+      const workspaceName = input.workspace_name?.trim() || `${user.name}'s campaign`;
+      const workspaceId = await insertWorkspace(trx, workspaceName, now);
+      const row = await this.deps.users.insert(trx, workspaceId, user, 'politician', now);
+      await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
+      const token = await this.issueToken(trx, row, 'register', now);
+      return { row, token };
+    });
+    return this.authResult(row, token);
+  }
+
+  async login(email: string, password: string) {
+    const user = await findUserByEmail(this.deps.db, email.trim().toLowerCase());
+    const ok = user ? await verifyPassword(user.password_hash, password) : await verifyDecoy(password);
+    if (!user || !ok) throw new AppError('unauthorized', INVALID_CREDENTIALS);
+    const token = await this.issueToken(this.deps.db, user, 'login', nowIso());
+    return this.authResult(user, token);
+  }
+
+  async logout(auth: AuthContext): Promise<void> {
+    await revokeToken(this.deps.db, auth.workspaceId, auth.tokenId, nowIso());
+  }
+
+  /**
+   * Sends a 6-digit sign-in code by SMS when the phone belongs to a user. Answers the same either way, so
+   * the endpoint does not tell who has an account. The code is kept only as an HMAC under APP_KEY.
+   */
+  async sendOtp(phoneInput: string): Promise<{ expires_in: number }> {
+    const { db, config } = this.deps;
+    const phone = this.phone(phoneInput);
+    const user = await findUserByPhone(db, phone);
+    if (user) {
+      const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+      const now = new Date();
+      await insertOtp(db, {
+        phone,
+        code_hash: this.otpHash(phone, code),
+        expires_at: new Date(now.getTime() + config.otp.ttlSeconds * 1000).toISOString(),
+        created_at: now.toISOString(),
+      });
+      const minutes = Math.max(1, Math.round(config.otp.ttlSeconds / 60));
+      try {
+        await this.deps.sms.send({
+          channel: 'sms',
+          to: phone,
+          body: `${code} is your Campaign Engagement sign-in code. It expires in ${minutes} minutes. Do not share it.`,
+        });
+      } catch (error) {
+        // The caller is told nothing different (no enumeration); operators see the failure.
+        this.deps.log.error({ err: error }, 'OTP could not be sent');
+      }
+    }
+    return { expires_in: config.otp.ttlSeconds };
+  }
+
+  async verifyOtp(phoneInput: string, otp: string) {
+    const { db, config } = this.deps;
+    const phone = this.phone(phoneInput);
+    const now = nowIso();
+    const live = await findLiveOtp(db, phone, now, config.otp.maxAttempts);
+    if (!live) throw new AppError('unauthorized', INVALID_OTP);
+    if (!digestsEqual(live.code_hash, this.otpHash(phone, otp))) {
+      await countOtpFailure(db, live.id);
+      throw new AppError('unauthorized', INVALID_OTP);
+    }
+    const user = await findUserByPhone(db, phone);
+    if (!user || !(await consumeOtp(db, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
+    const token = await this.issueToken(db, user, 'otp', now);
+    return this.authResult(user, token);
+  }
+
+  /** The caller of `Authorization: Bearer <id>|<secret>`, or null for a missing, unknown, expired or revoked token. */
+  async authenticate(authorization: string | undefined): Promise<AuthContext | null> {
+    const match = /^Bearer\s+(\d{1,15})\|([A-Za-z0-9_-]{1,100})\s*$/i.exec(authorization ?? '');
+    if (!match) return null;
+    const owner = await findTokenOwner(this.deps.db, Number(match[1]));
+    if (!owner) return null;
+    if (!digestsEqual(owner.token_hash, sha256Hex(match[2] ?? ''))) return null;
+    if (owner.revoked_at) return null;
+    if (owner.expires_at && owner.expires_at <= nowIso()) return null;
+    return {
+      userId: owner.user_id,
+      workspaceId: owner.workspace_id,
+      role: owner.role,
+      tokenId: owner.token_id,
+    };
+  }
+
+  async currentUser(auth: AuthContext) {
+    const user = await findUser(this.deps.db, auth.workspaceId, auth.userId);
+    if (!user) throw new AppError('unauthorized', 'The account no longer exists.');
+    return { user: userView(user), credits: creditsView(await balances(this.deps.db, auth.workspaceId)) };
+  }
+
+  private phone(input: string): string {
+    const phone = toE164(input, this.deps.config.defaultCountry);
+    if (!phone)
+      throw validationError({
+        phone: ['must be a valid phone number with country code, e.g. +919812345678.'],
+      });
+    return phone;
+  }
+
+  private otpHash(phone: string, code: string): string {
+    return hmacHex(this.deps.config.appKey, `otp:${phone}:${code}`);
+  }
+
+  /** A Sanctum-shaped token `<id>|<40 characters>`; only the SHA-256 of the secret is stored. */
+  private async issueToken(db: Executor, user: UserRow, name: string, now: string): Promise<string> {
+    const secret = randomBytes(30).toString('base64url');
+    const ttl = this.deps.config.tokenTtlSeconds;
+    const id = await insertToken(db, {
+      user_id: user.id,
+      workspace_id: user.workspace_id,
+      token_hash: sha256Hex(secret),
+      name,
+      created_at: now,
+      expires_at: ttl ? new Date(Date.parse(now) + ttl * 1000).toISOString() : null,
+    });
+    return `${id}|${secret}`;
+  }
+
+  private async authResult(user: UserRow, token: string) {
+    return {
+      user: userView(user),
+      access_token: token,
+      token_type: 'Bearer' as const,
+      credits: creditsView(await balances(this.deps.db, user.workspace_id)),
+    };
+  }
+}

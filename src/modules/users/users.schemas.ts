@@ -1,0 +1,44 @@
+import { Type } from 'typebox';
+import type { UserRow } from '../../db/schema.ts';
+
+export const User = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  email: Type.String(),
+  phone: Type.Union([Type.String(), Type.Null()], { description: 'E.164; used for OTP sign-in.' }),
+  role: Type.Union([Type.Literal('politician'), Type.Literal('manager'), Type.Literal('volunteer')]),
+  workspace_id: Type.Integer(),
+});
+
+export const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const Email = Type.String({ format: 'email', maxLength: 254 });
+export const Password = Type.String({ minLength: 8, maxLength: 200, description: 'At least 8 characters.' });
+export const Phone = Type.String({
+  minLength: 1,
+  maxLength: 32,
+  description: 'Phone with a leading + and country code; a national number is read in DEFAULT_COUNTRY.',
+});
+
+export const CreateUserBody = Type.Object(
+  {
+    name: Name,
+    email: Email,
+    password: Password,
+    phone: Type.Optional(Phone),
+    role: Type.Union([Type.Literal('manager'), Type.Literal('volunteer')], {
+      description: 'Team members are managers or volunteers; the politician is the one who registered.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export function userView(row: UserRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    phone: row.phone,
+    role: row.role,
+    workspace_id: row.workspace_id,
+  };
+}

@@ -1,0 +1,15 @@
+import type { Executor } from '../../db/types.ts';
+
+export async function insertWorkspace(db: Executor, name: string, now: string): Promise<number> {
+  const row = await db
+    .insertInto('workspaces')
+    .values({ name, created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function workspaceExists(db: Executor, workspaceId: number): Promise<boolean> {
+  const row = await db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst();
+  return row !== undefined;
+}
