@@ -1,0 +1,146 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { connect, type Db, type DialectName } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { channels, type Channel } from '../src/providers/provider.ts';
+import { SandboxProvider } from '../src/providers/sandbox.ts';
+
+/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
+export const dialects: DialectName[] = [
+  'sqlite',
+  ...(process.env.TEST_DATABASE_URL ? (['postgres'] as const) : []),
+];
+export const redisUrl = process.env.TEST_REDIS_URL;
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  providers: Record<Channel, SandboxProvider>;
+  close(): Promise<void>;
+}
+
+const silent = pino({ level: 'silent' });
+
+/**
+ * The real application on a real database: a private in-memory SQLite database, or the shared PostgreSQL
+ * test database (each test makes its own workspace, so nothing needs truncating). Rate limits are high
+ * unless a test sets them.
+ */
+export async function buildTestApp(dialect: DialectName, env: Record<string, string> = {}): Promise<TestApp> {
+  const config = loadConfig({
+    DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PUBLIC_PER_MIN: '100000',
+    RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_PER_MIN: '100000',
+    RATE_LIMIT_OTP_PER_MIN: '100000',
+    ...env,
+  });
+  const db = connect(config.databaseUrl);
+  await migrateToLatest(db.kysely);
+  const providers = Object.fromEntries(channels.map((c) => [c, new SandboxProvider(c, silent)])) as Record<
+    Channel,
+    SandboxProvider
+  >;
+  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
+  return {
+    app,
+    db,
+    providers,
+    close: async () => {
+      await app.close();
+      await db.close().catch(() => {});
+    },
+  };
+}
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Answer {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: LightMyRequestResponse['headers'];
+  raw: string;
+}
+
+export async function call(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  options: CallOptions = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let payload: string | undefined;
+  if (options.body !== undefined) {
+    payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await app.inject({ method: method as 'GET', url, headers, payload });
+  let body: unknown;
+  try {
+    body = res.json();
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, body, headers: res.headers, raw: res.body };
+}
+
+export function uniqueEmail(prefix = 'user'): string {
+  return `${prefix}.${randomUUID().slice(0, 12)}@example.com`;
+}
+
+/** A random Indian mobile number in E.164, unique enough for a shared test database. */
+export function uniquePhone(): string {
+  return `+919${String(randomInt(0, 1_000_000_000)).padStart(9, '0')}`;
+}
+
+export interface Account {
+  token: string;
+  user: { id: number; name: string; email: string; phone: string | null; role: string; workspace_id: number };
+  password: string;
+}
+
+/** Registers a new workspace and returns its politician's token. */
+export async function register(app: FastifyInstance, body: Record<string, unknown> = {}): Promise<Account> {
+  const password = 'correct horse battery';
+  const res = await call(app, 'POST', '/api/auth/register', {
+    body: { name: 'Asha Rao', email: uniqueEmail(), password, phone: uniquePhone(), ...body },
+  });
+  if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.raw}`);
+  return { token: res.body.data.access_token, user: res.body.data.user, password };
+}
+
+/** Adds a team member with the given role to the politician's workspace and signs them in. */
+export async function addMember(
+  app: FastifyInstance,
+  owner: Account,
+  role: 'manager' | 'volunteer',
+): Promise<Account> {
+  const password = 'member password 1';
+  const email = uniqueEmail(role);
+  const created = await call(app, 'POST', '/api/users', {
+    token: owner.token,
+    body: { name: `A ${role}`, email, password, role },
+  });
+  if (created.status !== 201) throw new Error(`add member failed: ${created.status} ${created.raw}`);
+  const login = await call(app, 'POST', '/api/auth/login', { body: { email, password } });
+  return { token: login.body.data.access_token, user: login.body.data.user, password };
+}
+
+export function expectError(res: Answer, status: number, code: string): void {
+  if (res.status !== status || res.body?.success !== false || res.body?.error_code !== code) {
+    throw new Error(`expected ${status} ${code}, got ${res.status} ${res.raw}`);
+  }
+  if (typeof res.body.message !== 'string' || res.body.message.length === 0)
+    throw new Error('error without message');
+  if (/\bat .+\.(ts|js):\d+/.test(res.raw)) throw new Error(`stack trace leaked: ${res.raw}`);
+}

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, call, dialects, expectError, register, type TestApp } from './helpers.ts';
+
+for (const dialect of dialects) {
+  describe(`health, errors and versioning (${dialect})`, () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await buildTestApp(dialect);
+      // A route that fails unexpectedly, to see what a 500 shows.
+      t.app.get('/api/test-boom', { config: { permission: 'public' } }, async () => {
+        throw new Error('secret internal detail');
+      });
+    });
+    afterAll(() => t.close());
+
+    it('GET /api/healthz checks the database', async () => {
+      const res = await call(t.app, 'GET', '/api/healthz');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ success: true, data: { status: 'ok', database: 'ok', dialect } });
+    });
+
+    it('every response carries X-Request-Id, echoing a sane one and replacing a hostile one', async () => {
+      const own = await call(t.app, 'GET', '/api/healthz', { headers: { 'x-request-id': 'abc-123' } });
+      expect(own.headers['x-request-id']).toBe('abc-123');
+      const hostile = await call(t.app, 'GET', '/api/healthz', {
+        headers: { 'x-request-id': 'a b\u0000<script>' },
+      });
+      expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      const missing = await call(t.app, 'GET', '/api/nowhere');
+      expect(missing.headers['x-request-id']).toBeTruthy();
+    });
+
+    it('unknown paths are 404 not_found and a wrong method is 405 with Allow', async () => {
+      expectError(await call(t.app, 'GET', '/api/nowhere'), 404, 'not_found');
+      expectError(await call(t.app, 'GET', '/nowhere'), 404, 'not_found');
+      const wrongMethod = await call(t.app, 'DELETE', '/api/healthz');
+      expectError(wrongMethod, 405, 'method_not_allowed');
+      expect(wrongMethod.headers.allow).toBe('GET');
+    });
+
+    it('serves every route under /api and /api/v1; /api/v2 is 404', async () => {
+      const account = await register(t.app);
+      expect((await call(t.app, 'GET', '/api/v1/healthz')).status).toBe(200);
+      const v1 = await call(t.app, 'GET', '/api/v1/user', { token: account.token });
+      expect(v1.status).toBe(200);
+      expect(v1.body.data.user.id).toBe(account.user.id);
+      expectError(await call(t.app, 'GET', '/api/v2/healthz'), 404, 'not_found');
+      expectError(await call(t.app, 'GET', '/api/v2/user', { token: account.token }), 404, 'not_found');
+      expect(v1.headers.deprecation).toBeUndefined();
+    });
+
+    it('answers malformed JSON, a wrong content type and hostile JSON with 400 bad_request', async () => {
+      expectError(await call(t.app, 'POST', '/api/auth/login', { body: '{"email": ' }), 400, 'bad_request');
+      expectError(
+        await call(t.app, 'POST', '/api/auth/login', {
+          body: 'email=a&password=b',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+        400,
+        'bad_request',
+      );
+      expectError(
+        await call(t.app, 'POST', '/api/auth/login', {
+          body: 'hello',
+          headers: { 'content-type': 'text/plain' },
+        }),
+        400,
+        'bad_request',
+      );
+      expectError(
+        await call(t.app, 'POST', '/api/auth/login', {
+          body: '{"__proto__": {"admin": true}, "email": "a@b.co", "password": "x"}',
+        }),
+        400,
+        'bad_request',
+      );
+    });
+
+    it('answers an oversized body with 413 payload_too_large', async () => {
+      const res = await call(t.app, 'POST', '/api/auth/login', {
+        body: { email: 'a@b.co', password: 'x'.repeat(2 * 1024 * 1024) },
+      });
+      expectError(res, 413, 'payload_too_large');
+    });
+
+    it('a 500 is server_error with the request id and no internals', async () => {
+      const res = await call(t.app, 'GET', '/api/test-boom', { headers: { 'x-request-id': 'req-500' } });
+      expectError(res, 500, 'server_error');
+      expect(res.raw).not.toContain('secret internal detail');
+      expect(res.body.details).toEqual({ request_id: 'req-500' });
+    });
+
+    it('publishes an OpenAPI 3.1 document of every route and a browsable reference', async () => {
+      const res = await call(t.app, 'GET', '/api/openapi.json');
+      expect(res.status).toBe(200);
+      expect(res.body.openapi).toBe('3.1.0');
+      const paths = Object.keys(res.body.paths);
+      for (const p of [
+        '/api/healthz',
+        '/api/auth/register',
+        '/api/auth/login',
+        '/api/auth/logout',
+        '/api/auth/send-otp',
+        '/api/auth/verify-otp',
+        '/api/user',
+        '/api/users',
+      ]) {
+        expect(paths).toContain(p);
+      }
+      const login = res.body.paths['/api/auth/login'].post;
+      expect(login.requestBody.content['application/json'].schema.properties.email).toBeDefined();
+      expect(login.responses['200']).toBeDefined();
+      expect(login.responses['4XX'] ?? login.responses['4xx']).toBeDefined();
+      expect(res.body.paths['/api/users'].post.security).toEqual([{ bearerAuth: [] }]);
+      const docs = await call(t.app, 'GET', '/api/docs');
+      expect(docs.status).toBe(200);
+      expect(docs.headers['content-type']).toMatch(/text\/html/);
+      expect(docs.raw).toContain('swagger-ui');
+      expect((await call(t.app, 'GET', '/api/docs/static/swagger-ui.css')).status).toBe(200);
+    });
+  });
+
+  describe(`health when the database is gone (${dialect})`, () => {
+    it('answers 503 service_unavailable', async () => {
+      const t = await buildTestApp(dialect);
+      await t.app.ready();
+      await t.db.close();
+      const res = await call(t.app, 'GET', '/api/healthz');
+      expectError(res, 503, 'service_unavailable');
+      await t.app.close();
+    });
+  });
+}
+
+describe('deprecated versions', () => {
+  it('send Deprecation, Sunset and Link headers', async () => {
+    const t = await buildTestApp('sqlite', {
+      API_DEPRECATED_VERSIONS: 'v1',
+      API_DEPRECATION_DATE: '2027-01-01T00:00:00Z',
+      API_SUNSET_DATE: '2027-07-01T00:00:00Z',
+      API_MIGRATION_GUIDE_URL: 'https://docs.example.com/migrate-to-v2',
+    });
+    try {
+      for (const url of ['/api/v1/healthz', '/api/healthz']) {
+        const res = await call(t.app, 'GET', url);
+        expect(res.status).toBe(200);
+        expect(res.headers.deprecation).toBe(`@${Date.parse('2027-01-01T00:00:00Z') / 1000}`);
+        expect(res.headers.sunset).toBe('Thu, 01 Jul 2027 00:00:00 GMT');
+        expect(res.headers.link).toBe(
+          '<https://docs.example.com/migrate-to-v2>; rel="deprecation"; type="text/html"',
+        );
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { connect } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { RateLimits } from '../src/http/rate-limit.ts';
+import { buildTestApp, call, expectError, redisUrl, register, uniqueEmail, uniquePhone } from './helpers.ts';
+
+const tight = {
+  RATE_LIMIT_PUBLIC_PER_MIN: '4',
+  RATE_LIMIT_AUTHENTICATED_PER_MIN: '3',
+  RATE_LIMIT_AUTH_PER_MIN: '5',
+  RATE_LIMIT_OTP_PER_MIN: '3',
+};
+
+describe('rate limits (in memory)', () => {
+  it('auth endpoints: 5 per minute per address, then 429 with Retry-After and X-RateLimit-Reset', async () => {
+    const t = await buildTestApp('sqlite', tight);
+    try {
+      const remaining: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await call(t.app, 'POST', '/api/auth/login', {
+          body: { email: uniqueEmail(), password: 'wrong password' },
+        });
+        expect(res.status).toBe(401);
+        expect(res.headers['x-ratelimit-limit']).toBe('5');
+        remaining.push(String(res.headers['x-ratelimit-remaining']));
+      }
+      expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+      const limited = await call(t.app, 'POST', '/api/auth/register', {
+        body: { name: 'A', email: uniqueEmail(), password: 'password123' },
+      });
+      expectError(limited, 429, 'rate_limit_exceeded');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+      expect(limited.headers['x-ratelimit-reset']).toBe(limited.headers['retry-after']);
+      expect(limited.headers['x-ratelimit-remaining']).toBe('0');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('public endpoints: counted per client address (X-Forwarded-For only with TRUST_PROXY)', async () => {
+    const t = await buildTestApp('sqlite', { ...tight, TRUST_PROXY: 'true' });
+    try {
+      for (let i = 0; i < 4; i++)
+        expect(
+          (await call(t.app, 'GET', '/api/healthz', { headers: { 'x-forwarded-for': '203.0.113.1' } }))
+            .status,
+        ).toBe(200);
+      expectError(
+        await call(t.app, 'GET', '/api/healthz', { headers: { 'x-forwarded-for': '203.0.113.1' } }),
+        429,
+        'rate_limit_exceeded',
+      );
+      expect(
+        (await call(t.app, 'GET', '/api/healthz', { headers: { 'x-forwarded-for': '203.0.113.2' } })).status,
+      ).toBe(200);
+    } finally {
+      await t.close();
+    }
+    const untrusted = await buildTestApp('sqlite', tight);
+    try {
+      for (let i = 0; i < 4; i++)
+        await call(untrusted.app, 'GET', '/api/healthz', {
+          headers: { 'x-forwarded-for': `198.51.100.${i}` },
+        });
+      expectError(
+        await call(untrusted.app, 'GET', '/api/healthz', { headers: { 'x-forwarded-for': '198.51.100.99' } }),
+        429,
+        'rate_limit_exceeded',
+      );
+    } finally {
+      await untrusted.close();
+    }
+  });
+
+  it('OTP endpoints: 3 per minute per phone, whatever the address', async () => {
+    const t = await buildTestApp('sqlite', { ...tight, TRUST_PROXY: 'true' });
+    try {
+      const phone = uniquePhone();
+      for (let i = 0; i < 3; i++) {
+        const res = await call(t.app, 'POST', '/api/auth/send-otp', {
+          body: { phone },
+          headers: { 'x-forwarded-for': `192.0.2.${i}` },
+        });
+        expect(res.status).toBe(200);
+      }
+      const limited = await call(t.app, 'POST', '/api/auth/verify-otp', {
+        body: { phone, otp: '123456' },
+        headers: { 'x-forwarded-for': '192.0.2.77' },
+      });
+      expectError(limited, 429, 'rate_limit_exceeded');
+      expect(limited.headers['retry-after']).toBeDefined();
+      const otherPhone = await call(t.app, 'POST', '/api/auth/send-otp', {
+        body: { phone: uniquePhone() },
+        headers: { 'x-forwarded-for': '192.0.2.78' },
+      });
+      expect(otherPhone.status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('authenticated endpoints: counted per user', async () => {
+    const t = await buildTestApp('sqlite');
+    const limited = await buildTestApp('sqlite', tight);
+    try {
+      const a = await register(limited.app);
+      const b = await register(limited.app);
+      for (let i = 0; i < 3; i++)
+        expect(
+          (await call(limited.app, 'GET', '/api/user', { token: a.token })).headers['x-ratelimit-limit'],
+        ).toBe('3');
+      expectError(
+        await call(limited.app, 'GET', '/api/user', { token: a.token }),
+        429,
+        'rate_limit_exceeded',
+      );
+      expect((await call(limited.app, 'GET', '/api/user', { token: b.token })).status).toBe(200);
+    } finally {
+      await t.close();
+      await limited.close();
+    }
+  });
+});
+
+describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
+  it('two API processes enforce one limit', async () => {
+    const prefix = `test:${randomUUID()}`;
+    const env = {
+      DATABASE_URL: 'sqlite::memory:',
+      LOG_LEVEL: 'silent',
+      REDIS_URL: redisUrl as string,
+      ...tight,
+    };
+    const make = async () => {
+      const config = loadConfig(env);
+      const db = connect(config.databaseUrl);
+      await migrateToLatest(db.kysely);
+      return { app: await buildApp({ config, db, rateLimitPrefix: prefix }), db };
+    };
+    const one = await make();
+    const two = await make();
+    // Both connect to Redis before counting, so no request falls back to memory.
+    const probe = new Redis(redisUrl as string);
+    await probe.ping();
+    await new Promise((r) => setTimeout(r, 200));
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const app = i % 2 === 0 ? one.app : two.app;
+        statuses.push((await call(app, 'GET', '/api/healthz')).status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+      const keys = await probe.keys(`${prefix}:public*`);
+      expect(keys.length).toBe(1);
+    } finally {
+      probe.disconnect();
+      await one.app.close();
+      await two.app.close();
+      await one.db.close();
+      await two.db.close();
+    }
+  });
+
+  it('counts atomically under concurrency', async () => {
+    const redis = new Redis(redisUrl as string);
+    try {
+      const limits = new RateLimits(
+        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10 } },
+        redis,
+        `test:${randomUUID()}`,
+      );
+      const results = await Promise.all(Array.from({ length: 25 }, () => limits.consume('public', 'ip:1')));
+      expect(results.filter((r) => r.allowed)).toHaveLength(10);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
