@@ -11,6 +11,8 @@ export interface Database {
   otp_codes: OtpCodeTable;
   credit_balances: CreditBalanceTable;
   credit_ledger: CreditLedgerTable;
+  voters: VoterTable;
+  segments: SegmentTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -83,3 +85,33 @@ export interface CreditLedgerTable {
   created_at: string;
 }
 export type NewLedgerEntry = Insertable<CreditLedgerTable>;
+
+export interface VoterTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  /** Lower-cased name with spaces collapsed; (workspace_id, phone, name_key) is unique. */
+  name_key: string;
+  /** E.164. */
+  phone: string;
+  email: string | null;
+  constituency: string | null;
+  /** Lower-cased constituency, for the case-insensitive exact filter. */
+  constituency_key: string | null;
+  booth: string | null;
+  ward: string | null;
+  address: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type VoterRow = Selectable<VoterTable>;
+
+export interface SegmentTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  /** JSON text of a VoterFilters object. */
+  filters: string;
+  created_at: string;
+  updated_at: string;
+}
