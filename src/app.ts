@@ -15,6 +15,8 @@ import { AuthService } from './modules/auth/auth.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { UsersService } from './modules/users/users.service.ts';
+import { votersRoutes } from './modules/voters/voters.routes.ts';
+import { VotersService } from './modules/voters/voters.service.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -85,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
+  const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const auth = new AuthService({ db: db.kysely, config, users, sms: providers.sms, log: app.log });
 
   installErrorHandling(app);
@@ -95,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  await app.register(votersRoutes, { prefix: '/api', voters });
 
   app.addHook('onClose', async () => {
     redis?.disconnect();
