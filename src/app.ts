@@ -14,6 +14,8 @@ import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
+import { segmentsRoutes } from './modules/segments/segments.routes.ts';
+import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
@@ -99,6 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
   await app.register(votersRoutes, { prefix: '/api', voters });
+  await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
 
   app.addHook('onClose', async () => {
     redis?.disconnect();
