@@ -35,10 +35,19 @@ function ftsPhrase(term: string): string {
   return `"${term.replace(/"/g, '""')}"`;
 }
 
+/** The FTS5 query for a term on SQLite, or undefined when the term is too short for trigrams. */
+function ftsMatch(term: string): string | undefined {
+  const digits = phoneDigits(term);
+  if ([...term].length < 3 || (digits !== undefined && digits.length < 3)) return undefined;
+  return digits
+    ? `{name email}: ${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}`
+    : `{name email}: ${ftsPhrase(term)}`;
+}
+
 /**
  * Case-insensitive substring search of name or email (and phone digits), served by an index: pg_trgm GIN
  * indexes on PostgreSQL, the FTS5 trigram table on SQLite. Trigrams need three characters; a shorter term
- * falls back to LIKE within the workspace's rows.
+ * falls back to LIKE over the workspace's rows (a scan: slow at millions of voters).
  */
 function searchCondition(db: Executor, term: string) {
   const digits = phoneDigits(term);
@@ -49,17 +58,13 @@ function searchCondition(db: Executor, term: string) {
       if (digits) ors.push(eb('voters.phone', 'like', likePattern(digits)));
       return eb.or(ors);
     }
-    const usesIndex = [...term].length >= 3 && (!digits || digits.length >= 3);
-    if (usesIndex) {
-      const match = digits
-        ? `{name email}: ${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}`
-        : `{name email}: ${ftsPhrase(term)}`;
+    const match = ftsMatch(term);
+    if (match)
       return eb(
         'voters.id',
         'in',
         sql<number>`(SELECT rowid FROM voters_fts WHERE voters_fts MATCH ${match})`,
       );
-    }
     const like = likePattern(term);
     const ors = [
       sql<boolean>`voters.name LIKE ${like} ESCAPE '\\'`,
@@ -67,6 +72,23 @@ function searchCondition(db: Executor, term: string) {
     ];
     if (digits) ors.push(sql<boolean>`voters.phone LIKE ${likePattern(digits)} ESCAPE '\\'`);
     return eb.or(ors);
+  };
+}
+
+function hasExactFilters(filters: VoterFilters): boolean {
+  return [filters.constituency, filters.booth, filters.ward].some((v) => v !== undefined && v.trim() !== '');
+}
+
+function exactFilters(filters: VoterFilters) {
+  return (eb: ExpressionBuilder<Database, 'voters'>) => {
+    const and = [];
+    const constituency = filters.constituency?.trim();
+    const booth = filters.booth?.trim();
+    const ward = filters.ward?.trim();
+    if (constituency) and.push(eb('voters.constituency_key', '=', constituency.toLowerCase()));
+    if (booth) and.push(eb('voters.booth', '=', booth));
+    if (ward) and.push(eb('voters.ward', '=', ward));
+    return eb.and(and);
   };
 }
 
@@ -80,16 +102,98 @@ export function filteredVoters(
   filters: VoterFilters,
 ): SelectQueryBuilder<Database, 'voters', object> {
   let query = db.selectFrom('voters').where('voters.workspace_id', '=', workspaceId);
-  if (filters.constituency !== undefined && filters.constituency.trim() !== '') {
-    query = query.where('voters.constituency_key', '=', filters.constituency.trim().toLowerCase());
-  }
-  if (filters.booth !== undefined && filters.booth.trim() !== '')
-    query = query.where('voters.booth', '=', filters.booth.trim());
-  if (filters.ward !== undefined && filters.ward.trim() !== '')
-    query = query.where('voters.ward', '=', filters.ward.trim());
+  if (hasExactFilters(filters)) query = query.where(exactFilters(filters));
   const term = filters.search?.trim();
   if (term) query = query.where(searchCondition(db, term));
   return query;
+}
+
+const listColumns = [
+  'voters.id',
+  'voters.name',
+  'voters.phone',
+  'voters.constituency',
+  'voters.booth',
+  'voters.ward',
+] as const;
+type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
+
+/**
+ * One page in id order. On SQLite a search walks the FTS index in rowid (= id) order and joins each hit,
+ * so a page costs its own rows, not every match.
+ */
+async function voterPage(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  page: number,
+  perPage: number,
+): Promise<ListRow[]> {
+  const term = filters.search?.trim();
+  const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
+  if (match) {
+    let query = db
+      .selectFrom('voters_fts')
+      .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
+      .where(sql<boolean>`voters_fts MATCH ${match}`)
+      .where('voters.workspace_id', '=', workspaceId);
+    if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
+    return query
+      .select(listColumns)
+      .orderBy('voters_fts.rowid')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute();
+  }
+  return filteredVoters(db, workspaceId, filters)
+    .select(listColumns)
+    .orderBy('voters.id')
+    .limit(perPage)
+    .offset((page - 1) * perPage)
+    .execute();
+}
+
+/**
+ * The exact number of matching voters. Without filters it is the trigger-kept count. A SQLite search with
+ * no other filter counts FTS hits directly when the workspace owns every voter row (the usual embedded
+ * deployment: one campaign office), skipping a lookup per hit to check the workspace.
+ */
+export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+  const term = filters.search?.trim();
+  if (!term && !hasExactFilters(filters)) {
+    const row = await db
+      .selectFrom('voter_counts')
+      .select('total')
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirst();
+    return Number(row?.total ?? 0);
+  }
+  const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
+  if (match) {
+    const owner = await db
+      .selectFrom('voter_counts')
+      .select((eb) => [
+        'total',
+        eb
+          .selectFrom('voter_counts')
+          .select((e) => e.fn.sum<number>('total').as('all'))
+          .as('all'),
+      ])
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirst();
+    if (owner && Number(owner.total) === Number(owner.all)) {
+      const row = await db
+        .selectFrom('voters_fts')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .where(sql<boolean>`voters_fts MATCH ${match}`)
+        .executeTakeFirstOrThrow();
+      return Number(row.total);
+    }
+  }
+  const row = await filteredVoters(db, workspaceId, filters)
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
 }
 
 export async function listVoters(
@@ -98,35 +202,10 @@ export async function listVoters(
   filters: VoterFilters,
   page: number,
   perPage: number,
-): Promise<{
-  rows: Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>[];
-  total: number;
-}> {
-  const base = filteredVoters(db, workspaceId, filters);
-  const [rows, count] = await Promise.all([
-    base
-      .select([
-        'voters.id',
-        'voters.name',
-        'voters.phone',
-        'voters.constituency',
-        'voters.booth',
-        'voters.ward',
-      ])
-      .orderBy('voters.id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
-}
-
-export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
-  const row = await filteredVoters(db, workspaceId, filters)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return Number(row.total);
+): Promise<{ rows: ListRow[]; total: number }> {
+  const rows = await voterPage(db, workspaceId, filters, page, perPage);
+  const total = await countVoters(db, workspaceId, filters);
+  return { rows, total };
 }
 
 export async function findVoter(
