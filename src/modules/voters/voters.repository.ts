@@ -108,6 +108,9 @@ export function filteredVoters(
   return query;
 }
 
+/** Below this many matches a PostgreSQL search page is read through the trigram indexes (see voterPage). */
+const RARE_MATCHES = 5000;
+
 const listColumns = [
   'voters.id',
   'voters.name',
@@ -128,6 +131,7 @@ async function voterPage(
   filters: VoterFilters,
   page: number,
   perPage: number,
+  total: number,
 ): Promise<ListRow[]> {
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
@@ -145,9 +149,14 @@ async function voterPage(
       .offset((page - 1) * perPage)
       .execute();
   }
+  // PostgreSQL cannot estimate how many rows a trigram search matches. Walking the primary key until a
+  // page is full is right for common terms and slow for rare ones; the exact count, already known, tells
+  // which. `id + 0` hides the key order from the planner, so a rare term is read through its trigram
+  // indexes and sorted.
+  const rare = isPostgres(db) && Boolean(term) && total <= RARE_MATCHES;
   return filteredVoters(db, workspaceId, filters)
     .select(listColumns)
-    .orderBy('voters.id')
+    .orderBy(rare ? sql`voters.id + 0` : sql`voters.id`)
     .limit(perPage)
     .offset((page - 1) * perPage)
     .execute();
@@ -203,8 +212,8 @@ export async function listVoters(
   page: number,
   perPage: number,
 ): Promise<{ rows: ListRow[]; total: number }> {
-  const rows = await voterPage(db, workspaceId, filters, page, perPage);
   const total = await countVoters(db, workspaceId, filters);
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, total);
   return { rows, total };
 }
 
