@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Redis } from 'ioredis';
+import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { installErrorHandling } from './http/error-handler.ts';
@@ -45,6 +46,11 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
         path: req.url.split('?')[0],
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      // PostgreSQL errors quote row values in `detail` (e.g. the email of a unique violation): drop them.
+      err: (err: Error) => {
+        const { detail: _detail, where: _where, ...rest } = pino.stdSerializers.err(err);
+        return rest as ReturnType<typeof pino.stdSerializers.err>;
+      },
     },
   };
 }
