@@ -15,7 +15,9 @@ import { AuthService } from './modules/auth/auth.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { UsersService } from './modules/users/users.service.ts';
+import { VoterImporter } from './modules/voters/voters.import.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
+import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
@@ -98,6 +100,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  const importer = new VoterImporter({
+    db,
+    defaultCountry: config.defaultCountry,
+    maxBytes: config.import.maxBytes,
+    maxErrors: config.import.maxErrors,
+  });
+  await app.register(votersTransferRoutes, {
+    prefix: '/api',
+    importer,
+    db,
+    maxImportBytes: config.import.maxBytes,
+  });
   await app.register(votersRoutes, { prefix: '/api', voters });
 
   app.addHook('onClose', async () => {
