@@ -31,6 +31,12 @@ export interface Config {
     readonly ivr: ProviderName;
   };
   readonly sandboxDeliveryDelayMs: number;
+  readonly import: {
+    /** Largest voter CSV accepted by the import (413 above it). */
+    readonly maxBytes: number;
+    /** At most this many `{ row, field, message }` entries in an import's answer. */
+    readonly maxErrors: number;
+  };
 }
 
 export interface ApiDeprecation {
@@ -184,6 +190,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       ivr: oneOf(env, 'IVR_PROVIDER', providerNames, 'sandbox'),
     },
     sandboxDeliveryDelayMs: int(env, 'SANDBOX_DELIVERY_DELAY_MS', 500),
+    import: {
+      maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
+      maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+    },
   };
   return Object.freeze(config);
 }
