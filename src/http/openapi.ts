@@ -46,7 +46,21 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
           },
         },
       },
-      tags: [{ name: 'Health' }, { name: 'Authentication' }, { name: 'Users' }],
+      tags: [
+        { name: 'Health' },
+        { name: 'Authentication' },
+        { name: 'Users' },
+        {
+          name: 'Grievances',
+          description: "Constituents' grievances: lifecycle, priority and due dates, assignment.",
+        },
+        { name: 'Payments', description: 'Buying message credits (politician only).' },
+        {
+          name: 'Webhooks',
+          description:
+            'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+        },
+      ],
     },
   });
 
