@@ -24,6 +24,8 @@ export interface WebhookWorkerDeps {
   resolver?: Resolver;
   /** Names this worker's claims; unique per process by default. */
   workerId?: string;
+  /** Serve only these workspaces' deliveries (a dedicated worker; tests sharing one database). Default: all. */
+  workspaceIds?: readonly number[];
 }
 
 /**
@@ -102,6 +104,7 @@ export class WebhookDeliveryWorker {
       now.toISOString(),
       new Date(now.getTime() + this.leaseMs).toISOString(),
       config.webhooks.batchSize,
+      this.deps.workspaceIds,
     );
     const claimed = await loadClaimed(db, this.workerId, ids);
     await Promise.all(claimed.map((delivery) => this.attempt(delivery)));

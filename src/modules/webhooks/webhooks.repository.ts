@@ -216,6 +216,7 @@ export async function requeueDelivery(
  * Claims up to `limit` due deliveries of enabled endpoints for `workerId` until `leaseUntil`: pending ones
  * whose time has come and that nobody holds, or whose holder's lease has run out (a crashed worker).
  * PostgreSQL skips rows another worker is claiming (FOR UPDATE SKIP LOCKED); SQLite has one writer.
+ * `workspaceIds` limits the claim to those workspaces (a dedicated worker; tests sharing one database).
  */
 export async function claimDueDeliveries(
   db: Executor,
@@ -223,6 +224,7 @@ export async function claimDueDeliveries(
   now: string,
   leaseUntil: string,
   limit: number,
+  workspaceIds?: readonly number[],
 ): Promise<number[]> {
   const due = db
     .selectFrom('webhook_deliveries as d')
@@ -232,6 +234,7 @@ export async function claimDueDeliveries(
     .where('d.next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
     .where('w.disabled_at', 'is', null)
+    .$if(workspaceIds !== undefined, (q) => q.where('d.workspace_id', 'in', [...(workspaceIds ?? []), 0]))
     .orderBy('d.next_attempt_at')
     .orderBy('d.id')
     .limit(limit)
