@@ -33,13 +33,11 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
     },
     async (request, reply) => {
       const data = await webhooks.create(authOf(request).workspaceId, request.body);
-      return reply
-        .code(201)
-        .send({
-          success: true,
-          message: 'Webhook created. Store the secret now: it is not shown again.',
-          data,
-        });
+      return reply.code(201).send({
+        success: true,
+        message: 'Webhook created. Store the secret now: it is not shown again.',
+        data,
+      });
     },
   );
 

@@ -14,7 +14,10 @@ export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 export const systemResolver: Resolver = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
 
-const blocked = new BlockList();
+// Two lists: Node's BlockList matches IPv4 addresses against IPv6 rules through their IPv4-mapped form, so
+// one list holding ::ffff:0:0/96 would block every IPv4 address.
+const blockedV4 = new BlockList();
+const blockedV6 = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8], // "this network"
   ['10.0.0.0', 8], // private
@@ -28,7 +31,7 @@ for (const [network, prefix] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
 ] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
+  blockedV4.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
   ['::', 128], // unspecified
@@ -40,14 +43,14 @@ for (const [network, prefix] of [
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
 ] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
+  blockedV6.addSubnet(network, prefix, 'ipv6');
 }
 
 /** True when the address is loopback, private, link-local, unique-local, IPv4-mapped IPv6 or otherwise not public. */
 export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) return blocked.check(address.split('%')[0]!, 'ipv6');
+  if (family === 4) return blockedV4.check(address, 'ipv4');
+  if (family === 6) return blockedV6.check(address.split('%')[0]!, 'ipv6');
   return true;
 }
 
