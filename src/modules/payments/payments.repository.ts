@@ -30,3 +30,16 @@ export async function listPayments(
   ]);
   return { rows, total: Number(count.total) };
 }
+
+export async function findPayment(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<PaymentRow | undefined> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}

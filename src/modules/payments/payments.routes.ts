@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
-import { Page, PageQuery, Success } from '../../http/schemas.ts';
+import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { CreatePaymentBody, Payment, ProcessedPayment } from './payments.schemas.ts';
 import type { PaymentsService } from './payments.service.ts';
 
@@ -44,6 +44,18 @@ export const paymentsRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentsServi
     async (request) => ({
       success: true as const,
       data: await payments.list(authOf(request).workspaceId, request.query.page, request.query.per_page),
+    }),
+  );
+
+  app.get(
+    '/payments/:id',
+    {
+      config: { permission: 'payments:manage' },
+      schema: { tags, summary: 'Read one payment', params: IdParams, response: { 200: Success(Payment) } },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await payments.get(authOf(request).workspaceId, request.params.id),
     }),
   );
 };

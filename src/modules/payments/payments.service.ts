@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, PaymentRow } from '../../db/schema.ts';
-import { validationError } from '../../errors.ts';
+import { notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { addCredits, balances } from '../credits/credits.repository.ts';
 import { creditsView } from '../credits/credits.schemas.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
-import { insertPayment, listPayments } from './payments.repository.ts';
+import { findPayment, insertPayment, listPayments } from './payments.repository.ts';
 
 export function paymentView(row: PaymentRow) {
   return {
@@ -67,6 +67,12 @@ export class PaymentsService {
       await emitEvent(trx, workspaceId, 'payment.processed', result, now);
       return result;
     });
+  }
+
+  async get(workspaceId: number, id: number) {
+    const row = await findPayment(this.deps.db, workspaceId, id);
+    if (!row) throw notFound('Payment');
+    return paymentView(row);
   }
 
   async list(workspaceId: number, page: number, perPage: number) {
