@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -492,6 +495,44 @@ for (const dialect of dialects) {
           status: 'succeeded',
           attempts: 1,
         });
+      });
+
+      it('workers running side by side deliver every event exactly once', async () => {
+        const owner = await register(t.app);
+        const r = await receiver();
+        await createHook(t, owner, { url: r.url, events: ['grievance.created'] });
+        for (let i = 0; i < 12; i += 1) await createGrievance(t, owner, { title: `Grievance ${i}` });
+        const workers = [1, 2, 3].map(() => workerFor(t, [owner.user.workspace_id]));
+        await Promise.all(workers.map((w) => w.drain()));
+        expect(r.received).toHaveLength(12);
+        expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(12);
+      });
+
+      it('an attempt that gets no answer times out and is retried', async () => {
+        const slow = await buildTestApp(dialect, {
+          ...env,
+          WEBHOOK_TIMEOUT_SECONDS: '1',
+          WEBHOOK_RETRY_SCHEDULE: '0',
+        });
+        const owner = await register(slow.app);
+        const held: ServerResponse[] = [];
+        const silent = createServer((_req, res) => held.push(res));
+        silent.listen(0, '127.0.0.1');
+        await once(silent, 'listening');
+        try {
+          const hook = await createHook(slow, owner, {
+            url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`,
+          });
+          await createGrievance(slow, owner);
+          await workerFor(slow, [owner.user.workspace_id]).drain();
+          const [delivery] = (await deliveries(slow, owner, hook.id)).data;
+          expect(delivery).toMatchObject({ status: 'failed', attempts: 2, last_status_code: null });
+          expect(delivery!.last_error).toMatch(/timed out after 1 s/);
+        } finally {
+          silent.closeAllConnections();
+          silent.close();
+          await slow.close();
+        }
       });
 
       it('the running loop delivers on its own and stops cleanly', async () => {

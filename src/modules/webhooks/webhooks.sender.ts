@@ -93,7 +93,8 @@ export async function sendSigned(request: SignedRequest, options: SenderOptions)
       req.destroy();
     }, options.timeoutMs);
     req.on('response', (res) => {
-      res.resume();
+      // The status is all we need: the body is not read (nor kept), and the connection is closed at once.
+      res.destroy();
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) finish({ ok: true, statusCode: status, error: null, gone: false });
       else if (status === 410)
