@@ -551,6 +551,26 @@ for (const dialect of dialects) {
       });
     });
 
+    it('the OpenAPI document describes the routes and, under webhooks, every event', async () => {
+      const doc = (await call(t.app, 'GET', '/api/openapi.json')).body;
+      for (const path of [
+        '/api/webhooks',
+        '/api/webhooks/{id}',
+        '/api/webhooks/{id}/deliveries',
+        '/api/webhooks/{id}/deliveries/{delivery_id}/retry',
+        '/api/webhooks/{id}/test',
+        '/api/grievances',
+        '/api/grievances/{id}',
+        '/api/payments',
+      ]) {
+        expect(doc.paths, path).toHaveProperty([path]);
+      }
+      expect(Object.keys(doc.webhooks)).toEqual([...allEvents, 'ping']);
+      expect(doc.tags.map((tag: { name: string }) => tag.name)).toEqual(
+        expect.arrayContaining(['Webhooks', 'Grievances', 'Payments']),
+      );
+    });
+
     it('an event survives the server being killed between the change and the delivery', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'ces-hooks-'));
       const restartEnv = {

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
 const description = `Voter rolls, messaging over WhatsApp, SMS, email and IVR, campaigns, grievances, credits and webhooks
@@ -46,6 +47,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
           },
         },
       },
+      // The TypeBox schemas inside are JSON Schema, which the OpenAPI types do not model exactly.
+      webhooks: webhookEventsOpenApi as never,
       tags: [
         { name: 'Health' },
         { name: 'Authentication' },
