@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries } from '../src/modules/webhooks/webhooks.repository.ts';
+import { webhookSecretBox } from '../src/modules/webhooks/webhooks.secrets.ts';
 import {
   addMember,
   type Account,
@@ -495,6 +496,23 @@ for (const dialect of dialects) {
           status: 'succeeded',
           attempts: 1,
         });
+      });
+
+      it('an endpoint whose secret was sealed under another APP_KEY is not called, and says why', async () => {
+        const owner = await register(t.app);
+        const r = await receiver();
+        const hook = await createHook(t, owner, { url: r.url });
+        await t.db.kysely
+          .updateTable('webhooks')
+          .set({ secret_encrypted: webhookSecretBox(Buffer.alloc(32, 1)).seal(hook.secret) })
+          .where('id', '=', hook.id)
+          .execute();
+        await createGrievance(t, owner);
+        await workerFor(t, [owner.user.workspace_id]).drain();
+        expect(r.connections).toBe(0);
+        const [delivery] = (await deliveries(t, owner, hook.id)).data;
+        expect(delivery).toMatchObject({ status: 'failed', attempts: 4 });
+        expect(delivery!.last_error).toMatch(/APP_KEY/);
       });
 
       it('workers running side by side deliver every event exactly once', async () => {

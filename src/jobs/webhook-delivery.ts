@@ -121,11 +121,19 @@ export class WebhookDeliveryWorker {
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const { db, config, log } = this.deps;
     let outcome: AttemptOutcome;
+    let secret: string | undefined;
     try {
+      secret = this.secrets.open(delivery.secret_encrypted);
+    } catch {
+      // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
+    }
+    try {
+      if (secret === undefined)
+        throw new Error('the signing secret cannot be decrypted: was APP_KEY changed?');
       outcome = await sendSigned(
         {
           url: delivery.url,
-          secret: this.secrets.open(delivery.secret_encrypted),
+          secret,
           messageId: eventMessageId(delivery.event_id),
           body: eventBody(delivery.event_type, delivery.event_created_at, delivery.payload),
           timestamp: new Date(),

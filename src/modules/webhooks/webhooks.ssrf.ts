@@ -115,7 +115,8 @@ export function guardedLookup(resolver: Resolver, allowPrivate: boolean): Lookup
   return (hostname, options, callback) => {
     resolver(hostname)
       .then((found) => {
-        const wanted = options.family === 4 || options.family === 6 ? options.family : 0;
+        const family: unknown = options.family;
+        const wanted = family === 4 || family === 'IPv4' ? 4 : family === 6 || family === 'IPv6' ? 6 : 0;
         const addresses = wanted ? found.filter((a) => a.family === wanted) : found;
         if (addresses.length === 0)
           throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
