@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emitEvent } from '../src/modules/webhooks/webhooks.events.ts';
 import { claimDueDeliveries } from '../src/modules/webhooks/webhooks.repository.ts';
 import { webhookSecretBox } from '../src/modules/webhooks/webhooks.secrets.ts';
 import {
@@ -513,6 +514,37 @@ for (const dialect of dialects) {
         const [delivery] = (await deliveries(t, owner, hook.id)).data;
         expect(delivery).toMatchObject({ status: 'failed', attempts: 4 });
         expect(delivery!.last_error).toMatch(/APP_KEY/);
+      });
+
+      it("emitEvent writes in the caller's transaction: a rollback leaves nothing, a commit is delivered", async () => {
+        const owner = await register(t.app);
+        const r = await receiver();
+        await createHook(t, owner, { url: r.url, events: ['message.delivered'] });
+        const message = {
+          id: 'msg_1',
+          channel: 'sms',
+          to: '+919812345678',
+          message: 'Hello',
+          status: 'delivered',
+          sent_at: new Date().toISOString(),
+          campaign_id: null,
+        };
+        await expect(
+          t.db.kysely.transaction().execute(async (trx) => {
+            await emitEvent(trx, owner.user.workspace_id, 'message.delivered', message);
+            throw new Error('the change failed');
+          }),
+        ).rejects.toThrow('the change failed');
+        await t.db.kysely.transaction().execute(async (trx) => {
+          expect(await emitEvent(trx, owner.user.workspace_id, 'message.failed', message)).toBeNull();
+          expect(await emitEvent(trx, owner.user.workspace_id, 'message.delivered', message)).toEqual(
+            expect.any(Number),
+          );
+        });
+        await workerFor(t, [owner.user.workspace_id]).drain();
+        expect(r.received.map((x) => x.json)).toEqual([
+          { type: 'message.delivered', timestamp: expect.any(String), data: message },
+        ]);
       });
 
       it('workers running side by side deliver every event exactly once', async () => {
