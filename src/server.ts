@@ -2,6 +2,7 @@ import { buildApp } from './app.ts';
 import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 
 /** Starts the API on PORT/HOST with migrations applied; SIGTERM/SIGINT stop accepting, drain, and close. */
 async function main(): Promise<void> {
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
   const app = await buildApp({ config, db });
+  // In-process webhook delivery (a worker.ts can make the same call to run it alone).
+  const webhookWorker = startWebhookDelivery({ db: db.kysely, config, log: app.log });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -25,6 +28,7 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     await app.close();
+    await webhookWorker.stop();
     await db.close();
     process.exit(0);
   };

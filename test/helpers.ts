@@ -1,8 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { type AppDeps, buildApp } from '../src/app.ts';
+import { type Config, loadConfig } from '../src/config.ts';
 import { connect, type Db, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { channels, type Channel } from '../src/providers/provider.ts';
@@ -18,6 +18,7 @@ export const redisUrl = process.env.TEST_REDIS_URL;
 export interface TestApp {
   app: FastifyInstance;
   db: Db;
+  config: Readonly<Config>;
   providers: Record<Channel, SandboxProvider>;
   close(): Promise<void>;
 }
@@ -29,7 +30,11 @@ const silent = pino({ level: 'silent' });
  * test database (each test makes its own workspace, so nothing needs truncating). Rate limits are high
  * unless a test sets them.
  */
-export async function buildTestApp(dialect: DialectName, env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+  deps: Pick<AppDeps, 'webhookResolver'> = {},
+): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
     LOG_LEVEL: 'silent',
@@ -45,10 +50,11 @@ export async function buildTestApp(dialect: DialectName, env: Record<string, str
     Channel,
     SandboxProvider
   >;
-  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
+  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}`, ...deps });
   return {
     app,
     db,
+    config,
     providers,
     close: async () => {
       await app.close();
