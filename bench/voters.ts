@@ -70,6 +70,9 @@ async function startServer(databaseUrl: string): Promise<void> {
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  server.once('exit', (code, signal) => {
+    if (server) console.error(`server exited unexpectedly (code ${code}, signal ${signal})`);
+  });
   for (let i = 0; i < 200; i++) {
     try {
       const res = await fetch(`${base}/healthz`);
@@ -94,10 +97,11 @@ function resetPeakRss(): void {
 
 async function stopServer(): Promise<void> {
   if (!server) return;
-  const exited = new Promise((r) => server?.once('exit', r));
-  server.kill('SIGTERM');
-  await exited;
+  const running = server;
   server = undefined;
+  const exited = new Promise((r) => running.once('exit', r));
+  running.kill('SIGTERM');
+  await exited;
 }
 
 // ---------------------------------------------------------------- HTTP helpers
