@@ -156,7 +156,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
-      const file = exportVoters(db.kysely, authOf(request).workspaceId, filters, request.query.format);
+      const file = exportVoters(db, authOf(request).workspaceId, filters, request.query.format);
       const body = Readable.from(file.body, { objectMode: false });
       return (
         reply
