@@ -218,6 +218,20 @@ export type ExportRow = [
   string,
 ];
 
+// On PostgreSQL the timestamps are formatted by the server (as toISOString would): parsing two timestamptz
+// per row into Dates in JS costs more than the rest of the row.
+const isoUtc = (column: 'created_at' | 'updated_at') =>
+  sql<string>`to_char(${sql.ref(`voters.${column}`)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(
+    column,
+  );
+
+function exportSelection(dialect: Db['dialect']) {
+  const plain = exportColumns.slice(0, 8).map((c) => `voters.${c}` as const);
+  return dialect === 'postgres'
+    ? [...plain, isoUtc('created_at'), isoUtc('updated_at')]
+    : [...plain, 'voters.created_at' as const, 'voters.updated_at' as const];
+}
+
 /**
  * The voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each batch is
  * one short query, so no cursor or iterator stays open between batches: the single SQLite connection stays
@@ -234,7 +248,7 @@ export async function* exportVoterBatches(
   let after = 0;
   for (;;) {
     const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-      .select(exportColumns.map((c) => `voters.${c}` as const))
+      .select(exportSelection(db.dialect))
       .where('voters.id', '>', after)
       .orderBy('voters.id')
       .limit(batchSize)
