@@ -56,7 +56,12 @@ function rate(count: number, ms: number): number {
 let server: ChildProcess | undefined;
 
 async function startServer(databaseUrl: string): Promise<void> {
-  server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  // Exactly what `npm start` runs (its node flags included), but as our own child so its memory can be read.
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
+    .start;
+  const [command, ...startArgs] = start.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
+  server = spawn(process.execPath, startArgs, {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

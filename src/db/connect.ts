@@ -63,9 +63,8 @@ export function connect(databaseUrl: string): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  // Approximate statistics (ANALYZE reads at most ~1000 rows per index) and a refresh of stale ones at open,
-  // as SQLite recommends for long-lived connections.
-  sqlite.pragma('analysis_limit = 1000');
+  // Refresh statistics gone stale since the last run, as SQLite recommends for long-lived connections. (Full
+  // statistics: the sampled ones of analysis_limit misled the planner into walking the id index.)
   sqlite.pragma('optimize = 0x10002');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
   return {

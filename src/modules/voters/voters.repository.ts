@@ -526,7 +526,7 @@ async function startSqliteImport(
         await drop();
       }
       // A large import changes the shape of the table: fresh statistics keep the planner on the right
-      // indexes (analysis_limit, set at connect, keeps this to a fraction of a second).
+      // indexes (about a second at a million voters).
       if (lastLine >= ANALYZE_AFTER_ROWS) await locked(() => sqlite.exec('ANALYZE voters'));
       return { imported };
     },
