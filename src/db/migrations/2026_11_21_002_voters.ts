@@ -33,8 +33,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('voters')
     .columns(['workspace_id', 'constituency_key', 'id'])
     .execute();
-  await db.schema.createIndex('voters_booth_idx').on('voters').columns(['workspace_id', 'booth', 'id']).execute();
-  await db.schema.createIndex('voters_ward_idx').on('voters').columns(['workspace_id', 'ward', 'id']).execute();
+  await db.schema
+    .createIndex('voters_booth_idx')
+    .on('voters')
+    .columns(['workspace_id', 'booth', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('voters_ward_idx')
+    .on('voters')
+    .columns(['workspace_id', 'ward', 'id'])
+    .execute();
 
   if (isPostgres(db)) {
     // Substring search (ILIKE '%term%') served by trigram GIN indexes instead of a scan.
@@ -68,7 +76,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', ts, (c) => c.notNull())
     .addColumn('updated_at', ts, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('segments_workspace_idx').on('segments').columns(['workspace_id', 'id']).execute();
+  await db.schema
+    .createIndex('segments_workspace_idx')
+    .on('segments')
+    .columns(['workspace_id', 'id'])
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -1,0 +1,174 @@
+import { sql } from 'kysely';
+import type { DialectName } from '../../db/connect.ts';
+import type { MessageChannel, MessageRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+/**
+ * The delivery worker's side of the outbox. These functions work on rows of every workspace by design (a
+ * worker serves them all); they only ever touch the rows a claim returned, by id. Every status change is a
+ * conditional UPDATE, so the lifecycle queued -> sent -> delivered | failed can only move forward, whoever
+ * (worker, request, late callback) gets there first.
+ */
+
+/**
+ * Claims up to `limit` due queued messages for `workerId` until `leaseUntil`. next_attempt_at moves to the
+ * lease's end, so a claim whose worker died is due again once the lease expires. On PostgreSQL the rows are
+ * picked with FOR UPDATE SKIP LOCKED: any number of workers claim disjoint batches without waiting.
+ */
+export async function claimDue(
+  db: Executor,
+  dialect: DialectName,
+  workerId: string,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+): Promise<MessageRow[]> {
+  return db
+    .updateTable('messages')
+    .set((eb) => ({
+      claimed_by: workerId,
+      lease_until: leaseUntil,
+      next_attempt_at: leaseUntil,
+      attempts: eb('attempts', '+', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', (eb) => {
+      const due = eb
+        .selectFrom('messages')
+        .select('id')
+        .where('status', '=', 'queued')
+        .where('next_attempt_at', '<=', now)
+        .orderBy('next_attempt_at')
+        .orderBy('id')
+        .limit(limit);
+      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+    })
+    .where('status', '=', 'queued')
+    .returningAll()
+    .execute();
+}
+
+export interface Handover {
+  id: number;
+  provider: string;
+  providerMessageId: string;
+}
+
+/** queued -> sent for messages a provider accepted (one statement per batch). */
+export async function markSent(db: Executor, handovers: Handover[], now: string): Promise<number> {
+  if (handovers.length === 0) return 0;
+  const ids = handovers.map((h) => h.id);
+  const pid = sql<string>`case id ${sql.join(
+    handovers.map((h) => sql`when ${h.id} then ${h.providerMessageId}`),
+    sql` `,
+  )} end`;
+  const provider = sql<string>`case id ${sql.join(
+    handovers.map((h) => sql`when ${h.id} then ${h.provider}`),
+    sql` `,
+  )} end`;
+  const result = await db
+    .updateTable('messages')
+    .set({
+      status: 'sent',
+      provider_message_id: pid,
+      provider,
+      sent_at: now,
+      updated_at: now,
+      claimed_by: null,
+      lease_until: null,
+      error: null,
+    })
+    .where('id', 'in', ids)
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** A retryable provider error: the message stays queued and is due again at `nextAttemptAt`. */
+export async function scheduleRetry(
+  db: Executor,
+  id: number,
+  workerId: string,
+  nextAttemptAt: string,
+  error: string,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set({ next_attempt_at: nextAttemptAt, claimed_by: null, lease_until: null, error, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .where('claimed_by', '=', workerId)
+    .execute();
+}
+
+export interface Settled {
+  id: number;
+  workspace_id: number;
+  channel: MessageChannel;
+  cost: number;
+  campaign_id: number | null;
+}
+
+const settledColumns = ['id', 'workspace_id', 'channel', 'cost', 'campaign_id'] as const;
+
+/** queued | sent -> failed. Returns the rows that moved (only those are refunded). */
+export async function failMessages(
+  db: Executor,
+  ids: number[],
+  error: string,
+  now: string,
+): Promise<Settled[]> {
+  if (ids.length === 0) return [];
+  return db
+    .updateTable('messages')
+    .set({ status: 'failed', error: error.slice(0, 500), failed_at: now, updated_at: now, claimed_by: null })
+    .where('id', 'in', ids)
+    .where('status', 'in', ['queued', 'sent'])
+    .returning(settledColumns)
+    .execute();
+}
+
+/** sent -> delivered. Returns the rows that moved. */
+export async function deliverMessages(db: Executor, ids: number[], now: string): Promise<Settled[]> {
+  if (ids.length === 0) return [];
+  return db
+    .updateTable('messages')
+    .set({ status: 'delivered', delivered_at: now, updated_at: now })
+    .where('id', 'in', ids)
+    .where('status', '=', 'sent')
+    .returning(settledColumns)
+    .execute();
+}
+
+/** Sent messages of a provider that settles by age (the sandbox), sent at or before `cutoff`. */
+export async function dueSettlements(
+  db: Executor,
+  channel: MessageChannel,
+  provider: string,
+  cutoff: string,
+  limit: number,
+): Promise<Array<{ id: number; to: string }>> {
+  return db
+    .selectFrom('messages')
+    .select(['id', 'to'])
+    .where('status', '=', 'sent')
+    .where('sent_at', '<=', cutoff)
+    .where('channel', '=', channel)
+    .where('provider', '=', provider)
+    .orderBy('sent_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** At shutdown: this worker's unsent claims are due again at once, for whichever worker comes next. */
+export async function releaseClaims(db: Executor, workerId: string, now: string): Promise<number> {
+  const result = await db
+    .updateTable('messages')
+    .set({ claimed_by: null, lease_until: null, next_attempt_at: now, updated_at: now })
+    .where('claimed_by', '=', workerId)
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
