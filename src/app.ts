@@ -14,7 +14,11 @@ import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
+import { segmentsRoutes } from './modules/segments/segments.routes.ts';
+import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
+import { votersRoutes } from './modules/voters/voters.routes.ts';
+import { VotersService } from './modules/voters/voters.service.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -85,6 +89,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
+  const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const auth = new AuthService({ db: db.kysely, config, users, sms: providers.sms, log: app.log });
 
   installErrorHandling(app);
@@ -95,6 +100,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  await app.register(votersRoutes, { prefix: '/api', voters });
+  await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
 
   app.addHook('onClose', async () => {
     redis?.disconnect();

@@ -1,0 +1,53 @@
+import type { Selectable } from 'kysely';
+import type { SegmentTable } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export type SegmentRow = Selectable<SegmentTable>;
+
+export async function insertSegment(
+  db: Executor,
+  values: { workspace_id: number; name: string; filters: string; created_at: string; updated_at: string },
+): Promise<SegmentRow> {
+  return db.insertInto('segments').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findSegment(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<SegmentRow | undefined> {
+  return db
+    .selectFrom('segments')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function listSegments(db: Executor, workspaceId: number, page: number, perPage: number) {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('segments')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('id')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    db
+      .selectFrom('segments')
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+export async function deleteSegment(db: Executor, workspaceId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('segments')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
+}

@@ -1,0 +1,82 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authOf } from '../../http/guard.ts';
+import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
+import { CreateSegmentBody, Segment, SegmentWithCount } from './segments.schemas.ts';
+import type { SegmentsService } from './segments.service.ts';
+
+export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsService }> = async (
+  app,
+  { segments },
+) => {
+  const tags = ['Segments'];
+  const config = { permission: 'segments:manage' as const };
+
+  app.post(
+    '/segments',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Save a named voter filter for broadcasts and campaigns',
+        body: CreateSegmentBody,
+        response: { 201: Success(SegmentWithCount) },
+      },
+    },
+    async (request, reply) => {
+      const data = await segments.create(authOf(request).workspaceId, request.body);
+      return reply.code(201).send({ success: true, message: 'Segment created.', data });
+    },
+  );
+
+  app.get(
+    '/segments',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List segments',
+        querystring: PageQuery,
+        response: { 200: Success(Page(Segment)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await segments.list(authOf(request).workspaceId, request.query.page, request.query.per_page),
+    }),
+  );
+
+  app.get(
+    '/segments/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Read a segment with its current voter count',
+        params: IdParams,
+        response: { 200: Success(SegmentWithCount) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await segments.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.delete(
+    '/segments/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a segment',
+        params: IdParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await segments.remove(authOf(request).workspaceId, request.params.id);
+      return { success: true as const, message: 'Segment deleted.' };
+    },
+  );
+};

@@ -1,0 +1,34 @@
+import { Type } from 'typebox';
+import { Timestamp } from '../../http/schemas.ts';
+import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
+
+export const CreateSegmentBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    filters: Type.Optional(VoterFiltersSchema),
+  },
+  { additionalProperties: false },
+);
+
+const segmentFields = {
+  id: Type.Integer(),
+  name: Type.String(),
+  filters: Type.Object(
+    {
+      constituency: Type.Optional(Type.String()),
+      booth: Type.Optional(Type.String()),
+      ward: Type.Optional(Type.String()),
+      search: Type.Optional(Type.String()),
+    },
+    { description: 'The voter filters; evaluated when a broadcast or campaign is sent.' },
+  ),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+export const Segment = Type.Object(segmentFields);
+
+export const SegmentWithCount = Type.Object({
+  ...segmentFields,
+  voter_count: Type.Integer({ description: 'Voters matching the filters right now.' }),
+});

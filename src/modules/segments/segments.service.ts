@@ -1,0 +1,80 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { Database } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { notFound, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { countVoters, type VoterFilters } from '../voters/voters.repository.ts';
+import {
+  deleteSegment,
+  findSegment,
+  insertSegment,
+  listSegments,
+  type SegmentRow,
+} from './segments.repository.ts';
+
+const filterKeys = ['constituency', 'booth', 'ward', 'search'] as const;
+
+/** Only the four known keys, trimmed, empty ones dropped. */
+function cleanFilters(filters: VoterFilters | undefined): VoterFilters {
+  const out: VoterFilters = {};
+  for (const key of filterKeys) {
+    const value = filters?.[key]?.trim();
+    if (value) out[key] = value;
+  }
+  return out;
+}
+
+function segmentView(row: SegmentRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    filters: JSON.parse(row.filters) as VoterFilters,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export class SegmentsService {
+  constructor(private readonly deps: { db: Kysely<Database> }) {}
+
+  async create(workspaceId: number, input: { name: string; filters?: VoterFilters | undefined }) {
+    const name = input.name.trim();
+    if (!name) throw validationError({ name: ['must not be empty.'] });
+    const now = nowIso();
+    const row = await insertSegment(this.deps.db, {
+      workspace_id: workspaceId,
+      name,
+      filters: JSON.stringify(cleanFilters(input.filters)),
+      created_at: now,
+      updated_at: now,
+    });
+    return {
+      ...segmentView(row),
+      voter_count: await countVoters(this.deps.db, workspaceId, cleanFilters(input.filters)),
+    };
+  }
+
+  async get(workspaceId: number, id: number) {
+    const row = await findSegment(this.deps.db, workspaceId, id);
+    if (!row) throw notFound('Segment');
+    const view = segmentView(row);
+    return { ...view, voter_count: await countVoters(this.deps.db, workspaceId, view.filters) };
+  }
+
+  async list(workspaceId: number, page: number, perPage: number) {
+    const { rows, total } = await listSegments(this.deps.db, workspaceId, page, perPage);
+    return pageResult(rows.map(segmentView), total, page, perPage);
+  }
+
+  async remove(workspaceId: number, id: number): Promise<void> {
+    if (!(await deleteSegment(this.deps.db, workspaceId, id))) throw notFound('Segment');
+  }
+}
+
+/** A segment's filters, for broadcasts and campaigns (404 when it is not the workspace's). */
+export async function segmentFilters(db: Executor, workspaceId: number, id: number): Promise<VoterFilters> {
+  const row = await findSegment(db, workspaceId, id);
+  if (!row) throw notFound('Segment');
+  return JSON.parse(row.filters) as VoterFilters;
+}

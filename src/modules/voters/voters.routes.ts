@@ -1,0 +1,104 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authOf } from '../../http/guard.ts';
+import { IdParams, Page, Success } from '../../http/schemas.ts';
+import {
+  CreateVoterBody,
+  CreatedVoter,
+  ListVotersQuery,
+  UpdateVoterBody,
+  UpdatedVoter,
+  Voter,
+  VoterListItem,
+} from './voters.schemas.ts';
+import type { VotersService } from './voters.service.ts';
+
+export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> = async (app, { voters }) => {
+  const tags = ['Voters'];
+
+  app.get(
+    '/voters',
+    {
+      config: { permission: 'voters:read' },
+      schema: {
+        tags,
+        summary: 'List voters, filtered and paged (ordered by id)',
+        querystring: ListVotersQuery,
+        response: { 200: Success(Page(VoterListItem)) },
+      },
+    },
+    async (request) => {
+      const { page, per_page, ...filters } = request.query;
+      return {
+        success: true as const,
+        data: await voters.list(authOf(request).workspaceId, filters, page, per_page),
+      };
+    },
+  );
+
+  app.get(
+    '/voters/:id',
+    {
+      config: { permission: 'voters:read' },
+      schema: { tags, summary: 'Read one voter', params: IdParams, response: { 200: Success(Voter) } },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await voters.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.post(
+    '/voters',
+    {
+      config: { permission: 'voters:write' },
+      schema: {
+        tags,
+        summary: 'Add a voter',
+        description:
+          'The same name (case-insensitive, spaces collapsed) with the same phone is the same voter: 409.',
+        body: CreateVoterBody,
+        response: { 201: Success(CreatedVoter) },
+      },
+    },
+    async (request, reply) => {
+      const data = await voters.create(authOf(request).workspaceId, request.body);
+      return reply.code(201).send({ success: true, message: 'Voter created.', data });
+    },
+  );
+
+  app.put(
+    '/voters/:id',
+    {
+      config: { permission: 'voters:write' },
+      schema: {
+        tags,
+        summary: "Update any subset of a voter's fields",
+        params: IdParams,
+        body: UpdateVoterBody,
+        response: { 200: Success(UpdatedVoter) },
+      },
+    },
+    async (request) => {
+      const data = await voters.update(authOf(request).workspaceId, request.params.id, request.body);
+      return { success: true as const, message: 'Voter updated.', data };
+    },
+  );
+
+  app.delete(
+    '/voters/:id',
+    {
+      config: { permission: 'voters:delete' },
+      schema: {
+        tags,
+        summary: 'Delete a voter',
+        params: IdParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await voters.remove(authOf(request).workspaceId, request.params.id);
+      return { success: true as const, message: 'Voter deleted.' };
+    },
+  );
+};

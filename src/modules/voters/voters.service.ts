@@ -1,0 +1,124 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Database, VoterRow } from '../../db/schema.ts';
+import { AppError, notFound, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import {
+  deleteVoter,
+  findVoter,
+  findVoterByIdentity,
+  insertVoter,
+  listVoters,
+  nameKey,
+  updateVoter,
+  type VoterFilters,
+} from './voters.repository.ts';
+import { checkVoter, type VoterField, type VoterValues } from './voters.rules.ts';
+
+export function voterView(row: VoterRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    phone: row.phone,
+    email: row.email,
+    constituency: row.constituency,
+    booth: row.booth,
+    ward: row.ward,
+    address: row.address,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const duplicate = () =>
+  new AppError('conflict', 'A voter with this name and phone already exists in your workspace.', {
+    fields: ['name', 'phone'],
+  });
+
+export class VotersService {
+  constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
+
+  private check(input: Partial<Record<VoterField, unknown>>, partial: boolean): Partial<VoterValues> {
+    const { values, errors } = checkVoter(input, { partial, defaultCountry: this.deps.defaultCountry });
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    return values;
+  }
+
+  async create(workspaceId: number, input: Partial<Record<VoterField, unknown>>) {
+    const values = this.check(input, false) as VoterValues;
+    const key = nameKey(values.name);
+    const { db } = this.deps;
+    if (await findVoterByIdentity(db, workspaceId, values.phone, key)) throw duplicate();
+    const now = nowIso();
+    try {
+      const row = await insertVoter(db, {
+        workspace_id: workspaceId,
+        ...values,
+        email: values.email ?? null,
+        constituency: values.constituency ?? null,
+        constituency_key: values.constituency?.toLowerCase() ?? null,
+        booth: values.booth ?? null,
+        ward: values.ward ?? null,
+        address: values.address ?? null,
+        name_key: key,
+        created_at: now,
+        updated_at: now,
+      });
+      return { id: row.id, name: row.name, phone: row.phone, created_at: row.created_at };
+    } catch (error) {
+      if (isUniqueViolation(error)) throw duplicate();
+      throw error;
+    }
+  }
+
+  async get(workspaceId: number, id: number) {
+    const row = await findVoter(this.deps.db, workspaceId, id);
+    if (!row) throw notFound('Voter');
+    return voterView(row);
+  }
+
+  async update(workspaceId: number, id: number, input: Partial<Record<VoterField, unknown>>) {
+    const values = this.check(input, true);
+    const { db } = this.deps;
+    return db.transaction().execute(async (trx) => {
+      const current = await findVoter(trx, workspaceId, id);
+      if (!current) throw notFound('Voter');
+      const name = values.name ?? current.name;
+      const phone = values.phone ?? current.phone;
+      const key = nameKey(name);
+      if (values.name !== undefined || values.phone !== undefined) {
+        const other = await findVoterByIdentity(trx, workspaceId, phone, key);
+        if (other && other.id !== id) throw duplicate();
+      }
+      const patch = {
+        ...values,
+        ...(values.name !== undefined ? { name_key: key } : {}),
+        ...(values.constituency !== undefined
+          ? { constituency_key: values.constituency?.toLowerCase() ?? null }
+          : {}),
+        updated_at: nowIso(),
+      };
+      let row: VoterRow | undefined;
+      try {
+        row = await updateVoter(trx, workspaceId, id, patch);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw duplicate();
+        throw error;
+      }
+      if (!row) throw notFound('Voter');
+      const changed: Record<string, string | null> = {};
+      for (const field of Object.keys(values) as VoterField[]) changed[field] = row[field];
+      return { id: row.id, ...changed, updated_at: row.updated_at };
+    });
+  }
+
+  async remove(workspaceId: number, id: number): Promise<void> {
+    if (!(await deleteVoter(this.deps.db, workspaceId, id))) throw notFound('Voter');
+  }
+
+  async list(workspaceId: number, filters: VoterFilters, page: number, perPage: number) {
+    const { rows, total } = await listVoters(this.deps.db, workspaceId, filters, page, perPage);
+    return pageResult(rows, total, page, perPage);
+  }
+}

@@ -1,0 +1,429 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  addMember,
+  buildTestApp,
+  call,
+  dialects,
+  expectError,
+  register,
+  type Account,
+  type TestApp,
+} from './helpers.ts';
+
+let seq = 0;
+/** A fresh Indian mobile per call, so voters never collide by accident. */
+function mobile(): string {
+  seq += 1;
+  return `+9170${String(Date.now() % 1e5).padStart(5, '0')}${String(seq).padStart(3, '0')}`;
+}
+
+async function createVoter(t: TestApp, owner: Account, body: Record<string, unknown> = {}) {
+  const res = await call(t.app, 'POST', '/api/voters', {
+    token: owner.token,
+    body: { name: 'Sunita Devi', phone: mobile(), ...body },
+  });
+  if (res.status !== 201) throw new Error(`create voter: ${res.status} ${res.raw}`);
+  return res.body.data as { id: number; name: string; phone: string; created_at: string };
+}
+
+for (const dialect of dialects) {
+  describe(`voters (${dialect})`, () => {
+    let t: TestApp;
+    let owner: Account;
+    beforeAll(async () => {
+      t = await buildTestApp(dialect);
+      owner = await register(t.app);
+    });
+    afterAll(() => t.close());
+
+    describe('create', () => {
+      it('answers 201 with id, name, phone, created_at; phone in E.164; booth and ward kept as strings', async () => {
+        const res = await call(t.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: {
+            name: ' Ramesh  Kumar ',
+            phone: '98765 43210',
+            email: 'ramesh@example.com',
+            constituency: 'Varanasi',
+            booth: 12,
+            ward: '7',
+            address: 'Lane 4',
+          },
+        });
+        expect(res.status).toBe(201);
+        expect(res.body.success).toBe(true);
+        expect(Object.keys(res.body.data).sort()).toEqual(['created_at', 'id', 'name', 'phone']);
+        expect(res.body.data).toMatchObject({ name: 'Ramesh  Kumar', phone: '+919876543210' });
+        expect(res.body.data.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+        const one = await call(t.app, 'GET', `/api/voters/${res.body.data.id}`, { token: owner.token });
+        expect(one.body.data).toMatchObject({
+          booth: '12',
+          ward: '7',
+          email: 'ramesh@example.com',
+          constituency: 'Varanasi',
+          address: 'Lane 4',
+        });
+        expect(Object.keys(one.body.data).sort()).toEqual([
+          'address',
+          'booth',
+          'constituency',
+          'created_at',
+          'email',
+          'id',
+          'name',
+          'phone',
+          'updated_at',
+          'ward',
+        ]);
+      });
+
+      it('is 409 for the same name (any case, spacing) and phone; another name with that phone is fine', async () => {
+        const phone = mobile();
+        await createVoter(t, owner, { name: 'Anil Sharma', phone });
+        expectError(
+          await call(t.app, 'POST', '/api/voters', {
+            token: owner.token,
+            body: { name: ' anil   SHARMA', phone },
+          }),
+          409,
+          'conflict',
+        );
+        expect(
+          (
+            await call(t.app, 'POST', '/api/voters', {
+              token: owner.token,
+              body: { name: 'Anita Sharma', phone },
+            })
+          ).status,
+        ).toBe(201);
+      });
+
+      it('validates every field', async () => {
+        const res = await call(t.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: {
+            name: 'x'.repeat(201),
+            phone: 12345,
+            email: 'nope',
+            constituency: 'c'.repeat(121),
+            booth: 'b'.repeat(21),
+            ward: true,
+            address: 'a'.repeat(501),
+            extra: 1,
+          },
+        });
+        expectError(res, 422, 'validation_error');
+        expect(Object.keys(res.body.details).sort()).toEqual([
+          'address',
+          'booth',
+          'constituency',
+          'email',
+          'extra',
+          'name',
+          'phone',
+          'ward',
+        ]);
+        const missing = await call(t.app, 'POST', '/api/voters', { token: owner.token, body: {} });
+        expect(missing.body.details).toEqual({ name: ['is required.'], phone: ['is required.'] });
+        const badPhone = await call(t.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: { name: 'A', phone: '12' },
+        });
+        expectError(badPhone, 422, 'validation_error');
+        expect(Object.keys(badPhone.body.details)).toEqual(['phone']);
+        const blank = await call(t.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: { name: '  ', phone: mobile() },
+        });
+        expect(blank.body.details).toEqual({ name: ['must not be empty.'] });
+      });
+
+      it('keeps Devanagari byte for byte', async () => {
+        const name = 'सुनीता देवी';
+        const v = await createVoter(t, owner, { name, constituency: 'वाराणसी', address: 'गली नंबर ४' });
+        const one = await call(t.app, 'GET', `/api/voters/${v.id}`, { token: owner.token });
+        expect(one.body.data).toMatchObject({ name, constituency: 'वाराणसी', address: 'गली नंबर ४' });
+      });
+    });
+
+    describe('update and delete', () => {
+      it('updates any subset and answers id, the updated fields and updated_at', async () => {
+        const v = await createVoter(t, owner);
+        const res = await call(t.app, 'PUT', `/api/voters/${v.id}`, {
+          token: owner.token,
+          body: { name: 'Sunita D.', email: 'sunita@example.com', booth: 44 },
+        });
+        expect(res.status).toBe(200);
+        expect(res.body.data).toEqual({
+          id: v.id,
+          name: 'Sunita D.',
+          email: 'sunita@example.com',
+          booth: '44',
+          updated_at: expect.any(String),
+        });
+        const cleared = await call(t.app, 'PUT', `/api/voters/${v.id}`, {
+          token: owner.token,
+          body: { email: null },
+        });
+        expect(cleared.body.data).toEqual({ id: v.id, email: null, updated_at: expect.any(String) });
+        const one = await call(t.app, 'GET', `/api/voters/${v.id}`, { token: owner.token });
+        expect(one.body.data).toMatchObject({ name: 'Sunita D.', email: null, booth: '44', phone: v.phone });
+      });
+
+      it('refuses an empty update, bad fields and an identity collision', async () => {
+        const a = await createVoter(t, owner, { name: 'Collide One' });
+        const b = await createVoter(t, owner, { name: 'Collide Two' });
+        expectError(
+          await call(t.app, 'PUT', `/api/voters/${a.id}`, { token: owner.token, body: {} }),
+          422,
+          'validation_error',
+        );
+        const unknown = await call(t.app, 'PUT', `/api/voters/${a.id}`, {
+          token: owner.token,
+          body: { name: 'Y', id: 5 },
+        });
+        expect(unknown.body.details).toEqual({ id: ['is not an allowed field.'] });
+        const bad = await call(t.app, 'PUT', `/api/voters/${a.id}`, {
+          token: owner.token,
+          body: { phone: 'abc', name: '   ' },
+        });
+        expect(Object.keys(bad.body.details).sort()).toEqual(['name', 'phone']);
+        expectError(
+          await call(t.app, 'PUT', `/api/voters/${b.id}`, {
+            token: owner.token,
+            body: { name: 'collide one', phone: a.phone },
+          }),
+          409,
+          'conflict',
+        );
+        const unchanged = await call(t.app, 'GET', `/api/voters/${b.id}`, { token: owner.token });
+        expect(unchanged.body.data.name).toBe('Collide Two');
+      });
+
+      it('deletes, then the voter is 404 everywhere', async () => {
+        const v = await createVoter(t, owner);
+        const res = await call(t.app, 'DELETE', `/api/voters/${v.id}`, { token: owner.token });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ success: true, message: expect.any(String) });
+        expectError(
+          await call(t.app, 'GET', `/api/voters/${v.id}`, { token: owner.token }),
+          404,
+          'not_found',
+        );
+        expectError(
+          await call(t.app, 'DELETE', `/api/voters/${v.id}`, { token: owner.token }),
+          404,
+          'not_found',
+        );
+        expectError(
+          await call(t.app, 'PUT', `/api/voters/${v.id}`, { token: owner.token, body: { name: 'X' } }),
+          404,
+          'not_found',
+        );
+      });
+
+      it('validates the id', async () => {
+        expectError(
+          await call(t.app, 'GET', '/api/voters/abc', { token: owner.token }),
+          422,
+          'validation_error',
+        );
+        expectError(
+          await call(t.app, 'GET', '/api/voters/0', { token: owner.token }),
+          422,
+          'validation_error',
+        );
+        expectError(
+          await call(t.app, 'GET', '/api/voters/99999999999', { token: owner.token }),
+          404,
+          'not_found',
+        );
+      });
+    });
+
+    describe('list and search', () => {
+      let ws: Account;
+      beforeAll(async () => {
+        ws = await register(t.app);
+        const rows = [
+          {
+            name: 'Priya Verma',
+            phone: '+919811100001',
+            email: 'priya.verma@example.com',
+            constituency: 'Lucknow East',
+            booth: '1',
+            ward: '10',
+          },
+          {
+            name: 'Rahul Verma',
+            phone: '+919811100002',
+            email: 'rahul@example.org',
+            constituency: 'lucknow east',
+            booth: '2',
+            ward: '10',
+          },
+          { name: 'प्रिया शर्मा', phone: '+919822200003', constituency: 'Kanpur', booth: '1', ward: '11' },
+          {
+            name: 'Mohd Irfan',
+            phone: '+919822200004',
+            email: 'irfan_50%@example.com',
+            constituency: 'Kanpur',
+            booth: '3',
+            ward: '11',
+          },
+          { name: 'Kavya Rao', phone: '+14155550123', constituency: 'Abroad', booth: '9', ward: '99' },
+        ];
+        for (const body of rows)
+          expect((await call(t.app, 'POST', '/api/voters', { token: ws.token, body })).status).toBe(201);
+      });
+
+      const names = async (query: string) => {
+        const res = await call(t.app, 'GET', `/api/voters?${query}`, { token: ws.token });
+        expect(res.status).toBe(200);
+        return (res.body.data.data as { name: string }[]).map((v) => v.name);
+      };
+
+      it('pages in id order with true totals and the list item fields only', async () => {
+        const res = await call(t.app, 'GET', '/api/voters?per_page=2&page=2', { token: ws.token });
+        expect(res.body.data).toMatchObject({ current_page: 2, per_page: 2, total: 5, last_page: 3 });
+        expect(res.body.data.data.map((v: { name: string }) => v.name)).toEqual(['प्रिया शर्मा', 'Mohd Irfan']);
+        expect(Object.keys(res.body.data.data[0]).sort()).toEqual([
+          'booth',
+          'constituency',
+          'id',
+          'name',
+          'phone',
+          'ward',
+        ]);
+        const defaults = await call(t.app, 'GET', '/api/voters', { token: ws.token });
+        expect(defaults.body.data).toMatchObject({ current_page: 1, per_page: 15, total: 5, last_page: 1 });
+        const past = await call(t.app, 'GET', '/api/voters?page=50', { token: ws.token });
+        expect(past.body.data).toMatchObject({ data: [], total: 5, current_page: 50 });
+      });
+
+      it('rejects page and per_page out of range', async () => {
+        for (const q of [
+          'per_page=0',
+          'per_page=101',
+          'page=0',
+          'page=-1',
+          'per_page=x',
+          `search=${'s'.repeat(101)}`,
+        ]) {
+          expectError(
+            await call(t.app, 'GET', `/api/voters?${q}`, { token: ws.token }),
+            422,
+            'validation_error',
+          );
+        }
+      });
+
+      it('filters constituency (case-insensitive), booth and ward exactly', async () => {
+        expect(await names('constituency=LUCKNOW%20EAST')).toEqual(['Priya Verma', 'Rahul Verma']);
+        expect(await names('booth=1')).toEqual(['Priya Verma', 'प्रिया शर्मा']);
+        expect(await names('ward=11&booth=3')).toEqual(['Mohd Irfan']);
+        expect(await names('constituency=Lucknow')).toEqual([]);
+      });
+
+      it('searches name and email substrings case-insensitively, and phone digits', async () => {
+        expect(await names('search=verma')).toEqual(['Priya Verma', 'Rahul Verma']);
+        expect(await names('search=EXAMPLE.ORG')).toEqual(['Rahul Verma']);
+        expect(await names(`search=${encodeURIComponent('प्रिया')}`)).toEqual(['प्रिया शर्मा']);
+        expect(await names('search=2220000')).toEqual(['प्रिया शर्मा', 'Mohd Irfan']);
+        expect(await names(`search=${encodeURIComponent('+91 98111')}`)).toEqual([
+          'Priya Verma',
+          'Rahul Verma',
+        ]);
+        expect(await names('search=4155550123')).toEqual(['Kavya Rao']);
+        expect(await names('search=ra')).toEqual(['Rahul Verma', 'Kavya Rao']);
+        expect(await names(`search=${encodeURIComponent('50%')}`)).toEqual(['Mohd Irfan']);
+        expect(await names(`search=${encodeURIComponent('"quoted" OR name:*')}`)).toEqual([]);
+        expect(await names('search=verma&constituency=kanpur')).toEqual([]);
+      });
+
+      it('keeps the search index in step with updates and deletes', async () => {
+        const v = await call(t.app, 'POST', '/api/voters', {
+          token: ws.token,
+          body: { name: 'Zubin Mistry', phone: '+919833300005' },
+        });
+        expect(await names('search=zubin')).toEqual(['Zubin Mistry']);
+        await call(t.app, 'PUT', `/api/voters/${v.body.data.id}`, {
+          token: ws.token,
+          body: { name: 'Xerxes Mistry', email: 'xm@example.net' },
+        });
+        expect(await names('search=zubin')).toEqual([]);
+        expect(await names('search=xerxes')).toEqual(['Xerxes Mistry']);
+        expect(await names('search=example.net')).toEqual(['Xerxes Mistry']);
+        await call(t.app, 'DELETE', `/api/voters/${v.body.data.id}`, { token: ws.token });
+        expect(await names('search=mistry')).toEqual([]);
+      });
+    });
+
+    describe('tenancy and roles', () => {
+      it("another workspace's voter is 404 for every verb and absent from its lists and search", async () => {
+        const mine = await createVoter(t, owner, { name: 'Tenancy Probe Voter' });
+        const stranger = await register(t.app);
+        expectError(
+          await call(t.app, 'GET', `/api/voters/${mine.id}`, { token: stranger.token }),
+          404,
+          'not_found',
+        );
+        expectError(
+          await call(t.app, 'PUT', `/api/voters/${mine.id}`, {
+            token: stranger.token,
+            body: { name: 'Hijack' },
+          }),
+          404,
+          'not_found',
+        );
+        expectError(
+          await call(t.app, 'DELETE', `/api/voters/${mine.id}`, { token: stranger.token }),
+          404,
+          'not_found',
+        );
+        const list = await call(t.app, 'GET', '/api/voters?search=probe', { token: stranger.token });
+        expect(list.body.data.total).toBe(0);
+        expect(
+          (await call(t.app, 'GET', `/api/voters/${mine.id}`, { token: owner.token })).body.data.name,
+        ).toBe('Tenancy Probe Voter');
+        // The same person may be on two campaigns' rolls.
+        expect(
+          (
+            await call(t.app, 'POST', '/api/voters', {
+              token: stranger.token,
+              body: { name: 'Tenancy Probe Voter', phone: mine.phone },
+            })
+          ).status,
+        ).toBe(201);
+      });
+
+      it('volunteers read, create and update but do not delete; no token is 401', async () => {
+        const volunteer = await addMember(t.app, owner, 'volunteer');
+        const manager = await addMember(t.app, owner, 'manager');
+        const v = await createVoter(t, volunteer);
+        expect((await call(t.app, 'GET', '/api/voters', { token: volunteer.token })).status).toBe(200);
+        expect((await call(t.app, 'GET', `/api/voters/${v.id}`, { token: volunteer.token })).status).toBe(
+          200,
+        );
+        expect(
+          (await call(t.app, 'PUT', `/api/voters/${v.id}`, { token: volunteer.token, body: { ward: '3' } }))
+            .status,
+        ).toBe(200);
+        expectError(
+          await call(t.app, 'DELETE', `/api/voters/${v.id}`, { token: volunteer.token }),
+          403,
+          'forbidden',
+        );
+        expect((await call(t.app, 'DELETE', `/api/voters/${v.id}`, { token: manager.token })).status).toBe(
+          200,
+        );
+        expectError(await call(t.app, 'GET', '/api/voters'), 401, 'unauthorized');
+        expectError(
+          await call(t.app, 'POST', '/api/voters', { body: { name: 'A', phone: mobile() } }),
+          401,
+          'unauthorized',
+        );
+      });
+    });
+  });
+}
