@@ -13,6 +13,12 @@ import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versionin
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
+import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
+import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
+import { messagesRoutes } from './modules/messages/messages.routes.ts';
+import { MessagesService } from './modules/messages/messages.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -102,6 +108,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(usersRoutes, { prefix: '/api', users });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
+
+  const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
+  const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
+  const idempotency = new IdempotencyService({ db: db.kysely });
+  await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
+  await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {
     redis?.disconnect();

@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { type Config, loadConfig } from '../src/config.ts';
 import { connect, type Db, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { channels, type Channel } from '../src/providers/provider.ts';
@@ -17,6 +17,7 @@ export const redisUrl = process.env.TEST_REDIS_URL;
 
 export interface TestApp {
   app: FastifyInstance;
+  config: Readonly<Config>;
   db: Db;
   providers: Record<Channel, SandboxProvider>;
   close(): Promise<void>;
@@ -41,13 +42,13 @@ export async function buildTestApp(dialect: DialectName, env: Record<string, str
   });
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
-  const providers = Object.fromEntries(channels.map((c) => [c, new SandboxProvider(c, silent)])) as Record<
-    Channel,
-    SandboxProvider
-  >;
+  const providers = Object.fromEntries(
+    channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs)]),
+  ) as Record<Channel, SandboxProvider>;
   const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
   return {
     app,
+    config,
     db,
     providers,
     close: async () => {

@@ -46,7 +46,14 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
           },
         },
       },
-      tags: [{ name: 'Health' }, { name: 'Authentication' }, { name: 'Users' }],
+      tags: [
+        { name: 'Health' },
+        { name: 'Authentication' },
+        { name: 'Users' },
+        { name: 'Messaging', description: 'Send, broadcast and history; credits; Idempotency-Key.' },
+        { name: 'Campaigns', description: 'Campaigns, scheduled or sent at once, with live stats.' },
+        { name: 'Provider callbacks', description: 'Signed delivery reports from messaging providers.' },
+      ],
     },
   });
 

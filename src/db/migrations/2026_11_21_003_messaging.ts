@@ -94,6 +94,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['next_attempt_at', 'id'])
     .where(sql<boolean>`status = 'queued'`)
     .execute();
+  // What a campaign has left to send (completion, cancel) without walking its sent rows.
+  await db.schema
+    .createIndex('messages_campaign_queued_idx')
+    .on('messages')
+    .column('campaign_id')
+    .where(sql<boolean>`status = 'queued'`)
+    .execute();
   // Sent rows waiting for a delivery report (the sandbox settles them by age).
   await db.schema
     .createIndex('messages_sent_idx')
