@@ -14,6 +14,7 @@ import {
   uniquePhone,
 } from './helpers.ts';
 import pino from 'pino';
+import { isolatedDatabase } from './messaging-helpers.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -54,11 +55,16 @@ for (const dialect of dialects) {
   describe(`messages (${dialect})`, () => {
     let t: TestApp;
     let worker: DeliveryWorker;
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     beforeAll(async () => {
-      t = await buildTestApp(dialect, { SANDBOX_DELIVERY_DELAY_MS: '0', BROADCAST_MAX_RECIPIENTS: '5' });
+      database = await isolatedDatabase(dialect);
+      t = await buildTestApp(dialect, { ...database.env, SANDBOX_DELIVERY_DELAY_MS: '0' });
       worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
     });
-    afterAll(() => t.close());
+    afterAll(async () => {
+      await t.close();
+      await database.drop();
+    });
 
     it('sends one message within the request and charges it', async () => {
       const owner = await register(t.app);

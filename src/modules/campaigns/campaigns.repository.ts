@@ -186,18 +186,22 @@ export async function claimQueuedCampaign(
   leaseUntil: string,
 ): Promise<CampaignRow | undefined> {
   return db
+    .with(
+      (cte) => cte('next').materialized(),
+      (qb) => {
+        const next = qb
+          .selectFrom('campaigns')
+          .select('id')
+          .where('status', '=', 'queued')
+          .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
+          .orderBy('id')
+          .limit(1);
+        return isPostgres(db) ? next.forUpdate().skipLocked() : next;
+      },
+    )
     .updateTable('campaigns')
     .set({ lease_until: leaseUntil, updated_at: now })
-    .where('id', 'in', (eb) => {
-      const next = eb
-        .selectFrom('campaigns')
-        .select('id')
-        .where('status', '=', 'queued')
-        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
-        .orderBy('id')
-        .limit(1);
-      return isPostgres(db) ? next.forUpdate().skipLocked() : next;
-    })
+    .where('id', 'in', (eb) => eb.selectFrom('next').select('next.id'))
     .where('status', '=', 'queued')
     .returningAll()
     .executeTakeFirst();

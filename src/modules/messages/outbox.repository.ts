@@ -23,7 +23,23 @@ export async function claimDue(
   leaseUntil: string,
   limit: number,
 ): Promise<MessageRow[]> {
+  // The pick is a MATERIALIZED CTE: evaluated exactly once (an IN (subquery ... LIMIT) may be re-run by
+  // PostgreSQL's planner and so claim more rows than it locked).
   return db
+    .with(
+      (cte) => cte('due').materialized(),
+      (qb) => {
+        const due = qb
+          .selectFrom('messages')
+          .select('id')
+          .where('status', '=', 'queued')
+          .where('next_attempt_at', '<=', now)
+          .orderBy('next_attempt_at')
+          .orderBy('id')
+          .limit(limit);
+        return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+      },
+    )
     .updateTable('messages')
     .set((eb) => ({
       claimed_by: workerId,
@@ -32,17 +48,7 @@ export async function claimDue(
       attempts: eb('attempts', '+', 1),
       updated_at: now,
     }))
-    .where('id', 'in', (eb) => {
-      const due = eb
-        .selectFrom('messages')
-        .select('id')
-        .where('status', '=', 'queued')
-        .where('next_attempt_at', '<=', now)
-        .orderBy('next_attempt_at')
-        .orderBy('id')
-        .limit(limit);
-      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
-    })
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .where('status', '=', 'queued')
     .returningAll()
     .execute();
