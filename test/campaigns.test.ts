@@ -47,25 +47,10 @@ for (const dialect of dialects) {
       return res.body.data.id as number;
     };
     const settled = (owner: Account, id: string) =>
-      until(
-        async () => {
-          await worker.drain();
-          return (await campaign(owner, id)).status === 'completed';
-        },
-        `campaign ${id} to complete`,
-        20_000,
-      ).catch(async (error: unknown) => {
-        console.log(
-          await campaign(owner, id),
-          await t.db.kysely.selectFrom('campaigns').select(['id', 'status', 'lease_until']).execute(),
-          await t.db.kysely
-            .selectFrom('messages')
-            .select(['id', 'campaign_id', 'status', 'next_attempt_at'])
-            .where('status', 'in', ['queued', 'sent'])
-            .execute(),
-        );
-        throw error;
-      });
+      until(async () => {
+        await worker.drain();
+        return (await campaign(owner, id)).status === 'completed';
+      }, `campaign ${id} to complete`);
 
     it('refuses every invalid field of a broadcast', async () => {
       const owner = await register(t.app);
