@@ -19,8 +19,13 @@ import { Pace } from './pace.ts';
 
 type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients'>;
 
-/** Handovers are recorded at least this often: it bounds what a crash could send twice. */
+/**
+ * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before any
+ * wait for a provider's pace: this bounds what a crash could send twice (one message for a provider that
+ * takes longer than MARK_AFTER_MS per send, at most MARK_EVERY for the instant sandbox).
+ */
 const MARK_EVERY = 50;
+const MARK_AFTER_MS = 20;
 
 /**
  * The delivery loop. Each round: start scheduled campaigns that are due, fill the outbox of a queued
@@ -123,11 +128,19 @@ export class DeliveryWorker {
     const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
     const rows = await claimDue(db.kysely, db.dialect, this.id, now, leaseUntil, this.batchSize());
     let handovers: Handover[] = [];
+    let markedAt = performance.now();
+    const mark = async () => {
+      await this.messages.handedOver(handovers);
+      handovers = [];
+      markedAt = performance.now();
+    };
     const failures = new Map<string, number[]>();
     for (const row of rows) {
       if (!this.running && this.loop) break; // stopping: the rest is released
       const provider = providers[row.channel];
-      await this.pace(provider.name).take();
+      const pace = this.pace(provider.name);
+      if (handovers.length > 0 && pace.wouldWait()) await mark();
+      await pace.take();
       try {
         const result = await provider.send(outgoing(row));
         handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
@@ -149,12 +162,9 @@ export class DeliveryWorker {
           failures.set(reason, [...(failures.get(reason) ?? []), row.id]);
         }
       }
-      if (handovers.length >= MARK_EVERY) {
-        await this.messages.handedOver(handovers);
-        handovers = [];
-      }
+      if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
     }
-    await this.messages.handedOver(handovers);
+    await mark();
     for (const [reason, ids] of failures) await this.messages.fail(ids, reason);
     return rows.length;
   }

@@ -4,6 +4,11 @@ export class Pace {
 
   constructor(private readonly perSecond: number) {}
 
+  /** True when the next take() would have to wait. */
+  wouldWait(): boolean {
+    return this.perSecond > 0 && this.next > performance.now();
+  }
+
   async take(): Promise<void> {
     if (this.perSecond <= 0) return;
     const now = performance.now();
