@@ -197,7 +197,9 @@ describe.runIf(process.env.TEST_DATABASE_URL)('two worker processes on PostgreSQ
         150_000,
       );
       for (const child of workers) child.kill('SIGTERM');
-      await Promise.all(workers.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+      await Promise.all(
+        workers.map((child) => (child.exitCode === null ? once(child, 'exit') : Promise.resolve())),
+      );
       const sends = lines.map((l) =>
         l.filter((e) => e.msg === 'sandbox message').map((e) => String(e.reference)),
       );
