@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { DialectName } from '../src/db/connect.ts';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { connect, type DialectName } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { createProviders } from '../src/providers/registry.ts';
 import type { TestApp } from './helpers.ts';
 
 /**
@@ -68,4 +73,32 @@ export async function insertVoters(
     }
     await t.db.kysely.insertInto('voters').values(rows).execute();
   }
+}
+
+/** The application with the providers its configuration names (Twilio, SMTP), not the sandbox of buildTestApp. */
+export async function buildProviderTestApp(dialect: DialectName, env: Record<string, string>) {
+  const config = loadConfig({
+    DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PUBLIC_PER_MIN: '100000',
+    RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_PER_MIN: '100000',
+    ...env,
+  });
+  const db = connect(config.databaseUrl);
+  await migrateToLatest(db.kysely);
+  const log = pino({ level: 'silent' });
+  const providers = createProviders(config, log);
+  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
+  return {
+    app,
+    db,
+    config,
+    providers,
+    close: async () => {
+      await app.close();
+      for (const p of Object.values(providers)) p.close?.();
+      await db.close().catch(() => {});
+    },
+  };
 }
