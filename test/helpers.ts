@@ -43,7 +43,7 @@ export async function buildTestApp(dialect: DialectName, env: Record<string, str
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
   const providers = Object.fromEntries(
-    channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs)]),
+    channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),
   ) as Record<Channel, SandboxProvider>;
   const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
   return {

@@ -24,7 +24,7 @@ type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRe
  * wait for a provider's pace: this bounds what a crash could send twice (one message for a provider that
  * takes longer than MARK_AFTER_MS per send, at most MARK_EVERY for the instant sandbox).
  */
-const MARK_EVERY = 50;
+const MARK_EVERY = 1000;
 const MARK_AFTER_MS = 20;
 
 /**

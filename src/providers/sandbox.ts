@@ -4,8 +4,8 @@ import type { Channel, FinalStatus, MessageProvider, OutgoingMessage, SendResult
 
 /**
  * Sends nothing out. Writes each outgoing message as one log line with channel, to and body (the only
- * place personal data may reach the logs) and keeps a record of every send, so tests can prove what went
- * out and that nothing went out twice. Reports delivery `delayMs` after the send: a phone ending in 0000
+ * place personal data may reach the logs) and, when asked to, keeps a record of every send, so tests can
+ * prove what went out and that nothing went out twice. Reports delivery `delayMs` after the send: a phone ending in 0000
  * or an email starting with "fail" fails, every other recipient is delivered.
  */
 export class SandboxProvider implements MessageProvider {
@@ -17,13 +17,15 @@ export class SandboxProvider implements MessageProvider {
     readonly channel: Channel,
     private readonly log: FastifyBaseLogger,
     delayMs = 500,
+    /** Keep every send in `sent` (tests); off in the service, where the list would only grow. */
+    private readonly record = false,
   ) {
     this.settlement = { afterMs: delayMs, outcome: sandboxOutcome };
   }
 
   async send(message: OutgoingMessage): Promise<SendResult> {
     const providerMessageId = `sandbox_${randomUUID()}`;
-    this.sent.push({ ...message, providerMessageId });
+    if (this.record) this.sent.push({ ...message, providerMessageId });
     this.log.info(
       {
         provider: 'sandbox',

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { DialectName } from '../../db/connect.ts';
+import { isPostgres } from '../../db/dialect.ts';
 import type { MessageChannel, MessageRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
@@ -60,34 +61,24 @@ export interface Handover {
   providerMessageId: string;
 }
 
-/** queued -> sent for messages a provider accepted (one statement per batch). */
+/**
+ * queued -> sent for messages a provider accepted: one UPDATE ... FROM (VALUES ...) per batch, joining each
+ * id to its provider message id.
+ */
 export async function markSent(db: Executor, handovers: Handover[], now: string): Promise<number> {
   if (handovers.length === 0) return 0;
-  const ids = handovers.map((h) => h.id);
-  const pid = sql<string>`case id ${sql.join(
-    handovers.map((h) => sql`when ${h.id} then ${h.providerMessageId}`),
-    sql` `,
-  )} end`;
-  const provider = sql<string>`case id ${sql.join(
-    handovers.map((h) => sql`when ${h.id} then ${h.provider}`),
-    sql` `,
-  )} end`;
-  const result = await db
-    .updateTable('messages')
-    .set({
-      status: 'sent',
-      provider_message_id: pid,
-      provider,
-      sent_at: now,
-      updated_at: now,
-      claimed_by: null,
-      lease_until: null,
-      error: null,
-    })
-    .where('id', 'in', ids)
-    .where('status', '=', 'queued')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  const rows = sql.join(handovers.map((h) => sql`(${h.id}, ${h.providerMessageId}, ${h.provider})`));
+  const query = isPostgres(db)
+    ? sql`UPDATE messages AS m SET status = 'sent', provider_message_id = v.pid, provider = v.provider,
+        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = NULL
+        FROM (VALUES ${rows}) AS v(id, pid, provider)
+        WHERE m.id = v.id::bigint AND m.status = 'queued'`
+    : sql`UPDATE messages SET status = 'sent', provider_message_id = v.column2, provider = v.column3,
+        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = NULL
+        FROM (VALUES ${rows}) AS v
+        WHERE messages.id = v.column1 AND messages.status = 'queued'`;
+  const result = await query.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }
 
 /** A retryable provider error: the message stays queued and is due again at `nextAttemptAt`. */
