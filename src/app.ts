@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Redis } from 'ioredis';
+import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { installErrorHandling } from './http/error-handler.ts';
@@ -23,7 +24,9 @@ import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
+import { VoterImporter } from './modules/voters/voters.import.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
+import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
@@ -51,6 +54,11 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
         path: req.url.split('?')[0],
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      // PostgreSQL errors quote row values in `detail` (e.g. the email of a unique violation): drop them.
+      err: (err: Error) => {
+        const { detail: _detail, where: _where, ...rest } = pino.stdSerializers.err(err);
+        return rest as ReturnType<typeof pino.stdSerializers.err>;
+      },
     },
   };
 }
@@ -106,6 +114,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  const importer = new VoterImporter({
+    db,
+    defaultCountry: config.defaultCountry,
+    maxBytes: config.import.maxBytes,
+    maxErrors: config.import.maxErrors,
+  });
+  await app.register(votersTransferRoutes, {
+    prefix: '/api',
+    importer,
+    db,
+    maxImportBytes: config.import.maxBytes,
+  });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
 

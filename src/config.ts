@@ -31,6 +31,12 @@ export interface Config {
     readonly ivr: ProviderName;
   };
   readonly sandboxDeliveryDelayMs: number;
+  readonly import: {
+    /** Largest voter CSV accepted by the import (413 above it). */
+    readonly maxBytes: number;
+    /** At most this many `{ row, field, message }` entries in an import's answer. */
+    readonly maxErrors: number;
+  };
   readonly broadcastMaxRecipients: number;
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
@@ -274,6 +280,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     apiDeprecation: apiDeprecation(env),
     providers,
     sandboxDeliveryDelayMs: int(env, 'SANDBOX_DELIVERY_DELAY_MS', 500),
+    import: {
+      maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
+      maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+    },
     broadcastMaxRecipients: int(env, 'BROADCAST_MAX_RECIPIENTS', 10_000, 1, 1_000_000),
     delivery: {
       inProcess: bool(env, 'WORKER_IN_PROCESS', true),

@@ -145,3 +145,84 @@ export function expectError(res: Answer, status: number, code: string): void {
     throw new Error('error without message');
   if (/\bat .+\.(ts|js):\d+/.test(res.raw)) throw new Error(`stack trace leaked: ${res.raw}`);
 }
+
+export interface FilePart {
+  name: string;
+  content: string | Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/** A multipart/form-data body with the given file (and plain field) parts. */
+export function multipartBody(parts: (FilePart | { name: string; value: string })[]): {
+  payload: Buffer;
+  contentType: string;
+} {
+  const boundary = `----ces${randomUUID().replace(/-/g, '')}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    if ('value' in part) {
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"\r\n\r\n${part.value}\r\n`,
+        ),
+      );
+      continue;
+    }
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"; filename="${part.filename ?? 'voters.csv'}"\r\n` +
+          `Content-Type: ${part.contentType ?? 'text/csv'}\r\n\r\n`,
+      ),
+      Buffer.isBuffer(part.content) ? part.content : Buffer.from(part.content, 'utf8'),
+      Buffer.from('\r\n'),
+    );
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/** POST /api/voters/import with `content` as the multipart part `file`. */
+export async function importCsv(
+  app: FastifyInstance,
+  token: string | undefined,
+  content: string | Buffer,
+): Promise<Answer> {
+  const { payload, contentType } = multipartBody([{ name: 'file', content }]);
+  const headers: Record<string, string> = { 'content-type': contentType };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await app.inject({ method: 'POST', url: '/api/voters/import', headers, payload });
+  let body: unknown;
+  try {
+    body = res.json();
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, body, headers: res.headers, raw: res.body };
+}
+
+/** GET /api/voters/export; `raw` is the body as UTF-8 text, `bytes` as bytes. */
+export async function exportVoters(
+  app: FastifyInstance,
+  token: string,
+  query: { format?: string; filters?: unknown } = {},
+): Promise<Answer & { bytes: Buffer }> {
+  const params = new URLSearchParams();
+  if (query.format) params.set('format', query.format);
+  if (query.filters !== undefined) {
+    params.set('filters', typeof query.filters === 'string' ? query.filters : JSON.stringify(query.filters));
+  }
+  const qs = params.toString();
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/voters/export${qs ? `?${qs}` : ''}`,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  let body: unknown;
+  try {
+    body = res.json();
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, body, headers: res.headers, raw: res.body, bytes: res.rawPayload };
+}

@@ -359,6 +359,34 @@ for (const dialect of dialects) {
       });
     });
 
+    describe('totals', () => {
+      it('stay exact through creates and deletes, with or without other workspaces in the database', async () => {
+        const solo = await buildTestApp(dialect);
+        try {
+          const only = await register(solo.app);
+          const totals = async (app: TestApp['app'], token: string, query: string) =>
+            (await call(app, 'GET', `/api/voters?${query}`, { token })).body.data.total as number;
+          const ids: number[] = [];
+          for (const name of ['Kumar One', 'Kumar Two', 'Other Three']) {
+            ids.push((await createVoter(solo, only, { name })).id);
+          }
+          expect(await totals(solo.app, only.token, '')).toBe(3);
+          expect(await totals(solo.app, only.token, 'search=kumar')).toBe(2);
+          // A second workspace with matching voters must not leak into the first one's totals.
+          const second = await register(solo.app);
+          await createVoter(solo, second, { name: 'Kumar Four' });
+          expect(await totals(solo.app, only.token, 'search=kumar')).toBe(2);
+          expect(await totals(solo.app, second.token, 'search=kumar')).toBe(1);
+          await call(solo.app, 'DELETE', `/api/voters/${ids[0]}`, { token: only.token });
+          expect(await totals(solo.app, only.token, '')).toBe(2);
+          expect(await totals(solo.app, only.token, 'search=kumar')).toBe(1);
+          expect(await totals(solo.app, second.token, '')).toBe(1);
+        } finally {
+          await solo.close();
+        }
+      });
+    });
+
     describe('tenancy and roles', () => {
       it("another workspace's voter is 404 for every verb and absent from its lists and search", async () => {
         const mine = await createVoter(t, owner, { name: 'Tenancy Probe Voter' });

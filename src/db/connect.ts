@@ -10,6 +10,15 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly dialect: DialectName;
+  /**
+   * The driver beneath Kysely, for the few bulk paths that need it (voter import and export): COPY on
+   * PostgreSQL, prepared statements in large synchronous transactions on SQLite. On SQLite, use it only
+   * inside `kysely.connection().execute(...)` so that Kysely's connection lock keeps other requests' queries
+   * and transactions out, and never hold it across an await.
+   */
+  readonly raw:
+    | { readonly dialect: 'sqlite'; readonly sqlite: SQLite.Database }
+    | { readonly dialect: 'postgres'; readonly pool: pg.Pool };
   /** Cheap round trip used by the health check; throws when the database cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -40,6 +49,7 @@ export function connect(databaseUrl: string): Db {
     return {
       kysely,
       dialect: 'postgres',
+      raw: { dialect: 'postgres', pool },
       ping: async () => {
         await sql`select 1`.execute(kysely);
       },
@@ -61,6 +71,7 @@ export function connect(databaseUrl: string): Db {
   return {
     kysely,
     dialect: 'sqlite',
+    raw: { dialect: 'sqlite', sqlite },
     ping: async () => {
       if (!sqlite.open) throw new Error('database connection is closed');
       sqlite.prepare('select 1').get();

@@ -12,6 +12,9 @@ export interface Database {
   credit_balances: CreditBalanceTable;
   credit_ledger: CreditLedgerTable;
   voters: VoterTable;
+  voter_counts: VoterCountTable;
+  /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
+  voters_fts: VoterFtsTable;
   segments: SegmentTable;
   campaigns: CampaignTable;
   messages: MessageTable;
@@ -108,6 +111,19 @@ export interface VoterTable {
   updated_at: string;
 }
 export type VoterRow = Selectable<VoterTable>;
+
+/** Kept by triggers: the exact number of voters of each workspace. */
+export interface VoterCountTable {
+  workspace_id: number;
+  total: number;
+}
+
+export interface VoterFtsTable {
+  rowid: number;
+  name: string;
+  email: string | null;
+  phone: string;
+}
 
 export interface SegmentTable {
   id: Generated<number>;

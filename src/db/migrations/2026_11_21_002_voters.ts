@@ -28,29 +28,72 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .unique()
     .execute();
   await db.schema.createIndex('voters_workspace_idx').on('voters').columns(['workspace_id', 'id']).execute();
+  // Filter indexes that cover every combination of the three exact filters, so counting a filtered list
+  // never visits the table (SQLite appends the rowid, the id, to each).
   await db.schema
     .createIndex('voters_constituency_idx')
     .on('voters')
-    .columns(['workspace_id', 'constituency_key', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('voters_booth_idx')
-    .on('voters')
-    .columns(['workspace_id', 'booth', 'id'])
+    .columns(['workspace_id', 'constituency_key', 'ward', 'booth'])
     .execute();
   await db.schema
     .createIndex('voters_ward_idx')
     .on('voters')
-    .columns(['workspace_id', 'ward', 'id'])
+    .columns(['workspace_id', 'ward', 'booth'])
     .execute();
+  await db.schema.createIndex('voters_booth_idx').on('voters').columns(['workspace_id', 'booth']).execute();
+
+  // The exact number of voters per workspace, kept by triggers in the transaction that changes voters: the
+  // unfiltered list's total without counting a million rows.
+  await db.schema
+    .createTable('voter_counts')
+    .addColumn('workspace_id', ref, (c) => c.primaryKey().references('workspaces.id').onDelete('cascade'))
+    .addColumn('total', ref, (c) => c.notNull().defaultTo(0))
+    .execute();
+  await sql`INSERT INTO voter_counts (workspace_id, total) SELECT id, 0 FROM workspaces`.execute(db);
 
   if (isPostgres(db)) {
+    await sql`CREATE FUNCTION voter_counts_new_workspace() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO voter_counts (workspace_id, total) VALUES (NEW.id, 0); RETURN NULL; END $$`.execute(
+      db,
+    );
+    await sql`CREATE TRIGGER workspaces_voter_counts AFTER INSERT ON workspaces
+      FOR EACH ROW EXECUTE FUNCTION voter_counts_new_workspace()`.execute(db);
+    // Statement-level with transition tables: a million-row INSERT ... SELECT updates the count once.
+    await sql`CREATE FUNCTION voter_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE voter_counts c SET total = c.total + n.added
+          FROM (SELECT workspace_id, count(*) AS added FROM new_rows GROUP BY workspace_id) n
+          WHERE c.workspace_id = n.workspace_id;
+        RETURN NULL;
+      END $$`.execute(db);
+    await sql`CREATE FUNCTION voter_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE voter_counts c SET total = c.total - o.removed
+          FROM (SELECT workspace_id, count(*) AS removed FROM old_rows GROUP BY workspace_id) o
+          WHERE c.workspace_id = o.workspace_id;
+        RETURN NULL;
+      END $$`.execute(db);
+    await sql`CREATE TRIGGER voters_count_insert AFTER INSERT ON voters REFERENCING NEW TABLE AS new_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION voter_counts_inserted()`.execute(db);
+    await sql`CREATE TRIGGER voters_count_delete AFTER DELETE ON voters REFERENCING OLD TABLE AS old_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION voter_counts_deleted()`.execute(db);
+
     // Substring search (ILIKE '%term%') served by trigram GIN indexes instead of a scan.
     await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db);
     await sql`CREATE INDEX voters_name_trgm ON voters USING gin (name gin_trgm_ops)`.execute(db);
     await sql`CREATE INDEX voters_email_trgm ON voters USING gin (email gin_trgm_ops)`.execute(db);
     await sql`CREATE INDEX voters_phone_trgm ON voters USING gin (phone gin_trgm_ops)`.execute(db);
   } else {
+    await sql`CREATE TRIGGER workspaces_voter_counts AFTER INSERT ON workspaces BEGIN
+      INSERT INTO voter_counts (workspace_id, total) VALUES (new.id, 0);
+    END`.execute(db);
+    await sql`CREATE TRIGGER voters_count_insert AFTER INSERT ON voters BEGIN
+      UPDATE voter_counts SET total = total + 1 WHERE workspace_id = new.workspace_id;
+    END`.execute(db);
+    await sql`CREATE TRIGGER voters_count_delete AFTER DELETE ON voters BEGIN
+      UPDATE voter_counts SET total = total - 1 WHERE workspace_id = old.workspace_id;
+    END`.execute(db);
+
     // An external-content FTS5 index with the trigram tokenizer (case-insensitive substrings of 3+
     // characters), kept in step with the table by triggers on every insert, update and delete.
     await sql`CREATE VIRTUAL TABLE voters_fts USING fts5(name, email, phone, content='voters', content_rowid='id', tokenize='trigram')`.execute(
@@ -85,6 +128,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('segments').execute();
-  if (!isPostgres(db)) await sql`DROP TABLE voters_fts`.execute(db);
+  if (isPostgres(db)) {
+    await sql`DROP TRIGGER workspaces_voter_counts ON workspaces`.execute(db);
+    await sql`DROP FUNCTION voter_counts_new_workspace, voter_counts_inserted, voter_counts_deleted CASCADE`.execute(
+      db,
+    );
+  } else {
+    await sql`DROP TRIGGER workspaces_voter_counts`.execute(db);
+    await sql`DROP TABLE voters_fts`.execute(db);
+  }
   await db.schema.dropTable('voters').execute();
+  await db.schema.dropTable('voter_counts').execute();
 }

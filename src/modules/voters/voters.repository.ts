@@ -1,10 +1,16 @@
+import { once } from 'node:events';
+import type SQLite from 'better-sqlite3';
 import {
   type ExpressionBuilder,
   type Insertable,
+  type Kysely,
   type SelectQueryBuilder,
   type Updateable,
   sql,
 } from 'kysely';
+import type pg from 'pg';
+import { type CopyStreamQuery, from as copyFrom } from 'pg-copy-streams';
+import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -35,10 +41,19 @@ function ftsPhrase(term: string): string {
   return `"${term.replace(/"/g, '""')}"`;
 }
 
+/** The FTS5 query for a term on SQLite, or undefined when the term is too short for trigrams. */
+function ftsMatch(term: string): string | undefined {
+  const digits = phoneDigits(term);
+  if ([...term].length < 3 || (digits !== undefined && digits.length < 3)) return undefined;
+  return digits
+    ? `{name email}: ${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}`
+    : `{name email}: ${ftsPhrase(term)}`;
+}
+
 /**
  * Case-insensitive substring search of name or email (and phone digits), served by an index: pg_trgm GIN
  * indexes on PostgreSQL, the FTS5 trigram table on SQLite. Trigrams need three characters; a shorter term
- * falls back to LIKE within the workspace's rows.
+ * falls back to LIKE over the workspace's rows (a scan: slow at millions of voters).
  */
 function searchCondition(db: Executor, term: string) {
   const digits = phoneDigits(term);
@@ -49,17 +64,13 @@ function searchCondition(db: Executor, term: string) {
       if (digits) ors.push(eb('voters.phone', 'like', likePattern(digits)));
       return eb.or(ors);
     }
-    const usesIndex = [...term].length >= 3 && (!digits || digits.length >= 3);
-    if (usesIndex) {
-      const match = digits
-        ? `{name email}: ${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}`
-        : `{name email}: ${ftsPhrase(term)}`;
+    const match = ftsMatch(term);
+    if (match)
       return eb(
         'voters.id',
         'in',
         sql<number>`(SELECT rowid FROM voters_fts WHERE voters_fts MATCH ${match})`,
       );
-    }
     const like = likePattern(term);
     const ors = [
       sql<boolean>`voters.name LIKE ${like} ESCAPE '\\'`,
@@ -67,6 +78,23 @@ function searchCondition(db: Executor, term: string) {
     ];
     if (digits) ors.push(sql<boolean>`voters.phone LIKE ${likePattern(digits)} ESCAPE '\\'`);
     return eb.or(ors);
+  };
+}
+
+function hasExactFilters(filters: VoterFilters): boolean {
+  return [filters.constituency, filters.booth, filters.ward].some((v) => v !== undefined && v.trim() !== '');
+}
+
+function exactFilters(filters: VoterFilters) {
+  return (eb: ExpressionBuilder<Database, 'voters'>) => {
+    const and = [];
+    const constituency = filters.constituency?.trim();
+    const booth = filters.booth?.trim();
+    const ward = filters.ward?.trim();
+    if (constituency) and.push(eb('voters.constituency_key', '=', constituency.toLowerCase()));
+    if (booth) and.push(eb('voters.booth', '=', booth));
+    if (ward) and.push(eb('voters.ward', '=', ward));
+    return eb.and(and);
   };
 }
 
@@ -80,16 +108,107 @@ export function filteredVoters(
   filters: VoterFilters,
 ): SelectQueryBuilder<Database, 'voters', object> {
   let query = db.selectFrom('voters').where('voters.workspace_id', '=', workspaceId);
-  if (filters.constituency !== undefined && filters.constituency.trim() !== '') {
-    query = query.where('voters.constituency_key', '=', filters.constituency.trim().toLowerCase());
-  }
-  if (filters.booth !== undefined && filters.booth.trim() !== '')
-    query = query.where('voters.booth', '=', filters.booth.trim());
-  if (filters.ward !== undefined && filters.ward.trim() !== '')
-    query = query.where('voters.ward', '=', filters.ward.trim());
+  if (hasExactFilters(filters)) query = query.where(exactFilters(filters));
   const term = filters.search?.trim();
   if (term) query = query.where(searchCondition(db, term));
   return query;
+}
+
+/** Below this many matches a PostgreSQL search page is read through the trigram indexes (see voterPage). */
+const RARE_MATCHES = 5000;
+
+const listColumns = [
+  'voters.id',
+  'voters.name',
+  'voters.phone',
+  'voters.constituency',
+  'voters.booth',
+  'voters.ward',
+] as const;
+type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
+
+/**
+ * One page in id order. On SQLite a search walks the FTS index in rowid (= id) order and joins each hit,
+ * so a page costs its own rows, not every match.
+ */
+async function voterPage(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  page: number,
+  perPage: number,
+  total: number,
+): Promise<ListRow[]> {
+  const term = filters.search?.trim();
+  const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
+  if (match) {
+    let query = db
+      .selectFrom('voters_fts')
+      .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
+      .where(sql<boolean>`voters_fts MATCH ${match}`)
+      .where('voters.workspace_id', '=', workspaceId);
+    if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
+    return query
+      .select(listColumns)
+      .orderBy('voters_fts.rowid')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute();
+  }
+  // PostgreSQL cannot estimate how many rows a trigram search matches. Walking the primary key until a
+  // page is full is right for common terms and slow for rare ones; the exact count, already known, tells
+  // which. `id + 0` hides the key order from the planner, so a rare term is read through its trigram
+  // indexes and sorted.
+  const rare = isPostgres(db) && Boolean(term) && total <= RARE_MATCHES;
+  return filteredVoters(db, workspaceId, filters)
+    .select(listColumns)
+    .orderBy(rare ? sql`voters.id + 0` : sql`voters.id`)
+    .limit(perPage)
+    .offset((page - 1) * perPage)
+    .execute();
+}
+
+/**
+ * The exact number of matching voters. Without filters it is the trigger-kept count. A SQLite search with
+ * no other filter counts FTS hits directly when the workspace owns every voter row (the usual embedded
+ * deployment: one campaign office), skipping a lookup per hit to check the workspace.
+ */
+export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+  const term = filters.search?.trim();
+  if (!term && !hasExactFilters(filters)) {
+    const row = await db
+      .selectFrom('voter_counts')
+      .select('total')
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirst();
+    return Number(row?.total ?? 0);
+  }
+  const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
+  if (match) {
+    const owner = await db
+      .selectFrom('voter_counts')
+      .select((eb) => [
+        'total',
+        eb
+          .selectFrom('voter_counts')
+          .select((e) => e.fn.sum<number>('total').as('all'))
+          .as('all'),
+      ])
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirst();
+    if (owner && Number(owner.total) === Number(owner.all)) {
+      const row = await db
+        .selectFrom('voters_fts')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .where(sql<boolean>`voters_fts MATCH ${match}`)
+        .executeTakeFirstOrThrow();
+      return Number(row.total);
+    }
+  }
+  const row = await filteredVoters(db, workspaceId, filters)
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
 }
 
 export async function listVoters(
@@ -98,35 +217,10 @@ export async function listVoters(
   filters: VoterFilters,
   page: number,
   perPage: number,
-): Promise<{
-  rows: Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>[];
-  total: number;
-}> {
-  const base = filteredVoters(db, workspaceId, filters);
-  const [rows, count] = await Promise.all([
-    base
-      .select([
-        'voters.id',
-        'voters.name',
-        'voters.phone',
-        'voters.constituency',
-        'voters.booth',
-        'voters.ward',
-      ])
-      .orderBy('voters.id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
-}
-
-export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
-  const row = await filteredVoters(db, workspaceId, filters)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return Number(row.total);
+): Promise<{ rows: ListRow[]; total: number }> {
+  const total = await countVoters(db, workspaceId, filters);
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, total);
+  return { rows, total };
 }
 
 export async function findVoter(
@@ -183,4 +277,303 @@ export async function deleteVoter(db: Executor, workspaceId: number, id: number)
     .where('id', '=', id)
     .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
+}
+
+/** The columns of an export, in order. */
+export const exportColumns = [
+  'id',
+  'name',
+  'phone',
+  'email',
+  'constituency',
+  'booth',
+  'ward',
+  'address',
+  'created_at',
+  'updated_at',
+] as const;
+
+export type ExportRow = [
+  number,
+  string,
+  string,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string,
+  string,
+];
+
+/**
+ * The voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each batch is
+ * one short query, so no cursor or iterator stays open between batches: the single SQLite connection stays
+ * free for other requests while the consumer is slow, and PostgreSQL holds no connection meanwhile.
+ */
+export async function* exportVoterBatches(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  batchSize = 5000,
+): AsyncGenerator<ExportRow[]> {
+  let after = 0;
+  for (;;) {
+    const rows = await filteredVoters(db, workspaceId, filters)
+      .select(exportColumns.map((c) => `voters.${c}` as const))
+      .where('voters.id', '>', after)
+      .orderBy('voters.id')
+      .limit(batchSize)
+      .execute();
+    if (rows.length === 0) return;
+    yield rows.map((r) => [
+      r.id,
+      r.name,
+      r.phone,
+      r.email,
+      r.constituency,
+      r.booth,
+      r.ward,
+      r.address,
+      r.created_at,
+      r.updated_at,
+    ]);
+    if (rows.length < batchSize) return;
+    after = rows[rows.length - 1]!.id;
+  }
+}
+
+/** One checked row of an import file, ready to write. */
+export interface StagedVoter {
+  /** Line of the file where the row starts: the later of two rows with one identity wins. */
+  line: number;
+  name: string;
+  name_key: string;
+  phone: string;
+  email: string | null;
+  constituency: string | null;
+  constituency_key: string | null;
+  booth: string | null;
+  ward: string | null;
+  address: string | null;
+}
+
+/**
+ * An import in progress: rows are staged as the file streams in, and only `apply` touches `voters`, so a
+ * file refused part-way (413, not UTF-8, ...) is `abort`ed and leaves the voters as they were.
+ */
+export interface VoterImport {
+  stage(rows: readonly StagedVoter[]): Promise<void>;
+  /** Upserts the staged rows on the identity (the later line wins); returns how many voters were created. */
+  apply(now: string): Promise<{ imported: number }>;
+  abort(): Promise<void>;
+}
+
+const stagedColumns = [
+  'line',
+  'name',
+  'name_key',
+  'phone',
+  'email',
+  'constituency',
+  'constituency_key',
+  'booth',
+  'ward',
+  'address',
+] as const;
+
+const upsertSet = `name = excluded.name, email = excluded.email, constituency = excluded.constituency,
+  constituency_key = excluded.constituency_key, booth = excluded.booth, ward = excluded.ward,
+  address = excluded.address, updated_at = excluded.updated_at`;
+
+/** A row that would not change is left alone: its updated_at stays, and no search-index work is done. */
+function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
+  return ['name', 'email', 'constituency', 'booth', 'ward', 'address']
+    .map((c) => `voters.${c} ${distinct} excluded.${c}`)
+    .join(' OR ');
+}
+
+export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
+  return db.raw.dialect === 'sqlite'
+    ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
+    : startPostgresImport(db.raw.pool, workspaceId);
+}
+
+let stagingSeq = 0;
+/** Rows applied per SQLite transaction; between two, other requests get the connection. */
+const SQLITE_APPLY_CHUNK = 50_000;
+
+/**
+ * SQLite: rows are staged in a TEMP table (this connection only, outside the database file), each batch in
+ * one synchronous transaction taken under Kysely's connection lock; `apply` then runs set-based
+ * INSERT ... SELECT ... ON CONFLICT DO UPDATE in chunks of lines, each a synchronous transaction.
+ */
+async function startSqliteImport(
+  kysely: Kysely<Database>,
+  sqlite: SQLite.Database,
+  workspaceId: number,
+): Promise<VoterImport> {
+  const table = `temp.voters_import_${++stagingSeq}`;
+  const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
+  const insert = await locked(() => {
+    sqlite.exec(
+      `CREATE TABLE ${table} (line INTEGER PRIMARY KEY, name TEXT, name_key TEXT, phone TEXT, email TEXT,
+        constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT)`,
+    );
+    return sqlite.prepare(
+      `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
+    );
+  });
+  let lastLine = 0;
+  const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
+    for (const r of rows) {
+      insert.run(
+        r.line,
+        r.name,
+        r.name_key,
+        r.phone,
+        r.email,
+        r.constituency,
+        r.constituency_key,
+        r.booth,
+        r.ward,
+        r.address,
+      );
+    }
+  });
+  const drop = () =>
+    locked(() => {
+      sqlite.exec(`DROP TABLE IF EXISTS ${table}`);
+    });
+  return {
+    stage: async (rows) => {
+      if (rows.length === 0) return;
+      await locked(() => stageAll(rows));
+      lastLine = rows[rows.length - 1]!.line;
+    },
+    apply: async (now) => {
+      const count = sqlite.prepare('SELECT count(*) FROM voters WHERE workspace_id = ?').pluck();
+      const upsert = sqlite.prepare(
+        `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
+         SELECT ?, ${stagedColumns.slice(1).join(', ')}, ?, ? FROM ${table}
+         WHERE line >= ? AND line < ? ORDER BY line
+         ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
+         WHERE ${changedCondition('IS NOT')}`,
+      );
+      const chunk = sqlite.transaction((from: number, to: number) => {
+        const before = count.get(workspaceId) as number;
+        upsert.run(workspaceId, now, now, from, to);
+        return (count.get(workspaceId) as number) - before;
+      });
+      let imported = 0;
+      try {
+        for (let from = 0; from <= lastLine; from += SQLITE_APPLY_CHUNK) {
+          imported += await locked(() => chunk(from, from + SQLITE_APPLY_CHUNK));
+        }
+      } finally {
+        await drop();
+      }
+      return { imported };
+    },
+    abort: drop,
+  };
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIAL_G = /[\\\t\n\r]/g;
+const copyEscapes: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/** A value in COPY's text format. */
+function copyValue(value: string | number | null): string {
+  if (value === null) return '\\N';
+  if (typeof value === 'number') return String(value);
+  return COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL_G, (c) => copyEscapes[c]!) : value;
+}
+
+/**
+ * PostgreSQL: one transaction on one pooled connection for the whole import. Rows stream into a temporary
+ * table through COPY; `apply` is one set-based upsert (DISTINCT ON keeps the last line of each identity)
+ * and COMMIT; `abort` rolls everything back.
+ */
+async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<VoterImport> {
+  const client = await pool.connect();
+  let copy: CopyStreamQuery | undefined;
+  let done = false;
+  const release = (error?: Error) => {
+    if (done) return;
+    done = true;
+    client.release(error);
+  };
+  try {
+    await client.query('BEGIN');
+    await client.query(
+      `CREATE TEMP TABLE voters_import (line integer, name text, name_key text, phone text, email text,
+        constituency text, constituency_key text, booth text, ward text, address text) ON COMMIT DROP`,
+    );
+    copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
+  } catch (error) {
+    release(error as Error);
+    throw error;
+  }
+  const stream = copy;
+  let failure: Error | undefined;
+  stream.on('error', (error: Error) => {
+    failure ??= error;
+  });
+  const finished = new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve);
+    stream.on('error', reject);
+  });
+  finished.catch(() => {});
+
+  return {
+    stage: async (rows) => {
+      if (failure) throw failure;
+      let text = '';
+      for (const r of rows) {
+        text += `${r.line}\t${copyValue(r.name)}\t${copyValue(r.name_key)}\t${copyValue(r.phone)}\t${copyValue(r.email)}\t${copyValue(r.constituency)}\t${copyValue(r.constituency_key)}\t${copyValue(r.booth)}\t${copyValue(r.ward)}\t${copyValue(r.address)}\n`;
+      }
+      if (!stream.write(text)) await once(stream, 'drain');
+    },
+    apply: async (now) => {
+      try {
+        stream.end();
+        await finished;
+        const result = await client.query<{ imported: number }>(
+          `WITH src AS (
+             SELECT DISTINCT ON (phone, name_key) * FROM voters_import ORDER BY phone, name_key, line DESC
+           ), up AS (
+             INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
+             SELECT $1, ${stagedColumns.slice(1).join(', ')}, $2, $2 FROM src ORDER BY line
+             ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
+             WHERE ${changedCondition('IS DISTINCT FROM')}
+             RETURNING (xmax = 0) AS inserted
+           )
+           SELECT count(*) FILTER (WHERE inserted) AS imported FROM up`,
+          [workspaceId, now],
+        );
+        await client.query('COMMIT');
+        release();
+        return { imported: Number(result.rows[0]?.imported ?? 0) };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        release(error as Error);
+        throw error;
+      }
+    },
+    abort: async () => {
+      if (done) return;
+      try {
+        if (!stream.writableEnded) {
+          stream.end();
+          await finished.catch(() => {});
+        }
+        await client.query('ROLLBACK');
+        release();
+      } catch (error) {
+        // A connection in an unknown state is closed rather than returned to the pool.
+        release(error as Error);
+      }
+    },
+  };
 }

@@ -1,0 +1,381 @@
+/**
+ * npm run bench:voters [-- --rows 1000000 --samples 200]
+ *
+ * Generates a realistic voter roll, then measures, each beside a reference run on the same machine in the
+ * same run (these machines are shared and noisy, so ratios matter, not absolute times):
+ *   - import through the API vs the database's own bulk load of the same file into the same indexed table;
+ *   - CSV export through the API vs the database's own CSV dump of the same query; Excel export rows/s;
+ *   - peak RSS of the server during import and during export;
+ *   - p50/p99 over HTTP of list pages with each filter and of search for name, phone and email fragments.
+ * With DATABASE_URL=postgres://... everything runs on PostgreSQL (reference: psql \copy).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  createReadStream,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { request as httpRequest, Agent } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generateVotersCsv } from './generate.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    samples: { type: 'string', default: '200' },
+    port: { type: 'string', default: '3917' },
+  },
+});
+const rows = Number(args.rows);
+const samples = Number(args.samples);
+const port = Number(args.port);
+const pgUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined;
+const dialect = pgUrl ? 'postgres' : 'sqlite';
+const work = mkdtempSync(join(tmpdir(), 'ces-bench-'));
+const csvPath = resolve(`bench/out/voters-${rows}.csv`);
+const base = `http://127.0.0.1:${port}/api`;
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+const exportColumns = 'id, name, phone, email, constituency, booth, ward, address, created_at, updated_at';
+
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(2);
+}
+
+function rate(count: number, ms: number): number {
+  return Math.round(count / (ms / 1000));
+}
+
+// ---------------------------------------------------------------- the server under test
+
+let server: ChildProcess | undefined;
+
+async function startServer(databaseUrl: string): Promise<void> {
+  server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
+      RATE_LIMIT_AUTH_PER_MIN: '1000',
+      IMPORT_MAX_BYTES: String(2 * 1024 * 1024 * 1024),
+      APP_KEY: 'a'.repeat(64),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  for (let i = 0; i < 200; i++) {
+    try {
+      const res = await fetch(`${base}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not start');
+}
+
+/** Peak resident memory of the server since the last reset, in MB (Linux VmHWM). */
+function peakRssMb(): number {
+  const status = readFileSync(`/proc/${server?.pid}/status`, 'utf8');
+  return Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) / 1024);
+}
+
+function resetPeakRss(): void {
+  writeFileSync(`/proc/${server?.pid}/clear_refs`, '5');
+}
+
+async function stopServer(): Promise<void> {
+  if (!server) return;
+  const exited = new Promise((r) => server?.once('exit', r));
+  server.kill('SIGTERM');
+  await exited;
+  server = undefined;
+}
+
+// ---------------------------------------------------------------- HTTP helpers
+
+async function api(method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = (await res.json()) as { data: Record<string, unknown> };
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** Uploads the file as multipart/form-data, streamed from disk. */
+function uploadCsv(path: string, token: string): Promise<{ status: number; body: string }> {
+  const boundary = `----ces-bench-${Date.now()}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="voters.csv"\r\nContent-Type: text/csv\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return new Promise((resolveUpload, reject) => {
+    const req = httpRequest(
+      `${base}/voters/import`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + statSync(path).size + tail.length,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolveUpload({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.write(head);
+    const file = createReadStream(path);
+    file.pipe(req, { end: false });
+    file.on('end', () => req.end(tail));
+  });
+}
+
+/** Downloads to nowhere, counting bytes; resolves with the byte count. */
+function download(path: string, token: string): Promise<number> {
+  return new Promise((resolveDownload, reject) => {
+    httpRequest(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`GET ${path}: ${res.statusCode}`));
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => resolveDownload(bytes));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+function timedGet(path: string, token: string): Promise<number> {
+  return new Promise((resolveGet, reject) => {
+    const started = performance.now();
+    httpRequest(`${base}${path}`, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolveGet(performance.now() - started)
+          : reject(new Error(`GET ${path}: ${res.statusCode}`)),
+      );
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+// ---------------------------------------------------------------- references
+
+const sqliteRefImport = (db: string, workspaceId: number) => `.mode csv
+CREATE TEMP TABLE staging(name, phone, email, constituency, booth, ward, address);
+.import --skip 1 ${csvPath} staging
+INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
+  SELECT ${workspaceId}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address,
+         '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' FROM staging;
+`;
+
+function timeCommand(command: string, commandArgs: string[], input?: string): number {
+  const started = performance.now();
+  execFileSync(command, commandArgs, { input, stdio: ['pipe', 'ignore', 'inherit'], maxBuffer: 1 << 30 });
+  return performance.now() - started;
+}
+
+/** The reference bulk load: the database's own CSV loader into a table with the same indexes and triggers. */
+function referenceImport(): { ms: number; plainMs?: number } {
+  if (pgUrl) {
+    // A separate workspace in the same database; the server's import goes into its own one.
+    const ws = execFileSync('psql', [
+      pgUrl,
+      '-tAc',
+      "INSERT INTO workspaces (name, created_at) VALUES ('bench reference', now()) RETURNING id",
+    ])
+      .toString()
+      .trim();
+    const script = `CREATE TEMP TABLE staging(name text, phone text, email text, constituency text, booth text, ward text, address text);
+\\copy staging FROM '${csvPath}' CSV HEADER
+INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
+  SELECT ${ws}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address, now(), now() FROM staging;`;
+    const ms = timeCommand('psql', [pgUrl, '-q', '-v', 'ON_ERROR_STOP=1'], script);
+    execFileSync('psql', [pgUrl, '-qc', `DELETE FROM workspaces WHERE id = ${ws}`]);
+    return { ms };
+  }
+  const refDb = join(work, 'reference.db');
+  execFileSync(
+    process.execPath,
+    ['bin/ces.mjs', 'create-user', '--name', 'Ref', '--email', 'ref@example.com', '--password', 'reference1'],
+    {
+      env: { ...process.env, DATABASE_URL: `sqlite:${refDb}` },
+      stdio: 'ignore',
+    },
+  );
+  const ms = timeCommand('sqlite3', [refDb], sqliteRefImport(refDb, 1));
+  // For the record: the same load into a plain table with the same b-tree indexes but no search index.
+  const plainDb = join(work, 'plain.db');
+  const plain = `CREATE TABLE voters (id INTEGER PRIMARY KEY, workspace_id INTEGER NOT NULL, name TEXT NOT NULL, name_key TEXT NOT NULL, phone TEXT NOT NULL, email TEXT, constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE UNIQUE INDEX voters_identity_uq ON voters (workspace_id, phone, name_key);
+CREATE INDEX voters_workspace_idx ON voters (workspace_id, id);
+CREATE INDEX voters_constituency_idx ON voters (workspace_id, constituency_key, ward, booth);
+CREATE INDEX voters_ward_idx ON voters (workspace_id, ward, booth);
+CREATE INDEX voters_booth_idx ON voters (workspace_id, booth);
+${sqliteRefImport(plainDb, 1)}`;
+  const plainMs = timeCommand('sqlite3', [plainDb], plain);
+  return { ms, plainMs };
+}
+
+function referenceExport(workspaceId: number): number {
+  const query = `SELECT ${exportColumns} FROM voters WHERE workspace_id = ${workspaceId} ORDER BY id`;
+  if (pgUrl) return timeCommand('psql', [pgUrl, '-qc', `\\copy (${query}) TO STDOUT CSV HEADER`]);
+  return timeCommand('sqlite3', ['-csv', '-header', join(work, 'server.db'), query]);
+}
+
+// ---------------------------------------------------------------- the run
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+async function latency(token: string): Promise<Array<[string, number, number]>> {
+  const cases: Array<[string, string[]]> = [
+    ['list, page 1', ['/voters']],
+    ['list, deep pages', ['/voters?page=1000', '/voters?page=5000&per_page=100', '/voters?page=20000']],
+    [
+      'constituency',
+      [
+        '/voters?constituency=Varanasi',
+        '/voters?constituency=lucknow',
+        '/voters?constituency=' + encodeURIComponent('पटना'),
+      ],
+    ],
+    ['booth', ['/voters?booth=42', '/voters?booth=7', '/voters?booth=250']],
+    ['ward', ['/voters?ward=7', '/voters?ward=33', '/voters?ward=59']],
+    [
+      'constituency + ward + booth',
+      ['/voters?constituency=Kanpur&ward=12', '/voters?constituency=Surat&ward=3&booth=17'],
+    ],
+    [
+      'search: name fragment',
+      [
+        '/voters?search=sunita%20ya',
+        '/voters?search=kumar',
+        '/voters?search=' + encodeURIComponent('प्रिया श'),
+        '/voters?search=rahul',
+      ],
+    ],
+    [
+      'search: phone fragment',
+      ['/voters?search=98765', '/voters?search=%2B91%20812', '/voters?search=7000123'],
+    ],
+    [
+      'search: email fragment',
+      ['/voters?search=rahul.sharma', '/voters?search=rediffmail', '/voters?search=kapoor12@'],
+    ],
+  ];
+  const out: Array<[string, number, number]> = [];
+  for (const [label, paths] of cases) {
+    for (const path of paths) await timedGet(path, token); // warm
+    const times: number[] = [];
+    for (let i = 0; i < samples; i++) times.push(await timedGet(paths[i % paths.length] as string, token));
+    times.sort((a, b) => a - b);
+    out.push([label, percentile(times, 50), percentile(times, 99)]);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(csvPath)) {
+    console.log(`generating ${rows} voters -> ${csvPath}`);
+    await generateVotersCsv(csvPath, rows);
+  }
+  const mb = (statSync(csvPath).size / 1024 / 1024).toFixed(0);
+  console.log(`voters benchmark on ${dialect}: ${rows} rows, ${mb} MB CSV`);
+
+  await startServer(pgUrl ?? `sqlite:${join(work, 'server.db')}`);
+  try {
+    console.log('reference import ...');
+    const ref = referenceImport();
+
+    const account = await api('POST', '/auth/register', undefined, {
+      name: 'Bench Politician',
+      email: `bench-${Date.now()}@example.com`,
+      password: 'benchmark password',
+    });
+    const token = account.access_token as string;
+    const workspaceId = (account.user as { workspace_id: number }).workspace_id;
+
+    console.log('import through the API ...');
+    resetPeakRss();
+    let started = performance.now();
+    const upload = await uploadCsv(csvPath, token);
+    const importMs = performance.now() - started;
+    const importRss = peakRssMb();
+    if (upload.status !== 200)
+      throw new Error(`import failed: ${upload.status} ${upload.body.slice(0, 500)}`);
+    const result = JSON.parse(upload.body).data as { imported: number; updated?: number; failed: number };
+    if (result.imported !== rows)
+      throw new Error(`imported ${result.imported} of ${rows}: ${upload.body.slice(0, 500)}`);
+    if (!pgUrl) execFileSync('sqlite3', [join(work, 'server.db'), 'PRAGMA optimize;']);
+
+    console.log('exports ...');
+    const refExportMs = referenceExport(workspaceId);
+    resetPeakRss();
+    started = performance.now();
+    const csvBytes = await download('/voters/export?format=csv', token);
+    const csvMs = performance.now() - started;
+    started = performance.now();
+    const xlsxBytes = await download('/voters/export?format=excel', token);
+    const xlsxMs = performance.now() - started;
+    const exportRss = peakRssMb();
+
+    console.log('latency ...');
+    const lat = await latency(token);
+
+    const importRatio = ref.ms / importMs;
+    const exportRatio = refExportMs / csvMs;
+    const lines = [
+      `### ${dialect}, ${rows.toLocaleString('en')} voters (${mb} MB CSV), ${new Date().toISOString().slice(0, 10)}`,
+      '',
+      '| measure | API | reference | ratio | goal |',
+      '|---|---|---|---|---|',
+      `| import | ${seconds(importMs)} s, ${rate(rows, importMs).toLocaleString('en')} rows/s | ${seconds(ref.ms)} s (${pgUrl ? 'psql \\copy + INSERT ... SELECT' : 'sqlite3 .import + INSERT ... SELECT, same indexes and triggers'}) | ${importRatio.toFixed(2)}x | >= 0.5x |`,
+      ...(ref.plainMs
+        ? [
+            `| (for the record) | | ${seconds(ref.plainMs)} s (the same into b-tree indexes only, no search index) | ${(ref.plainMs / importMs).toFixed(2)}x | |`,
+          ]
+        : []),
+      `| import peak RSS (server) | ${importRss} MB | | | < 300 MB |`,
+      `| CSV export | ${seconds(csvMs)} s, ${rate(rows, csvMs).toLocaleString('en')} rows/s, ${(csvBytes / 1024 / 1024).toFixed(0)} MB | ${seconds(refExportMs)} s (${pgUrl ? 'psql \\copy TO STDOUT' : 'sqlite3 -csv'}) | ${exportRatio.toFixed(2)}x | >= 0.5x |`,
+      `| Excel export | ${seconds(xlsxMs)} s, ${rate(rows, xlsxMs).toLocaleString('en')} rows/s, ${(xlsxBytes / 1024 / 1024).toFixed(0)} MB | | | >= 100,000 rows/s |`,
+      `| export peak RSS (server) | ${exportRss} MB | | | < 300 MB |`,
+      '',
+      `| request over HTTP (${samples} sequential, keep-alive) | p50 ms | p99 ms | goal |`,
+      '|---|---|---|---|',
+      ...lat.map(([label, p50, p99]) => `| ${label} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | p99 < 25 ms |`),
+    ];
+    console.log('\n' + lines.join('\n'));
+    writeFileSync(resolve(`bench/out/voters-${dialect}.md`), lines.join('\n') + '\n');
+  } finally {
+    await stopServer();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch(async (error: unknown) => {
+  console.error(error);
+  await stopServer();
+  process.exit(1);
+});

@@ -1,0 +1,245 @@
+import { once } from 'node:events';
+import { crc32, constants as zlibConstants, createDeflateRaw, deflateRawSync } from 'node:zlib';
+import { guardFormula } from './csv.ts';
+
+/**
+ * A streaming .xlsx writer: one worksheet of inline strings (`t="inlineStr"`, so no shared-strings table
+ * grows in memory) deflated into a zip as the rows arrive. The zip is written by hand (local headers with a
+ * data descriptor, then the central directory), so memory stays at one batch of rows whatever the count.
+ *
+ * Limit: no ZIP64, so the uncompressed sheet must stay under 4 GiB (about 25 million voter rows).
+ */
+
+export type Cell = string | number | null;
+
+const MAX_32 = 0xffffffff;
+
+const NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+const REL_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+const PKG_REL_NS = 'http://schemas.openxmlformats.org/package/2006/relationships';
+const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
+
+const staticParts: [string, string][] = [
+  [
+    '[Content_Types].xml',
+    `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+      '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>' +
+      '<Default Extension="xml" ContentType="application/xml"/>' +
+      '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>' +
+      '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' +
+      '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>' +
+      '</Types>',
+  ],
+  [
+    '_rels/.rels',
+    `${XML_HEAD}<Relationships xmlns="${PKG_REL_NS}">` +
+      `<Relationship Id="rId1" Type="${REL_NS}/officeDocument" Target="xl/workbook.xml"/>` +
+      '</Relationships>',
+  ],
+  [
+    'xl/workbook.xml',
+    `${XML_HEAD}<workbook xmlns="${NS}" xmlns:r="${REL_NS}"><sheets>` +
+      '<sheet name="Voters" sheetId="1" r:id="rId1"/></sheets></workbook>',
+  ],
+  [
+    'xl/_rels/workbook.xml.rels',
+    `${XML_HEAD}<Relationships xmlns="${PKG_REL_NS}">` +
+      `<Relationship Id="rId1" Type="${REL_NS}/worksheet" Target="worksheets/sheet1.xml"/>` +
+      `<Relationship Id="rId2" Type="${REL_NS}/styles" Target="styles.xml"/>` +
+      '</Relationships>',
+  ],
+  [
+    'xl/styles.xml',
+    `${XML_HEAD}<styleSheet xmlns="${NS}">` +
+      '<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts>' +
+      '<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>' +
+      '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>' +
+      '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>' +
+      '<cellXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/></cellXfs>' +
+      '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>' +
+      '</styleSheet>',
+  ],
+];
+
+// Characters XML 1.0 cannot carry at all are dropped; & < > are escaped.
+/* eslint-disable no-control-regex -- matching the control characters is the point */
+const XML_SPECIAL = /[&<>\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/;
+const XML_SPECIAL_G = /[&<>\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
+/* eslint-enable no-control-regex */
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+
+function xmlText(value: string): string {
+  return XML_SPECIAL.test(value) ? value.replace(XML_SPECIAL_G, (c) => escapes[c] ?? '') : value;
+}
+
+function cell(value: Cell): string {
+  if (value === null) return '<c/>';
+  if (typeof value === 'number') return `<c><v>${value}</v></c>`;
+  const text = xmlText(guardFormula(value));
+  // Leading or trailing spaces survive only with xml:space="preserve".
+  const space = text.length > 0 && (text.charCodeAt(0) <= 32 || text.charCodeAt(text.length - 1) <= 32);
+  return space
+    ? `<c t="inlineStr"><is><t xml:space="preserve">${text}</t></is></c>`
+    : `<c t="inlineStr"><is><t>${text}</t></is></c>`;
+}
+
+function row(values: readonly Cell[]): string {
+  let out = '<row>';
+  for (const value of values) out += cell(value);
+  return out + '</row>';
+}
+
+function dosDateTime(date: Date): { time: number; date: number } {
+  return {
+    time: (date.getUTCHours() << 11) | (date.getUTCMinutes() << 5) | (date.getUTCSeconds() >> 1),
+    date: ((date.getUTCFullYear() - 1980) << 9) | ((date.getUTCMonth() + 1) << 5) | date.getUTCDate(),
+  };
+}
+
+interface Entry {
+  name: Buffer;
+  crc: number;
+  compressed: number;
+  size: number;
+  offset: number;
+}
+
+class ZipWriter {
+  readonly entries: Entry[] = [];
+  offset = 0;
+  private readonly stamp = dosDateTime(new Date());
+
+  localHeader(name: Buffer, streamed: boolean, crc = 0, compressed = 0, size = 0): Buffer {
+    const header = Buffer.alloc(30);
+    header.writeUInt32LE(0x04034b50, 0);
+    header.writeUInt16LE(20, 4); // version needed
+    header.writeUInt16LE(0x0800 | (streamed ? 0x0008 : 0), 6); // UTF-8 names; sizes in a data descriptor
+    header.writeUInt16LE(8, 8); // deflate
+    header.writeUInt16LE(this.stamp.time, 10);
+    header.writeUInt16LE(this.stamp.date, 12);
+    header.writeUInt32LE(crc, 14);
+    header.writeUInt32LE(compressed, 18);
+    header.writeUInt32LE(size, 22);
+    header.writeUInt16LE(name.length, 26);
+    header.writeUInt16LE(0, 28);
+    return Buffer.concat([header, name]);
+  }
+
+  /** A small part whose content is known: deflated at once, sizes in the local header. */
+  whole(path: string, content: string): Buffer {
+    const name = Buffer.from(path, 'utf8');
+    const data = Buffer.from(content, 'utf8');
+    const compressed = deflateRawSync(data);
+    const crc = crc32(data);
+    const header = this.localHeader(name, false, crc, compressed.length, data.length);
+    this.entries.push({ name, crc, compressed: compressed.length, size: data.length, offset: this.offset });
+    this.offset += header.length + compressed.length;
+    return Buffer.concat([header, compressed]);
+  }
+
+  dataDescriptor(entry: Entry): Buffer {
+    const d = Buffer.alloc(16);
+    d.writeUInt32LE(0x08074b50, 0);
+    d.writeUInt32LE(entry.crc, 4);
+    d.writeUInt32LE(entry.compressed, 8);
+    d.writeUInt32LE(entry.size, 12);
+    return d;
+  }
+
+  centralDirectory(): Buffer {
+    const parts: Buffer[] = [];
+    let size = 0;
+    for (const e of this.entries) {
+      const h = Buffer.alloc(46);
+      h.writeUInt32LE(0x02014b50, 0);
+      h.writeUInt16LE(20, 4); // version made by
+      h.writeUInt16LE(20, 6); // version needed
+      h.writeUInt16LE(0x0800, 8);
+      h.writeUInt16LE(8, 10);
+      h.writeUInt16LE(this.stamp.time, 12);
+      h.writeUInt16LE(this.stamp.date, 14);
+      h.writeUInt32LE(e.crc, 16);
+      h.writeUInt32LE(e.compressed, 20);
+      h.writeUInt32LE(e.size, 24);
+      h.writeUInt16LE(e.name.length, 28);
+      // extra, comment, disk, internal attributes: 0
+      h.writeUInt32LE(0, 38); // external attributes
+      h.writeUInt32LE(e.offset, 42);
+      parts.push(h, e.name);
+      size += h.length + e.name.length;
+    }
+    const end = Buffer.alloc(22);
+    end.writeUInt32LE(0x06054b50, 0);
+    end.writeUInt16LE(this.entries.length, 8);
+    end.writeUInt16LE(this.entries.length, 10);
+    end.writeUInt32LE(size, 12);
+    end.writeUInt32LE(this.offset, 16);
+    parts.push(end);
+    return Buffer.concat(parts);
+  }
+}
+
+/**
+ * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then every batch of
+ * rows from `batches` as it arrives (pulled one batch at a time, so the consumer's backpressure reaches the
+ * database reads).
+ */
+export async function* xlsxStream(
+  columns: readonly string[],
+  batches: AsyncIterable<readonly (readonly Cell[])[]>,
+): AsyncGenerator<Buffer> {
+  const zip = new ZipWriter();
+  for (const [path, content] of staticParts) yield zip.whole(path, content);
+
+  const name = Buffer.from('xl/worksheets/sheet1.xml', 'utf8');
+  const entry: Entry = { name, crc: 0, compressed: 0, size: 0, offset: zip.offset };
+  const header = zip.localHeader(name, true);
+  zip.offset += header.length;
+  yield header;
+
+  const deflate = createDeflateRaw({ level: 1, memLevel: 9 });
+  let pending: Buffer[] = [];
+  deflate.on('data', (chunk: Buffer) => {
+    pending.push(chunk);
+    entry.compressed += chunk.length;
+  });
+  const ended = once(deflate, 'end');
+  const write = async (text: string) => {
+    const data = Buffer.from(text, 'utf8');
+    entry.crc = crc32(data, entry.crc);
+    entry.size += data.length;
+    if (entry.size > MAX_32) throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
+    if (!deflate.write(data)) await once(deflate, 'drain');
+  };
+  const flushed = async () => {
+    await new Promise<void>((resolve) => deflate.flush(zlibConstants.Z_SYNC_FLUSH, () => resolve()));
+    const out = Buffer.concat(pending);
+    pending = [];
+    return out;
+  };
+
+  try {
+    await write(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`);
+    for await (const batch of batches) {
+      let text = '';
+      for (const values of batch) text += row(values);
+      await write(text);
+      const out = await flushed();
+      if (out.length > 0) yield out;
+    }
+    await write('</sheetData></worksheet>');
+    deflate.end();
+    await ended;
+  } finally {
+    if (!deflate.writableEnded) deflate.destroy();
+  }
+  const rest = Buffer.concat(pending);
+  pending = [];
+  if (entry.compressed > MAX_32) throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
+  yield rest;
+  const descriptor = zip.dataDescriptor(entry);
+  zip.entries.push(entry);
+  zip.offset = entry.offset + header.length + entry.compressed + descriptor.length;
+  yield descriptor;
+  yield zip.centralDirectory();
+}

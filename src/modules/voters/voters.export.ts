@@ -1,0 +1,85 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { validationError } from '../../errors.ts';
+import { validatorCompiler } from '../../http/validation.ts';
+import { fieldErrors } from '../../http/validation.ts';
+import { csvField } from '../../lib/csv.ts';
+import { xlsxStream } from '../../lib/xlsx.ts';
+import { exportColumns, exportVoterBatches, type ExportRow, type VoterFilters } from './voters.repository.ts';
+import { VoterFiltersSchema } from './voters.schemas.ts';
+
+export const exportFormats = {
+  csv: { contentType: 'text/csv; charset=utf-8', extension: 'csv' },
+  excel: {
+    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    extension: 'xlsx',
+  },
+} as const;
+export type ExportFormat = keyof typeof exportFormats;
+
+export interface ExportFile {
+  contentType: string;
+  filename: string;
+  body: AsyncGenerator<Buffer>;
+}
+
+const checkFilters = validatorCompiler({
+  schema: VoterFiltersSchema,
+  httpPart: 'body',
+  method: 'GET',
+  url: '/api/voters/export',
+}) as ((value: unknown) => boolean) & { errors?: Parameters<typeof fieldErrors>[0] | null };
+
+/** The `filters` query parameter: a JSON object with any of constituency, booth, ward, search. */
+export function parseExportFilters(raw: string | undefined): VoterFilters {
+  if (raw === undefined || raw.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw validationError({ filters: ['must be a JSON object, e.g. {"constituency":"Varanasi"}.'] });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw validationError({ filters: ['must be a JSON object, e.g. {"constituency":"Varanasi"}.'] });
+  }
+  if (!checkFilters(value)) {
+    const details: Record<string, string[]> = {};
+    for (const [path, messages] of Object.entries(fieldErrors(checkFilters.errors ?? [], 'body'))) {
+      details[path === 'body' ? 'filters' : `filters.${path}`] = messages;
+    }
+    throw validationError(details, `The request has invalid fields: ${Object.keys(details).join(', ')}.`);
+  }
+  return value as VoterFilters;
+}
+
+async function* csvBody(batches: AsyncIterable<ExportRow[]>): AsyncGenerator<Buffer> {
+  yield Buffer.from(exportColumns.join(',') + '\r\n', 'utf8');
+  for await (const rows of batches) {
+    let text = '';
+    for (const r of rows) {
+      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${csvField(r[8])},${csvField(r[9])}\r\n`;
+    }
+    yield Buffer.from(text, 'utf8');
+  }
+}
+
+/**
+ * A streamed export of the workspace's voters that match `filters`: rows are read in id order, one batch
+ * at a time, as the client takes the bytes (the consumer pulls the generator, so a slow client slows the
+ * reads instead of filling memory).
+ */
+export function exportVoters(
+  db: Kysely<Database>,
+  workspaceId: number,
+  filters: VoterFilters,
+  format: ExportFormat,
+  today = new Date(),
+): ExportFile {
+  const batches = exportVoterBatches(db, workspaceId, filters);
+  const { contentType, extension } = exportFormats[format];
+  return {
+    contentType,
+    filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`,
+    body: format === 'csv' ? csvBody(batches) : xlsxStream(exportColumns, batches),
+  };
+}

@@ -1,0 +1,179 @@
+import type { Db } from '../../db/connect.ts';
+import { nowIso } from '../../db/connect.ts';
+import { AppError, validationError } from '../../errors.ts';
+import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
+import { nameKey, startVoterImport, type StagedVoter, type VoterImport } from './voters.repository.ts';
+import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
+
+export interface ImportRowError {
+  row: number;
+  field: string;
+  message: string;
+}
+
+export interface ImportResult {
+  /** Voters this import created. */
+  imported: number;
+  /** The other valid rows: each matched a voter that already existed (or an earlier row of the file). */
+  updated: number;
+  /** Rows refused; the first IMPORT_MAX_ERRORS problems are in `errors`. */
+  failed: number;
+  errors: ImportRowError[];
+}
+
+/** What the import reads: the file part's byte stream, and whether the upload limit cut it short. */
+export interface ImportSource {
+  stream: AsyncIterable<Buffer>;
+  truncated(): boolean;
+}
+
+const STAGE_BATCH = 10_000;
+
+const fileError = (message: string) =>
+  validationError({ file: [message] }, `The file cannot be imported: ${message}`);
+
+/**
+ * The streaming voter import: bytes -> UTF-8 text -> CSV records -> the same checks as the API
+ * (checkVoter) -> staged in batches -> one upsert at the end. Nothing is applied before the whole file has
+ * been read, so a file refused part-way (too large, not UTF-8, an unclosed quote) changes nothing.
+ */
+export class VoterImporter {
+  constructor(
+    private readonly deps: { db: Db; defaultCountry: string; maxBytes: number; maxErrors: number },
+  ) {}
+
+  async run(workspaceId: number, source: ImportSource): Promise<ImportResult> {
+    const { maxBytes, maxErrors, defaultCountry } = this.deps;
+    const errors: ImportRowError[] = [];
+    let failed = 0;
+    let valid = 0;
+    let columns: [VoterField, number][] | undefined;
+    let sawHeader = false;
+    let batch: StagedVoter[] = [];
+
+    const onRecord = (fields: string[], line: number) => {
+      if (!sawHeader) {
+        sawHeader = true;
+        columns = headerColumns(fields);
+        return;
+      }
+      const input: Partial<Record<VoterField, string>> = {};
+      let blank = true;
+      for (const [field, index] of columns!) {
+        const raw = fields[index] ?? '';
+        if (blank && raw.trim() !== '') blank = false;
+        input[field] = unguardFormula(raw);
+      }
+      if (blank) return; // a row of empty cells, as spreadsheets leave behind
+      const checked = checkVoter(input, { partial: false, defaultCountry });
+      let bad = false;
+      for (const field in checked.errors) {
+        bad = true;
+        for (const message of checked.errors[field]!) {
+          if (errors.length < maxErrors) errors.push({ row: line, field, message });
+        }
+      }
+      if (bad) {
+        failed += 1;
+        return;
+      }
+      const v = checked.values;
+      valid += 1;
+      batch.push({
+        line,
+        name: v.name!,
+        name_key: nameKey(v.name!),
+        phone: v.phone!,
+        email: v.email ?? null,
+        constituency: v.constituency ?? null,
+        constituency_key: v.constituency?.toLowerCase() ?? null,
+        booth: v.booth ?? null,
+        ward: v.ward ?? null,
+        address: v.address ?? null,
+      });
+    };
+
+    const reader = new CsvReader(onRecord);
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    let staging: VoterImport | undefined;
+    let bytes = 0;
+    let sawText = false;
+    try {
+      const feed = (text: string) => {
+        if (text.includes('\u0000')) throw fileError('it is not a CSV text file (it holds binary data).');
+        if (!sawText && text.trim() !== '') sawText = true;
+        reader.push(text);
+      };
+      const iterator = source.stream[Symbol.asyncIterator]();
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await iterator.next();
+        } catch (error) {
+          throw readError(error, maxBytes);
+        }
+        if (next.done) break;
+        bytes += next.value.length;
+        if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
+        feed(decoder.decode(next.value, { stream: true }));
+        if (batch.length >= STAGE_BATCH) {
+          staging ??= await startVoterImport(this.deps.db, workspaceId);
+          const rows = batch;
+          batch = [];
+          await staging.stage(rows);
+        }
+      }
+      if (source.truncated()) throw tooLarge(maxBytes);
+      feed(decoder.decode());
+      reader.end();
+      if (!sawText || !sawHeader)
+        throw fileError('it is empty: send a CSV with a header row and voter rows.');
+      if (valid === 0 && failed === 0) throw fileError('it has a header row but no voter rows.');
+      staging ??= await startVoterImport(this.deps.db, workspaceId);
+      await staging.stage(batch);
+      batch = [];
+      const { imported } = await staging.apply(nowIso());
+      staging = undefined;
+      return { imported, updated: valid - imported, failed, errors };
+    } catch (error) {
+      await staging?.abort();
+      if (error instanceof CsvError) throw fileError(error.message);
+      if ((error as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') {
+        throw fileError('it is not UTF-8 text: save it as "CSV UTF-8".');
+      }
+      throw error;
+    }
+  }
+}
+
+/** The header row: which column holds which voter field (names trimmed, any case; others ignored). */
+function headerColumns(header: string[]): [VoterField, number][] {
+  const names = header.map((h) => h.trim().toLowerCase());
+  const columns: [VoterField, number][] = [];
+  for (const field of voterFields) {
+    const index = names.indexOf(field);
+    if (index >= 0) columns.push([field, index]);
+  }
+  const missing = (['name', 'phone'] as const).filter((f) => !names.includes(f));
+  if (missing.length > 0) {
+    throw fileError(
+      `the header row (line 1) has no ${missing.map((m) => `"${m}"`).join(' or ')} column; ` +
+        `it names the columns, in any order: ${voterFields.join(', ')}.`,
+    );
+  }
+  return columns;
+}
+
+function tooLarge(maxBytes: number): AppError {
+  return new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`, {
+    max_bytes: maxBytes,
+  });
+}
+
+/** A failure while reading the upload itself (a broken multipart body, the client went away). */
+function readError(error: unknown, maxBytes: number): Error {
+  if (error instanceof AppError) return error;
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status === 413) return tooLarge(maxBytes);
+  return new AppError('bad_request', 'The uploaded file could not be read: the multipart body is malformed.');
+}

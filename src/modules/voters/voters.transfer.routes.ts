@@ -1,0 +1,171 @@
+import { Readable } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Db } from '../../db/connect.ts';
+import { AppError, validationError } from '../../errors.ts';
+import { authOf } from '../../http/guard.ts';
+import { Success } from '../../http/schemas.ts';
+import { exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
+import type { VoterImporter } from './voters.import.ts';
+
+const ImportResultSchema = Type.Object({
+  imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
+  updated: Type.Integer({
+    description:
+      'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (the later line wins). imported + updated + failed = the data rows of the file (blank rows aside).',
+  }),
+  failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
+  errors: Type.Array(
+    Type.Object({
+      row: Type.Integer({
+        description: 'Line of the file where the row starts (the header is line 1).',
+      }),
+      field: Type.String(),
+      message: Type.String(),
+    }),
+    { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
+  ),
+});
+
+const ExportQuery = Type.Object({
+  format: Type.Union([Type.Literal('csv'), Type.Literal('excel')], {
+    default: 'csv',
+    description: '`csv` (default) or `excel` (.xlsx).',
+  }),
+  filters: Type.Optional(
+    Type.String({
+      description:
+        'A JSON object with any of `constituency`, `booth`, `ward`, `search` (as the list filters), e.g. `{"constituency":"Varanasi","ward":"7"}`. Anything else is 422.',
+    }),
+  ),
+});
+
+const importDescription = `Multipart form data with one part \`file\`: a CSV file, UTF-8 with or without a BOM, up to
+IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written).
+
+The header row names the columns \`name, phone, email, constituency, booth, ward, address\` in any order and
+case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
+\`phone\` are required columns (422 otherwise). Fields may be quoted ("..." with "" for a quote, holding commas
+and line breaks); lines end in LF or CRLF; blank rows are skipped. Each row is checked as a create through the
+API would be; a leading \`'\` that an export put before a formula-like value is removed.
+
+A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
+voter instead of adding another; within one file the later row wins. The file is read to its end before
+anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
+quote) leaves the voters unchanged.`;
+
+const exportDescription = `A file download (\`Content-Disposition: attachment; filename="voters-<YYYY-MM-DD>.csv|xlsx"\`),
+streamed in id order. Columns: id, name, phone, email, constituency, booth, ward, address, created_at,
+updated_at, after a header row. A value a spreadsheet would run as a formula (starting with =, +, -, @, tab or
+CR and not a plain number such as +919812345678) is written with a leading \`'\`. An exported CSV imports back
+unchanged.`;
+
+/** Voter import (multipart CSV) and export (CSV, XLSX). */
+export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
+  importer: VoterImporter;
+  db: Db;
+  maxImportBytes: number;
+}> = async (app, { importer, db, maxImportBytes }) => {
+  const tags = ['Voters'];
+
+  await app.register(multipart, {
+    limits: { fileSize: maxImportBytes, files: 1, fields: 20, parts: 20, headerPairs: 100 },
+  });
+  // Any other body type on these routes gets an answer that says what to send.
+  app.addContentTypeParser('*', (_request, _payload, done) => {
+    done(
+      new AppError(
+        'bad_request',
+        'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
+      ),
+    );
+  });
+
+  app.post(
+    '/voters/import',
+    {
+      config: { permission: 'voters:import' },
+      // The multipart body is read as a stream by the handler, not validated as JSON: this schema only
+      // documents it in the OpenAPI document.
+      validatorCompiler: () => () => true,
+      schema: {
+        tags,
+        summary: 'Import voters from a CSV file (streamed; re-importing updates instead of duplicating)',
+        description: importDescription,
+        consumes: ['multipart/form-data'],
+        body: Type.Object(
+          { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
+          { required: ['file'] },
+        ),
+        response: { 200: Success(ImportResultSchema) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      if (!request.isMultipart()) {
+        throw new AppError(
+          'bad_request',
+          'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
+        );
+      }
+      let part;
+      try {
+        part = await request.file();
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        throw new AppError('bad_request', 'The multipart body could not be read.');
+      }
+      if (!part || part.fieldname !== 'file') {
+        part?.file.resume();
+        throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });
+      }
+      const file = part.file;
+      const data = await importer.run(auth.workspaceId, {
+        stream: file,
+        truncated: () => file.truncated,
+      });
+      return {
+        success: true as const,
+        message: `Import finished: ${data.imported} created, ${data.updated} updated, ${data.failed} failed.`,
+        data,
+      };
+    },
+  );
+
+  app.get(
+    '/voters/export',
+    {
+      config: { permission: 'voters:export' },
+      schema: {
+        tags,
+        summary: 'Export voters as CSV or Excel (.xlsx), filtered like the list',
+        description: exportDescription,
+        querystring: ExportQuery,
+        produces: [exportFormats.csv.contentType, exportFormats.excel.contentType],
+        response: {
+          200: {
+            description: 'The file.',
+            content: {
+              [exportFormats.csv.contentType]: { schema: { type: 'string' } },
+              [exportFormats.excel.contentType]: { schema: { type: 'string', format: 'binary' } },
+            },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const filters = parseExportFilters(request.query.filters);
+      const file = exportVoters(db.kysely, authOf(request).workspaceId, filters, request.query.format);
+      const body = Readable.from(file.body, { objectMode: false });
+      return (
+        reply
+          .header('content-type', file.contentType)
+          .header('content-disposition', `attachment; filename="${file.filename}"`)
+          .header('cache-control', 'no-store')
+          // The 200 schema documents the file as a string; Fastify streams a Readable as it comes.
+          .send(body as unknown as string)
+      );
+    },
+  );
+};

@@ -1,0 +1,301 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crc32, inflateRawSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  addMember,
+  buildTestApp,
+  call,
+  dialects,
+  expectError,
+  exportVoters,
+  importCsv,
+  register,
+  type Account,
+  type TestApp,
+} from './helpers.ts';
+
+const HEADER = 'name,phone,email,constituency,booth,ward,address';
+const EXPORT_HEADER = 'id,name,phone,email,constituency,booth,ward,address,created_at,updated_at';
+
+/** The entries of a zip, read through its central directory (and checked against their CRCs). */
+function unzip(zip: Buffer): Map<string, Buffer> {
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (end < 0) throw new Error('no end of central directory');
+  const count = zip.readUInt16LE(end + 10);
+  let p = zip.readUInt32LE(end + 16);
+  const out = new Map<string, Buffer>();
+  for (let i = 0; i < count; i += 1) {
+    if (zip.readUInt32LE(p) !== 0x02014b50) throw new Error('bad central directory entry');
+    const method = zip.readUInt16LE(p + 10);
+    const crc = zip.readUInt32LE(p + 16);
+    const compressed = zip.readUInt32LE(p + 20);
+    const size = zip.readUInt32LE(p + 24);
+    const nameLength = zip.readUInt16LE(p + 28);
+    const extra = zip.readUInt16LE(p + 30);
+    const comment = zip.readUInt16LE(p + 32);
+    const offset = zip.readUInt32LE(p + 42);
+    const name = zip.toString('utf8', p + 46, p + 46 + nameLength);
+    if (zip.readUInt32LE(offset) !== 0x04034b50) throw new Error(`bad local header for ${name}`);
+    const start = offset + 30 + zip.readUInt16LE(offset + 26) + zip.readUInt16LE(offset + 28);
+    const raw = zip.subarray(start, start + compressed);
+    const data = method === 8 ? inflateRawSync(raw) : raw;
+    if (data.length !== size || crc32(data) !== crc) throw new Error(`bad size or CRC for ${name}`);
+    out.set(name, data);
+    p += 46 + nameLength + extra + comment;
+  }
+  return out;
+}
+
+/** Rows of an RFC 4180 CSV text (enough for the tests: quotes, commas, line breaks). */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
+      if (c === '\r') i += 1;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else field += c;
+  }
+  if (field !== '' || row.length > 0) rows.push([...row, field]);
+  return rows;
+}
+
+/** Drops id, created_at and updated_at from an export's rows. */
+function withoutIds(rows: string[][]): string[][] {
+  return rows.slice(1).map((r) => r.slice(1, 8));
+}
+
+const hasLibreOffice = spawnSync('libreoffice', ['--version'], { stdio: 'ignore' }).status === 0;
+
+for (const dialect of dialects) {
+  describe(`voters export (${dialect})`, () => {
+    let t: TestApp;
+    let owner: Account;
+    const hostile = [
+      HEADER,
+      '"=HYPERLINK(""http://evil.example"",""x"")",9812300501,,Varanasi,1,1,',
+      '+cmd plus,9812300502,,Varanasi,1,2,"-2+3"',
+      '@SUM(A1),9812300503,,Lucknow,2,1,=1+1',
+      "'=already quoted,9812300504,,Lucknow,2,2,-5",
+      '"Comma, Quote "" and\nnewline",9812300505,q@example.com,varanasi,3,3,+44',
+      'सुनीता देवी,9812300506,,वाराणसी,१२,७,मकान १२',
+    ].join('\n');
+
+    beforeAll(async () => {
+      t = await buildTestApp(dialect);
+      owner = await register(t.app);
+      const res = await importCsv(t.app, owner.token, hostile);
+      if (res.status !== 200 || res.body.data.imported !== 6) throw new Error(`seed: ${res.raw}`);
+      // Stored with its apostrophe (through the API): the export must keep it apart from its own guard.
+      const literal = await call(t.app, 'POST', '/api/voters', {
+        token: owner.token,
+        body: { name: "'=literal apostrophe", phone: '9812300507', constituency: 'Kanpur' },
+      });
+      if (literal.status !== 201) throw new Error(`seed: ${literal.raw}`);
+    });
+    afterAll(() => t.close());
+
+    it('CSV: headers, file name, the columns in id order', async () => {
+      const res = await exportVoters(t.app, owner.token);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+      expect(res.headers['content-disposition']).toMatch(
+        /^attachment; filename="voters-\d{4}-\d\d-\d\d\.csv"$/,
+      );
+      const rows = parseCsv(res.raw);
+      expect(rows[0]!.join(',')).toBe(EXPORT_HEADER);
+      expect(rows).toHaveLength(8);
+      const ids = rows.slice(1).map((r) => Number(r[0]));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      const list = await call(t.app, 'GET', '/api/voters/' + ids[4], { token: owner.token });
+      const v = list.body.data;
+      expect(rows[5]).toEqual([
+        String(v.id),
+        v.name,
+        v.phone,
+        v.email,
+        v.constituency,
+        v.booth,
+        v.ward,
+        "'+44".slice(1), // +44 is a plain number: not guarded
+        v.created_at,
+        v.updated_at,
+      ]);
+      expect(v.name).toBe('Comma, Quote " and\nnewline');
+      expect(rows[5]![8]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    });
+
+    it('neutralises formula-like cells with a leading apostrophe, but not plain numbers', async () => {
+      const rows = parseCsv((await exportVoters(t.app, owner.token)).raw).slice(1);
+      expect(rows.map((r) => r[1])).toEqual([
+        `'=HYPERLINK("http://evil.example","x")`,
+        "'+cmd plus",
+        "'@SUM(A1)",
+        "'=already quoted", // the file's own leading ' was read as an export's guard
+        'Comma, Quote " and\nnewline',
+        'सुनीता देवी',
+        "''=literal apostrophe",
+      ]);
+      expect(rows.map((r) => r[7])).toEqual(['', "'-2+3", "'=1+1", '-5', '+44', 'मकान १२', '']);
+      expect(rows.every((r) => /^\+91\d{10}$/.test(r[2]!))).toBe(true);
+      // Stored values are as imported: the guard exists only in the file.
+      const list = await call(t.app, 'GET', '/api/voters?search=HYPERLINK', { token: owner.token });
+      expect(list.body.data.data[0].name).toBe('=HYPERLINK("http://evil.example","x")');
+    });
+
+    it('an exported CSV imports back unchanged: into a fresh workspace, and as updates into the same one', async () => {
+      const first = await exportVoters(t.app, owner.token);
+      const fresh = await register(t.app);
+      const imported = await importCsv(t.app, fresh.token, first.bytes);
+      expect(imported.body.data).toMatchObject({ imported: 7, updated: 0, failed: 0 });
+      const second = await exportVoters(t.app, fresh.token);
+      expect(withoutIds(parseCsv(second.raw))).toEqual(withoutIds(parseCsv(first.raw)));
+
+      const again = await importCsv(t.app, owner.token, first.bytes);
+      expect(again.body.data).toMatchObject({ imported: 0, updated: 7, failed: 0 });
+      const literal = await call(t.app, 'GET', '/api/voters?search=literal', { token: fresh.token });
+      expect(literal.body.data.data[0].name).toBe("'=literal apostrophe");
+      const third = await exportVoters(t.app, owner.token);
+      expect(third.raw).toBe(first.raw); // nothing changed, so not even updated_at moved
+    });
+
+    it('filters like the list; bad filters are 422 naming filters', async () => {
+      const names = async (filters: unknown) =>
+        parseCsv((await exportVoters(t.app, owner.token, { filters })).raw)
+          .slice(1)
+          .map((r) => r[1]);
+      expect(await names({ constituency: 'VARANASI' })).toHaveLength(3);
+      expect(await names({ constituency: 'Lucknow', booth: '2', ward: '2' })).toEqual(["'=already quoted"]);
+      expect(await names({ search: 'sum(' })).toEqual(["'@SUM(A1)"]);
+      expect(await names({ search: '98123 00506' })).toEqual(['सुनीता देवी']);
+      expect(await names({})).toHaveLength(7);
+      expect(await names({ ward: 'none' })).toEqual([]);
+
+      for (const filters of ['{not json', '[1]', '"x"', '{"name":"x"}', '{"ward":5}']) {
+        const res = await exportVoters(t.app, owner.token, { filters });
+        expectError(res, 422, 'validation_error');
+        expect(Object.keys(res.body.details).every((k) => k.startsWith('filters'))).toBe(true);
+      }
+      expectError(await exportVoters(t.app, owner.token, { format: 'pdf' }), 422, 'validation_error');
+    });
+
+    it("never contains another workspace's voters", async () => {
+      const other = await register(t.app);
+      await importCsv(t.app, other.token, `${HEADER}\nOther Office Voter,9812300599,,Varanasi,1,1,\n`);
+      for (const format of ['csv', 'excel']) {
+        for (const filters of [{}, { search: 'Other Office' }, { constituency: 'Varanasi' }]) {
+          const res = await exportVoters(t.app, owner.token, { format, filters });
+          const text =
+            format === 'csv' ? res.raw : unzip(res.bytes).get('xl/worksheets/sheet1.xml')!.toString();
+          expect(text).not.toContain('Other Office Voter');
+        }
+      }
+      const theirs = parseCsv((await exportVoters(t.app, other.token)).raw);
+      expect(theirs.slice(1).map((r) => r[1])).toEqual(['Other Office Voter']);
+    });
+
+    it('is for politicians and managers: volunteers get 403', async () => {
+      const manager = await addMember(t.app, owner, 'manager');
+      const volunteer = await addMember(t.app, owner, 'volunteer');
+      expectError(await exportVoters(t.app, volunteer.token), 403, 'forbidden');
+      expectError(await exportVoters(t.app, volunteer.token, { format: 'excel' }), 403, 'forbidden');
+      const res = await exportVoters(t.app, manager.token);
+      expect(res.status).toBe(200);
+      expect(parseCsv(res.raw)).toHaveLength(8);
+      expectError(await call(t.app, 'GET', '/api/voters/export'), 401, 'unauthorized');
+    });
+
+    it('Excel: a valid .xlsx zip with the workbook parts and inline strings', async () => {
+      const res = await exportVoters(t.app, owner.token, { format: 'excel' });
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe(
+        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+      );
+      expect(res.headers['content-disposition']).toMatch(
+        /^attachment; filename="voters-\d{4}-\d\d-\d\d\.xlsx"$/,
+      );
+      const parts = unzip(res.bytes);
+      expect([...parts.keys()].sort()).toEqual([
+        '[Content_Types].xml',
+        '_rels/.rels',
+        'xl/_rels/workbook.xml.rels',
+        'xl/styles.xml',
+        'xl/workbook.xml',
+        'xl/worksheets/sheet1.xml',
+      ]);
+      const sheet = parts.get('xl/worksheets/sheet1.xml')!.toString('utf8');
+      expect(sheet).not.toContain('sharedStrings');
+      expect(sheet.match(/<row>/g)).toHaveLength(8);
+      expect(sheet).toContain('<c t="inlineStr"><is><t>id</t></is></c>');
+      expect(sheet).toContain('<t>\'=HYPERLINK("http://evil.example","x")</t>');
+      expect(sheet).toContain('<t>सुनीता देवी</t>');
+      expect(sheet).toContain('<t>Comma, Quote " and\nnewline</t>');
+      expect(sheet).toContain('<t>+919812300501</t>');
+    });
+
+    it.runIf(hasLibreOffice)(
+      'Excel: LibreOffice opens the workbook and reads the same rows',
+      async () => {
+        const res = await exportVoters(t.app, owner.token, { format: 'excel' });
+        const dir = mkdtempSync(join(tmpdir(), 'ces-xlsx-'));
+        try {
+          writeFileSync(join(dir, 'voters.xlsx'), res.bytes);
+          execFileSync(
+            'libreoffice',
+            [
+              `-env:UserInstallation=file://${dir}/profile`,
+              '--headless',
+              '--convert-to',
+              'csv:Text - txt - csv (StarCalc):44,34,76',
+              '--outdir',
+              dir,
+              join(dir, 'voters.xlsx'),
+            ],
+            { stdio: 'ignore', timeout: 60_000 },
+          );
+          const rows = parseCsv(readFileSync(join(dir, 'voters.csv'), 'utf8'));
+          const csv = parseCsv((await exportVoters(t.app, owner.token)).raw);
+          expect(rows[0]!.join(',')).toBe(EXPORT_HEADER);
+          expect(rows.slice(1).map((r) => r.slice(1, 8))).toEqual(csv.slice(1).map((r) => r.slice(1, 8)));
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      90_000,
+    );
+
+    it('streams large exports in batches: every row once, in id order', async () => {
+      const big = await register(t.app);
+      const lines = [HEADER];
+      for (let i = 0; i < 12_345; i += 1)
+        lines.push(`Batch Voter ${i},+9196${String(i).padStart(8, '0')},,,,,`);
+      expect((await importCsv(t.app, big.token, lines.join('\n'))).body.data.imported).toBe(12_345);
+      const rows = parseCsv((await exportVoters(t.app, big.token)).raw).slice(1);
+      expect(rows).toHaveLength(12_345);
+      expect(rows.map((r) => r[1])).toEqual(lines.slice(1).map((l) => l.split(',')[0]));
+      const sheet = unzip((await exportVoters(t.app, big.token, { format: 'excel' })).bytes)
+        .get('xl/worksheets/sheet1.xml')!
+        .toString('utf8');
+      expect(sheet.match(/<row>/g)).toHaveLength(12_346);
+    });
+  });
+}
