@@ -117,7 +117,11 @@ export async function voterIdLimit(db: Executor, workspaceId: number): Promise<n
   return Number(row?.max ?? 0);
 }
 
-/** Distinct addresses for the channel among the segment's voters up to `limitId` (counted in the database). */
+/**
+ * The segment's voters up to `limitId` with an address for the channel, counted in the database from an index.
+ * A phone shared by several voters counts once per voter here (counting distinct addresses would sort a
+ * million of them inside the request); filling the outbox deduplicates and the campaign is trued up then.
+ */
 export async function countSegmentAddresses(
   db: Executor,
   workspaceId: number,
@@ -125,12 +129,13 @@ export async function countSegmentAddresses(
   filters: VoterFilters,
   limitId: number,
 ): Promise<number> {
-  const column = addressColumn(channel);
-  const row = await filteredVoters(db, workspaceId, filters)
-    .where('voters.id', '<=', limitId)
-    .where(column, 'is not', null)
-    .select((eb) => eb.fn.count(column).distinct().as('n'))
-    .executeTakeFirst();
+  // Every voter has a phone (NOT NULL): for the phone channels a count of index entries, no table reads.
+  const query = filteredVoters(db, workspaceId, filters).where('voters.id', '<=', limitId);
+  const counted =
+    channel === 'email'
+      ? query.select((eb) => eb.fn.count('voters.email').as('n'))
+      : query.select((eb) => eb.fn.countAll().as('n'));
+  const row = await counted.executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 

@@ -78,7 +78,10 @@ export const BroadcastBody = Type.Object(
 
 export const BroadcastResult = Type.Object({
   campaign_id: Type.String({ description: '`camp_<n>`' }),
-  total_recipients: Type.Integer(),
+  total_recipients: Type.Integer({
+    description:
+      'Explicit recipients (deduplicated) plus the segment voters with an address for the channel; a phone shared by several voters gets one message, and the campaign is trued up (and refunded) when its outbox is filled.',
+  }),
   status: Type.Literal('queued'),
 });
 
