@@ -22,6 +22,8 @@ export interface Config {
     readonly authenticated: number;
     readonly auth: number;
     readonly otp: number;
+    /** Signed delivery reports from messaging providers (Twilio), per client address. */
+    readonly callback: number;
   };
   readonly apiDeprecation: ApiDeprecation | undefined;
   readonly providers: {
@@ -276,6 +278,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
       auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
       otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
+      callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
     },
     apiDeprecation: apiDeprecation(env),
     providers,

@@ -89,6 +89,8 @@ export class DeliveryWorker {
         this.deps.log.error({ err: error, worker: this.id }, 'delivery round failed');
       }
       if (!busy && this.running) await this.sleep(this.deps.config.delivery.pollMs);
+      // SQLite calls resolve synchronously: let the API process's requests in between rounds.
+      else await new Promise((resolve) => setImmediate(resolve));
     }
   }
 

@@ -28,7 +28,7 @@ export const callbackRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/providers/twilio/status',
     {
-      config: { permission: 'public' },
+      config: { permission: 'public', rateLimit: 'callback' },
       schema: {
         tags: ['Provider callbacks'],
         summary: 'Twilio message and call status callback (signed with X-Twilio-Signature)',
