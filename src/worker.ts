@@ -23,7 +23,11 @@ async function main(): Promise<void> {
   }
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
-  const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
+  // Written synchronously: a line (the sandbox's record of a message handed over) survives a crash that follows it.
+  const log = pino(
+    loggerOptions(config.logLevel) as pino.LoggerOptions,
+    pino.destination({ dest: 1, sync: true }),
+  );
   const providers = createProviders(config, log);
   const worker = new DeliveryWorker({ db, config, providers, log });
   let stopping = false;
