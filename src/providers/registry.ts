@@ -13,7 +13,7 @@ export function createProviders(
   const make = (channel: Channel): MessageProvider => {
     switch (config.providers[channel]) {
       case 'sandbox':
-        return new SandboxProvider(channel, log.child({ channel }), config.sandboxDeliveryDelayMs);
+        return new SandboxProvider(channel, log, config.sandboxDeliveryDelayMs);
       case 'twilio':
         if (!config.twilio || channel === 'email') throw new Error(`twilio cannot send ${channel}`);
         return new TwilioProvider(channel, config.twilio);

@@ -46,10 +46,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .where(sql<boolean>`status in ('scheduled', 'queued', 'sending')`)
     .execute();
 
-  // The outbox: every message is a row before any provider sees it.
+  // The outbox: every message is a row before any provider sees it. No foreign keys on purpose: PostgreSQL
+  // checks each with a per-row trigger, which made filling the outbox from a million-voter segment 15 times
+  // slower than the INSERT ... SELECT itself; the rows are only ever written by the service, with ids it
+  // has just read.
   await withId(db, db.schema.createTable('messages'))
-    .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
-    .addColumn('campaign_id', ref, (c) => c.references('campaigns.id').onDelete('cascade'))
+    .addColumn('workspace_id', ref, (c) => c.notNull())
+    .addColumn('campaign_id', ref)
     .addColumn('channel', 'varchar(20)', (c) => c.notNull())
     .addColumn('to', 'varchar(254)', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())

@@ -280,6 +280,9 @@ export class CampaignsService {
         for (let after = first - 1; after < campaign.voter_id_limit; after += FILL_CHUNK) {
           const upTo = Math.min(after + FILL_CHUNK, campaign.voter_id_limit);
           await insertSegmentMessages(db, ws, campaign, filters, after, upTo);
+          // Still filling: keep the claim (another worker would otherwise start over beside this one).
+          const renewed = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
+          await updateCampaign(db, ws, campaign.id, ['queued'], { lease_until: renewed });
         }
       }
     }
@@ -288,8 +291,17 @@ export class CampaignsService {
       const t = nowIso();
       const credit = creditChannel(campaign.channel);
       const difference = (campaign.total_recipients - written) * campaign.unit_cost;
+      // Whoever moves the campaign to `sending` trues up the credits, exactly once.
+      const moved = await updateCampaign(trx, ws, campaign.id, ['queued'], {
+        status: 'sending',
+        total_recipients: written,
+        reserved_credits: Math.max(campaign.reserved_credits - difference, 0),
+        lease_until: null,
+        updated_at: t,
+      });
+      if (!moved) return;
       if (difference > 0 && credit) {
-        // Voters left the segment between counting and filling: their credits go back.
+        // Shared phones (one message each) or voters gone since the count: their credits go back.
         await refundCredits(trx, ws, credit, difference, campaignRef(campaign.id), t);
       } else if (difference < 0 && credit) {
         if (!(await reserveCredits(trx, ws, credit, -difference, campaignRef(campaign.id), t))) {
@@ -297,13 +309,6 @@ export class CampaignsService {
           await failMessages(trx, extra, 'insufficient credits', t);
         }
       }
-      await updateCampaign(trx, ws, campaign.id, ['queued'], {
-        status: 'sending',
-        total_recipients: written,
-        reserved_credits: Math.max(campaign.reserved_credits - difference, 0),
-        lease_until: null,
-        updated_at: t,
-      });
     });
     return true;
   }
