@@ -168,6 +168,36 @@ for (const dialect of dialects) {
       expect(list.body.data.total).toBe(1);
     });
 
+    it('Idempotency-Key on broadcast: one campaign, credits reserved once', async () => {
+      const owner = await register(t.app);
+      const body = { channel: 'sms', message: 'Once', recipients: [uniquePhone(), uniquePhone()] };
+      const headers = { 'idempotency-key': 'broadcast-1' };
+      const first = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body,
+        headers,
+      });
+      const again = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body,
+        headers,
+      });
+      expect(first.status).toBe(202);
+      expect(again.status).toBe(202);
+      expect(again.body).toEqual(first.body);
+      expect((await credits(owner)).sms_credits).toBe(98);
+      expect((await call(t.app, 'GET', '/api/campaigns', { token: owner.token })).body.data.total).toBe(1);
+      expectError(
+        await call(t.app, 'POST', '/api/messages/broadcast', {
+          token: owner.token,
+          body: { ...body, message: 'Twice' },
+          headers,
+        }),
+        422,
+        'validation_error',
+      );
+    });
+
     it('campaigns: draft, send, stats, conflicts, and another workspace sees none of it', async () => {
       const owner = await register(t.app);
       const stranger = await register(t.app);
