@@ -18,6 +18,12 @@ import { GrievancesService } from './modules/grievances/grievances.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { paymentsRoutes } from './modules/payments/payments.routes.ts';
 import { PaymentsService } from './modules/payments/payments.service.ts';
+import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
+import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
+import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
+import { messagesRoutes } from './modules/messages/messages.routes.ts';
+import { MessagesService } from './modules/messages/messages.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -142,6 +148,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(grievancesRoutes, { prefix: '/api', grievances });
   await app.register(paymentsRoutes, { prefix: '/api', payments });
   await app.register(webhooksRoutes, { prefix: '/api', webhooks });
+
+  const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
+  const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
+  const idempotency = new IdempotencyService({ db: db.kysely });
+  await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
+  await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {
     redis?.disconnect();

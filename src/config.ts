@@ -22,6 +22,8 @@ export interface Config {
     readonly authenticated: number;
     readonly auth: number;
     readonly otp: number;
+    /** Signed delivery reports from messaging providers (Twilio), per client address. */
+    readonly callback: number;
   };
   readonly apiDeprecation: ApiDeprecation | undefined;
   readonly providers: {
@@ -38,6 +40,10 @@ export interface Config {
     readonly maxErrors: number;
   };
   readonly webhooks: WebhookSettings;
+  readonly broadcastMaxRecipients: number;
+  readonly delivery: DeliverySettings;
+  readonly twilio: TwilioSettings | undefined;
+  readonly smtp: SmtpSettings | undefined;
 }
 
 export interface WebhookSettings {
@@ -53,6 +59,38 @@ export interface WebhookSettings {
   readonly batchSize: number;
 }
 
+export interface DeliverySettings {
+  /** Run the delivery worker inside the API process (`npm start`). */
+  readonly inProcess: boolean;
+  readonly batchSize: number;
+  readonly leaseSeconds: number;
+  readonly pollMs: number;
+  /** Seconds to wait before each retry of a provider error; its length + 1 is the number of attempts. */
+  readonly retrySchedule: readonly number[];
+  /** Messages per second per provider and worker process; 0 is unlimited. */
+  readonly sendRate: Readonly<Record<ProviderName, number>>;
+}
+
+export interface TwilioSettings {
+  readonly accountSid: string;
+  readonly authToken: string;
+  readonly apiBaseUrl: string;
+  readonly smsFrom: string | undefined;
+  readonly whatsappFrom: string | undefined;
+  readonly voiceFrom: string | undefined;
+  /** Where Twilio reaches this service: status callbacks go to <publicBaseUrl>/api/providers/twilio/status. */
+  readonly publicBaseUrl: string | undefined;
+}
+
+export interface SmtpSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly secure: boolean;
+  readonly user: string | undefined;
+  readonly password: string | undefined;
+  readonly from: string;
+}
+
 export interface ApiDeprecation {
   /** API versions that answer with deprecation headers, e.g. ["v1"]. */
   readonly versions: readonly string[];
@@ -61,7 +99,7 @@ export interface ApiDeprecation {
   readonly migrationGuideUrl: string | undefined;
 }
 
-export const providerNames = ['sandbox'] as const;
+export const providerNames = ['sandbox', 'twilio', 'smtp'] as const;
 export type ProviderName = (typeof providerNames)[number];
 
 export class ConfigError extends Error {
@@ -174,6 +212,59 @@ function apiDeprecation(env: Env): ApiDeprecation | undefined {
   };
 }
 
+function seconds(env: Env, name: string, fallback: readonly number[]): number[] {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return [...fallback];
+  const list = raw.split(',').map((v) => v.trim());
+  if (list.some((v) => !/^\d+$/.test(v)))
+    throw new ConfigError(name, `must be whole seconds separated by commas, got "${raw}"`);
+  return list.map(Number);
+}
+
+function url(env: Env, name: string, fallback?: string): string | undefined {
+  const raw = env[name]?.trim() || fallback;
+  if (raw === undefined) return undefined;
+  if (!/^https?:\/\/[^\s]+$/.test(raw)) throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
+function twilio(env: Env, used: boolean): TwilioSettings | undefined {
+  if (!used) return undefined;
+  const accountSid = env.TWILIO_ACCOUNT_SID?.trim();
+  const authToken = env.TWILIO_AUTH_TOKEN?.trim();
+  if (!accountSid) throw new ConfigError('TWILIO_ACCOUNT_SID', 'is required when a channel uses twilio');
+  if (!authToken) throw new ConfigError('TWILIO_AUTH_TOKEN', 'is required when a channel uses twilio');
+  return {
+    accountSid,
+    authToken,
+    apiBaseUrl: url(env, 'TWILIO_API_BASE_URL', 'https://api.twilio.com') as string,
+    smsFrom: env.TWILIO_SMS_FROM?.trim() || undefined,
+    whatsappFrom: env.TWILIO_WHATSAPP_FROM?.trim() || undefined,
+    voiceFrom: env.TWILIO_VOICE_FROM?.trim() || undefined,
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
+  };
+}
+
+function smtp(env: Env, used: boolean): SmtpSettings | undefined {
+  if (!used) return undefined;
+  const host = env.SMTP_HOST?.trim();
+  const from = env.SMTP_FROM?.trim();
+  if (!host) throw new ConfigError('SMTP_HOST', 'is required when EMAIL_PROVIDER=smtp');
+  if (!from) throw new ConfigError('SMTP_FROM', 'is required when EMAIL_PROVIDER=smtp');
+  return {
+    host,
+    port: int(env, 'SMTP_PORT', 587, 1, 65535),
+    secure: bool(env, 'SMTP_SECURE', false),
+    user: env.SMTP_USER?.trim() || undefined,
+    password: env.SMTP_PASSWORD || undefined,
+    from,
+  };
+}
+
+function providerFor(env: Env, name: string, allowed: readonly ProviderName[]): ProviderName {
+  return oneOf(env, name, allowed, 'sandbox');
+}
+
 export interface LoadConfigOptions {
   /** Where to keep a generated APP_KEY; undefined keeps a generated key in memory only (tests). */
   keyFile?: string | undefined;
@@ -187,6 +278,12 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const redisUrl = env.REDIS_URL?.trim() || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl))
     throw new ConfigError('REDIS_URL', 'must start with redis://');
+  const providers = {
+    sms: providerFor(env, 'SMS_PROVIDER', ['sandbox', 'twilio']),
+    whatsapp: providerFor(env, 'WHATSAPP_PROVIDER', ['sandbox', 'twilio']),
+    email: providerFor(env, 'EMAIL_PROVIDER', ['sandbox', 'smtp']),
+    ivr: providerFor(env, 'IVR_PROVIDER', ['sandbox', 'twilio']),
+  } as const;
   const config: Config = {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
@@ -212,14 +309,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
       auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
       otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
+      callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
     },
     apiDeprecation: apiDeprecation(env),
-    providers: {
-      sms: oneOf(env, 'SMS_PROVIDER', providerNames, 'sandbox'),
-      whatsapp: oneOf(env, 'WHATSAPP_PROVIDER', providerNames, 'sandbox'),
-      email: oneOf(env, 'EMAIL_PROVIDER', providerNames, 'sandbox'),
-      ivr: oneOf(env, 'IVR_PROVIDER', providerNames, 'sandbox'),
-    },
+    providers,
     sandboxDeliveryDelayMs: int(env, 'SANDBOX_DELIVERY_DELAY_MS', 500),
     import: {
       maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
@@ -232,6 +325,21 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 60_000),
       batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 20, 1, 500),
     },
+    broadcastMaxRecipients: int(env, 'BROADCAST_MAX_RECIPIENTS', 10_000, 1, 1_000_000),
+    delivery: {
+      inProcess: bool(env, 'WORKER_IN_PROCESS', true),
+      batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
+      leaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 60, 1),
+      pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
+      retrySchedule: seconds(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
+      sendRate: {
+        sandbox: int(env, 'SANDBOX_SEND_RATE', 0),
+        twilio: int(env, 'TWILIO_SEND_RATE', 0),
+        smtp: int(env, 'SMTP_SEND_RATE', 0),
+      },
+    },
+    twilio: twilio(env, Object.values(providers).includes('twilio')),
+    smtp: smtp(env, providers.email === 'smtp'),
   };
   return Object.freeze(config);
 }

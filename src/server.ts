@@ -1,10 +1,17 @@
-import { buildApp } from './app.ts';
+import pino from 'pino';
+import { buildApp, loggerOptions } from './app.ts';
 import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
+import { DeliveryWorker } from './jobs/delivery-worker.ts';
+import { createProviders } from './providers/registry.ts';
 
-/** Starts the API on PORT/HOST with migrations applied; SIGTERM/SIGINT stop accepting, drain, and close. */
+/**
+ * Starts the API on PORT/HOST with migrations applied, and the delivery worker in the same process unless
+ * WORKER_IN_PROCESS=false. SIGTERM/SIGINT: stop accepting, drain requests, stop the worker (its unsent
+ * claims are released for other workers), close the database.
+ */
 async function main(): Promise<void> {
   let config;
   try {
@@ -18,9 +25,18 @@ async function main(): Promise<void> {
   }
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
-  const app = await buildApp({ config, db });
-  // In-process webhook delivery (a worker.ts can make the same call to run it alone).
-  const webhookWorker = startWebhookDelivery({ db: db.kysely, config, log: app.log });
+  // Written synchronously: a line (the sandbox's record of a message handed over) survives a crash that follows it.
+  const log = pino(
+    loggerOptions(config.logLevel) as pino.LoggerOptions,
+    pino.destination({ dest: 1, sync: true }),
+  );
+  const providers = createProviders(config, log);
+  const app = await buildApp({ config, db, providers });
+  const worker = config.delivery.inProcess ? new DeliveryWorker({ db, config, providers, log }) : undefined;
+  // In-process webhook delivery (worker.ts runs the same loops alone).
+  const webhookWorker = config.delivery.inProcess
+    ? startWebhookDelivery({ db: db.kysely, config, log: app.log })
+    : undefined;
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -28,7 +44,9 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     await app.close();
-    await webhookWorker.stop();
+    await webhookWorker?.stop();
+    await worker?.stop();
+    for (const provider of Object.values(providers)) provider.close?.();
     await db.close();
     process.exit(0);
   };
@@ -36,6 +54,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+  worker?.start();
   app.log.info({ database: db.dialect }, `Campaign Engagement Service ready; API reference at /api/docs`);
 }
 

@@ -17,8 +17,8 @@ export const redisUrl = process.env.TEST_REDIS_URL;
 
 export interface TestApp {
   app: FastifyInstance;
-  db: Db;
   config: Readonly<Config>;
+  db: Db;
   providers: Record<Channel, SandboxProvider>;
   close(): Promise<void>;
 }
@@ -46,15 +46,14 @@ export async function buildTestApp(
   });
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
-  const providers = Object.fromEntries(channels.map((c) => [c, new SandboxProvider(c, silent)])) as Record<
-    Channel,
-    SandboxProvider
-  >;
+  const providers = Object.fromEntries(
+    channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),
+  ) as Record<Channel, SandboxProvider>;
   const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}`, ...deps });
   return {
     app,
-    db,
     config,
+    db,
     providers,
     close: async () => {
       await app.close();

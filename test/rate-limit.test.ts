@@ -170,7 +170,7 @@ describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
     const redis = new Redis(redisUrl as string);
     try {
       const limits = new RateLimits(
-        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10 } },
+        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10, callback: 10 } },
         redis,
         `test:${randomUUID()}`,
       );

@@ -21,6 +21,9 @@ export interface Database {
   webhook_deliveries: WebhookDeliveryTable;
   grievances: GrievanceTable;
   payments: PaymentTable;
+  campaigns: CampaignTable;
+  messages: MessageTable;
+  idempotency_keys: IdempotencyKeyTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -231,3 +234,85 @@ export interface PaymentTable {
   completed_at: string | null;
 }
 export type PaymentRow = Selectable<PaymentTable>;
+export const messageChannels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
+export type MessageChannel = (typeof messageChannels)[number];
+
+export const messageStatuses = ['queued', 'sent', 'delivered', 'failed'] as const;
+export type MessageStatus = (typeof messageStatuses)[number];
+
+export const campaignStatuses = [
+  'draft',
+  'scheduled',
+  'queued',
+  'sending',
+  'completed',
+  'cancelled',
+] as const;
+export type CampaignStatus = (typeof campaignStatuses)[number];
+
+export interface CampaignTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  channel: MessageChannel;
+  message: string;
+  subject: string | null;
+  media_url: string | null;
+  template_id: string | null;
+  status: CampaignStatus;
+  segment_id: number | null;
+  /** JSON array of the explicit recipients, normalised and deduplicated. */
+  recipients: string | null;
+  /** Voters above this id joined after the campaign was counted and are left out. */
+  voter_id_limit: number | null;
+  unit_cost: number;
+  total_recipients: number;
+  reserved_credits: number;
+  status_reason: string | null;
+  lease_until: string | null;
+  scheduled_at: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+export type CampaignRow = Selectable<CampaignTable>;
+
+export interface MessageTable {
+  id: Generated<number>;
+  workspace_id: number;
+  campaign_id: number | null;
+  channel: MessageChannel;
+  to: string;
+  body: string;
+  subject: string | null;
+  media_url: string | null;
+  template_id: string | null;
+  status: MessageStatus;
+  cost: number;
+  provider: string | null;
+  provider_message_id: string | null;
+  claimed_by: string | null;
+  lease_until: string | null;
+  attempts: number;
+  next_attempt_at: string;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+  sent_at: string | null;
+  delivered_at: string | null;
+  failed_at: string | null;
+}
+export type MessageRow = Selectable<MessageTable>;
+
+export interface IdempotencyKeyTable {
+  id: Generated<number>;
+  workspace_id: number;
+  key: string;
+  request_hash: string;
+  status: 'in_flight' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: string;
+  updated_at: string;
+}

@@ -7,7 +7,7 @@ import {
 } from 'rate-limiter-flexible';
 import type { Config } from '../config.ts';
 
-export const buckets = ['public', 'authenticated', 'auth', 'otp'] as const;
+export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback'] as const;
 export type Bucket = (typeof buckets)[number];
 
 export interface RateLimitState {
@@ -21,7 +21,7 @@ export interface RateLimitState {
 const WINDOW_SECONDS = 60;
 
 /**
- * The four buckets of the contract, each a fixed one-minute window per key. Counters live in memory, or in
+ * The four buckets of the contract (and one for providers' delivery callbacks), each a fixed one-minute window per key. Counters live in memory, or in
  * Redis when a client is given so that every API process enforces the same limit. rate-limiter-flexible
  * keeps the counting atomic (a Lua INCR + PEXPIRE in Redis); should Redis fail, an in-memory limiter
  * takes over for that request rather than letting everything through or failing it.
@@ -51,6 +51,7 @@ export class RateLimits {
       authenticated: make('authenticated'),
       auth: make('auth'),
       otp: make('otp'),
+      callback: make('callback'),
     };
   }
 

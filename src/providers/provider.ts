@@ -6,9 +6,11 @@ export interface OutgoingMessage {
   /** E.164 phone, or an email address for the email channel. */
   to: string;
   body: string;
-  subject?: string;
-  /** Our id for the message, passed to the provider where it accepts one. */
-  reference?: string;
+  subject?: string | undefined;
+  mediaUrl?: string | undefined;
+  templateId?: string | undefined;
+  /** Our id for the message (`msg_<n>`), passed to the provider where it accepts one. */
+  reference?: string | undefined;
 }
 
 export interface SendResult {
@@ -16,11 +18,32 @@ export interface SendResult {
   providerMessageId: string;
 }
 
-/** One outgoing channel of one provider. Implementations throw ProviderError when the provider refuses. */
+export type FinalStatus = 'delivered' | 'failed';
+
+/** A delivery report: the provider's word on a message it accepted earlier. */
+export interface StatusReport {
+  /** Our message id (number part of `msg_<n>`). */
+  messageId: number;
+  status: FinalStatus;
+  error?: string | undefined;
+}
+
+/**
+ * One outgoing channel of one provider. Implementations throw ProviderError when the provider refuses
+ * (retryable = false) or cannot be reached (retryable = true).
+ */
 export interface MessageProvider {
   readonly name: string;
   readonly channel: Channel;
   send(message: OutgoingMessage): Promise<SendResult>;
+  /**
+   * Providers without a callback of their own (the sandbox) tell the delivery worker how a message they
+   * accepted ends, and after how long. The worker reads that from the database, so a report survives a
+   * restart.
+   */
+  readonly settlement?: { readonly afterMs: number; outcome(to: string): FinalStatus };
+  /** Releases connections (SMTP pool) at shutdown. */
+  close?(): void;
 }
 
 export class ProviderError extends Error {

@@ -1,34 +1,47 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Channel, MessageProvider, OutgoingMessage, SendResult } from './provider.ts';
+import type { Channel, FinalStatus, MessageProvider, OutgoingMessage, SendResult } from './provider.ts';
 
 /**
  * Sends nothing out. Writes each outgoing message as one log line with channel, to and body (the only
- * place personal data may reach the logs) and keeps a record of every send, so tests can prove what went
- * out and that nothing went out twice.
+ * place personal data may reach the logs) and, when asked to, keeps a record of every send, so tests can
+ * prove what went out and that nothing went out twice. Reports delivery `delayMs` after the send: a phone ending in 0000
+ * or an email starting with "fail" fails, every other recipient is delivered.
  */
 export class SandboxProvider implements MessageProvider {
   readonly name = 'sandbox';
   readonly sent: Array<OutgoingMessage & { providerMessageId: string }> = [];
+  readonly settlement: { readonly afterMs: number; outcome(to: string): FinalStatus };
 
   constructor(
     readonly channel: Channel,
     private readonly log: FastifyBaseLogger,
-  ) {}
+    delayMs = 500,
+    /** Keep every send in `sent` (tests); off in the service, where the list would only grow. */
+    private readonly record = false,
+  ) {
+    this.settlement = { afterMs: delayMs, outcome: sandboxOutcome };
+  }
 
   async send(message: OutgoingMessage): Promise<SendResult> {
     const providerMessageId = `sandbox_${randomUUID()}`;
-    this.sent.push({ ...message, providerMessageId });
+    if (this.record) this.sent.push({ ...message, providerMessageId });
     this.log.info(
       {
         provider: 'sandbox',
         channel: message.channel,
         to: message.to,
         body: message.body,
+        reference: message.reference,
         provider_message_id: providerMessageId,
       },
       'sandbox message',
     );
     return { providerMessageId };
   }
+}
+
+export function sandboxOutcome(to: string): FinalStatus {
+  if (to.includes('@')) return to.toLowerCase().startsWith('fail') ? 'failed' : 'delivered';
+  return to.endsWith('0000') ? 'failed' : 'delivered';
 }

@@ -46,3 +46,61 @@ export async function addCredits(
     }
   }
 }
+
+/**
+ * Takes `amount` credits of one channel for a send, in the caller's transaction: a single conditional UPDATE
+ * (`balance >= amount`), so concurrent sends can never take the balance below zero. Returns false, writing
+ * nothing, when the balance is short.
+ */
+export async function reserveCredits(
+  trx: Executor,
+  workspaceId: number,
+  channel: CreditChannel,
+  amount: number,
+  reference: string,
+  now: string,
+): Promise<boolean> {
+  if (amount <= 0) return true;
+  const result = await trx
+    .updateTable('credit_balances')
+    .set({ balance: sql`balance - ${amount}` })
+    .where('workspace_id', '=', workspaceId)
+    .where('channel', '=', channel)
+    .where('balance', '>=', amount)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return false;
+  await trx
+    .insertInto('credit_ledger')
+    .values({
+      workspace_id: workspaceId,
+      channel,
+      kind: 'reserve',
+      amount: -amount,
+      reference,
+      created_at: now,
+    })
+    .execute();
+  return true;
+}
+
+/** Gives back credits of messages that failed or were cancelled, with one ledger entry. */
+export async function refundCredits(
+  trx: Executor,
+  workspaceId: number,
+  channel: CreditChannel,
+  amount: number,
+  reference: string,
+  now: string,
+): Promise<void> {
+  if (amount <= 0) return;
+  await trx
+    .updateTable('credit_balances')
+    .set({ balance: sql`balance + ${amount}` })
+    .where('workspace_id', '=', workspaceId)
+    .where('channel', '=', channel)
+    .execute();
+  await trx
+    .insertInto('credit_ledger')
+    .values({ workspace_id: workspaceId, channel, kind: 'refund', amount, reference, created_at: now })
+    .execute();
+}

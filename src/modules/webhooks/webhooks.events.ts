@@ -7,8 +7,9 @@ import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repos
  * `{ type, timestamp, data }`, `timestamp` being when the event happened):
  *
  * - `message.delivered`, `message.failed`: the message as GET /api/messages/history shows it
- *   (`{ id: "msg_<n>", channel, to, message, status, sent_at, campaign_id }`, `campaign_id` null for a
- *   single send), emitted in the transaction that moves the message to that status.
+ *   (`{ id: "msg_<n>", channel, to, message, status, sent_at, created_at, campaign_id }`, `campaign_id` absent for a
+ *   single send), emitted in the transaction that moves the message to that status. Messages a
+ *   campaign cancel stops (they end `failed` with the error `cancelled`) emit no event.
  * - `grievance.created`: the grievance as GET /api/grievances/{id} shows it.
  * - `grievance.resolved`: the grievance, on every move to `resolved` (a reopened one resolves again).
  * - `payment.processed`: `{ payment, credits }`: the payment and the workspace's balance after it.
@@ -44,6 +45,28 @@ export async function emitEvent(
   const eventId = await insertEvent(trx, workspaceId, type, JSON.stringify(data), now);
   await insertDeliveries(trx, workspaceId, eventId, subscribed, now);
   return eventId;
+}
+
+/**
+ * Many events of one type in one workspace (a batch of messages settling), in the caller's transaction:
+ * the subscribed endpoints are looked up once, and nothing at all is written when none subscribes.
+ */
+export async function emitEvents(
+  trx: Executor,
+  workspaceId: number,
+  type: WebhookEventType,
+  data: readonly unknown[],
+  now: string = nowIso(),
+): Promise<void> {
+  if (data.length === 0) return;
+  const subscribed = (await enabledWebhooks(trx, workspaceId))
+    .filter((hook) => (JSON.parse(hook.events) as string[]).includes(type))
+    .map((hook) => hook.id);
+  if (subscribed.length === 0) return;
+  for (const item of data) {
+    const eventId = await insertEvent(trx, workspaceId, type, JSON.stringify(item), now);
+    await insertDeliveries(trx, workspaceId, eventId, subscribed, now);
+  }
 }
 
 /** A `ping` to one endpoint (the test route), whatever it subscribes to. */

@@ -1,0 +1,198 @@
+/**
+ * npm run bench:messaging — messaging at the scale of a 1,000,000-voter segment:
+ *   1. time to the 202 of a broadcast to the segment (recipients counted and credits reserved in the database);
+ *   2. time to fill the outbox (the worker's INSERT ... SELECT in id ranges, deduplicating through the unique
+ *      index) against one plain INSERT ... SELECT of the same rows into the outbox table (and, for the record,
+ *      into a table without indexes), in the same run;
+ *   3. sandbox delivery with zero delay: the whole outbox drained (claimed, handed over, marked sent, settled
+ *      delivered or failed) by one worker, in messages per second.
+ * SQLite by default (a fresh file under bench/out); BENCH_DATABASE_URL=postgres://... runs it on PostgreSQL.
+ * BENCH_VOTERS changes the size.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { connect } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { channels, type Channel, type MessageProvider } from '../src/providers/provider.ts';
+import { SandboxProvider } from '../src/providers/sandbox.ts';
+
+const VOTERS = Number(process.env.BENCH_VOTERS ?? 1_000_000);
+const pgUrl = process.env.BENCH_DATABASE_URL;
+
+async function main() {
+  let databaseUrl = pgUrl;
+  if (!databaseUrl) {
+    mkdirSync('bench/out', { recursive: true });
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`bench/out/messaging.db${suffix}`, { force: true });
+    databaseUrl = 'sqlite:bench/out/messaging.db';
+  }
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    SANDBOX_DELIVERY_DELAY_MS: '0',
+    WORKER_BATCH_SIZE: process.env.BENCH_BATCH ?? '2000',
+    RATE_LIMIT_AUTH_PER_MIN: '1000',
+  });
+  const db = connect(config.databaseUrl);
+  await migrateToLatest(db.kysely);
+  const log = pino({ level: 'silent' });
+  const providers = Object.fromEntries(
+    channels.map((c) => [c, new SandboxProvider(c, log, 0)]),
+  ) as unknown as Record<Channel, MessageProvider>;
+  const app = await buildApp({ config, db, providers, logger: false });
+  const inject = async (method: 'GET' | 'POST', url: string, token?: string, body?: unknown) => {
+    const res = await app.inject({
+      method,
+      url,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      ...(body !== undefined ? { payload: body as object } : {}),
+    });
+    return { status: res.statusCode, body: res.json() as { data: Record<string, unknown> } };
+  };
+
+  const reg = await inject('POST', '/api/auth/register', undefined, {
+    name: 'Bench',
+    email: `bench.${Date.now()}@example.com`,
+    password: 'benchmark password',
+  });
+  const token = String(reg.body.data.access_token);
+  const ws = Number((reg.body.data.user as { workspace_id: number }).workspace_id);
+  await db.kysely
+    .updateTable('credit_balances')
+    .set({ balance: VOTERS * 2 })
+    .where('workspace_id', '=', ws)
+    .execute();
+
+  let t = performance.now();
+  const now = new Date().toISOString();
+  const series =
+    db.dialect === 'postgres'
+      ? sql`generate_series(1, ${VOTERS}) as n(i)`
+      : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${VOTERS}) SELECT i FROM s) AS n`;
+  const phone =
+    db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
+  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, ward, created_at, updated_at)
+    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 50 as text), ${now}, ${now}
+    FROM ${series}`.execute(db.kysely);
+  // Steady state: a roll imported long before the broadcast (SQLite: its WAL checkpointed; PostgreSQL: analysed).
+  const settle = async () => {
+    if (db.dialect === 'postgres') await sql`ANALYZE`.execute(db.kysely);
+    else await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db.kysely);
+  };
+  await settle();
+  console.log(
+    `set-up: ${VOTERS.toLocaleString('en')} voters inserted in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
+
+  const segment = await inject('POST', '/api/segments', token, {
+    name: 'Central',
+    filters: { constituency: 'Central' },
+  });
+  const segmentId = segment.body.data.id;
+
+  // 1. Time to the 202.
+  t = performance.now();
+  const res = await inject('POST', '/api/messages/broadcast', token, {
+    channel: 'sms',
+    message: 'Polling day is Sunday. Your booth opens at 7.',
+    segment_id: segmentId,
+  });
+  const accepted = performance.now() - t;
+  if (res.status !== 202) throw new Error(`broadcast answered ${res.status}: ${JSON.stringify(res.body)}`);
+  console.log(
+    `1. broadcast to ${String(res.body.data.total_recipients)} recipients: 202 in ${accepted.toFixed(0)} ms`,
+  );
+
+  // 2. Filling the outbox vs a plain INSERT ... SELECT of the same rows.
+  const worker = new DeliveryWorker({ db, config, providers, log });
+  await settle();
+  t = performance.now();
+  await worker.campaigns.fillNext();
+  const fill = performance.now() - t;
+  // Reference A: the same rows into the outbox table itself (its indexes included) with one plain
+  // INSERT ... SELECT, no ranges and no deduplication, under a second campaign; removed again before the drain.
+  const other = await db.kysely
+    .insertInto('campaigns')
+    .values({
+      workspace_id: ws,
+      name: 'reference',
+      channel: 'sms',
+      message: 'Polling day is Sunday. Your booth opens at 7.',
+      status: 'cancelled',
+      unit_cost: 1,
+      total_recipients: 0,
+      reserved_credits: 0,
+      created_at: now,
+      updated_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await settle();
+  t = performance.now();
+  await sql`INSERT INTO messages (workspace_id, campaign_id, channel, "to", body, status, cost, attempts, next_attempt_at, created_at, updated_at)
+    SELECT workspace_id, ${other.id}, 'sms', phone, 'Polling day is Sunday. Your booth opens at 7.', 'queued', 1, 0, ${now}, ${now}, ${now}
+    FROM voters WHERE workspace_id = ${ws} AND constituency_key = 'central'`.execute(db.kysely);
+  const plainOutbox = performance.now() - t;
+  await db.kysely.deleteFrom('messages').where('campaign_id', '=', other.id).execute();
+  // Reference B, for the record: the same rows into a table without any index.
+  await sql`CREATE TABLE bench_plain (workspace_id bigint, campaign_id bigint, channel varchar(20), "to" varchar(254), body text, status varchar(20), cost integer, attempts integer, next_attempt_at text, created_at text, updated_at text)`.execute(
+    db.kysely,
+  );
+  await settle();
+  t = performance.now();
+  await sql`INSERT INTO bench_plain SELECT workspace_id, 0, 'sms', phone, 'Polling day is Sunday. Your booth opens at 7.', 'queued', 1, 0, ${now}, ${now}, ${now}
+    FROM voters WHERE workspace_id = ${ws} AND constituency_key = 'central'`.execute(db.kysely);
+  const plain = performance.now() - t;
+  await sql`DROP TABLE bench_plain`.execute(db.kysely);
+  const outbox = await db.kysely
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  console.log(
+    `2. outbox filled with ${Number(outbox.n).toLocaleString('en')} rows in ${(fill / 1000).toFixed(2)} s; ` +
+      `one plain INSERT ... SELECT of the same rows into the outbox table ${(plainOutbox / 1000).toFixed(2)} s ` +
+      `(ratio ${(plainOutbox / fill).toFixed(2)}x); into a table without indexes ${(plain / 1000).toFixed(2)} s ` +
+      `(ratio ${(plain / fill).toFixed(2)}x)`,
+  );
+
+  await settle();
+  // 3. Drain with zero delivery delay.
+  t = performance.now();
+  await worker.drain();
+  const drain = performance.now() - t;
+  const byStatus = await db.kysely
+    .selectFrom('messages')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy('status')
+    .execute();
+  const total = byStatus.reduce((a, r) => a + Number(r.n), 0);
+  console.log(
+    `3. drained ${total.toLocaleString('en')} messages in ${(drain / 1000).toFixed(1)} s: ${Math.round(total / (drain / 1000)).toLocaleString('en')} msg/s ` +
+      `(${byStatus.map((r) => `${r.status} ${Number(r.n)}`).join(', ')})`,
+  );
+  console.log(
+    JSON.stringify({
+      dialect: db.dialect,
+      voters: VOTERS,
+      accept_ms: Math.round(accepted),
+      fill_s: +(fill / 1000).toFixed(2),
+      plain_into_outbox_s: +(plainOutbox / 1000).toFixed(2),
+      fill_ratio: +(plainOutbox / fill).toFixed(2),
+      plain_unindexed_s: +(plain / 1000).toFixed(2),
+      fill_ratio_unindexed: +(plain / fill).toFixed(2),
+      drain_s: +(drain / 1000).toFixed(1),
+      drain_per_s: Math.round(total / (drain / 1000)),
+    }),
+  );
+  await app.close();
+  await db.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

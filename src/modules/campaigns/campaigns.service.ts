@@ -1,0 +1,458 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { type Kysely, sql } from 'kysely';
+import type { Config } from '../../config.ts';
+import { nowIso } from '../../db/connect.ts';
+import type { CampaignRow, Database, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { refundCredits, reserveCredits, balances } from '../credits/credits.repository.ts';
+import { emitMessageEvents, refund } from '../messages/messages.service.ts';
+import {
+  addressProblem,
+  campaignRef,
+  contentProblems,
+  creditChannel,
+  insufficientCredits,
+  parseRef,
+  recipientAddress,
+  unitCost,
+} from '../messages/messages.rules.ts';
+import { failMessages } from '../messages/outbox.repository.ts';
+import { segmentFilters } from '../segments/segments.service.ts';
+import type { VoterFilters } from '../voters/voters.repository.ts';
+import {
+  campaignStats,
+  cancelQueuedMessages,
+  claimQueuedCampaign,
+  completeDrainedCampaigns,
+  countSegmentAddresses,
+  dueScheduledCampaigns,
+  findCampaign,
+  insertCampaign,
+  insertRecipientMessages,
+  insertSegmentMessages,
+  listCampaigns,
+  segmentOverlap,
+  type Stats,
+  updateCampaign,
+  voterIdLimit,
+} from './campaigns.repository.ts';
+
+export interface AudienceInput {
+  channel: MessageChannel;
+  message: string;
+  recipients?: string[] | undefined;
+  segment_id?: number | string | undefined;
+  subject?: string | undefined;
+  template_id?: string | undefined;
+  media_url?: string | undefined;
+}
+
+export interface CampaignInput extends AudienceInput {
+  name: string;
+  scheduled_at?: string | undefined;
+}
+
+/**
+ * Voters are added to the outbox in id ranges of this size: each INSERT ... SELECT stays short (on SQLite, a
+ * worker inside the API process holds the event loop for one range at a time, about 0.15 s).
+ */
+const FILL_CHUNK = 25_000;
+
+function emptyStats(): Stats {
+  return { queued: 0, sent: 0, delivered: 0, failed: 0 };
+}
+
+export function campaignView(row: CampaignRow, counted: Stats | undefined) {
+  const stats = { ...(counted ?? emptyStats()) };
+  if (row.status === 'queued') {
+    // Credits are reserved but the outbox is still being filled: what is not there yet is queued.
+    stats.queued = Math.max(stats.queued, row.total_recipients - stats.sent - stats.delivered - stats.failed);
+  }
+  return {
+    id: campaignRef(row.id),
+    name: row.name,
+    channel: row.channel,
+    message: row.message,
+    status: row.status,
+    segment_id: row.segment_id,
+    total_recipients: row.total_recipients,
+    stats,
+    scheduled_at: row.scheduled_at,
+    created_at: row.created_at,
+    started_at: row.started_at,
+    completed_at: row.completed_at,
+  };
+}
+
+/**
+ * Campaigns and broadcasts (a broadcast is a campaign sent at once). Sending one counts its recipients in
+ * the database (explicit recipients and a segment, deduplicated), reserves all their credits at once and
+ * queues it; the delivery worker then fills the outbox set-based and sends.
+ */
+export class CampaignsService {
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery'>;
+      log: FastifyBaseLogger;
+    },
+  ) {}
+
+  async broadcast(workspaceId: number, input: AudienceInput) {
+    const audience = await this.audience(workspaceId, input, {});
+    const now = nowIso();
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const draft = await insertCampaign(trx, workspaceId, {
+        ...this.columns(input, audience, now),
+        name: `Broadcast ${now.slice(0, 16).replace('T', ' ')} UTC`,
+        status: 'draft',
+      });
+      return this.start(trx, draft, now);
+    });
+    return {
+      campaign_id: campaignRef(row.id),
+      total_recipients: row.total_recipients,
+      status: 'queued' as const,
+    };
+  }
+
+  async create(workspaceId: number, input: CampaignInput) {
+    const errors: FieldErrors = {};
+    if (input.name.trim() === '') errors.name = ['must not be empty.'];
+    let scheduledAt: string | undefined;
+    if (input.scheduled_at !== undefined) {
+      const at = new Date(input.scheduled_at);
+      if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
+      else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
+      else scheduledAt = at.toISOString();
+    }
+    const audience = await this.audience(workspaceId, input, errors);
+    const now = nowIso();
+    const row = await insertCampaign(this.deps.db, workspaceId, {
+      ...this.columns(input, audience, now),
+      name: input.name.trim(),
+      status: scheduledAt ? 'scheduled' : 'draft',
+      scheduled_at: scheduledAt ?? null,
+    });
+    return campaignView(row, undefined);
+  }
+
+  async list(workspaceId: number, page: number, perPage: number) {
+    const { rows, total } = await listCampaigns(this.deps.db, workspaceId, page, perPage);
+    const stats = await campaignStats(
+      this.deps.db,
+      workspaceId,
+      rows.map((r) => r.id),
+    );
+    return pageResult(
+      rows.map((r) => campaignView(r, stats.get(r.id))),
+      total,
+      page,
+      perPage,
+    );
+  }
+
+  async get(workspaceId: number, ref: string) {
+    const row = await this.find(this.deps.db, workspaceId, ref);
+    const stats = await campaignStats(this.deps.db, workspaceId, [row.id]);
+    return campaignView(row, stats.get(row.id));
+  }
+
+  /** A draft or scheduled campaign goes out now. */
+  async send(workspaceId: number, ref: string) {
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const campaign = await this.find(trx, workspaceId, ref);
+      if (campaign.status !== 'draft' && campaign.status !== 'scheduled') {
+        throw new AppError(
+          'conflict',
+          `The campaign is ${campaign.status}; only a draft or scheduled one can be sent.`,
+          {
+            status: campaign.status,
+          },
+        );
+      }
+      return this.start(trx, campaign, nowIso());
+    });
+    return campaignView(row, undefined);
+  }
+
+  /** Stops what has not gone out and refunds it. */
+  async cancel(workspaceId: number, ref: string) {
+    const { db } = this.deps;
+    const row = await db.transaction().execute(async (trx) => {
+      const campaign = await this.find(trx, workspaceId, ref);
+      const now = nowIso();
+      const set = {
+        status: 'cancelled' as const,
+        status_reason: 'cancelled by a user',
+        updated_at: now,
+        completed_at: now,
+      };
+      switch (campaign.status) {
+        case 'draft':
+        case 'scheduled':
+          return updateCampaign(trx, workspaceId, campaign.id, [campaign.status], set);
+        case 'queued': {
+          if (campaign.lease_until && campaign.lease_until > now) {
+            throw new AppError(
+              'conflict',
+              'The campaign is being prepared for sending; cancel it again in a moment.',
+            );
+          }
+          const moved = await updateCampaign(trx, workspaceId, campaign.id, ['queued'], set);
+          const credit = creditChannel(campaign.channel);
+          if (moved && credit) {
+            await refundCredits(
+              trx,
+              workspaceId,
+              credit,
+              campaign.reserved_credits,
+              campaignRef(campaign.id),
+              now,
+            );
+          }
+          return moved;
+        }
+        case 'sending': {
+          const moved = await updateCampaign(trx, workspaceId, campaign.id, ['sending'], set);
+          if (moved) await refund(trx, await cancelQueuedMessages(trx, workspaceId, campaign.id, now), now);
+          return moved;
+        }
+        default:
+          throw new AppError('conflict', `The campaign is already ${campaign.status}.`, {
+            status: campaign.status,
+          });
+      }
+    });
+    if (!row) throw new AppError('conflict', 'The campaign changed meanwhile; read it again.');
+    const stats = await campaignStats(db, workspaceId, [row.id]);
+    return campaignView(row, stats.get(row.id));
+  }
+
+  // ---- Used by the delivery worker. ----
+
+  /** Starts scheduled campaigns whose time has come; one that cannot start (credits, segment gone) is cancelled. */
+  async startDue(): Promise<number> {
+    const { db, log } = this.deps;
+    let started = 0;
+    for (const campaign of await dueScheduledCampaigns(db, nowIso(), 20)) {
+      try {
+        await db.transaction().execute((trx) => this.start(trx, campaign, nowIso()));
+        started += 1;
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        const now = nowIso();
+        await updateCampaign(db, campaign.workspace_id, campaign.id, ['scheduled'], {
+          status: 'cancelled',
+          status_reason: error.message.slice(0, 200),
+          updated_at: now,
+          completed_at: now,
+        });
+        log.warn({ campaign_id: campaign.id, reason: error.code }, 'scheduled campaign could not start');
+      }
+    }
+    return started;
+  }
+
+  /**
+   * Fills the outbox of one queued campaign: explicit recipients, then the segment's voters in id ranges, each
+   * an INSERT ... SELECT in the database. Repeating a fill (after a crash) inserts nothing twice. Then the
+   * reservation is trued up to the rows actually written and the campaign is `sending`.
+   */
+  async fillNext(): Promise<boolean> {
+    const { db, config } = this.deps;
+    const now = nowIso();
+    const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
+    const claimed = await claimQueuedCampaign(db, now, leaseUntil);
+    if (!claimed) return false;
+    const ws = claimed.workspace_id;
+    const campaign =
+      (await updateCampaign(db, ws, claimed.id, ['queued'], { started_at: claimed.started_at ?? now })) ??
+      claimed;
+    const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
+    await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now);
+    if (campaign.segment_id !== null && campaign.voter_id_limit !== null) {
+      const filters = await segmentFilters(db, ws, campaign.segment_id).catch(() => undefined);
+      if (filters) {
+        const first = await firstVoterId(db, ws);
+        for (let after = first - 1; after < campaign.voter_id_limit; after += FILL_CHUNK) {
+          const upTo = Math.min(after + FILL_CHUNK, campaign.voter_id_limit);
+          await insertSegmentMessages(db, ws, campaign, filters, after, upTo);
+          // Still filling: keep the claim (another worker would otherwise start over beside this one).
+          const renewed = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
+          await updateCampaign(db, ws, campaign.id, ['queued'], { lease_until: renewed });
+        }
+      }
+    }
+    await db.transaction().execute(async (trx) => {
+      const written = await countCampaignMessages(trx, ws, campaign.id);
+      const t = nowIso();
+      const credit = creditChannel(campaign.channel);
+      const difference = (campaign.total_recipients - written) * campaign.unit_cost;
+      // Whoever moves the campaign to `sending` trues up the credits, exactly once.
+      const moved = await updateCampaign(trx, ws, campaign.id, ['queued'], {
+        status: 'sending',
+        total_recipients: written,
+        reserved_credits: Math.max(campaign.reserved_credits - difference, 0),
+        lease_until: null,
+        updated_at: t,
+      });
+      if (!moved) return;
+      if (difference > 0 && credit) {
+        // Shared phones (one message each) or voters gone since the count: their credits go back.
+        await refundCredits(trx, ws, credit, difference, campaignRef(campaign.id), t);
+      } else if (difference < 0 && credit) {
+        if (!(await reserveCredits(trx, ws, credit, -difference, campaignRef(campaign.id), t))) {
+          const extra = await newestQueued(trx, ws, campaign.id, written - campaign.total_recipients);
+          await emitMessageEvents(
+            trx,
+            await failMessages(trx, extra, 'insufficient credits', t),
+            'message.failed',
+            t,
+          );
+        }
+      }
+    });
+    return true;
+  }
+
+  async completeDrained(): Promise<number> {
+    return completeDrainedCampaigns(this.deps.db, nowIso());
+  }
+
+  // ---- Internals. ----
+
+  private async find(db: Executor, workspaceId: number, ref: string): Promise<CampaignRow> {
+    const id = parseRef('camp', ref);
+    const row = id === undefined ? undefined : await findCampaign(db, workspaceId, id);
+    if (!row) throw notFound('Campaign');
+    return row;
+  }
+
+  /** Checks recipients (each valid for the channel; deduplicated), the segment and the content. */
+  private async audience(
+    workspaceId: number,
+    input: AudienceInput,
+    errors: FieldErrors,
+  ): Promise<{ recipients: string[]; segmentId: number | null }> {
+    const { config } = this.deps;
+    const recipients: string[] = [];
+    if (input.recipients !== undefined) {
+      if (input.recipients.length > config.broadcastMaxRecipients) {
+        errors.recipients = [`must have at most ${config.broadcastMaxRecipients} items.`];
+      } else {
+        const seen = new Set<string>();
+        input.recipients.forEach((raw, i) => {
+          const address = recipientAddress(input.channel, raw, config.defaultCountry);
+          if (!address) errors[`recipients.${i}`] = [addressProblem(input.channel)];
+          else if (!seen.has(address)) {
+            seen.add(address);
+            recipients.push(address);
+          }
+        });
+      }
+    }
+    if (input.recipients === undefined && input.segment_id === undefined) {
+      errors.recipients = ['is required unless segment_id is given.'];
+    }
+    contentProblems(input, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    let segmentId: number | null = null;
+    if (input.segment_id !== undefined) {
+      segmentId = Number(input.segment_id);
+      await segmentFilters(this.deps.db, workspaceId, segmentId);
+    }
+    return { recipients, segmentId };
+  }
+
+  private columns(
+    input: AudienceInput,
+    audience: { recipients: string[]; segmentId: number | null },
+    now: string,
+  ) {
+    return {
+      channel: input.channel,
+      message: input.message,
+      subject: input.subject ?? null,
+      media_url: input.media_url ?? null,
+      template_id: input.template_id ?? null,
+      segment_id: audience.segmentId,
+      recipients: audience.recipients.length > 0 ? JSON.stringify(audience.recipients) : null,
+      unit_cost: unitCost(input.channel, input.message),
+      total_recipients: 0,
+      reserved_credits: 0,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+
+  /**
+   * Counts the recipients in the database, reserves all their credits at once (402 otherwise) and queues the
+   * campaign, in the caller's transaction.
+   */
+  private async start(trx: Executor, campaign: CampaignRow, now: string): Promise<CampaignRow> {
+    const ws = campaign.workspace_id;
+    const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
+    let total = recipients.length;
+    let limitId: number | null = null;
+    if (campaign.segment_id !== null) {
+      const filters: VoterFilters = await segmentFilters(trx, ws, campaign.segment_id);
+      limitId = await voterIdLimit(trx, ws);
+      total += await countSegmentAddresses(trx, ws, campaign.channel, filters, limitId);
+      total -= await segmentOverlap(trx, ws, campaign.channel, filters, limitId, recipients);
+    }
+    const cost = total * campaign.unit_cost;
+    const queued = await updateCampaign(trx, ws, campaign.id, ['draft', 'scheduled'], {
+      status: 'queued',
+      total_recipients: total,
+      reserved_credits: cost,
+      voter_id_limit: limitId,
+      updated_at: now,
+    });
+    if (!queued) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile.');
+    const credit = creditChannel(campaign.channel);
+    if (credit && !(await reserveCredits(trx, ws, credit, cost, campaignRef(campaign.id), now))) {
+      throw insufficientCredits(credit, cost, (await balances(trx, ws))[credit]);
+    }
+    return queued;
+  }
+}
+
+async function firstVoterId(db: Executor, workspaceId: number): Promise<number> {
+  const row = await db
+    .selectFrom('voters')
+    .select((eb) => eb.fn.min('id').as('min'))
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(row?.min ?? 1);
+}
+
+async function countCampaignMessages(db: Executor, workspaceId: number, campaignId: number): Promise<number> {
+  const row = await db
+    .selectFrom('messages')
+    .select(sql<number>`count(*)`.as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where('campaign_id', '=', campaignId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+async function newestQueued(
+  db: Executor,
+  workspaceId: number,
+  campaignId: number,
+  n: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('campaign_id', '=', campaignId)
+    .where('status', '=', 'queued')
+    .orderBy('id', 'desc')
+    .limit(n)
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,72 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { TwilioSettings } from '../../config.ts';
+import { AppError } from '../../errors.ts';
+import { Success } from '../../http/schemas.ts';
+import { twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import { parseRef } from './messages.rules.ts';
+import type { MessagesService } from './messages.service.ts';
+
+/**
+ * Delivery-status callbacks of real providers. Twilio posts form fields to the StatusCallback URL it was
+ * given (ours carries the message id in its query string) and signs them with X-Twilio-Signature; a request
+ * whose signature does not verify is refused and changes nothing.
+ */
+export const callbackRoutes: FastifyPluginAsyncTypebox<{
+  messages: MessagesService;
+  twilio: TwilioSettings;
+}> = async (app, { messages, twilio }) => {
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      const text = typeof body === 'string' ? body : body.toString('utf8');
+      done(null, Object.fromEntries(new URLSearchParams(text)));
+    },
+  );
+
+  app.post(
+    '/providers/twilio/status',
+    {
+      config: { permission: 'public', rateLimit: 'callback' },
+      schema: {
+        tags: ['Provider callbacks'],
+        summary: 'Twilio message and call status callback (signed with X-Twilio-Signature)',
+        querystring: Type.Object({ message: Type.String({ maxLength: 40 }) }),
+        body: Type.Record(Type.String(), Type.String()),
+        response: { 200: Success(Type.Object({ status: Type.Union([Type.String(), Type.Null()]) })) },
+      },
+    },
+    async (request) => {
+      const base = twilio.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+      const url = `${base}${request.originalUrl}`;
+      const signature = request.headers['x-twilio-signature'];
+      if (
+        !verifyTwilioSignature(
+          twilio.authToken,
+          url,
+          request.body,
+          typeof signature === 'string' ? signature : undefined,
+        )
+      ) {
+        throw new AppError('forbidden', 'The X-Twilio-Signature does not match this request.');
+      }
+      const id = parseRef('msg', request.query.message);
+      const status = twilioFinalStatus(request.body);
+      if (id !== undefined && status) {
+        const code = request.body.ErrorCode;
+        await messages.applyReports([
+          {
+            messageId: id,
+            status,
+            error:
+              status === 'failed'
+                ? `Twilio reported ${request.body.MessageStatus ?? request.body.CallStatus}${code ? ` (error ${code})` : ''}`
+                : undefined,
+          },
+        ]);
+      }
+      return { success: true as const, data: { status: status ?? null } };
+    },
+  );
+};

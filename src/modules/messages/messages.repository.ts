@@ -1,0 +1,61 @@
+import type { Insertable } from 'kysely';
+import type { MessageChannel, MessageRow, MessageStatus, MessageTable } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export async function insertMessage(
+  db: Executor,
+  workspaceId: number,
+  values: Omit<Insertable<MessageTable>, 'workspace_id'>,
+): Promise<MessageRow> {
+  return db
+    .insertInto('messages')
+    .values({ ...values, workspace_id: workspaceId })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findMessage(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<MessageRow | undefined> {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export interface HistoryFilters {
+  channel?: MessageChannel | undefined;
+  status?: MessageStatus | undefined;
+  /** Inclusive lower bound of created_at (ISO 8601). */
+  from?: string | undefined;
+  /** Exclusive upper bound of created_at (ISO 8601). */
+  before?: string | undefined;
+}
+
+export async function listHistory(
+  db: Executor,
+  workspaceId: number,
+  filters: HistoryFilters,
+  page: number,
+  perPage: number,
+): Promise<{ rows: MessageRow[]; total: number }> {
+  let query = db.selectFrom('messages').where('workspace_id', '=', workspaceId);
+  if (filters.channel) query = query.where('channel', '=', filters.channel);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.from) query = query.where('created_at', '>=', filters.from);
+  if (filters.before) query = query.where('created_at', '<', filters.before);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}

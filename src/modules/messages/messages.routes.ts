@@ -1,0 +1,124 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { authOf } from '../../http/guard.ts';
+import { Page, Success } from '../../http/schemas.ts';
+import type { CampaignsService } from '../campaigns/campaigns.service.ts';
+import { IdempotencyService } from '../idempotency/idempotency.service.ts';
+import {
+  BroadcastBody,
+  BroadcastResult,
+  HistoryQuery,
+  IdempotencyHeaders,
+  MessageItem,
+  SendBody,
+  SendResult,
+} from './messages.schemas.ts';
+import type { MessagesService } from './messages.service.ts';
+
+export interface MessagesRoutesOptions {
+  messages: MessagesService;
+  campaigns: CampaignsService;
+  idempotency: IdempotencyService;
+}
+
+export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = async (
+  app,
+  { messages, campaigns, idempotency },
+) => {
+  const tags = ['Messaging'];
+
+  app.post(
+    '/messages/send',
+    {
+      config: { permission: 'messages:send' },
+      schema: {
+        tags,
+        summary: 'Send one message now',
+        description:
+          'Reserves the credits (SMS per segment: GSM-7 160/153, otherwise 70/67; WhatsApp and email 1; IVR free), ' +
+          'hands the message to the channel provider within the request and answers `sent`. A provider refusal is ' +
+          '502 `provider_error`: the message is kept as `failed` and refunded. Not enough credits: 402 ' +
+          '`insufficient_credits`, nothing sent. Send an `Idempotency-Key` to make retries safe.',
+        headers: IdempotencyHeaders,
+        body: SendBody,
+        response: { 201: Success(SendResult) },
+      },
+    },
+    async (request, reply) => {
+      const { workspaceId } = authOf(request);
+      const answer = await idempotency.run(
+        workspaceId,
+        request.headers['idempotency-key'],
+        IdempotencyService.fingerprint('POST', '/messages/send', request.body),
+        async () => ({
+          status: 201,
+          body: {
+            success: true,
+            message: 'Message sent.',
+            data: await messages.send(workspaceId, request.body),
+          },
+        }),
+      );
+      if (answer.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.code(answer.status as 201).send(answer.body as never);
+    },
+  );
+
+  app.post(
+    '/messages/broadcast',
+    {
+      config: { permission: 'messages:send' },
+      schema: {
+        tags,
+        summary: 'Send one message to many recipients (a campaign sent at once)',
+        description:
+          '`recipients` (deduplicated, each valid for the channel, at most BROADCAST_MAX_RECIPIENTS) and/or ' +
+          '`segment_id` (its voters are evaluated now; voters without an address for the channel are skipped). ' +
+          'Creates a campaign, reserves the credits of every recipient at once (402 otherwise) and answers 202 ' +
+          '`queued`; the delivery worker sends. Follow it with GET /api/campaigns/{campaign_id}.',
+        headers: IdempotencyHeaders,
+        body: BroadcastBody,
+        response: { 202: Success(BroadcastResult) },
+      },
+    },
+    async (request, reply) => {
+      const { workspaceId } = authOf(request);
+      const answer = await idempotency.run(
+        workspaceId,
+        request.headers['idempotency-key'],
+        IdempotencyService.fingerprint('POST', '/messages/broadcast', request.body),
+        async () => ({
+          status: 202,
+          body: {
+            success: true,
+            message: 'Broadcast queued.',
+            data: await campaigns.broadcast(workspaceId, request.body),
+          },
+        }),
+      );
+      if (answer.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.code(answer.status as 202).send(answer.body as never);
+    },
+  );
+
+  app.get(
+    '/messages/history',
+    {
+      config: { permission: 'messages:read' },
+      schema: {
+        tags,
+        summary: "Your workspace's messages, newest first",
+        description:
+          'Filters: `channel`, `status`, and `date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; ' +
+          'a date covers its whole UTC day) on when the message was created.',
+        querystring: HistoryQuery,
+        response: { 200: Success(Page(MessageItem)) },
+      },
+    },
+    async (request) => {
+      return {
+        success: true as const,
+        data: await messages.history(authOf(request).workspaceId, request.query),
+      };
+    },
+  );
+};

@@ -1,0 +1,107 @@
+import { Type } from 'typebox';
+import { messageChannels, messageStatuses } from '../../db/schema.ts';
+import { PageQuery, Timestamp } from '../../http/schemas.ts';
+
+export const ChannelSchema = Type.Enum([...messageChannels], {
+  description: 'whatsapp, sms, email or ivr.',
+});
+export const MessageStatusSchema = Type.Enum([...messageStatuses], {
+  description: 'queued -> sent -> delivered | failed.',
+});
+
+export const MessageText = Type.String({ minLength: 1, maxLength: 5000 });
+export const Subject = Type.String({ minLength: 1, maxLength: 200, description: 'Email subject.' });
+export const MediaUrl = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: 'An https URL of an image or document (WhatsApp).',
+});
+export const TemplateId = Type.String({ minLength: 1, maxLength: 200, description: 'WhatsApp template.' });
+export const SegmentId = Type.Union(
+  [Type.Integer({ minimum: 1 }), Type.String({ pattern: '^[0-9]{1,15}$' })],
+  {
+    description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
+  },
+);
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'Makes the request safe to retry: a repeat with the same key and body returns the first answer and sends nothing.',
+    }),
+  ),
+});
+
+export const SendBody = Type.Object(
+  {
+    channel: ChannelSchema,
+    to: Type.String({
+      minLength: 1,
+      maxLength: 254,
+      description: 'E.164 phone for sms, whatsapp and ivr; an email address for email.',
+    }),
+    message: MessageText,
+    subject: Type.Optional(Subject),
+    template_id: Type.Optional(TemplateId),
+    media_url: Type.Optional(MediaUrl),
+  },
+  { additionalProperties: false },
+);
+
+export const SendResult = Type.Object({
+  id: Type.String({ description: '`msg_<n>`' }),
+  status: MessageStatusSchema,
+  channel: ChannelSchema,
+  to: Type.String(),
+});
+
+export const Recipients = Type.Array(Type.String({ minLength: 1, maxLength: 254 }), {
+  minItems: 1,
+  description: 'Phones (E.164) or email addresses; deduplicated; at most BROADCAST_MAX_RECIPIENTS.',
+});
+
+export const BroadcastBody = Type.Object(
+  {
+    channel: ChannelSchema,
+    message: MessageText,
+    recipients: Type.Optional(Recipients),
+    segment_id: Type.Optional(SegmentId),
+    subject: Type.Optional(Subject),
+    template_id: Type.Optional(TemplateId),
+    media_url: Type.Optional(MediaUrl),
+  },
+  { additionalProperties: false },
+);
+
+export const BroadcastResult = Type.Object({
+  campaign_id: Type.String({ description: '`camp_<n>`' }),
+  total_recipients: Type.Integer({
+    description:
+      'Explicit recipients (deduplicated) plus the segment voters with an address for the channel; a phone shared by several voters gets one message, and the campaign is trued up (and refunded) when its outbox is filled.',
+  }),
+  status: Type.Literal('queued'),
+});
+
+export const HistoryQuery = Type.Object({
+  ...PageQuery.properties,
+  channel: Type.Optional(ChannelSchema),
+  status: Type.Optional(MessageStatusSchema),
+  date_from: Type.Optional(
+    Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),
+  ),
+  date_to: Type.Optional(Type.String({ description: 'ISO 8601 date (to its end) or date-time, inclusive.' })),
+});
+
+export const MessageItem = Type.Object({
+  id: Type.String({ description: '`msg_<n>`' }),
+  channel: ChannelSchema,
+  to: Type.String(),
+  message: Type.String(),
+  status: MessageStatusSchema,
+  sent_at: Type.Union([Timestamp, Type.Null()], { description: 'When a provider accepted it.' }),
+  created_at: Timestamp,
+  campaign_id: Type.Optional(Type.String({ description: '`camp_<n>`, for messages of a campaign.' })),
+});

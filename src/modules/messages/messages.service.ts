@@ -1,0 +1,257 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, MessageChannel, MessageRow, MessageStatus } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { AppError, type FieldErrors, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import type { FinalStatus, Providers, StatusReport } from '../../providers/provider.ts';
+import { balances, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
+import { insertMessage, listHistory } from './messages.repository.ts';
+import {
+  addressProblem,
+  campaignRef,
+  contentProblems,
+  creditChannel,
+  insufficientCredits,
+  messageRef,
+  recipientAddress,
+  unitCost,
+} from './messages.rules.ts';
+import { emitEvents } from '../webhooks/webhooks.events.ts';
+import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
+
+export interface SendInput {
+  channel: MessageChannel;
+  to: string;
+  message: string;
+  subject?: string | undefined;
+  template_id?: string | undefined;
+  media_url?: string | undefined;
+}
+
+export interface HistoryInput {
+  page: number;
+  per_page: number;
+  channel?: MessageChannel | undefined;
+  status?: MessageStatus | undefined;
+  date_from?: string | undefined;
+  date_to?: string | undefined;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/** An ISO 8601 date (a whole UTC day) or date-time as [start, end) bounds; undefined when malformed. */
+function dateBounds(value: string): [string, string] | undefined {
+  const text = value.trim();
+  if (DATE.test(text)) {
+    const start = new Date(`${text}T00:00:00.000Z`);
+    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== text) return undefined;
+    return [start.toISOString(), new Date(start.getTime() + 86_400_000).toISOString()];
+  }
+  if (DATE_TIME.test(text)) {
+    const at = new Date(text);
+    if (Number.isNaN(at.getTime())) return undefined;
+    return [at.toISOString(), new Date(at.getTime() + 1).toISOString()];
+  }
+  return undefined;
+}
+
+export function historyItem(row: MessageRow) {
+  return {
+    id: messageRef(row.id),
+    channel: row.channel,
+    to: row.to,
+    message: row.body,
+    status: row.status,
+    sent_at: row.sent_at,
+    created_at: row.created_at,
+    ...(row.campaign_id !== null ? { campaign_id: campaignRef(row.campaign_id) } : {}),
+  };
+}
+
+/**
+ * Single sends, history, and the message lifecycle shared by requests, the delivery worker and provider
+ * callbacks: every transition is conditional in SQL, and every failure refunds in the same transaction.
+ */
+export class MessagesService {
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      config: Pick<Config, 'defaultCountry' | 'delivery'>;
+      providers: Providers;
+      log: FastifyBaseLogger;
+    },
+  ) {}
+
+  /**
+   * Sends one message within the request. The message is a row (claimed by this request for a lease) and its
+   * credits are reserved before the provider sees it; should this process die before recording the
+   * provider's answer, the delivery worker picks the row up when the lease ends.
+   */
+  async send(workspaceId: number, input: SendInput) {
+    const { db, config, providers } = this.deps;
+    const errors: FieldErrors = {};
+    const to = recipientAddress(input.channel, input.to, config.defaultCountry);
+    if (!to) errors.to = [addressProblem(input.channel)];
+    contentProblems(input, errors);
+    if (!to || Object.keys(errors).length > 0) throw validationError(errors);
+
+    const cost = unitCost(input.channel, input.message);
+    const credit = creditChannel(input.channel);
+    const now = nowIso();
+    const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
+    const row = await db.transaction().execute(async (trx) => {
+      const row = await insertMessage(trx, workspaceId, {
+        campaign_id: null,
+        channel: input.channel,
+        to,
+        body: input.message,
+        subject: input.subject ?? null,
+        media_url: input.media_url ?? null,
+        template_id: input.template_id ?? null,
+        status: 'queued',
+        cost,
+        claimed_by: `api:${process.pid}`,
+        lease_until: leaseUntil,
+        attempts: 1,
+        next_attempt_at: leaseUntil,
+        created_at: now,
+        updated_at: now,
+      });
+      if (credit && !(await reserveCredits(trx, workspaceId, credit, cost, messageRef(row.id), now))) {
+        const available = (await balances(trx, workspaceId))[credit];
+        throw insufficientCredits(credit, cost, available);
+      }
+      return row;
+    });
+
+    const provider = providers[input.channel];
+    try {
+      const result = await provider.send({
+        channel: input.channel,
+        to,
+        body: input.message,
+        subject: input.subject,
+        mediaUrl: input.media_url,
+        templateId: input.template_id,
+        reference: messageRef(row.id),
+      });
+      await this.handedOver([
+        { id: row.id, provider: provider.name, providerMessageId: result.providerMessageId },
+      ]);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      await this.fail([row.id], reason);
+      this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
+      throw new AppError(
+        'provider_error',
+        `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
+        { id: messageRef(row.id), status: 'failed', provider: provider.name },
+      );
+    }
+    return { id: messageRef(row.id), status: 'sent' as const, channel: input.channel, to };
+  }
+
+  async history(workspaceId: number, query: HistoryInput) {
+    const errors: FieldErrors = {};
+    const from = query.date_from !== undefined ? dateBounds(query.date_from) : undefined;
+    const to = query.date_to !== undefined ? dateBounds(query.date_to) : undefined;
+    const problem = 'must be an ISO 8601 date (2026-01-31) or date-time (2026-01-31T09:30:00Z).';
+    if (query.date_from !== undefined && !from) errors.date_from = [problem];
+    if (query.date_to !== undefined && !to) errors.date_to = [problem];
+    if (from && to && from[0] >= to[1]) errors.date_to = ['must not be before date_from.'];
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const { rows, total } = await listHistory(
+      this.deps.db,
+      workspaceId,
+      { channel: query.channel, status: query.status, from: from?.[0], before: to?.[1] },
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(historyItem), total, query.page, query.per_page);
+  }
+
+  /** queued -> sent for what providers accepted. */
+  async handedOver(handovers: Handover[]): Promise<void> {
+    await markSent(this.deps.db, handovers, nowIso());
+  }
+
+  /** queued | sent -> failed, refunding exactly the rows that moved, in one transaction. */
+  async fail(ids: number[], reason: string): Promise<Settled[]> {
+    if (ids.length === 0) return [];
+    return this.deps.db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      const moved = await failMessages(trx, ids, reason, now);
+      await refund(trx, moved, now);
+      await emitMessageEvents(trx, moved, 'message.failed', now);
+      return moved;
+    });
+  }
+
+  /** sent -> delivered, with the message.delivered events, in one transaction. */
+  async deliver(ids: number[]): Promise<Settled[]> {
+    if (ids.length === 0) return [];
+    return this.deps.db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      const moved = await deliverMessages(trx, ids, now);
+      await emitMessageEvents(trx, moved, 'message.delivered', now);
+      return moved;
+    });
+  }
+
+  /** Delivery reports (callbacks, sandbox settlement). Late or repeated reports change nothing. */
+  async applyReports(reports: StatusReport[]): Promise<void> {
+    const byStatus: Record<FinalStatus, number[]> = { delivered: [], failed: [] };
+    for (const r of reports) byStatus[r.status].push(r.messageId);
+    if (byStatus.delivered.length > 0) await this.deliver(byStatus.delivered);
+    const failed = reports.filter((r) => r.status === 'failed');
+    const reasons = new Map<string, number[]>();
+    for (const r of failed) {
+      const reason = r.error ?? 'The provider reported the message as not delivered.';
+      reasons.set(reason, [...(reasons.get(reason) ?? []), r.messageId]);
+    }
+    for (const [reason, ids] of reasons) await this.fail(ids, reason);
+  }
+}
+
+/** The message.delivered / message.failed webhook events of messages that just moved, as history shows them. */
+export async function emitMessageEvents(
+  trx: Executor,
+  rows: Settled[],
+  type: 'message.delivered' | 'message.failed',
+  now: string,
+): Promise<void> {
+  const byWorkspace = new Map<number, Settled[]>();
+  for (const row of rows)
+    byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
+  for (const [workspaceId, moved] of byWorkspace) {
+    await emitEvents(trx, workspaceId, type, moved.map(historyItem), now);
+  }
+}
+
+/** One refund ledger entry per workspace, channel and campaign (or per message outside campaigns). */
+export async function refund(
+  trx: Executor,
+  rows: Array<Pick<Settled, 'id' | 'workspace_id' | 'channel' | 'cost' | 'campaign_id'>>,
+  now: string,
+): Promise<void> {
+  const groups = new Map<
+    string,
+    { workspaceId: number; channel: MessageChannel; ref: string; amount: number }
+  >();
+  for (const row of rows) {
+    if (row.cost <= 0) continue;
+    const ref = row.campaign_id !== null ? campaignRef(row.campaign_id) : messageRef(row.id);
+    const key = `${row.workspace_id}:${row.channel}:${ref}`;
+    const group = groups.get(key) ?? { workspaceId: row.workspace_id, channel: row.channel, ref, amount: 0 };
+    group.amount += row.cost;
+    groups.set(key, group);
+  }
+  for (const g of groups.values()) {
+    const credit = creditChannel(g.channel);
+    if (credit) await refundCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
+  }
+}

@@ -1,0 +1,46 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { SmtpSettings } from '../config.ts';
+import { type MessageProvider, type OutgoingMessage, ProviderError, type SendResult } from './provider.ts';
+
+/**
+ * Email through any SMTP server (nodemailer, pooled connections). A 5xx answer is a refusal; a 4xx answer
+ * or a connection problem is retried. SMTP has no delivery report: an accepted email stays `sent`.
+ */
+export class SmtpProvider implements MessageProvider {
+  readonly name = 'smtp';
+  readonly channel = 'email' as const;
+  private readonly transport: Transporter;
+
+  constructor(private readonly settings: SmtpSettings) {
+    this.transport = nodemailer.createTransport({
+      host: settings.host,
+      port: settings.port,
+      secure: settings.secure,
+      pool: true,
+      maxConnections: 4,
+      ...(settings.user ? { auth: { user: settings.user, pass: settings.password ?? '' } } : {}),
+    });
+  }
+
+  async send(message: OutgoingMessage): Promise<SendResult> {
+    try {
+      const info = (await this.transport.sendMail({
+        from: this.settings.from,
+        to: message.to,
+        subject: message.subject ?? '',
+        text: message.body,
+        textEncoding: 'base64',
+        ...(message.reference ? { headers: { 'X-Message-Reference': message.reference } } : {}),
+      })) as { messageId: string };
+      return { providerMessageId: info.messageId };
+    } catch (error) {
+      const code = (error as { responseCode?: number }).responseCode;
+      const permanent = typeof code === 'number' && code >= 500;
+      throw new ProviderError(`SMTP: ${(error as Error).message}`.slice(0, 300), !permanent);
+    }
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}

@@ -1,0 +1,113 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { TwilioSettings } from '../config.ts';
+import {
+  type Channel,
+  type FinalStatus,
+  type MessageProvider,
+  type OutgoingMessage,
+  ProviderError,
+  type SendResult,
+} from './provider.ts';
+
+export const TWILIO_STATUS_PATH = '/api/providers/twilio/status';
+
+function xml(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+/**
+ * Twilio's REST API: SMS and WhatsApp as Messages, IVR as a Call whose TwiML speaks the message. Basic auth
+ * with the account SID and auth token; the base URL is configurable (tests point it at a local server).
+ * Status callbacks come back to TWILIO_STATUS_PATH with our message id in the query string.
+ */
+export class TwilioProvider implements MessageProvider {
+  readonly name = 'twilio';
+
+  constructor(
+    readonly channel: Exclude<Channel, 'email'>,
+    private readonly settings: TwilioSettings,
+  ) {}
+
+  async send(message: OutgoingMessage): Promise<SendResult> {
+    const s = this.settings;
+    const form = new URLSearchParams();
+    let resource: string;
+    if (this.channel === 'ivr') {
+      resource = 'Calls.json';
+      form.set('To', message.to);
+      form.set('From', this.from(s.voiceFrom, 'TWILIO_VOICE_FROM'));
+      form.set('Twiml', `<Response><Say>${xml(message.body)}</Say></Response>`);
+    } else {
+      resource = 'Messages.json';
+      const whatsapp = this.channel === 'whatsapp';
+      form.set('To', whatsapp ? `whatsapp:${message.to}` : message.to);
+      const from = whatsapp
+        ? this.from(s.whatsappFrom, 'TWILIO_WHATSAPP_FROM')
+        : this.from(s.smsFrom, 'TWILIO_SMS_FROM');
+      form.set('From', whatsapp && !from.startsWith('whatsapp:') ? `whatsapp:${from}` : from);
+      form.set('Body', message.body);
+      if (message.mediaUrl) form.set('MediaUrl', message.mediaUrl);
+    }
+    if (s.publicBaseUrl && message.reference) {
+      form.set('StatusCallback', `${s.publicBaseUrl}${TWILIO_STATUS_PATH}?message=${message.reference}`);
+    }
+    const url = `${s.apiBaseUrl}/2010-04-01/Accounts/${encodeURIComponent(s.accountSid)}/${resource}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${s.accountSid}:${s.authToken}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: form.toString(),
+        signal: AbortSignal.timeout(15_000),
+      });
+    } catch (error) {
+      throw new ProviderError(`Twilio could not be reached: ${(error as Error).message}`, true);
+    }
+    const payload = (await res.json().catch(() => ({}))) as { sid?: string; message?: string; code?: number };
+    if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
+    const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${payload.message ?? 'no message'}`;
+    throw new ProviderError(reason, res.status === 429 || res.status >= 500);
+  }
+
+  private from(value: string | undefined, setting: string): string {
+    if (!value) throw new ProviderError(`${setting} is not set`, false);
+    return value;
+  }
+}
+
+/** X-Twilio-Signature: base64 HMAC-SHA1 (auth token) of the full URL followed by each POST parameter's name and value, sorted by name. */
+export function twilioSignature(authToken: string, url: string, params: Record<string, string>): string {
+  const data = Object.keys(params)
+    .sort()
+    .reduce((acc, key) => acc + key + params[key], url);
+  return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
+}
+
+export function verifyTwilioSignature(
+  authToken: string,
+  url: string,
+  params: Record<string, string>,
+  header: string | undefined,
+): boolean {
+  if (!header) return false;
+  const expected = Buffer.from(twilioSignature(authToken, url, params));
+  const given = Buffer.from(header);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+/** Twilio's MessageStatus / CallStatus as our final status; undefined for intermediate states. */
+export function twilioFinalStatus(params: Record<string, string>): FinalStatus | undefined {
+  const status = (params.MessageStatus ?? params.CallStatus ?? '').toLowerCase();
+  if (['delivered', 'read', 'completed'].includes(status)) return 'delivered';
+  if (['undelivered', 'failed', 'busy', 'no-answer', 'canceled'].includes(status)) return 'failed';
+  return undefined;
+}
