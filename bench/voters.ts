@@ -210,7 +210,7 @@ function referenceImport(): { ms: number; plainMs?: number } {
     // A separate workspace in the same database; the server's import goes into its own one.
     const ws = execFileSync('psql', [
       pgUrl,
-      '-tAc',
+      '-qtAc',
       "INSERT INTO workspaces (name, created_at) VALUES ('bench reference', now()) RETURNING id",
     ])
       .toString()
