@@ -56,7 +56,12 @@ function rate(count: number, ms: number): number {
 let server: ChildProcess | undefined;
 
 async function startServer(databaseUrl: string): Promise<void> {
-  server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  // Exactly what `npm start` runs (its node flags included), but as our own child so its memory can be read.
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
+    .start;
+  const [command, ...startArgs] = start.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
+  server = spawn(process.execPath, startArgs, {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -69,6 +74,9 @@ async function startServer(databaseUrl: string): Promise<void> {
       APP_KEY: 'a'.repeat(64),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  server.once('exit', (code, signal) => {
+    if (server) console.error(`server exited unexpectedly (code ${code}, signal ${signal})`);
   });
   for (let i = 0; i < 200; i++) {
     try {
@@ -94,10 +102,11 @@ function resetPeakRss(): void {
 
 async function stopServer(): Promise<void> {
   if (!server) return;
-  const exited = new Promise((r) => server?.once('exit', r));
-  server.kill('SIGTERM');
-  await exited;
+  const running = server;
   server = undefined;
+  const exited = new Promise((r) => running.once('exit', r));
+  running.kill('SIGTERM');
+  await exited;
 }
 
 // ---------------------------------------------------------------- HTTP helpers

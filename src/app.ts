@@ -13,7 +13,11 @@ import { validatorCompiler } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
+import { grievancesRoutes } from './modules/grievances/grievances.routes.ts';
+import { GrievancesService } from './modules/grievances/grievances.service.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { paymentsRoutes } from './modules/payments/payments.routes.ts';
+import { PaymentsService } from './modules/payments/payments.service.ts';
 import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
 import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
 import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
@@ -28,6 +32,9 @@ import { VoterImporter } from './modules/voters/voters.import.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
+import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
+import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -39,6 +46,8 @@ export interface AppDeps {
   /** Key prefix of the rate-limit counters in Redis (tests isolate themselves with it). */
   rateLimitPrefix?: string;
   logger?: FastifyServerOptions['logger'];
+  /** DNS for the webhook URL checks (SSRF); tests inject their own. */
+  webhookResolver?: Resolver;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -104,6 +113,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
   const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  const grievances = new GrievancesService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  const payments = new PaymentsService({ db: db.kysely });
+  const webhooks = new WebhooksService({
+    db: db.kysely,
+    appKey: config.appKey,
+    settings: config.webhooks,
+    resolver: deps.webhookResolver ?? systemResolver,
+  });
   const auth = new AuthService({ db: db.kysely, config, users, sms: providers.sms, log: app.log });
 
   installErrorHandling(app);
@@ -128,6 +145,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
+  await app.register(grievancesRoutes, { prefix: '/api', grievances });
+  await app.register(paymentsRoutes, { prefix: '/api', payments });
+  await app.register(webhooksRoutes, { prefix: '/api', webhooks });
 
   const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });

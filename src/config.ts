@@ -39,10 +39,24 @@ export interface Config {
     /** At most this many `{ row, field, message }` entries in an import's answer. */
     readonly maxErrors: number;
   };
+  readonly webhooks: WebhookSettings;
   readonly broadcastMaxRecipients: number;
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
   readonly smtp: SmtpSettings | undefined;
+}
+
+export interface WebhookSettings {
+  /** Seconds to wait before each retry; a delivery makes at most `retrySchedule.length + 1` attempts. */
+  readonly retrySchedule: readonly number[];
+  /** Lifts the SSRF rules (private, loopback, link-local addresses) for local use and tests. */
+  readonly allowPrivateUrls: boolean;
+  /** Time limit of one delivery attempt (connect, send, response headers). */
+  readonly timeoutMs: number;
+  /** How often the delivery worker looks for due deliveries when it found none. */
+  readonly pollIntervalMs: number;
+  /** Deliveries claimed (and sent concurrently) per round. */
+  readonly batchSize: number;
 }
 
 export interface DeliverySettings {
@@ -122,6 +136,23 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
     throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
   }
   return raw as T;
+}
+
+/** Comma-separated whole seconds, e.g. `5,300,1800`; each at most 7 days, at most 20 of them. */
+function retrySchedule(env: Env, name: string, fallback: readonly number[]): readonly number[] {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const parts = raw.split(',').map((part) => part.trim());
+  if (parts.length > 20) throw new ConfigError(name, `may list at most 20 delays, got ${parts.length}`);
+  return parts.map((part) => {
+    if (!/^\d+$/.test(part) || Number(part) > 7 * 24 * 3600) {
+      throw new ConfigError(
+        name,
+        `must be comma-separated whole seconds (each 0-604800), e.g. "5,300,1800"; got "${raw}"`,
+      );
+    }
+    return Number(part);
+  });
 }
 
 function date(env: Env, name: string): Date | undefined {
@@ -286,6 +317,13 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     import: {
       maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
       maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+    },
+    webhooks: {
+      retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),
+      allowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
+      pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 60_000),
+      batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 20, 1, 500),
     },
     broadcastMaxRecipients: int(env, 'BROADCAST_MAX_RECIPIENTS', 10_000, 1, 1_000_000),
     delivery: {

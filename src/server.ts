@@ -3,6 +3,7 @@ import { buildApp, loggerOptions } from './app.ts';
 import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -32,6 +33,10 @@ async function main(): Promise<void> {
   const providers = createProviders(config, log);
   const app = await buildApp({ config, db, providers });
   const worker = config.delivery.inProcess ? new DeliveryWorker({ db, config, providers, log }) : undefined;
+  // In-process webhook delivery (worker.ts runs the same loops alone).
+  const webhookWorker = config.delivery.inProcess
+    ? startWebhookDelivery({ db: db.kysely, config, log: app.log })
+    : undefined;
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -39,6 +44,7 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     await app.close();
+    await webhookWorker?.stop();
     await worker?.stop();
     for (const provider of Object.values(providers)) provider.close?.();
     await db.close();

@@ -4,10 +4,11 @@ import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
+import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { createProviders } from './providers/registry.ts';
 
 /**
- * A delivery worker alone, for scale-out: run as many as needed against one PostgreSQL database. SIGTERM or
+ * The delivery loops alone (messages and webhook deliveries), for scale-out: run as many as needed against one PostgreSQL database. SIGTERM or
  * SIGINT stops it after the message in hand and releases its unsent claims.
  */
 async function main(): Promise<void> {
@@ -30,11 +31,13 @@ async function main(): Promise<void> {
   );
   const providers = createProviders(config, log);
   const worker = new DeliveryWorker({ db, config, providers, log });
+  const webhookWorker = startWebhookDelivery({ db: db.kysely, config, log });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     await worker.stop();
+    await webhookWorker.stop();
     for (const provider of Object.values(providers)) provider.close?.();
     await db.close();
     process.exit(0);

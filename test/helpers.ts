@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
-import { buildApp } from '../src/app.ts';
+import { type AppDeps, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { connect, type Db, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -30,7 +30,11 @@ const silent = pino({ level: 'silent' });
  * test database (each test makes its own workspace, so nothing needs truncating). Rate limits are high
  * unless a test sets them.
  */
-export async function buildTestApp(dialect: DialectName, env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+  deps: Pick<AppDeps, 'webhookResolver'> = {},
+): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
     LOG_LEVEL: 'silent',
@@ -45,7 +49,7 @@ export async function buildTestApp(dialect: DialectName, env: Record<string, str
   const providers = Object.fromEntries(
     channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),
   ) as Record<Channel, SandboxProvider>;
-  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
+  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}`, ...deps });
   return {
     app,
     config,

@@ -63,6 +63,9 @@ export function connect(databaseUrl: string): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // Refresh statistics gone stale since the last run, as SQLite recommends for long-lived connections. (Full
+  // statistics: the sampled ones of analysis_limit misled the planner into walking the id index.)
+  sqlite.pragma('optimize = 0x10002');
   // Sorting and deduplicating (COUNT(DISTINCT), GROUP BY) in memory, and a 64 MiB page cache: a segment of a
   // million voters is counted and copied into the outbox without spilling to temporary files.
   sqlite.pragma('temp_store = MEMORY');

@@ -3,12 +3,14 @@ import type { Database } from './schema.ts';
 import * as accounts from './migrations/2026_11_21_001_accounts.ts';
 import * as voters from './migrations/2026_11_21_002_voters.ts';
 import * as messaging from './migrations/2026_11_21_003_messaging.ts';
+import * as webhooksGrievancesPayments from './migrations/2026_11_21_004_webhooks_grievances_payments.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 const migrations: Record<string, Migration> = {
   '2026_11_21_001_accounts': accounts,
   '2026_11_21_002_voters': voters,
   '2026_11_21_003_messaging': messaging,
+  '2026_11_21_004_webhooks_grievances_payments': webhooksGrievancesPayments,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

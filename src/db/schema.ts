@@ -16,6 +16,11 @@ export interface Database {
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
   segments: SegmentTable;
+  webhooks: WebhookTable;
+  webhook_events: WebhookEventTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  grievances: GrievanceTable;
+  payments: PaymentTable;
   campaigns: CampaignTable;
   messages: MessageTable;
   idempotency_keys: IdempotencyKeyTable;
@@ -135,6 +140,100 @@ export interface SegmentTable {
   updated_at: string;
 }
 
+export interface WebhookTable {
+  id: Generated<number>;
+  workspace_id: number;
+  url: string;
+  description: string | null;
+  /** JSON text: the subscribed event types. */
+  events: string;
+  /** `v1.<iv>.<tag>.<ciphertext>` (base64url): the signing secret under AES-256-GCM; never stored in clear. */
+  secret_encrypted: string;
+  /** Set when the endpoint stops receiving (a 410 answer, or PATCH active=false). */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type WebhookRow = Selectable<WebhookTable>;
+
+export interface WebhookEventTable {
+  id: Generated<number>;
+  workspace_id: number;
+  type: string;
+  /** JSON text of the event's `data`. */
+  payload: string;
+  created_at: string;
+}
+export type WebhookEventRow = Selectable<WebhookEventTable>;
+
+export const deliveryStatuses = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof deliveryStatuses)[number];
+
+export interface WebhookDeliveryTable {
+  id: Generated<number>;
+  workspace_id: number;
+  webhook_id: number;
+  event_id: number;
+  status: DeliveryStatus;
+  attempts: number;
+  /** When a pending delivery is due (next attempt). */
+  next_attempt_at: string;
+  last_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  /** The worker holding the delivery, until `lease_until`; an expired lease is claimed again. */
+  claimed_by: string | null;
+  lease_until: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
+
+export const grievanceStatuses = ['open', 'in_progress', 'resolved', 'closed'] as const;
+export type GrievanceStatus = (typeof grievanceStatuses)[number];
+export const grievancePriorities = ['low', 'normal', 'high', 'urgent'] as const;
+export type GrievancePriority = (typeof grievancePriorities)[number];
+
+export interface GrievanceTable {
+  id: Generated<number>;
+  workspace_id: number;
+  title: string;
+  description: string | null;
+  category: string | null;
+  status: GrievanceStatus;
+  priority: GrievancePriority;
+  voter_id: number | null;
+  reporter_name: string | null;
+  /** E.164. */
+  reporter_phone: string | null;
+  constituency: string | null;
+  /** Lower-cased constituency, for the case-insensitive exact filter. */
+  constituency_key: string | null;
+  booth: string | null;
+  ward: string | null;
+  assigned_to: number | null;
+  resolution_note: string | null;
+  due_at: string;
+  created_at: string;
+  updated_at: string;
+  resolved_at: string | null;
+}
+export type GrievanceRow = Selectable<GrievanceTable>;
+
+export interface PaymentTable {
+  id: Generated<number>;
+  workspace_id: number;
+  status: 'completed';
+  gateway: 'sandbox';
+  sms_credits: number;
+  whatsapp_credits: number;
+  email_credits: number;
+  created_by: number | null;
+  created_at: string;
+  completed_at: string | null;
+}
+export type PaymentRow = Selectable<PaymentTable>;
 export const messageChannels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
 export type MessageChannel = (typeof messageChannels)[number];
 

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
 const description = `Voter rolls, messaging over WhatsApp, SMS, email and IVR, campaigns, grievances, credits and webhooks
@@ -46,10 +47,22 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
           },
         },
       },
+      // The TypeBox schemas inside are JSON Schema, which the OpenAPI types do not model exactly.
+      webhooks: webhookEventsOpenApi as never,
       tags: [
         { name: 'Health' },
         { name: 'Authentication' },
         { name: 'Users' },
+        {
+          name: 'Grievances',
+          description: "Constituents' grievances: lifecycle, priority and due dates, assignment.",
+        },
+        { name: 'Payments', description: 'Buying message credits (politician only).' },
+        {
+          name: 'Webhooks',
+          description:
+            'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+        },
         { name: 'Messaging', description: 'Send, broadcast and history; credits; Idempotency-Key.' },
         { name: 'Campaigns', description: 'Campaigns, scheduled or sent at once, with live stats.' },
         { name: 'Provider callbacks', description: 'Signed delivery reports from messaging providers.' },

@@ -171,10 +171,16 @@ export function unguardFormula(value: string): string {
   return value.charCodeAt(0) === 39 && needsGuard(value.slice(1)) ? value.slice(1) : value;
 }
 
+/** True when the first character is one that may need the formula guard: = + - @ tab CR or '. */
+export function mayNeedGuard(value: string): boolean {
+  const c = value.charCodeAt(0);
+  return c === 61 || c === 43 || c === 45 || c === 64 || c === 9 || c === 13 || c === 39;
+}
+
 /** One CSV field: formula-guarded, quoted when it holds a quote, comma or line break. */
 export function csvField(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'number') return String(value);
-  const guarded = guardFormula(value);
+  const guarded = mayNeedGuard(value) ? guardFormula(value) : value;
   return NEEDS_QUOTES.test(guarded) ? `"${guarded.replace(/"/g, '""')}"` : guarded;
 }

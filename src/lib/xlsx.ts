@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { crc32, constants as zlibConstants, createDeflateRaw, deflateRawSync } from 'node:zlib';
-import { guardFormula } from './csv.ts';
+import { guardFormula, mayNeedGuard } from './csv.ts';
 
 /**
  * A streaming .xlsx writer: one worksheet of inline strings (`t="inlineStr"`, so no shared-strings table
@@ -75,7 +75,7 @@ function xmlText(value: string): string {
 function cell(value: Cell): string {
   if (value === null) return '<c/>';
   if (typeof value === 'number') return `<c><v>${value}</v></c>`;
-  const text = xmlText(guardFormula(value));
+  const text = xmlText(mayNeedGuard(value) ? guardFormula(value) : value);
   // Leading or trailing spaces survive only with xml:space="preserve".
   const space = text.length > 0 && (text.charCodeAt(0) <= 32 || text.charCodeAt(text.length - 1) <= 32);
   return space

@@ -7,7 +7,7 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { refundCredits, reserveCredits, balances } from '../credits/credits.repository.ts';
-import { refund } from '../messages/messages.service.ts';
+import { emitMessageEvents, refund } from '../messages/messages.service.ts';
 import {
   addressProblem,
   campaignRef,
@@ -306,7 +306,12 @@ export class CampaignsService {
       } else if (difference < 0 && credit) {
         if (!(await reserveCredits(trx, ws, credit, -difference, campaignRef(campaign.id), t))) {
           const extra = await newestQueued(trx, ws, campaign.id, written - campaign.total_recipients);
-          await failMessages(trx, extra, 'insufficient credits', t);
+          await emitMessageEvents(
+            trx,
+            await failMessages(trx, extra, 'insufficient credits', t),
+            'message.failed',
+            t,
+          );
         }
       }
     });

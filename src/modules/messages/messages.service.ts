@@ -19,6 +19,7 @@ import {
   recipientAddress,
   unitCost,
 } from './messages.rules.ts';
+import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
 
 export interface SendInput {
@@ -185,12 +186,20 @@ export class MessagesService {
       const now = nowIso();
       const moved = await failMessages(trx, ids, reason, now);
       await refund(trx, moved, now);
+      await emitMessageEvents(trx, moved, 'message.failed', now);
       return moved;
     });
   }
 
+  /** sent -> delivered, with the message.delivered events, in one transaction. */
   async deliver(ids: number[]): Promise<Settled[]> {
-    return deliverMessages(this.deps.db, ids, nowIso());
+    if (ids.length === 0) return [];
+    return this.deps.db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      const moved = await deliverMessages(trx, ids, now);
+      await emitMessageEvents(trx, moved, 'message.delivered', now);
+      return moved;
+    });
   }
 
   /** Delivery reports (callbacks, sandbox settlement). Late or repeated reports change nothing. */
@@ -208,8 +217,27 @@ export class MessagesService {
   }
 }
 
+/** The message.delivered / message.failed webhook events of messages that just moved, as history shows them. */
+export async function emitMessageEvents(
+  trx: Executor,
+  rows: Settled[],
+  type: 'message.delivered' | 'message.failed',
+  now: string,
+): Promise<void> {
+  const byWorkspace = new Map<number, Settled[]>();
+  for (const row of rows)
+    byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
+  for (const [workspaceId, moved] of byWorkspace) {
+    await emitEvents(trx, workspaceId, type, moved.map(historyItem), now);
+  }
+}
+
 /** One refund ledger entry per workspace, channel and campaign (or per message outside campaigns). */
-export async function refund(trx: Executor, rows: Settled[], now: string): Promise<void> {
+export async function refund(
+  trx: Executor,
+  rows: Array<Pick<Settled, 'id' | 'workspace_id' | 'channel' | 'cost' | 'campaign_id'>>,
+  now: string,
+): Promise<void> {
   const groups = new Map<
     string,
     { workspaceId: number; channel: MessageChannel; ref: string; amount: number }

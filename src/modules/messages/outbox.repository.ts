@@ -99,15 +99,8 @@ export async function scheduleRetry(
     .execute();
 }
 
-export interface Settled {
-  id: number;
-  workspace_id: number;
-  channel: MessageChannel;
-  cost: number;
-  campaign_id: number | null;
-}
-
-const settledColumns = ['id', 'workspace_id', 'channel', 'cost', 'campaign_id'] as const;
+/** A message that reached a final status: the whole row, for refunds and the message.* webhook events. */
+export type Settled = MessageRow;
 
 /** queued | sent -> failed. Returns the rows that moved (only those are refunded). */
 export async function failMessages(
@@ -122,7 +115,7 @@ export async function failMessages(
     .set({ status: 'failed', error: error.slice(0, 500), failed_at: now, updated_at: now, claimed_by: null })
     .where('id', 'in', ids)
     .where('status', 'in', ['queued', 'sent'])
-    .returning(settledColumns)
+    .returningAll()
     .execute();
 }
 
@@ -134,7 +127,7 @@ export async function deliverMessages(db: Executor, ids: number[], now: string):
     .set({ status: 'delivered', delivered_at: now, updated_at: now })
     .where('id', 'in', ids)
     .where('status', '=', 'sent')
-    .returning(settledColumns)
+    .returningAll()
     .execute();
 }
 

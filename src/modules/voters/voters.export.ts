@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import type { Db } from '../../db/connect.ts';
 import { validationError } from '../../errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { fieldErrors } from '../../http/validation.ts';
@@ -56,8 +55,9 @@ async function* csvBody(batches: AsyncIterable<ExportRow[]>): AsyncGenerator<Buf
   yield Buffer.from(exportColumns.join(',') + '\r\n', 'utf8');
   for await (const rows of batches) {
     let text = '';
+    // id is a number and the timestamps ISO 8601 strings: neither needs quoting nor the formula guard.
     for (const r of rows) {
-      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${csvField(r[8])},${csvField(r[9])}\r\n`;
+      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${r[8]},${r[9]}\r\n`;
     }
     yield Buffer.from(text, 'utf8');
   }
@@ -69,7 +69,7 @@ async function* csvBody(batches: AsyncIterable<ExportRow[]>): AsyncGenerator<Buf
  * reads instead of filling memory).
  */
 export function exportVoters(
-  db: Kysely<Database>,
+  db: Db,
   workspaceId: number,
   filters: VoterFilters,
   format: ExportFormat,

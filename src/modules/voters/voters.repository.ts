@@ -117,6 +117,9 @@ export function filteredVoters(
 /** Below this many matches a PostgreSQL search page is read through the trigram indexes (see voterPage). */
 const RARE_MATCHES = 5000;
 
+/** From this offset on, pages without a search are read through a deferred join (see voterPage). */
+const DEFERRED_JOIN_OFFSET = 1000;
+
 const listColumns = [
   'voters.id',
   'voters.name',
@@ -160,6 +163,22 @@ async function voterPage(
   // which. `id + 0` hides the key order from the planner, so a rare term is read through its trigram
   // indexes and sorted.
   const rare = isPostgres(db) && Boolean(term) && total <= RARE_MATCHES;
+  const offset = (page - 1) * perPage;
+  if (!term && offset >= DEFERRED_JOIN_OFFSET) {
+    // A deep page: skip the first rows inside an index that holds the filter columns and the id, then
+    // read only the page's rows (reading every skipped row from the table is what makes OFFSET slow).
+    const ids = filteredVoters(db, workspaceId, filters)
+      .select('voters.id')
+      .orderBy('voters.id')
+      .limit(perPage)
+      .offset(offset);
+    return db
+      .selectFrom('voters')
+      .select(listColumns)
+      .where('voters.id', 'in', ids)
+      .orderBy('voters.id')
+      .execute();
+  }
   return filteredVoters(db, workspaceId, filters)
     .select(listColumns)
     .orderBy(rare ? sql`voters.id + 0` : sql`voters.id`)
@@ -306,40 +325,58 @@ export type ExportRow = [
   string,
 ];
 
+// On PostgreSQL the timestamps are formatted by the server (as toISOString would): parsing two timestamptz
+// per row into Dates in JS costs more than the rest of the row.
+const isoUtc = (column: 'created_at' | 'updated_at') =>
+  sql<string>`to_char(${sql.ref(`voters.${column}`)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(
+    column,
+  );
+
+function exportSelection(dialect: Db['dialect']) {
+  const plain = exportColumns.slice(0, 8).map((c) => `voters.${c}` as const);
+  return dialect === 'postgres'
+    ? [...plain, isoUtc('created_at'), isoUtc('updated_at')]
+    : [...plain, 'voters.created_at' as const, 'voters.updated_at' as const];
+}
+
 /**
  * The voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each batch is
  * one short query, so no cursor or iterator stays open between batches: the single SQLite connection stays
- * free for other requests while the consumer is slow, and PostgreSQL holds no connection meanwhile.
+ * free for other requests while the consumer is slow, and PostgreSQL holds no connection meanwhile. Rows
+ * come from the driver as arrays (no per-row objects): on SQLite a prepared statement in raw mode under
+ * Kysely's connection lock, on PostgreSQL rowMode 'array'.
  */
 export async function* exportVoterBatches(
-  db: Executor,
+  db: Db,
   workspaceId: number,
   filters: VoterFilters,
-  batchSize = 5000,
+  batchSize = 2000,
 ): AsyncGenerator<ExportRow[]> {
   let after = 0;
   for (;;) {
-    const rows = await filteredVoters(db, workspaceId, filters)
-      .select(exportColumns.map((c) => `voters.${c}` as const))
+    const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
+      .select(exportSelection(db.dialect))
       .where('voters.id', '>', after)
       .orderBy('voters.id')
       .limit(batchSize)
-      .execute();
+      .compile();
+    let rows: ExportRow[];
+    if (db.raw.dialect === 'sqlite') {
+      const { sqlite } = db.raw;
+      rows = await db.kysely.connection().execute(
+        async () =>
+          sqlite
+            .prepare(text)
+            .raw(true)
+            .all(...parameters) as ExportRow[],
+      );
+    } else {
+      rows = (await db.raw.pool.query<ExportRow>({ text, values: [...parameters], rowMode: 'array' })).rows;
+    }
     if (rows.length === 0) return;
-    yield rows.map((r) => [
-      r.id,
-      r.name,
-      r.phone,
-      r.email,
-      r.constituency,
-      r.booth,
-      r.ward,
-      r.address,
-      r.created_at,
-      r.updated_at,
-    ]);
+    yield rows;
     if (rows.length < batchSize) return;
-    after = rows[rows.length - 1]!.id;
+    after = rows[rows.length - 1]![0];
   }
 }
 
@@ -401,7 +438,9 @@ export async function startVoterImport(db: Db, workspaceId: number): Promise<Vot
 
 let stagingSeq = 0;
 /** Rows applied per SQLite transaction; between two, other requests get the connection. */
-const SQLITE_APPLY_CHUNK = 50_000;
+const SQLITE_APPLY_CHUNK = 20_000;
+/** Page cache while applying an import (KiB). */
+const SQLITE_IMPORT_CACHE_KIB = 65_536;
 
 /**
  * SQLite: rows are staged in a TEMP table (this connection only, outside the database file), each batch in
@@ -452,7 +491,10 @@ async function startSqliteImport(
       lastLine = rows[rows.length - 1]!.line;
     },
     apply: async (now) => {
-      const count = sqlite.prepare('SELECT count(*) FROM voters WHERE workspace_id = ?').pluck();
+      // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
+      // highest id before the chunk are the ones it created (counted over those rows only, not the table).
+      const maxId = sqlite.prepare('SELECT coalesce(max(id), 0) FROM voters').pluck();
+      const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
       const upsert = sqlite.prepare(
         `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
          SELECT ?, ${stagedColumns.slice(1).join(', ')}, ?, ? FROM ${table}
@@ -461,23 +503,39 @@ async function startSqliteImport(
          WHERE ${changedCondition('IS NOT')}`,
       );
       const chunk = sqlite.transaction((from: number, to: number) => {
-        const before = count.get(workspaceId) as number;
+        const before = maxId.get() as number;
         upsert.run(workspaceId, now, now, from, to);
-        return (count.get(workspaceId) as number) - before;
+        return createdSince.get(before) as number;
       });
       let imported = 0;
+      // Each row lands in six b-trees (table, five indexes) plus the search index, at scattered places once
+      // they outgrow SQLite's default 2 MiB page cache: a larger cache for the bulk step saves most of the I/O.
+      const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
       try {
         for (let from = 0; from <= lastLine; from += SQLITE_APPLY_CHUNK) {
-          imported += await locked(() => chunk(from, from + SQLITE_APPLY_CHUNK));
+          imported += await locked(() => {
+            sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`);
+            try {
+              return chunk(from, from + SQLITE_APPLY_CHUNK);
+            } finally {
+              sqlite.pragma(`cache_size = ${cacheSize}`);
+            }
+          });
         }
       } finally {
         await drop();
       }
+      // A large import changes the shape of the table: fresh statistics keep the planner on the right
+      // indexes (about a second at a million voters).
+      if (lastLine >= ANALYZE_AFTER_ROWS) await locked(() => sqlite.exec('ANALYZE voters'));
       return { imported };
     },
     abort: drop,
   };
 }
+
+/** An import of at least this many rows refreshes the table's statistics on PostgreSQL. */
+const ANALYZE_AFTER_ROWS = 10_000;
 
 const COPY_SPECIAL = /[\\\t\n\r]/;
 const COPY_SPECIAL_G = /[\\\t\n\r]/g;
@@ -520,6 +578,7 @@ async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<
   stream.on('error', (error: Error) => {
     failure ??= error;
   });
+  let staged = 0;
   const finished = new Promise<void>((resolve, reject) => {
     stream.on('finish', resolve);
     stream.on('error', reject);
@@ -533,6 +592,7 @@ async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<
       for (const r of rows) {
         text += `${r.line}\t${copyValue(r.name)}\t${copyValue(r.name_key)}\t${copyValue(r.phone)}\t${copyValue(r.email)}\t${copyValue(r.constituency)}\t${copyValue(r.constituency_key)}\t${copyValue(r.booth)}\t${copyValue(r.ward)}\t${copyValue(r.address)}\n`;
       }
+      staged += rows.length;
       if (!stream.write(text)) await once(stream, 'drain');
     },
     apply: async (now) => {
@@ -553,6 +613,10 @@ async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<
           [workspaceId, now],
         );
         await client.query('COMMIT');
+        // Without fresh statistics after a bulk load the planner guesses a handful of rows per workspace
+        // and picks plans (bitmap scan + sort) that make the export's keyset pages quadratic. Autovacuum
+        // would get there later; a large import analyzes at once (a sample: well under a second).
+        if (staged >= ANALYZE_AFTER_ROWS) await client.query('ANALYZE voters');
         release();
         return { imported: Number(result.rows[0]?.imported ?? 0) };
       } catch (error) {

@@ -93,7 +93,8 @@ export function checkVoter(
       }
     }
     const limit = voterLimits[field as keyof typeof voterLimits];
-    if (value !== null && [...value].length > limit) {
+    // Counted in characters (code points); a string no longer in UTF-16 units cannot be over.
+    if (value !== null && value.length > limit && [...value].length > limit) {
       fail(field, `must be at most ${limit} characters.`);
       continue;
     }

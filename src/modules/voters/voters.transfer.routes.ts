@@ -42,7 +42,8 @@ const ExportQuery = Type.Object({
 });
 
 const importDescription = `Multipart form data with one part \`file\`: a CSV file, UTF-8 with or without a BOM, up to
-IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written).
+IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only the first file part is
+read, and it must be named \`file\`; other parts are ignored.
 
 The header row names the columns \`name, phone, email, constituency, booth, ward, address\` in any order and
 case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
@@ -156,7 +157,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
-      const file = exportVoters(db.kysely, authOf(request).workspaceId, filters, request.query.format);
+      const file = exportVoters(db, authOf(request).workspaceId, filters, request.query.format);
       const body = Readable.from(file.body, { objectMode: false });
       return (
         reply

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/schema.ts';
+import { eventMessageId } from '../modules/webhooks/webhooks.events.ts';
+import {
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  loadClaimed,
+  recordAttempt,
+  releaseClaims,
+  updateWebhook,
+} from '../modules/webhooks/webhooks.repository.ts';
+import { webhookSecretBox } from '../modules/webhooks/webhooks.secrets.ts';
+import { type AttemptOutcome, eventBody, sendSigned } from '../modules/webhooks/webhooks.sender.ts';
+import { type Resolver, systemResolver } from '../modules/webhooks/webhooks.ssrf.ts';
+
+export interface WebhookWorkerDeps {
+  db: Kysely<Database>;
+  config: Pick<Config, 'appKey' | 'webhooks'>;
+  log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /** DNS for the connect-time SSRF check; tests inject their own. */
+  resolver?: Resolver;
+  /** Names this worker's claims; unique per process by default. */
+  workerId?: string;
+  /** Serve only these workspaces' deliveries (a dedicated worker; tests sharing one database). Default: all. */
+  workspaceIds?: readonly number[];
+}
+
+/**
+ * The webhook delivery loop: claims due deliveries with a lease, sends each (signed, SSRF-guarded, 10 s
+ * limit), and records the outcome: `succeeded` on a 2xx; on anything else another attempt after the next
+ * delay of WEBHOOK_RETRY_SCHEDULE, or `failed` once the schedule is spent; a 410 disables the endpoint.
+ * A worker that dies mid-attempt leaves a lease that runs out, and any worker claims the delivery again.
+ * On PostgreSQL any number of workers (processes) share the table; on SQLite run one, in-process.
+ */
+export class WebhookDeliveryWorker {
+  readonly workerId: string;
+  private readonly resolver: Resolver;
+  private readonly secrets;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly deps: WebhookWorkerDeps) {
+    this.workerId = deps.workerId ?? `webhooks:${randomUUID()}`;
+    this.resolver = deps.resolver ?? systemResolver;
+    this.secrets = webhookSecretBox(deps.config.appKey);
+  }
+
+  /** How long a claim holds: well past one attempt's time limit. */
+  private get leaseMs(): number {
+    return Math.max(60_000, this.deps.config.webhooks.timeoutMs * 3);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  /** Stops claiming, waits for the attempts in flight, and gives back anything still claimed. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    this.running = undefined;
+    await releaseClaims(this.deps.db, this.workerId).catch(() => {});
+  }
+
+  private async loop(): Promise<void> {
+    const { pollIntervalMs } = this.deps.config.webhooks;
+    let failures = 0;
+    while (!this.stopped) {
+      let handled = 0;
+      try {
+        handled = await this.runOnce();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        this.deps.log.error({ err: error }, 'webhook delivery round failed');
+      }
+      if (handled === 0 && !this.stopped) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollIntervalMs * Math.min(2 ** failures, 30));
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+  }
+
+  /** One round: claims a batch of due deliveries and attempts them concurrently. Returns how many. */
+  async runOnce(): Promise<number> {
+    const { db, config } = this.deps;
+    const now = new Date();
+    const ids = await claimDueDeliveries(
+      db,
+      this.workerId,
+      now.toISOString(),
+      new Date(now.getTime() + this.leaseMs).toISOString(),
+      config.webhooks.batchSize,
+      this.deps.workspaceIds,
+    );
+    const claimed = await loadClaimed(db, this.workerId, ids);
+    await Promise.all(claimed.map((delivery) => this.attempt(delivery)));
+    return claimed.length;
+  }
+
+  /** Runs rounds until nothing is due (tests; a zero retry schedule makes every retry due at once). */
+  async drain(maxRounds = 100): Promise<void> {
+    for (let round = 0; round < maxRounds; round += 1) {
+      if ((await this.runOnce()) === 0) return;
+    }
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    const { db, config, log } = this.deps;
+    let outcome: AttemptOutcome;
+    let secret: string | undefined;
+    try {
+      secret = this.secrets.open(delivery.secret_encrypted);
+    } catch {
+      // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
+    }
+    try {
+      if (secret === undefined)
+        throw new Error('the signing secret cannot be decrypted: was APP_KEY changed?');
+      outcome = await sendSigned(
+        {
+          url: delivery.url,
+          secret,
+          messageId: eventMessageId(delivery.event_id),
+          body: eventBody(delivery.event_type, delivery.event_created_at, delivery.payload),
+          timestamp: new Date(),
+        },
+        {
+          resolver: this.resolver,
+          allowPrivate: config.webhooks.allowPrivateUrls,
+          timeoutMs: config.webhooks.timeoutMs,
+        },
+      );
+    } catch (error) {
+      outcome = {
+        ok: false,
+        statusCode: null,
+        error: error instanceof Error ? error.message.slice(0, 500) : 'delivery error',
+        gone: false,
+      };
+    }
+    const finished = new Date();
+    const attempts = delivery.attempts + 1;
+    const schedule = config.webhooks.retrySchedule;
+    const retryIn =
+      !outcome.ok && !outcome.gone && attempts <= schedule.length ? schedule[attempts - 1] : undefined;
+    const status = outcome.ok ? 'succeeded' : retryIn !== undefined ? 'pending' : 'failed';
+    const at = finished.toISOString();
+    await db.transaction().execute(async (trx) => {
+      const recorded = await recordAttempt(trx, delivery.workspace_id, delivery.id, this.workerId, {
+        status,
+        attempts,
+        next_attempt_at:
+          retryIn !== undefined ? new Date(finished.getTime() + retryIn * 1000).toISOString() : at,
+        last_attempt_at: at,
+        last_status_code: outcome.statusCode,
+        last_error: outcome.error,
+        updated_at: at,
+      });
+      if (recorded && outcome.gone) {
+        await updateWebhook(trx, delivery.workspace_id, delivery.webhook_id, {
+          disabled_at: at,
+          disabled_reason: 'the endpoint answered 410 Gone',
+          updated_at: at,
+        });
+      }
+    });
+    log.info(
+      {
+        delivery_id: delivery.id,
+        webhook_id: delivery.webhook_id,
+        status,
+        attempts,
+        status_code: outcome.statusCode,
+      },
+      'webhook delivery attempt',
+    );
+  }
+}
+
+/** Starts the delivery loop; `await worker.stop()` on shutdown. One call for server.ts or worker.ts. */
+export function startWebhookDelivery(deps: WebhookWorkerDeps): WebhookDeliveryWorker {
+  const worker = new WebhookDeliveryWorker(deps);
+  worker.start();
+  return worker;
+}

@@ -1,0 +1,76 @@
+import { type TSchema, Type } from 'typebox';
+import { Timestamp } from '../../http/schemas.ts';
+import { Grievance } from '../grievances/grievances.schemas.ts';
+import { ProcessedPayment } from '../payments/payments.schemas.ts';
+
+const MessageData = Type.Object(
+  {
+    id: Type.String({ description: '`msg_<n>`' }),
+    channel: Type.String(),
+    to: Type.String(),
+    message: Type.String(),
+    status: Type.String(),
+    sent_at: Type.Union([Timestamp, Type.Null()]),
+    campaign_id: Type.Union([Type.String({ description: '`camp_<n>`' }), Type.Null()]),
+  },
+  { description: 'The message as GET /api/messages/history shows it.' },
+);
+
+const PingData = Type.Object({ webhook_id: Type.Integer(), message: Type.String() });
+
+const headers = [
+  {
+    name: 'webhook-id',
+    in: 'header' as const,
+    required: true,
+    description: '`evt_<n>`: the same on every attempt and every endpoint; deduplicate on it.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header' as const,
+    required: true,
+    description: 'Unix seconds of the attempt.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header' as const,
+    required: true,
+    description:
+      '`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` keyed with the base64-decoded secret after `whsec_`.',
+    schema: { type: 'string' },
+  },
+];
+
+function event(type: string, data: TSchema, when: string) {
+  return {
+    post: {
+      tags: ['Webhooks'],
+      summary: when,
+      parameters: headers,
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: Type.Object({ type: Type.Literal(type), timestamp: Timestamp, data }),
+          },
+        },
+      },
+      responses: {
+        '2XX': { description: 'Received. Anything else (or no answer in 10 s) is retried.' },
+        '410': { description: 'Gone: the endpoint is disabled and receives nothing more.' },
+      },
+    },
+  };
+}
+
+/** The OpenAPI 3.1 `webhooks` object: what each event delivers to a registered endpoint. */
+export const webhookEventsOpenApi = {
+  'message.delivered': event('message.delivered', MessageData, 'A message reached `delivered`'),
+  'message.failed': event('message.failed', MessageData, 'A message reached `failed`'),
+  'grievance.created': event('grievance.created', Grievance, 'A grievance was recorded'),
+  'grievance.resolved': event('grievance.resolved', Grievance, 'A grievance moved to `resolved`'),
+  'payment.processed': event('payment.processed', ProcessedPayment, 'A payment added credits'),
+  ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
+};

@@ -1,0 +1,102 @@
+import { Type } from 'typebox';
+import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { webhookEventTypes } from './webhooks.events.ts';
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+const eventList = (more = '') =>
+  Type.Array(
+    Type.Union([
+      Type.Literal('message.delivered'),
+      Type.Literal('message.failed'),
+      Type.Literal('grievance.created'),
+      Type.Literal('grievance.resolved'),
+      Type.Literal('payment.processed'),
+    ]),
+    {
+      minItems: 1,
+      uniqueItems: true,
+      description: `Event types to receive: any of ${webhookEventTypes.join(', ')}.${more}`,
+    },
+  );
+
+const fields = {
+  url: Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    description:
+      'https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).',
+  }),
+  description: Type.Union([Type.String({ maxLength: 500 }), Type.Null()]),
+};
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: fields.url,
+    events: Type.Optional(eventList(' Default: all.')),
+    description: Type.Optional(fields.description),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    url: Type.Optional(fields.url),
+    events: Type.Optional(eventList()),
+    description: Type.Optional(fields.description),
+    active: Type.Optional(
+      Type.Boolean({
+        description: 'false stops deliveries (they wait, pending); true resumes them, also after a 410.',
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const Webhook = Type.Object({
+  id: Type.Integer(),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  description: NullableString,
+  active: Type.Boolean(),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH.',
+  }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const CreatedWebhook = Type.Object({
+  ...Webhook.properties,
+  secret: Type.String({
+    description:
+      'The signing secret, `whsec_<base64>`. Shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks).',
+  }),
+});
+
+export const Delivery = Type.Object({
+  id: Type.Integer(),
+  event_id: Type.String({ description: 'The `webhook-id` header of the delivery, `evt_<n>`.' }),
+  event_type: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  attempts: Type.Integer(),
+  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+  last_error: NullableString,
+  last_attempt_at: Type.Union([Timestamp, Type.Null()]),
+  next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'When pending: the next attempt.' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const DeliveryParams = Type.Object({
+  id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  delivery_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+});
+
+export const ListQuery = PageQuery;
+
+export const TestResult = Type.Object({
+  event_id: Type.String(),
+  delivery_id: Type.Integer(),
+  status: Type.Literal('pending'),
+});
