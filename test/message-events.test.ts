@@ -77,5 +77,38 @@ for (const dialect of dialects) {
         await receiver.close();
       }
     });
+
+    it('cancelling a sending campaign emits message.failed for what had not gone out', async () => {
+      const receiver = await startReceiver();
+      try {
+        const owner = await register(t.app);
+        await call(t.app, 'POST', '/api/webhooks', {
+          token: owner.token,
+          body: { url: receiver.url, events: ['message.failed'] },
+        });
+        const sent = await call(t.app, 'POST', '/api/messages/broadcast', {
+          token: owner.token,
+          body: { channel: 'sms', recipients: [uniquePhone(), uniquePhone()], message: 'Stop this' },
+        });
+        const delivery = new DeliveryWorker({
+          db: t.db,
+          config: t.config,
+          providers: t.providers,
+          log: silent,
+        });
+        while (await delivery.campaigns.fillNext()) {
+          // fill the outbox, send nothing
+        }
+        const cancelled = await call(t.app, 'POST', `/api/campaigns/${sent.body.data.campaign_id}/cancel`, {
+          token: owner.token,
+        });
+        expect(cancelled.body.data.stats).toMatchObject({ queued: 0, failed: 2 });
+        await workerFor(t, [owner.user.workspace_id], { allowPrivateUrls: true }).drain();
+        expect(receiver.received.map((r) => r.json.type)).toEqual(['message.failed', 'message.failed']);
+        expect(receiver.received.every((r) => r.json.data.status === 'failed')).toBe(true);
+      } finally {
+        await receiver.close();
+      }
+    });
   });
 }

@@ -344,6 +344,6 @@ export async function cancelQueuedMessages(
     .where('campaign_id', '=', campaignId)
     .where('status', '=', 'queued')
     .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
-    .returning(['id', 'workspace_id', 'channel', 'cost', 'campaign_id'])
+    .returningAll()
     .execute();
 }

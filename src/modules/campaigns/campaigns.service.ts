@@ -217,7 +217,12 @@ export class CampaignsService {
         }
         case 'sending': {
           const moved = await updateCampaign(trx, workspaceId, campaign.id, ['sending'], set);
-          if (moved) await refund(trx, await cancelQueuedMessages(trx, workspaceId, campaign.id, now), now);
+          if (moved) {
+            const stopped = await cancelQueuedMessages(trx, workspaceId, campaign.id, now);
+            await refund(trx, stopped, now);
+            // Cancelled messages end `failed`: their message.failed events go with them.
+            await emitMessageEvents(trx, stopped, 'message.failed', now);
+          }
           return moved;
         }
         default:
