@@ -69,6 +69,22 @@ for (const dialect of dialects) {
           status: 'failed',
           campaign_id: sent.body.data.campaign_id,
         });
+        // The ledger: both credits reserved, the delivered one captured, the failed one refunded.
+        const ledger = await t.db.kysely
+          .selectFrom('credit_ledger')
+          .select(['kind', 'amount'])
+          .where('workspace_id', '=', owner.user.workspace_id)
+          .where('channel', '=', 'sms')
+          .where('kind', 'in', ['reserve', 'capture', 'refund'])
+          .orderBy('id')
+          .execute();
+        expect(ledger.map((e) => `${e.kind} ${Number(e.amount)}`).sort()).toEqual([
+          'capture 1',
+          'refund 1',
+          'reserve -2',
+        ]);
+        const me = await call(t.app, 'GET', '/api/user', { token: owner.token });
+        expect(me.body.data.credits.sms_credits).toBe(99);
         // Settling again (a late or repeated report) emits nothing more.
         await delivery.drain();
         await workerFor(t, [owner.user.workspace_id], { allowPrivateUrls: true }).drain();

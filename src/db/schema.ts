@@ -90,7 +90,10 @@ export interface CreditLedgerTable {
   workspace_id: number;
   channel: CreditChannel;
   kind: LedgerKind;
-  /** Signed change to the balance (a reserve is negative, a refund positive). */
+  /**
+   * Signed change to the balance (a reserve is negative, a refund positive); for a `capture`, the reserved
+   * credits that became final, which leaves the balance as it was.
+   */
   amount: number;
   reference: string | null;
   created_at: string;

@@ -84,6 +84,26 @@ export async function reserveCredits(
 }
 
 /** Gives back credits of messages that failed or were cancelled, with one ledger entry. */
+/**
+ * Records that reserved credits became a charge (the message was delivered). The balance does not move:
+ * the reserve already took the credits; a capture's `amount` is how many it made final, so the balance is
+ * the sum of every entry's amount but the captures'.
+ */
+export async function captureCredits(
+  trx: Executor,
+  workspaceId: number,
+  channel: CreditChannel,
+  amount: number,
+  reference: string,
+  now: string,
+): Promise<void> {
+  if (amount <= 0) return;
+  await trx
+    .insertInto('credit_ledger')
+    .values({ workspace_id: workspaceId, channel, kind: 'capture', amount, reference, created_at: now })
+    .execute();
+}
+
 export async function refundCredits(
   trx: Executor,
   workspaceId: number,

@@ -7,7 +7,7 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import type { FinalStatus, Providers, StatusReport } from '../../providers/provider.ts';
-import { balances, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
+import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { insertMessage, listHistory } from './messages.repository.ts';
 import {
   addressProblem,
@@ -197,6 +197,7 @@ export class MessagesService {
     return this.deps.db.transaction().execute(async (trx) => {
       const now = nowIso();
       const moved = await deliverMessages(trx, ids, now);
+      await capture(trx, moved, now);
       await emitMessageEvents(trx, moved, 'message.delivered', now);
       return moved;
     });
@@ -232,12 +233,10 @@ export async function emitMessageEvents(
   }
 }
 
-/** One refund ledger entry per workspace, channel and campaign (or per message outside campaigns). */
-export async function refund(
-  trx: Executor,
-  rows: Array<Pick<Settled, 'id' | 'workspace_id' | 'channel' | 'cost' | 'campaign_id'>>,
-  now: string,
-): Promise<void> {
+type Charged = Pick<Settled, 'id' | 'workspace_id' | 'channel' | 'cost' | 'campaign_id'>;
+
+/** Settled messages' credits grouped per workspace, channel and campaign (or per message outside campaigns). */
+function ledgerGroups(rows: Charged[]) {
   const groups = new Map<
     string,
     { workspaceId: number; channel: MessageChannel; ref: string; amount: number }
@@ -250,8 +249,21 @@ export async function refund(
     group.amount += row.cost;
     groups.set(key, group);
   }
-  for (const g of groups.values()) {
+  return groups.values();
+}
+
+/** Failed messages give their reserved credits back: one refund ledger entry per group. */
+export async function refund(trx: Executor, rows: Charged[], now: string): Promise<void> {
+  for (const g of ledgerGroups(rows)) {
     const credit = creditChannel(g.channel);
     if (credit) await refundCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
+  }
+}
+
+/** Delivered messages keep their reserved credits for good: one capture ledger entry per group. */
+export async function capture(trx: Executor, rows: Charged[], now: string): Promise<void> {
+  for (const g of ledgerGroups(rows)) {
+    const credit = creditChannel(g.channel);
+    if (credit) await captureCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
   }
 }
