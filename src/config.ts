@@ -212,15 +212,6 @@ function apiDeprecation(env: Env): ApiDeprecation | undefined {
   };
 }
 
-function seconds(env: Env, name: string, fallback: readonly number[]): number[] {
-  const raw = env[name]?.trim();
-  if (raw === undefined || raw === '') return [...fallback];
-  const list = raw.split(',').map((v) => v.trim());
-  if (list.some((v) => !/^\d+$/.test(v)))
-    throw new ConfigError(name, `must be whole seconds separated by commas, got "${raw}"`);
-  return list.map(Number);
-}
-
 function url(env: Env, name: string, fallback?: string): string | undefined {
   const raw = env[name]?.trim() || fallback;
   if (raw === undefined) return undefined;
@@ -331,7 +322,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
       leaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 60, 1),
       pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
-      retrySchedule: seconds(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
+      retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
       sendRate: {
         sandbox: int(env, 'SANDBOX_SEND_RATE', 0),
         twilio: int(env, 'TWILIO_SEND_RATE', 0),
