@@ -1,8 +1,5 @@
-import pino from 'pino';
-import { buildApp, loggerOptions } from './app.ts';
-import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
-import { connect } from './db/connect.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { buildApp } from './app.ts';
+import { bootstrap } from './bootstrap.ts';
 import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
 import { createProviders } from './providers/registry.ts';
@@ -13,23 +10,7 @@ import { createProviders } from './providers/registry.ts';
  * claims are released for other workers), close the database.
  */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig(process.env, { keyFile: defaultKeyFile() });
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
-    throw error;
-  }
-  const db = connect(config.databaseUrl);
-  await migrateToLatest(db.kysely);
-  // Written synchronously: a line (the sandbox's record of a message handed over) survives a crash that follows it.
-  const log = pino(
-    loggerOptions(config.logLevel) as pino.LoggerOptions,
-    pino.destination({ dest: 1, sync: true }),
-  );
+  const { config, db, log } = await bootstrap();
   const providers = createProviders(config, log);
   const app = await buildApp({ config, db, providers });
   const worker = config.delivery.inProcess ? new DeliveryWorker({ db, config, providers, log }) : undefined;

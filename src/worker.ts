@@ -1,8 +1,4 @@
-import pino from 'pino';
-import { loggerOptions } from './app.ts';
-import { ConfigError, defaultKeyFile, loadConfig } from './config.ts';
-import { connect } from './db/connect.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { bootstrap } from './bootstrap.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
 import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { createProviders } from './providers/registry.ts';
@@ -12,23 +8,7 @@ import { createProviders } from './providers/registry.ts';
  * SIGINT stops it after the message in hand and releases its unsent claims.
  */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig(process.env, { keyFile: defaultKeyFile() });
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
-    throw error;
-  }
-  const db = connect(config.databaseUrl);
-  await migrateToLatest(db.kysely);
-  // Written synchronously: a line (the sandbox's record of a message handed over) survives a crash that follows it.
-  const log = pino(
-    loggerOptions(config.logLevel) as pino.LoggerOptions,
-    pino.destination({ dest: 1, sync: true }),
-  );
+  const { config, db, log } = await bootstrap();
   const providers = createProviders(config, log);
   const worker = new DeliveryWorker({ db, config, providers, log });
   const webhookWorker = startWebhookDelivery({ db: db.kysely, config, log });
