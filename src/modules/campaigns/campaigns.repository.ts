@@ -9,6 +9,7 @@ import type {
 } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from '../voters/voters.repository.ts';
+import { workspacePage } from '../../db/paginate.ts';
 
 export type Stats = Record<MessageStatus, number>;
 
@@ -37,28 +38,8 @@ export async function findCampaign(
     .executeTakeFirst();
 }
 
-export async function listCampaigns(
-  db: Executor,
-  workspaceId: number,
-  page: number,
-  perPage: number,
-): Promise<{ rows: CampaignRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('campaigns')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('campaigns')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+export function listCampaigns(db: Executor, workspaceId: number, page: number, perPage: number) {
+  return workspacePage(db, 'campaigns', workspaceId, page, perPage, 'desc');
 }
 
 /** Message counts per status of each campaign, live from the outbox. */

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { SegmentTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { workspacePage } from '../../db/paginate.ts';
 
 export type SegmentRow = Selectable<SegmentTable>;
 
@@ -24,23 +25,8 @@ export async function findSegment(
     .executeTakeFirst();
 }
 
-export async function listSegments(db: Executor, workspaceId: number, page: number, perPage: number) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('segments')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('segments')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+export function listSegments(db: Executor, workspaceId: number, page: number, perPage: number) {
+  return workspacePage(db, 'segments', workspaceId, page, perPage);
 }
 
 export async function deleteSegment(db: Executor, workspaceId: number, id: number): Promise<boolean> {

@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { UserRow, UserTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { workspacePage } from '../../db/paginate.ts';
 
 export async function insertUser(db: Executor, values: Insertable<UserTable>): Promise<UserRow> {
   return db.insertInto('users').values(values).returningAll().executeTakeFirstOrThrow();
@@ -24,26 +25,6 @@ export async function findUserByPhone(db: Executor, phone: string): Promise<User
   return db.selectFrom('users').selectAll().where('phone', '=', phone).executeTakeFirst();
 }
 
-export async function listUsers(
-  db: Executor,
-  workspaceId: number,
-  page: number,
-  perPage: number,
-): Promise<{ rows: UserRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('users')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('users')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+export function listUsers(db: Executor, workspaceId: number, page: number, perPage: number) {
+  return workspacePage(db, 'users', workspaceId, page, perPage);
 }

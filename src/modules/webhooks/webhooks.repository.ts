@@ -2,6 +2,7 @@ import type { Insertable, Updateable } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { DeliveryStatus, WebhookDeliveryTable, WebhookRow, WebhookTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { workspacePage } from '../../db/paginate.ts';
 
 export async function insertWebhook(db: Executor, values: Insertable<WebhookTable>): Promise<WebhookRow> {
   return db.insertInto('webhooks').values(values).returningAll().executeTakeFirstOrThrow();
@@ -20,28 +21,8 @@ export async function findWebhook(
     .executeTakeFirst();
 }
 
-export async function listWebhooks(
-  db: Executor,
-  workspaceId: number,
-  page: number,
-  perPage: number,
-): Promise<{ rows: WebhookRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('webhooks')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('webhooks')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+export function listWebhooks(db: Executor, workspaceId: number, page: number, perPage: number) {
+  return workspacePage(db, 'webhooks', workspaceId, page, perPage);
 }
 
 export async function updateWebhook(
