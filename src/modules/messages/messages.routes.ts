@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authOf } from '../../http/guard.ts';
 import { Page, Success } from '../../http/schemas.ts';
 import type { CampaignsService } from '../campaigns/campaigns.service.ts';
@@ -26,6 +27,29 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
 ) => {
   const tags = ['Messaging'];
 
+  /**
+   * Runs a sending request once per Idempotency-Key: a repeat with the same key and body gets the first
+   * answer again (with `Idempotent-Replayed: true`) and sends nothing.
+   */
+  const answerOnce = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: string,
+    status: 201 | 202,
+    message: string,
+    work: (workspaceId: number) => Promise<unknown>,
+  ) => {
+    const { workspaceId } = authOf(request);
+    const answer = await idempotency.run(
+      workspaceId,
+      request.headers['idempotency-key'] as string | undefined,
+      IdempotencyService.fingerprint('POST', route, request.body),
+      async () => ({ status, body: { success: true, message, data: await work(workspaceId) } }),
+    );
+    if (answer.replayed) reply.header('idempotent-replayed', 'true');
+    return reply.code(answer.status).send(answer.body);
+  };
+
   app.post(
     '/messages/send',
     {
@@ -43,24 +67,10 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         response: { 201: Success(SendResult) },
       },
     },
-    async (request, reply) => {
-      const { workspaceId } = authOf(request);
-      const answer = await idempotency.run(
-        workspaceId,
-        request.headers['idempotency-key'],
-        IdempotencyService.fingerprint('POST', '/messages/send', request.body),
-        async () => ({
-          status: 201,
-          body: {
-            success: true,
-            message: 'Message sent.',
-            data: await messages.send(workspaceId, request.body),
-          },
-        }),
-      );
-      if (answer.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(answer.status as 201).send(answer.body as never);
-    },
+    (request, reply) =>
+      answerOnce(request, reply, '/messages/send', 201, 'Message sent.', (workspaceId) =>
+        messages.send(workspaceId, request.body),
+      ),
   );
 
   app.post(
@@ -80,24 +90,10 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         response: { 202: Success(BroadcastResult) },
       },
     },
-    async (request, reply) => {
-      const { workspaceId } = authOf(request);
-      const answer = await idempotency.run(
-        workspaceId,
-        request.headers['idempotency-key'],
-        IdempotencyService.fingerprint('POST', '/messages/broadcast', request.body),
-        async () => ({
-          status: 202,
-          body: {
-            success: true,
-            message: 'Broadcast queued.',
-            data: await campaigns.broadcast(workspaceId, request.body),
-          },
-        }),
-      );
-      if (answer.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(answer.status as 202).send(answer.body as never);
-    },
+    (request, reply) =>
+      answerOnce(request, reply, '/messages/broadcast', 202, 'Broadcast queued.', (workspaceId) =>
+        campaigns.broadcast(workspaceId, request.body),
+      ),
   );
 
   app.get(
