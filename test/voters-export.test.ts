@@ -3,7 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32, inflateRawSync } from 'node:zlib';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportVoters as exportVotersFile } from '../src/modules/voters/voters.export.ts';
 import {
   addMember,
   buildTestApp,
@@ -197,6 +199,54 @@ for (const dialect of dialects) {
       }
       expectError(await exportVoters(t.app, owner.token, { format: 'pdf' }), 422, 'validation_error');
     });
+
+    it('filter values with quotes, backslashes and LIKE wildcards match literally (never as SQL)', async () => {
+      const office = await register(t.app);
+      const tricky = "O'Brien \\ 100%_x";
+      const made = await call(t.app, 'POST', '/api/voters', {
+        token: office.token,
+        body: { name: tricky, phone: '9812300508', constituency: "St John's \\ Ward" },
+      });
+      expect(made.status).toBe(201);
+      await call(t.app, 'POST', '/api/voters', {
+        token: office.token,
+        body: { name: 'O Brien 1000 x', phone: '9812300509' },
+      });
+      const names = async (filters: unknown) =>
+        parseCsv((await exportVoters(t.app, office.token, { filters })).raw)
+          .slice(1)
+          .map((r) => r[1]);
+      expect(await names({ search: "O'Brien \\ 100%_" })).toEqual([tricky]);
+      expect(await names({ search: '100%' })).toEqual([tricky]);
+      expect(await names({ constituency: "st john's \\ ward" })).toEqual([tricky]);
+      expect(await names({ search: "x' OR '1'='1" })).toEqual([]);
+      expect(await names({ search: "'); DROP TABLE voters; --" })).toEqual([]);
+      expect(await names({})).toHaveLength(2);
+    });
+
+    it.runIf(dialect === 'postgres')(
+      'a download stopped part-way ends the COPY and frees its connection',
+      async () => {
+        const office = await register(t.app);
+        const lines = [HEADER];
+        for (let i = 0; i < 20_000; i += 1)
+          lines.push(`Copy Voter ${i},+9197${String(i).padStart(8, '0')},,,,,`);
+        expect((await importCsv(t.app, office.token, lines.join('\n'))).body.data.imported).toBe(20_000);
+        const file = exportVotersFile(t.db, office.user.workspace_id, {}, 'csv');
+        const first = await file.body.next();
+        expect(first.done).toBe(false);
+        await file.body.return(undefined);
+        const copies = async () => {
+          const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE query LIKE 'COPY (SELECT%' AND state <> 'idle'`.execute(t.db.kysely);
+          return rows[0]!.n;
+        };
+        for (let i = 0; i < 50 && (await copies()) > 0; i += 1) await new Promise((r) => setTimeout(r, 20));
+        expect(await copies()).toBe(0);
+        // The pool still answers (the broken connection was dropped, not handed out again).
+        expect((await exportVoters(t.app, office.token)).status).toBe(200);
+      },
+    );
 
     it("never contains another workspace's voters", async () => {
       const other = await register(t.app);

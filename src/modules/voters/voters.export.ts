@@ -4,7 +4,13 @@ import { validatorCompiler } from '../../http/validation.ts';
 import { fieldErrors } from '../../http/validation.ts';
 import { csvField } from '../../lib/csv.ts';
 import { xlsxStream } from '../../lib/xlsx.ts';
-import { exportColumns, exportVoterBatches, type ExportRow, type VoterFilters } from './voters.repository.ts';
+import {
+  copyVotersCsv,
+  exportColumns,
+  exportVoterBatches,
+  type ExportRow,
+  type VoterFilters,
+} from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
 
 export const exportFormats = {
@@ -52,12 +58,12 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
 }
 
 async function* csvBody(batches: AsyncIterable<ExportRow[]>): AsyncGenerator<Buffer> {
-  yield Buffer.from(exportColumns.join(',') + '\r\n', 'utf8');
+  yield Buffer.from(exportColumns.join(',') + '\n', 'utf8');
   for await (const rows of batches) {
     let text = '';
     // id is a number and the timestamps ISO 8601 strings: neither needs quoting nor the formula guard.
     for (const r of rows) {
-      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${r[8]},${r[9]}\r\n`;
+      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${r[8]},${r[9]}\n`;
     }
     yield Buffer.from(text, 'utf8');
   }
@@ -75,11 +81,13 @@ export function exportVoters(
   format: ExportFormat,
   today = new Date(),
 ): ExportFile {
-  const batches = exportVoterBatches(db, workspaceId, filters);
   const { contentType, extension } = exportFormats[format];
-  return {
-    contentType,
-    filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`,
-    body: format === 'csv' ? csvBody(batches) : xlsxStream(exportColumns, batches),
-  };
+  let body: AsyncGenerator<Buffer>;
+  if (format === 'csv' && db.raw.dialect === 'postgres') {
+    body = copyVotersCsv(db.kysely, db.raw.pool, workspaceId, filters);
+  } else {
+    const batches = exportVoterBatches(db, workspaceId, filters);
+    body = format === 'csv' ? csvBody(batches) : xlsxStream(exportColumns, batches);
+  }
+  return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
 }

@@ -58,7 +58,8 @@ quote) leaves the voters unchanged.`;
 
 const exportDescription = `A file download (\`Content-Disposition: attachment; filename="voters-<YYYY-MM-DD>.csv|xlsx"\`),
 streamed in id order. Columns: id, name, phone, email, constituency, booth, ward, address, created_at,
-updated_at, after a header row. A value a spreadsheet would run as a formula (starting with =, +, -, @, tab or
+updated_at, after a header row. CSV: UTF-8 without a BOM, lines ending in LF, a field quoted ("..." with "" for a
+quote) when it holds a comma, quote or line break, an empty field for a missing value. A value a spreadsheet would run as a formula (starting with =, +, -, @, tab or
 CR and not a plain number such as +919812345678) is written with a leading \`'\`. An exported CSV imports back
 unchanged.`;
 
