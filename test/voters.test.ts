@@ -5,6 +5,8 @@ import {
   call,
   dialects,
   expectError,
+  exportVoters,
+  importCsv,
   register,
   type Account,
   type TestApp,
@@ -383,6 +385,75 @@ for (const dialect of dialects) {
           expect(await totals(solo.app, second.token, '')).toBe(1);
         } finally {
           await solo.close();
+        }
+      });
+      it('deep pages, read from either end, hold exactly the rows of the id order', async () => {
+        const roll = await buildTestApp(dialect);
+        try {
+          const owner = await register(roll.app);
+          const other = await register(roll.app);
+          const csv = (prefix: string, from: number) => {
+            const lines = ['name,phone,booth'];
+            for (let i = from; i < from + 1300; i += 1)
+              lines.push(`${prefix} ${i},+9195${String(i).padStart(8, '0')},${i % 3 === 0 ? 2 : 1}`);
+            return lines.join('\n');
+          };
+          // Two imports per workspace, interleaved, so each workspace's ids have gaps.
+          for (const [account, prefix, from] of [
+            [owner, 'Deep', 0],
+            [other, 'Other', 0],
+            [owner, 'Deep', 1300],
+            [other, 'Other', 1300],
+          ] as const) {
+            const res = await importCsv(roll.app, account.token, csv(prefix, from));
+            expect(res.body.data.imported).toBe(1300);
+          }
+          // The expected order comes from the export (a different query): 2,600 rows, minus a few deleted.
+          const exported = async (filters: object) =>
+            (await exportVoters(roll.app, owner.token, { filters })).raw
+              .trim()
+              .split('\n')
+              .slice(1)
+              .map((line) => Number(line.split(',')[0]));
+          for (const id of (await exported({})).filter((_, i) => i % 97 === 5))
+            expect((await call(roll.app, 'DELETE', `/api/voters/${id}`, { token: owner.token })).status).toBe(
+              200,
+            );
+          for (const [query, filters] of [
+            ['', {}],
+            ['&booth=1', { booth: '1' }],
+          ] as const) {
+            const all = await exported(filters);
+            expect(all.length).toBeGreaterThan(1600);
+            for (const perPage of [100, 37]) {
+              const lastPage = Math.ceil(all.length / perPage);
+              for (const page of [
+                11,
+                12,
+                Math.floor(lastPage / 2),
+                lastPage - 3,
+                lastPage - 1,
+                lastPage,
+                lastPage + 1,
+              ]) {
+                const res = await call(
+                  roll.app,
+                  'GET',
+                  `/api/voters?per_page=${perPage}&page=${page}${query}`,
+                  {
+                    token: owner.token,
+                  },
+                );
+                expect(res.status).toBe(200);
+                expect(res.body.data.total).toBe(all.length);
+                expect(res.body.data.data.map((v: { id: number }) => v.id)).toEqual(
+                  all.slice((page - 1) * perPage, page * perPage),
+                );
+              }
+            }
+          }
+        } finally {
+          await roll.close();
         }
       });
     });

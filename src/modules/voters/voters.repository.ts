@@ -171,13 +171,18 @@ async function voterPage(
   const rare = isPostgres(db) && Boolean(term) && total <= RARE_MATCHES;
   const offset = (page - 1) * perPage;
   if (!term && offset >= DEFERRED_JOIN_OFFSET) {
+    if (offset >= total) return [];
     // A deep page: skip the first rows inside an index that holds the filter columns and the id, then
     // read only the page's rows (reading every skipped row from the table is what makes OFFSET slow).
+    // A page in the second half is counted from the end (the exact total is known), so no page skips
+    // more than half of the matches.
+    const fromEnd = total - offset - perPage;
+    const backwards = fromEnd < offset;
     const ids = filteredVoters(db, workspaceId, filters)
       .select('voters.id')
-      .orderBy('voters.id')
-      .limit(perPage)
-      .offset(offset);
+      .orderBy('voters.id', backwards ? 'desc' : 'asc')
+      .limit(backwards ? perPage + Math.min(0, fromEnd) : perPage)
+      .offset(backwards ? Math.max(0, fromEnd) : offset);
     return db
       .selectFrom('voters')
       .select(listColumns)
