@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addMember,
@@ -383,10 +386,54 @@ for (const dialect of dialects) {
           expect(await totals(solo.app, only.token, '')).toBe(2);
           expect(await totals(solo.app, only.token, 'search=kumar')).toBe(1);
           expect(await totals(solo.app, second.token, '')).toBe(1);
+          // An update changes what matches (totals are remembered per version of the workspace's voters).
+          const renamed = await call(solo.app, 'PUT', `/api/voters/${ids[2]}`, {
+            token: only.token,
+            body: { name: 'Kumar Three' },
+          });
+          expect(renamed.status).toBe(200);
+          expect(await totals(solo.app, only.token, 'search=kumar')).toBe(2);
+          expect(await totals(solo.app, only.token, 'search=other')).toBe(0);
         } finally {
           await solo.close();
         }
       });
+      it('two API processes on one database never answer from what they remembered of an older version', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'ces-two-'));
+        const env: Record<string, string> =
+          dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dir, 'shared.db')}` } : {};
+        const a = await buildTestApp(dialect, env);
+        const b = await buildTestApp(dialect, env);
+        try {
+          const office = await register(a.app);
+          const total = async (app: TestApp['app'], query: string) =>
+            (await call(app, 'GET', `/api/voters?${query}`, { token: office.token })).body.data
+              .total as number;
+          const made = await call(b.app, 'POST', '/api/voters', {
+            token: office.token,
+            body: { name: 'Meera Kumari', phone: '9812300700', booth: '5' },
+          });
+          expect(made.status).toBe(201);
+          for (const query of ['search=kumari', 'booth=5', 'search=meera&booth=5'])
+            expect(await total(a.app, query)).toBe(1);
+          // Changed through the other process: the first one sees it at once.
+          await call(b.app, 'PUT', `/api/voters/${made.body.data.id}`, {
+            token: office.token,
+            body: { name: 'Meera Devi', booth: '6' },
+          });
+          for (const query of ['search=kumari', 'booth=5', 'search=meera&booth=5'])
+            expect(await total(a.app, query)).toBe(0);
+          expect(await total(a.app, 'search=devi')).toBe(1);
+          await call(b.app, 'DELETE', `/api/voters/${made.body.data.id}`, { token: office.token });
+          expect(await total(a.app, 'search=devi')).toBe(0);
+          expect(await total(a.app, '')).toBe(0);
+        } finally {
+          await a.close();
+          await b.close();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
+
       it('deep pages, read from either end, hold exactly the rows of the id order', async () => {
         const roll = await buildTestApp(dialect);
         try {
@@ -419,39 +466,49 @@ for (const dialect of dialects) {
             expect((await call(roll.app, 'DELETE', `/api/voters/${id}`, { token: owner.token })).status).toBe(
               200,
             );
-          for (const [query, filters] of [
-            ['', {}],
-            ['&booth=1', { booth: '1' }],
-          ] as const) {
-            const all = await exported(filters);
-            expect(all.length).toBeGreaterThan(1600);
-            for (const perPage of [100, 37]) {
-              const lastPage = Math.ceil(all.length / perPage);
-              for (const page of [
-                11,
-                12,
-                Math.floor(lastPage / 2),
-                lastPage - 3,
-                lastPage - 1,
-                lastPage,
-                lastPage + 1,
-              ]) {
-                const res = await call(
-                  roll.app,
-                  'GET',
-                  `/api/voters?per_page=${perPage}&page=${page}${query}`,
-                  {
-                    token: owner.token,
-                  },
-                );
-                expect(res.status).toBe(200);
-                expect(res.body.data.total).toBe(all.length);
-                expect(res.body.data.data.map((v: { id: number }) => v.id)).toEqual(
-                  all.slice((page - 1) * perPage, page * perPage),
-                );
+          const checkPages = async () => {
+            for (const [query, filters] of [
+              ['', {}],
+              ['&booth=1', { booth: '1' }],
+            ] as const) {
+              const all = await exported(filters);
+              expect(all.length).toBeGreaterThan(1600);
+              for (const perPage of [100, 37]) {
+                const lastPage = Math.ceil(all.length / perPage);
+                for (const page of [
+                  11,
+                  12,
+                  Math.floor(lastPage / 2),
+                  lastPage - 3,
+                  lastPage - 1,
+                  lastPage,
+                  lastPage + 1,
+                ]) {
+                  const res = await call(
+                    roll.app,
+                    'GET',
+                    `/api/voters?per_page=${perPage}&page=${page}${query}`,
+                    {
+                      token: owner.token,
+                    },
+                  );
+                  expect(res.status).toBe(200);
+                  expect(res.body.data.total).toBe(all.length);
+                  expect(res.body.data.data.map((v: { id: number }) => v.id)).toEqual(
+                    all.slice((page - 1) * perPage, page * perPage),
+                  );
+                }
               }
             }
-          }
+          };
+          await checkPages();
+          await checkPages(); // the same version again: now every page starts at a remembered place
+          // Another version of the voters: what the first round learned about page starts must not be used.
+          for (const id of (await exported({})).filter((_, i) => i % 50 === 7))
+            expect((await call(roll.app, 'DELETE', `/api/voters/${id}`, { token: owner.token })).status).toBe(
+              200,
+            );
+          await checkPages();
         } finally {
           await roll.close();
         }

@@ -124,6 +124,8 @@ export type VoterRow = Selectable<VoterTable>;
 export interface VoterCountTable {
   workspace_id: number;
   total: number;
+  /** Changes whenever any voter of the workspace is created, changed or deleted (triggers). */
+  version: Generated<number>;
 }
 
 export interface VoterFtsTable {

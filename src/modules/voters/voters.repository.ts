@@ -20,6 +20,7 @@ import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { addAnchor, type ListMemo, listMemos, nearestAnchor } from './voters.memo.ts';
 
 /** The filter object shared by the list, export, segments and broadcasts. */
 export interface VoterFilters {
@@ -146,8 +147,9 @@ async function voterPage(
   filters: VoterFilters,
   page: number,
   perPage: number,
-  total: number,
+  memo: ListMemo,
 ): Promise<ListRow[]> {
+  const { total } = memo;
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
   if (match) {
@@ -172,23 +174,31 @@ async function voterPage(
   const offset = (page - 1) * perPage;
   if (!term && offset >= DEFERRED_JOIN_OFFSET) {
     if (offset >= total) return [];
-    // A deep page: skip the first rows inside an index that holds the filter columns and the id, then
-    // read only the page's rows (reading every skipped row from the table is what makes OFFSET slow).
-    // A page in the second half is counted from the end (the exact total is known), so no page skips
-    // more than half of the matches.
+    // A deep page: skip rows inside an index that holds the filter columns and the id, then read only the
+    // page's rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever
+    // is nearest: the start, the end (the exact total is known) or a page start found by an earlier request
+    // for the same version of the voters.
     const fromEnd = total - offset - perPage;
-    const backwards = fromEnd < offset;
-    const ids = filteredVoters(db, workspaceId, filters)
-      .select('voters.id')
-      .orderBy('voters.id', backwards ? 'desc' : 'asc')
-      .limit(backwards ? perPage + Math.min(0, fromEnd) : perPage)
-      .offset(backwards ? Math.max(0, fromEnd) : offset);
-    return db
+    const anchor = nearestAnchor(memo, offset);
+    const fromAnchor = anchor ? offset - anchor.position : offset;
+    let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
+    if (fromEnd < fromAnchor) {
+      ids = ids
+        .orderBy('voters.id', 'desc')
+        .limit(perPage + Math.min(0, fromEnd))
+        .offset(Math.max(0, fromEnd));
+    } else {
+      if (anchor) ids = ids.where('voters.id', '>=', anchor.id);
+      ids = ids.orderBy('voters.id').limit(perPage).offset(fromAnchor);
+    }
+    const rows = await db
       .selectFrom('voters')
       .select(listColumns)
       .where('voters.id', 'in', ids)
       .orderBy('voters.id')
       .execute();
+    if (rows[0]) addAnchor(memo, { position: offset, id: rows[0].id });
+    return rows;
   }
   return filteredVoters(db, workspaceId, filters)
     .select(listColumns)
@@ -198,21 +208,43 @@ async function voterPage(
     .execute();
 }
 
+function memoKey(workspaceId: number, filters: VoterFilters): string {
+  const { constituency, booth, ward, search } = filters;
+  return [workspaceId, constituency?.trim().toLowerCase(), booth?.trim(), ward?.trim(), search?.trim()].join(
+    '\u0000',
+  );
+}
+
 /**
- * The exact number of matching voters. Without filters it is the trigger-kept count. A SQLite search with
- * no other filter counts FTS hits directly when the workspace owns every voter row (the usual embedded
- * deployment: one campaign office), skipping a lookup per hit to check the workspace.
+ * The exact number of matching voters, and where some pages start, for the workspace's current voters:
+ * worked out once per version of them (see ListMemo) and then read from memory. Without filters the total
+ * is the trigger-kept count.
  */
-export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters): Promise<ListMemo> {
+  const counts = await db
+    .selectFrom('voter_counts')
+    .select(['total', 'version'])
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  const version = Number(counts?.version ?? 0);
+  const memos = listMemos(db);
+  const key = memoKey(workspaceId, filters);
+  const known = memos?.get(key, version);
+  if (known) return known;
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  const total = filtered ? await countMatches(db, workspaceId, filters) : Number(counts?.total ?? 0);
+  const memo: ListMemo = { version, total, anchors: new Map() };
+  memos?.set(key, memo);
+  return memo;
+}
+
+/**
+ * Counts the voters matching a search or exact filters. A SQLite search with no other filter counts FTS
+ * hits directly when the workspace owns every voter row (the usual embedded deployment: one campaign
+ * office), skipping a lookup per hit to check the workspace.
+ */
+async function countMatches(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
   const term = filters.search?.trim();
-  if (!term && !hasExactFilters(filters)) {
-    const row = await db
-      .selectFrom('voter_counts')
-      .select('total')
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirst();
-    return Number(row?.total ?? 0);
-  }
   const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
   if (match) {
     const owner = await db
@@ -241,6 +273,11 @@ export async function countVoters(db: Executor, workspaceId: number, filters: Vo
   return Number(row.total);
 }
 
+/** The exact number of the workspace's voters that match `filters`. */
+export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+  return (await listMemo(db, workspaceId, filters)).total;
+}
+
 export async function listVoters(
   db: Executor,
   workspaceId: number,
@@ -248,9 +285,9 @@ export async function listVoters(
   page: number,
   perPage: number,
 ): Promise<{ rows: ListRow[]; total: number }> {
-  const total = await countVoters(db, workspaceId, filters);
-  const rows = await voterPage(db, workspaceId, filters, page, perPage, total);
-  return { rows, total };
+  const memo = await listMemo(db, workspaceId, filters);
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, memo);
+  return { rows, total: memo.total };
 }
 
 export async function findVoter(
