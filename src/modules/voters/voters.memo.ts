@@ -16,6 +16,8 @@ export interface ListMemo {
   readonly version: number;
   readonly total: number;
   readonly anchors: Map<number, number>;
+  /** Every matching id in order, kept for searches with few matches (PostgreSQL), so each page is a lookup. */
+  ids?: number[];
 }
 
 const MAX_ANCHORS = 32;

@@ -200,11 +200,31 @@ async function voterPage(
     if (rows[0]) addAnchor(memo, { position: offset, id: rows[0].id });
     return rows;
   }
+  if (rare) {
+    // Reading a rare term's matches costs about the same for one page as for all of them (the trigram
+    // indexes find them all, then they are sorted): all their ids are kept with the total, and each page
+    // is a lookup by id.
+    memo.ids ??= (
+      await filteredVoters(db, workspaceId, filters)
+        .select('voters.id')
+        .orderBy(sql`voters.id + 0`)
+        .execute()
+    ).map((r) => r.id);
+    const ids = memo.ids.slice(offset, offset + perPage);
+    if (ids.length === 0) return [];
+    return db
+      .selectFrom('voters')
+      .select(listColumns)
+      .where('voters.workspace_id', '=', workspaceId)
+      .where('voters.id', 'in', ids)
+      .orderBy('voters.id')
+      .execute();
+  }
   return filteredVoters(db, workspaceId, filters)
     .select(listColumns)
-    .orderBy(rare ? sql`voters.id + 0` : sql`voters.id`)
+    .orderBy('voters.id')
     .limit(perPage)
-    .offset((page - 1) * perPage)
+    .offset(offset)
     .execute();
 }
 
