@@ -258,7 +258,17 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
-async function latency(token: string): Promise<Array<[string, number, number]>> {
+/**
+ * p50/p99 of each case, twice: repeated requests (what paging through a list looks like), and each request
+ * right after a change to one voter (an update through the API, not timed), which makes the service work
+ * every total and page start out again (it remembers them per version of the workspace's voters).
+ */
+async function latency(token: string): Promise<Array<[string, number, number, number, number]>> {
+  const someone = (await api('GET', '/voters?per_page=1', token)) as { data: Array<{ id: number }> };
+  const voterId = someone.data[0]?.id;
+  let changes = 0;
+  const change = () => api('PUT', `/voters/${voterId}`, token, { address: `Bench change ${++changes}` });
+  const afterChange = Math.max(20, Math.round(samples / 4));
   const cases: Array<[string, string[]]> = [
     ['list, page 1', ['/voters']],
     ['list, deep pages', ['/voters?page=1000', '/voters?page=5000&per_page=100', '/voters?page=20000']],
@@ -294,13 +304,25 @@ async function latency(token: string): Promise<Array<[string, number, number]>> 
       ['/voters?search=rahul.sharma', '/voters?search=rediffmail', '/voters?search=kapoor12@'],
     ],
   ];
-  const out: Array<[string, number, number]> = [];
+  const out: Array<[string, number, number, number, number]> = [];
   for (const [label, paths] of cases) {
     for (const path of paths) await timedGet(path, token); // warm
     const times: number[] = [];
     for (let i = 0; i < samples; i++) times.push(await timedGet(paths[i % paths.length] as string, token));
     times.sort((a, b) => a - b);
-    out.push([label, percentile(times, 50), percentile(times, 99)]);
+    const cold: number[] = [];
+    for (let i = 0; i < afterChange; i++) {
+      await change();
+      cold.push(await timedGet(paths[i % paths.length] as string, token));
+    }
+    cold.sort((a, b) => a - b);
+    out.push([
+      label,
+      percentile(times, 50),
+      percentile(times, 99),
+      percentile(cold, 50),
+      percentile(cold, 99),
+    ]);
   }
   return out;
 }
@@ -371,9 +393,12 @@ async function main(): Promise<void> {
       `| Excel export | ${seconds(xlsxMs)} s, ${rate(rows, xlsxMs).toLocaleString('en')} rows/s, ${(xlsxBytes / 1024 / 1024).toFixed(0)} MB | | | >= 100,000 rows/s |`,
       `| export peak RSS (server) | ${exportRss} MB | | | < 300 MB |`,
       '',
-      `| request over HTTP (${samples} sequential, keep-alive) | p50 ms | p99 ms | goal |`,
-      '|---|---|---|---|',
-      ...lat.map(([label, p50, p99]) => `| ${label} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | p99 < 25 ms |`),
+      `| request over HTTP, sequential, keep-alive | repeated (${samples}): p50 ms | p99 ms | each after a change (${Math.max(20, Math.round(samples / 4))}): p50 ms | p99 ms | goal |`,
+      '|---|---|---|---|---|---|',
+      ...lat.map(
+        ([label, p50, p99, coldP50, coldP99]) =>
+          `| ${label} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${coldP50.toFixed(1)} | ${coldP99.toFixed(1)} | p99 < 25 ms |`,
+      ),
     ];
     console.log('\n' + lines.join('\n'));
     writeFileSync(resolve(`bench/out/voters-${dialect}.md`), lines.join('\n') + '\n');
