@@ -121,7 +121,7 @@ export function filteredVoters(
   return query;
 }
 
-/** Below this many matches a PostgreSQL search page is read through the trigram indexes (see voterPage). */
+/** Up to this many matches, a PostgreSQL search keeps every matching id with its total (see listMemo). */
 const RARE_MATCHES = 5000;
 
 /** From this offset on, pages without a search are read through a deferred join (see voterPage). */
@@ -166,11 +166,6 @@ async function voterPage(
       .offset((page - 1) * perPage)
       .execute();
   }
-  // PostgreSQL cannot estimate how many rows a trigram search matches. Walking the primary key until a
-  // page is full is right for common terms and slow for rare ones; the exact count, already known, tells
-  // which. `id + 0` hides the key order from the planner, so a rare term is read through its trigram
-  // indexes and sorted.
-  const rare = isPostgres(db) && Boolean(term) && total <= RARE_MATCHES;
   const offset = (page - 1) * perPage;
   if (!term && offset >= DEFERRED_JOIN_OFFSET) {
     if (offset >= total) return [];
@@ -200,16 +195,10 @@ async function voterPage(
     if (rows[0]) addAnchor(memo, { position: offset, id: rows[0].id });
     return rows;
   }
-  if (rare) {
-    // Reading a rare term's matches costs about the same for one page as for all of them (the trigram
-    // indexes find them all, then they are sorted): all their ids are kept with the total, and each page
-    // is a lookup by id.
-    memo.ids ??= (
-      await filteredVoters(db, workspaceId, filters)
-        .select('voters.id')
-        .orderBy(sql`voters.id + 0`)
-        .execute()
-    ).map((r) => r.id);
+  if (memo.ids) {
+    // A PostgreSQL search with few matches: their ids are known, so a page is a lookup by id. (PostgreSQL
+    // cannot estimate how many rows a trigram search matches; walking the primary key until a page is full,
+    // below, is right for common terms and slow for rare ones.)
     const ids = memo.ids.slice(offset, offset + perPage);
     if (ids.length === 0) return [];
     return db
@@ -251,9 +240,23 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
   const key = memoKey(workspaceId, filters);
   const known = memos?.get(key, version);
   if (known) return known;
-  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-  const total = filtered ? await countMatches(db, workspaceId, filters) : Number(counts?.total ?? 0);
-  const memo: ListMemo = { version, total, anchors: new Map() };
+  let memo: ListMemo;
+  if (isPostgres(db) && filters.search?.trim()) {
+    // One pass over the trigram matches gives the exact total and, for a rare term, every id in order
+    // (a page of a rare term costs as much as all of them: the matches are found, then sorted).
+    const rows = await filteredVoters(db, workspaceId, filters)
+      .select(['voters.id', sql<number>`count(*) OVER ()`.as('total')])
+      .orderBy(sql`voters.id + 0`)
+      .limit(RARE_MATCHES)
+      .execute();
+    const total = Number(rows[0]?.total ?? 0);
+    memo = { version, total, anchors: new Map() };
+    if (total <= RARE_MATCHES) memo.ids = rows.map((r) => r.id);
+  } else {
+    const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+    const total = filtered ? await countMatches(db, workspaceId, filters) : Number(counts?.total ?? 0);
+    memo = { version, total, anchors: new Map() };
+  }
   memos?.set(key, memo);
   return memo;
 }
