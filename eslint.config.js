@@ -14,5 +14,6 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
-  { files: ['eslint.config.js', 'vitest.config.ts'], ...tseslint.configs.disableTypeChecked },
+  // Plain JavaScript outside the TypeScript project (a worker thread's entry): linted without type information.
+  { files: ['eslint.config.js', 'vitest.config.ts', 'src/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
 );

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 
 /** Every setting of the service, parsed and checked once at start. Nothing else reads process.env. */
@@ -38,6 +39,12 @@ export interface Config {
     readonly maxBytes: number;
     /** At most this many `{ row, field, message }` entries in an import's answer. */
     readonly maxErrors: number;
+  };
+  readonly export: {
+    /** Worker threads that read and format one large export of a SQLite file; 0: none. */
+    readonly threads: number;
+    /** An export of fewer voters runs in the request's thread. */
+    readonly minVoters: number;
   };
   readonly webhooks: WebhookSettings;
   readonly broadcastMaxRecipients: number;
@@ -308,6 +315,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     import: {
       maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
       maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+    },
+    export: {
+      threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),
+      minVoters: int(env, 'EXPORT_THREADS_MIN_VOTERS', 100_000, 1),
     },
     webhooks: {
       retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),

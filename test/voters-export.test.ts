@@ -2,7 +2,6 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { crc32, inflateRawSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportVoters as exportVotersFile } from '../src/modules/voters/voters.export.ts';
@@ -14,72 +13,15 @@ import {
   expectError,
   exportVoters,
   importCsv,
+  parseCsv,
   register,
+  unzip,
   type Account,
   type TestApp,
 } from './helpers.ts';
 
 const HEADER = 'name,phone,email,constituency,booth,ward,address';
 const EXPORT_HEADER = 'id,name,phone,email,constituency,booth,ward,address,created_at,updated_at';
-
-/** The entries of a zip, read through its central directory (and checked against their CRCs). */
-function unzip(zip: Buffer): Map<string, Buffer> {
-  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
-  if (end < 0) throw new Error('no end of central directory');
-  const count = zip.readUInt16LE(end + 10);
-  let p = zip.readUInt32LE(end + 16);
-  const out = new Map<string, Buffer>();
-  for (let i = 0; i < count; i += 1) {
-    if (zip.readUInt32LE(p) !== 0x02014b50) throw new Error('bad central directory entry');
-    const method = zip.readUInt16LE(p + 10);
-    const crc = zip.readUInt32LE(p + 16);
-    const compressed = zip.readUInt32LE(p + 20);
-    const size = zip.readUInt32LE(p + 24);
-    const nameLength = zip.readUInt16LE(p + 28);
-    const extra = zip.readUInt16LE(p + 30);
-    const comment = zip.readUInt16LE(p + 32);
-    const offset = zip.readUInt32LE(p + 42);
-    const name = zip.toString('utf8', p + 46, p + 46 + nameLength);
-    if (zip.readUInt32LE(offset) !== 0x04034b50) throw new Error(`bad local header for ${name}`);
-    const start = offset + 30 + zip.readUInt16LE(offset + 26) + zip.readUInt16LE(offset + 28);
-    const raw = zip.subarray(start, start + compressed);
-    const data = method === 8 ? inflateRawSync(raw) : raw;
-    if (data.length !== size || crc32(data) !== crc) throw new Error(`bad size or CRC for ${name}`);
-    out.set(name, data);
-    p += 46 + nameLength + extra + comment;
-  }
-  return out;
-}
-
-/** Rows of an RFC 4180 CSV text (enough for the tests: quotes, commas, line breaks). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
-      if (c === '\r') i += 1;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-    } else field += c;
-  }
-  if (field !== '' || row.length > 0) rows.push([...row, field]);
-  return rows;
-}
 
 /** Drops id, created_at and updated_at from an export's rows. */
 function withoutIds(rows: string[][]): string[][] {

@@ -89,6 +89,13 @@ function row(values: readonly Cell[]): string {
   return out + '</row>';
 }
 
+/** The sheet XML of a batch of rows (`<row>` elements), as `xlsxStream` takes it. */
+export function xlsxRows(rows: readonly (readonly Cell[])[]): string {
+  let text = '';
+  for (const values of rows) text += row(values);
+  return text;
+}
+
 function dosDateTime(date: Date): { time: number; date: number } {
   return {
     time: (date.getUTCHours() << 11) | (date.getUTCMinutes() << 5) | (date.getUTCSeconds() >> 1),
@@ -180,13 +187,13 @@ class ZipWriter {
 }
 
 /**
- * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then every batch of
- * rows from `batches` as it arrives (pulled one batch at a time, so the consumer's backpressure reaches the
- * database reads).
+ * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then the rows of
+ * `sheetRows` (the XML of `xlsxRows`, as text or UTF-8 bytes) as they arrive, pulled one chunk at a time so
+ * that the consumer's backpressure reaches whoever produces them.
  */
 export async function* xlsxStream(
   columns: readonly string[],
-  batches: AsyncIterable<readonly (readonly Cell[])[]>,
+  sheetRows: AsyncIterable<string | Uint8Array>,
 ): AsyncGenerator<Buffer> {
   const zip = new ZipWriter();
   for (const [path, content] of staticParts) yield zip.whole(path, content);
@@ -204,8 +211,8 @@ export async function* xlsxStream(
     entry.compressed += chunk.length;
   });
   const ended = once(deflate, 'end');
-  const write = async (text: string) => {
-    const data = Buffer.from(text, 'utf8');
+  const write = async (text: string | Uint8Array) => {
+    const data = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
     entry.crc = crc32(data, entry.crc);
     entry.size += data.length;
     if (entry.size > MAX_32) throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
@@ -220,10 +227,8 @@ export async function* xlsxStream(
 
   try {
     await write(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`);
-    for await (const batch of batches) {
-      let text = '';
-      for (const values of batch) text += row(values);
-      await write(text);
+    for await (const chunk of sheetRows) {
+      await write(chunk);
       const out = await flushed();
       if (out.length > 0) yield out;
     }

@@ -2,15 +2,10 @@ import type { Db } from '../../db/connect.ts';
 import { validationError } from '../../errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { fieldErrors } from '../../http/validation.ts';
-import { csvField } from '../../lib/csv.ts';
 import { xlsxStream } from '../../lib/xlsx.ts';
-import {
-  copyVotersCsv,
-  exportColumns,
-  exportVoterBatches,
-  type ExportRow,
-  type VoterFilters,
-} from './voters.repository.ts';
+import { exportText } from './voters.export-format.ts';
+import { type ExportThreadSettings, threadedExportText } from './voters.export-threads.ts';
+import { copyVotersCsv, exportColumns, exportVoterBatches, type VoterFilters } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
 
 export const exportFormats = {
@@ -57,16 +52,22 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
   return value as VoterFilters;
 }
 
-async function* csvBody(batches: AsyncIterable<ExportRow[]>): AsyncGenerator<Buffer> {
+async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
   yield Buffer.from(exportColumns.join(',') + '\n', 'utf8');
-  for await (const rows of batches) {
-    let text = '';
-    // id is a number and the timestamps ISO 8601 strings: neither needs quoting nor the formula guard.
-    for (const r of rows) {
-      text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${r[8]},${r[9]}\n`;
-    }
-    yield Buffer.from(text, 'utf8');
-  }
+  for await (const chunk of text) yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+}
+
+/** The rows of the file, formatted: by worker threads when that pays (see threadedExportText), else here. */
+async function* exportedText(
+  db: Db,
+  workspaceId: number,
+  filters: VoterFilters,
+  format: ExportFormat,
+  threads: ExportThreadSettings | undefined,
+): AsyncGenerator<string | Buffer> {
+  const threaded = threads && (await threadedExportText(db, workspaceId, filters, format, threads));
+  if (threaded) return yield* threaded;
+  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield exportText(format, rows);
 }
 
 /**
@@ -79,6 +80,7 @@ export function exportVoters(
   workspaceId: number,
   filters: VoterFilters,
   format: ExportFormat,
+  threads?: ExportThreadSettings,
   today = new Date(),
 ): ExportFile {
   const { contentType, extension } = exportFormats[format];
@@ -86,8 +88,8 @@ export function exportVoters(
   if (format === 'csv' && db.raw.dialect === 'postgres') {
     body = copyVotersCsv(db.kysely, db.raw.pool, workspaceId, filters);
   } else {
-    const batches = exportVoterBatches(db, workspaceId, filters);
-    body = format === 'csv' ? csvBody(batches) : xlsxStream(exportColumns, batches);
+    const text = exportedText(db, workspaceId, filters, format, threads);
+    body = format === 'csv' ? csvBody(text) : xlsxStream(exportColumns, text);
   }
   return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
 }

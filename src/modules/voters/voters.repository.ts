@@ -522,6 +522,54 @@ export async function* copyVotersCsv(
   }
 }
 
+/**
+ * The workspace's voter count (the trigger-kept one) and its lowest and highest voter id (each one step in
+ * the (workspace_id, id) index): what an export split over id ranges is planned from.
+ */
+export async function voterIdSpan(
+  db: Executor,
+  workspaceId: number,
+): Promise<{ total: number; min: number | null; max: number | null }> {
+  const ids = (fn: 'min' | 'max') =>
+    db
+      .selectFrom('voters')
+      .where('voters.workspace_id', '=', workspaceId)
+      .select((eb) => eb.fn[fn]<number>('voters.id').as('id'));
+  const row = await db
+    .selectFrom('voter_counts')
+    .where('workspace_id', '=', workspaceId)
+    .select(['total', ids('min').as('min'), ids('max').as('max')])
+    .executeTakeFirst();
+  return {
+    total: Number(row?.total ?? 0),
+    min: row?.min == null ? null : Number(row.min),
+    max: row?.max == null ? null : Number(row.max),
+  };
+}
+
+/**
+ * SQLite: the statement of one keyset batch of an export inside an id range, for a thread with its own
+ * connection. It is exportVoterBatches' filtered query with an upper bound on the id: the statement's last
+ * three parameters (after id, up to id, batch size) are left out of `parameters` for the reader to append.
+ */
+export function exportRangeStatement(
+  db: Db,
+  workspaceId: number,
+  filters: VoterFilters,
+): { sql: string; parameters: unknown[] } {
+  const marks = [-1, -2, -3];
+  const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
+    .select(exportSelection(db.dialect))
+    .where('voters.id', '>', marks[0]!)
+    .where('voters.id', '<=', marks[1]!)
+    .orderBy('voters.id')
+    .limit(marks[2]!)
+    .compile();
+  const tail = parameters.slice(-3);
+  if (tail.some((value, i) => value !== marks[i])) throw new Error('unexpected parameter order');
+  return { sql: text, parameters: parameters.slice(0, -3) };
+}
+
 /** One checked row of an import file, ready to write. */
 export interface StagedVoter {
   /** Line of the file where the row starts: the later of two rows with one identity wins. */

@@ -7,6 +7,7 @@ import { AppError, validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success } from '../../http/schemas.ts';
 import { exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
+import type { ExportThreadSettings } from './voters.export-threads.ts';
 import type { VoterImporter } from './voters.import.ts';
 
 const ImportResultSchema = Type.Object({
@@ -68,7 +69,8 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
   importer: VoterImporter;
   db: Db;
   maxImportBytes: number;
-}> = async (app, { importer, db, maxImportBytes }) => {
+  exportThreads: ExportThreadSettings;
+}> = async (app, { importer, db, maxImportBytes, exportThreads }) => {
   const tags = ['Voters'];
 
   await app.register(multipart, {
@@ -158,7 +160,13 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
-      const file = exportVoters(db, authOf(request).workspaceId, filters, request.query.format);
+      const file = exportVoters(
+        db,
+        authOf(request).workspaceId,
+        filters,
+        request.query.format,
+        exportThreads,
+      );
       const body = Readable.from(file.body, { objectMode: false });
       return (
         reply
