@@ -15,12 +15,12 @@ export interface ExportThreadSettings {
 /** A range holds about this many of the workspace's rows. */
 const RANGE_ROWS = 2000;
 /** Rows per read in a worker: batches this small keep its heap (and GC work) small. */
-const READ_ROWS = 250;
+const READ_ROWS = 128;
 /** Chunk sizes: Excel's text is three times CSV's, and the request thread deflates it chunk by chunk. */
-const CHUNK_BYTES = { csv: 256 * 1024, excel: 1024 * 1024 };
+const CHUNK_BYTES = { csv: 256 * 1024, excel: 512 * 1024 };
 /** Chunks a worker may have posted that the request thread has not yet written. */
 const CREDITS = 6;
-const WORKER_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 };
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8 };
 const entry = new URL('./voters.export-worker.mjs', import.meta.url);
 
 const threadCounts = { started: 0, running: 0 };

@@ -60,10 +60,10 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
     db.pragma('cache_size = -2048');
     const statement = db.prepare(data.sql).raw(true);
     const encoder = new TextEncoder();
+    let buffer = new Uint8Array(data.chunkBytes);
     for (let range = data.first; range < data.count; range += data.step) {
       const upTo = data.start + (range + 1) * data.width;
       let after = data.start + range * data.width;
-      let buffer = new Uint8Array(data.chunkBytes);
       let used = 0;
       for (;;) {
         const rows = statement.all(...data.parameters, after, upTo, data.batchSize) as ExportRow[];
@@ -73,7 +73,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
           const { read, written } = encoder.encodeInto(text, buffer.subarray(used));
           used += written;
           if (read === text.length) break;
-          // The buffer is full: post it, and go on with the rest of the text in a new one.
+          // The buffer is full: it goes to the request thread, and the rest of the text into a new one.
           await post({ range, bytes: buffer.subarray(0, used), last: false });
           text = text.slice(read);
           buffer = new Uint8Array(data.chunkBytes);
@@ -82,7 +82,9 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
         if (rows.length < data.batchSize || lastId >= upTo) break;
         after = lastId;
       }
-      await post({ range, bytes: used > 0 ? buffer.subarray(0, used) : null, last: true });
+      // The range's last piece is copied out at its size (the request thread would otherwise hold the whole
+      // buffer until it collects it), and the buffer serves the next range.
+      await post({ range, bytes: used > 0 ? buffer.slice(0, used) : null, last: true });
     }
   } finally {
     db.close();
