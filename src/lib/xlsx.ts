@@ -1,5 +1,5 @@
-import { once } from 'node:events';
-import { crc32, constants as zlibConstants, createDeflateRaw, deflateRawSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { crc32, deflateRaw, deflateRawSync, constants as zlibConstants } from 'node:zlib';
 import { guardFormula, mayNeedGuard } from './csv.ts';
 
 /**
@@ -187,13 +187,73 @@ class ZipWriter {
 }
 
 /**
+ * A run of the sheet's rows deflated on its own: raw deflate ending in a sync flush (byte-aligned, no final
+ * block, no reference to earlier text), so that pieces deflated apart, in another thread or in any order,
+ * make one deflate stream when put end to end. `crc` and `size` are those of its text (UTF-8).
+ */
+export interface SheetPiece {
+  deflated: Uint8Array;
+  crc: number;
+  size: number;
+}
+
+const PIECE_OPTIONS = { level: 1, memLevel: 9, finishFlush: zlibConstants.Z_SYNC_FLUSH };
+const deflateRawAsync = promisify(deflateRaw);
+
+/** The piece of some sheet XML, deflated in this thread (for worker threads). */
+export function sheetPieceSync(text: Uint8Array): SheetPiece {
+  return { deflated: deflateRawSync(text, PIECE_OPTIONS), crc: crc32(text), size: text.length };
+}
+
+/** The piece of some sheet XML, deflated in libuv's thread pool. */
+async function sheetPiece(text: string | Uint8Array): Promise<SheetPiece> {
+  const data = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+  return { deflated: await deflateRawAsync(data, PIECE_OPTIONS), crc: crc32(data), size: data.length };
+}
+
+const CRC_POLY = 0xedb88320;
+
+/** a * b modulo the CRC-32 polynomial (zlib's multmodp, bits reflected). */
+function multModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = b & 1 ? (b >>> 1) ^ CRC_POLY : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+/** x^(2^k) modulo the polynomial, k = 0..31 (zlib's x2n_table). */
+const X2N: number[] = [];
+for (let k = 0, p = 0x40000000; k < 32; k += 1, p = multModP(p, p)) X2N.push(p);
+
+/** The CRC-32 of A followed by B, from the CRC-32 of each and B's length (zlib's crc32_combine). */
+export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
+  // x^(8 * lengthB) mod p: x^(2^3) for each byte, by squaring.
+  let p = 0x80000000;
+  for (let n = lengthB, k = 3; n > 0; n = Math.floor(n / 2), k += 1) {
+    if (n % 2 === 1) p = multModP(X2N[k % 32]!, p);
+  }
+  return (multModP(p, crcA) ^ crcB) >>> 0;
+}
+
+// A final, empty block (fixed Huffman codes, only the end-of-block code): ends the sheet's deflate stream.
+const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
+
+/**
  * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then the rows of
- * `sheetRows` (the XML of `xlsxRows`, as text or UTF-8 bytes) as they arrive, pulled one chunk at a time so
- * that the consumer's backpressure reaches whoever produces them.
+ * `sheetRows` as they arrive: the XML of `xlsxRows` (deflated here, off the event loop) or pieces already
+ * deflated elsewhere (sheetPieceSync in a worker thread). They are pulled one at a time, so the consumer's
+ * backpressure reaches whoever produces them.
  */
 export async function* xlsxStream(
   columns: readonly string[],
-  sheetRows: AsyncIterable<string | Uint8Array>,
+  sheetRows: AsyncIterable<string | SheetPiece>,
 ): AsyncGenerator<Buffer> {
   const zip = new ZipWriter();
   for (const [path, content] of staticParts) yield zip.whole(path, content);
@@ -204,44 +264,24 @@ export async function* xlsxStream(
   zip.offset += header.length;
   yield header;
 
-  const deflate = createDeflateRaw({ level: 1, memLevel: 9 });
-  let pending: Buffer[] = [];
-  deflate.on('data', (chunk: Buffer) => {
-    pending.push(chunk);
-    entry.compressed += chunk.length;
-  });
-  const ended = once(deflate, 'end');
-  const write = async (text: string | Uint8Array) => {
-    const data = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-    entry.crc = crc32(data, entry.crc);
-    entry.size += data.length;
-    if (entry.size > MAX_32) throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
-    if (!deflate.write(data)) await once(deflate, 'drain');
-  };
-  const flushed = async () => {
-    await new Promise<void>((resolve) => deflate.flush(zlibConstants.Z_SYNC_FLUSH, () => resolve()));
-    const out = Buffer.concat(pending);
-    pending = [];
-    return out;
-  };
-
-  try {
-    await write(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`);
-    for await (const chunk of sheetRows) {
-      await write(chunk);
-      const out = await flushed();
-      if (out.length > 0) yield out;
+  const add = (piece: SheetPiece): Buffer => {
+    entry.crc = crc32Combine(entry.crc, piece.crc, piece.size);
+    entry.size += piece.size;
+    entry.compressed += piece.deflated.length;
+    if (entry.size > MAX_32 || entry.compressed > MAX_32) {
+      throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
     }
-    await write('</sheetData></worksheet>');
-    deflate.end();
-    await ended;
-  } finally {
-    if (!deflate.writableEnded) deflate.destroy();
+    const { buffer, byteOffset, byteLength } = piece.deflated;
+    return Buffer.from(buffer, byteOffset, byteLength);
+  };
+  yield add(await sheetPiece(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`));
+  for await (const rows of sheetRows) {
+    const out = add(typeof rows === 'string' ? await sheetPiece(rows) : rows);
+    if (out.length > 0) yield out;
   }
-  const rest = Buffer.concat(pending);
-  pending = [];
-  if (entry.compressed > MAX_32) throw new Error('xlsx sheet over 4 GiB: ZIP64 is not supported');
-  yield rest;
+  yield add(await sheetPiece('</sheetData></worksheet>'));
+  entry.compressed += FINAL_BLOCK.length;
+  yield FINAL_BLOCK;
   const descriptor = zip.dataDescriptor(entry);
   zip.entries.push(entry);
   zip.offset = entry.offset + header.length + entry.compressed + descriptor.length;

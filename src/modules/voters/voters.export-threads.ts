@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
+import type { SheetPiece } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './voters.export.ts';
 import type { ExportChunk, ExportWorkerData } from './voters.export-worker.ts';
 import { countVoters, exportRangeStatement, voterIdSpan, type VoterFilters } from './voters.repository.ts';
@@ -16,7 +17,7 @@ export interface ExportThreadSettings {
 const RANGE_ROWS = 2000;
 /** Rows per read in a worker: batches this small keep its heap (and GC work) small. */
 const READ_ROWS = 128;
-/** Chunk sizes: Excel's text is three times CSV's, and the request thread deflates it chunk by chunk. */
+/** Text per chunk. Excel's is deflated by the worker (to about a tenth), in pieces of this size. */
 const CHUNK_BYTES = { csv: 256 * 1024, excel: 512 * 1024 };
 /** Chunks a worker may have posted that the request thread has not yet written. */
 const CREDITS = 6;
@@ -31,24 +32,25 @@ export function exportThreadCounts(): { started: number; running: number } {
 }
 
 /**
- * The file text of an export (CSV lines or sheet rows, in id order) read and formatted by worker threads, or
- * undefined when the export runs in the request's thread: not SQLite on a file (an in-memory database
- * cannot be opened from another thread), threads turned off, fewer than `minVoters` matching voters, or a
- * search. (A search's FTS subquery is evaluated again by every statement: over id ranges it would run once
- * per range instead of once per batch of matches. At a million voters a common term took 12 s that way,
- * and 0.7-2.4 s even through FTS rowid ranges, against 0.06 s in one thread.)
+ * An export read and formatted by worker threads, or undefined when it runs in the request's thread: not
+ * SQLite on a file (an in-memory database cannot be opened from another thread), threads turned off, fewer
+ * than `minVoters` matching voters, or a search. (A search's FTS subquery is evaluated again by every
+ * statement: over id ranges it would run once per range instead of once per batch of matches. At a million
+ * voters a common term took 12 s that way, and 0.7-2.4 s even through FTS rowid ranges, against 0.06 s in
+ * one thread.)
  *
  * The workspace's id span is cut into consecutive ranges of about RANGE_ROWS of its voters; the ranges go
  * round-robin to the threads, each reading its own with its own read-only connection. The chunks are put
- * out range by range, so the bytes are the same as the request thread's own export.
+ * out range by range, so the file is the same as the request thread's own export.
  */
-export async function threadedExportText(
+async function threadedExport<T>(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
   format: ExportFormat,
   settings: ExportThreadSettings,
-): Promise<AsyncGenerator<Buffer> | undefined> {
+  out: (chunk: ExportChunk & { bytes: Uint8Array }) => T,
+): Promise<AsyncGenerator<T> | undefined> {
   if (settings.threads === 0 || db.raw.dialect !== 'sqlite' || db.raw.sqlite.memory) return undefined;
   if (filters.search?.trim()) return undefined;
   const span = await voterIdSpan(db.kysely, workspaceId);
@@ -60,23 +62,47 @@ export async function threadedExportText(
   const width = Math.max(1, Math.ceil((RANGE_ROWS * ids) / Math.max(1, span.total)));
   const count = Math.ceil(ids / width);
   const { sql, parameters } = exportRangeStatement(db, workspaceId, filters);
-  return orderedChunks(
-    {
-      file: resolve(db.raw.sqlite.name),
-      sql,
-      parameters,
-      format,
-      start: span.min - 1,
-      width,
-      count,
-      first: 0,
-      step: 1,
-      batchSize: READ_ROWS,
-      chunkBytes: CHUNK_BYTES[format],
-      credits: CREDITS,
-    },
-    Math.min(settings.threads, count),
+  const plan: ExportWorkerData = {
+    file: resolve(db.raw.sqlite.name),
+    sql,
+    parameters,
+    format,
+    start: span.min - 1,
+    width,
+    count,
+    first: 0,
+    step: 1,
+    batchSize: READ_ROWS,
+    chunkBytes: CHUNK_BYTES[format],
+    credits: CREDITS,
+  };
+  return orderedChunks(plan, Math.min(settings.threads, count), out);
+}
+
+/** The CSV lines of an export from worker threads (see threadedExport), or undefined. */
+export function threadedCsv(
+  db: Db,
+  workspaceId: number,
+  filters: VoterFilters,
+  settings: ExportThreadSettings,
+): Promise<AsyncGenerator<Buffer> | undefined> {
+  return threadedExport(db, workspaceId, filters, 'csv', settings, ({ bytes }) =>
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
   );
+}
+
+/** The sheet rows of an Excel export, deflated by worker threads (see threadedExport), or undefined. */
+export function threadedSheet(
+  db: Db,
+  workspaceId: number,
+  filters: VoterFilters,
+  settings: ExportThreadSettings,
+): Promise<AsyncGenerator<SheetPiece> | undefined> {
+  return threadedExport(db, workspaceId, filters, 'excel', settings, ({ bytes, crc, size }) => ({
+    deflated: bytes,
+    crc,
+    size,
+  }));
 }
 
 /**
@@ -86,7 +112,11 @@ export async function threadedExportText(
  * the generator with that error; however it ends (done, failed, or returned early because the client went
  * away), every worker is terminated.
  */
-async function* orderedChunks(plan: ExportWorkerData, threads: number): AsyncGenerator<Buffer> {
+async function* orderedChunks<T>(
+  plan: ExportWorkerData,
+  threads: number,
+  out: (chunk: ExportChunk & { bytes: Uint8Array }) => T,
+): AsyncGenerator<T> {
   const queues = new Map<number, ExportChunk[]>();
   let failure: unknown;
   let finished = false;
@@ -138,8 +168,7 @@ async function* orderedChunks(plan: ExportWorkerData, threads: number): AsyncGen
           await new Promise<void>((resolve) => (wake = resolve));
           chunk = queues.get(range)?.shift();
         }
-        if (chunk.bytes)
-          yield Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+        if (chunk.bytes) yield out({ ...chunk, bytes: chunk.bytes });
         worker.postMessage(null);
         if (chunk.last) break;
       }

@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
+import { sheetPieceSync } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './voters.export.ts';
 import { exportText } from './voters.export-format.ts';
 import type { ExportRow } from './voters.repository.ts';
@@ -21,24 +22,36 @@ export interface ExportWorkerData {
   step: number;
   /** Rows per read (keyset batches: a small batch keeps the worker's heap small). */
   batchSize: number;
-  /** Size of the buffers the text is encoded into, each posted (full, or a range's end) as one chunk. */
+  /** Size of the buffer the text is encoded into; a full buffer, or a range's end, makes one chunk. */
   chunkBytes: number;
   /** Chunks it may post before the request thread has written them (each written chunk returns one). */
   credits: number;
 }
 
-/** A piece of a range: UTF-8 text of the file (null when the range has no rows). */
+/** A piece of a range, in the range's order. */
 export interface ExportChunk {
   range: number;
+  /**
+   * CSV: the text, UTF-8. Excel: the sheet rows' XML deflated on its own (see SheetPiece), with the CRC-32
+   * and length of that XML in `crc` and `size`. Null when the range has no rows.
+   */
   bytes: Uint8Array | null;
+  crc: number;
+  size: number;
   /** The range's last chunk. */
   last: boolean;
 }
 
+/** `bytes` itself when it has its ArrayBuffer to itself (so that it can be transferred), else a copy. */
+function transferable(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
 /**
  * The body of an export worker thread: reads its ranges with its own read-only connection, in keyset
- * batches, encodes their text into buffers of its own and posts each full buffer to the request thread
- * (transferred, not copied), never more than `credits` chunks ahead of what the request thread has taken.
+ * batches, and encodes their text into a buffer of its own. A full buffer (or a range's end) becomes one
+ * chunk for the request thread, never more than `credits` ahead of what it has taken: for CSV the buffer
+ * itself is transferred (not copied); for Excel the buffer is deflated here and the deflated bytes go.
  */
 export async function runExportWorker(data: ExportWorkerData, port: MessagePort): Promise<void> {
   let credits = data.credits;
@@ -48,9 +61,27 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
     wake?.();
   };
   port.on('message', onCredit);
-  const post = async (chunk: ExportChunk) => {
+  let buffer = new Uint8Array(data.chunkBytes);
+  let used = 0;
+  /** Posts what the buffer holds (after waiting for a credit) and leaves it empty. */
+  const post = async (range: number, last: boolean) => {
     while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
     credits -= 1;
+    let chunk: ExportChunk;
+    if (used === 0) {
+      chunk = { range, bytes: null, crc: 0, size: 0, last };
+    } else if (data.format === 'excel') {
+      const piece = sheetPieceSync(buffer.subarray(0, used));
+      chunk = { range, bytes: transferable(piece.deflated), crc: piece.crc, size: piece.size, last };
+    } else if (used === buffer.length || !last) {
+      chunk = { range, bytes: buffer.subarray(0, used), crc: 0, size: used, last };
+      buffer = new Uint8Array(data.chunkBytes);
+    } else {
+      // A range's last piece is copied out at its size (the request thread would otherwise hold the whole
+      // buffer until it collects its garbage), and the buffer serves the next range.
+      chunk = { range, bytes: buffer.slice(0, used), crc: 0, size: used, last };
+    }
+    used = 0;
     port.postMessage(chunk, chunk.bytes ? [chunk.bytes.buffer as ArrayBuffer] : []);
   };
   const db = new SQLite(data.file, { readonly: true, fileMustExist: true });
@@ -60,11 +91,9 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
     db.pragma('cache_size = -2048');
     const statement = db.prepare(data.sql).raw(true);
     const encoder = new TextEncoder();
-    let buffer = new Uint8Array(data.chunkBytes);
     for (let range = data.first; range < data.count; range += data.step) {
       const upTo = data.start + (range + 1) * data.width;
       let after = data.start + range * data.width;
-      let used = 0;
       for (;;) {
         const rows = statement.all(...data.parameters, after, upTo, data.batchSize) as ExportRow[];
         const lastId = rows.length > 0 ? rows[rows.length - 1]![0] : upTo;
@@ -73,18 +102,14 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
           const { read, written } = encoder.encodeInto(text, buffer.subarray(used));
           used += written;
           if (read === text.length) break;
-          // The buffer is full: it goes to the request thread, and the rest of the text into a new one.
-          await post({ range, bytes: buffer.subarray(0, used), last: false });
+          // The buffer is full: out it goes, and the rest of the text follows.
+          await post(range, false);
           text = text.slice(read);
-          buffer = new Uint8Array(data.chunkBytes);
-          used = 0;
         }
         if (rows.length < data.batchSize || lastId >= upTo) break;
         after = lastId;
       }
-      // The range's last piece is copied out at its size (the request thread would otherwise hold the whole
-      // buffer until it collects it), and the buffer serves the next range.
-      await post({ range, bytes: used > 0 ? buffer.slice(0, used) : null, last: true });
+      await post(range, true);
     }
   } finally {
     db.close();

@@ -2,9 +2,9 @@ import type { Db } from '../../db/connect.ts';
 import { validationError } from '../../errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { fieldErrors } from '../../http/validation.ts';
-import { xlsxStream } from '../../lib/xlsx.ts';
-import { exportText } from './voters.export-format.ts';
-import { type ExportThreadSettings, threadedExportText } from './voters.export-threads.ts';
+import { type SheetPiece, xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
+import { csvLines } from './voters.export-format.ts';
+import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
 import { copyVotersCsv, exportColumns, exportVoterBatches, type VoterFilters } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
 
@@ -57,17 +57,28 @@ async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Bu
   for await (const chunk of text) yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
 }
 
-/** The rows of the file, formatted: by worker threads when that pays (see threadedExportText), else here. */
-async function* exportedText(
+/** The CSV lines: from worker threads when that pays (see threadedExport), else read and formatted here. */
+async function* csvText(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
-  format: ExportFormat,
   threads: ExportThreadSettings | undefined,
 ): AsyncGenerator<string | Buffer> {
-  const threaded = threads && (await threadedExportText(db, workspaceId, filters, format, threads));
+  const threaded = threads && (await threadedCsv(db, workspaceId, filters, threads));
   if (threaded) return yield* threaded;
-  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield exportText(format, rows);
+  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield csvLines(rows);
+}
+
+/** The sheet rows: deflated by worker threads when that pays, else read and formatted here. */
+async function* sheetRows(
+  db: Db,
+  workspaceId: number,
+  filters: VoterFilters,
+  threads: ExportThreadSettings | undefined,
+): AsyncGenerator<string | SheetPiece> {
+  const threaded = threads && (await threadedSheet(db, workspaceId, filters, threads));
+  if (threaded) return yield* threaded;
+  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield xlsxRows(rows);
 }
 
 /**
@@ -88,8 +99,10 @@ export function exportVoters(
   if (format === 'csv' && db.raw.dialect === 'postgres') {
     body = copyVotersCsv(db.kysely, db.raw.pool, workspaceId, filters);
   } else {
-    const text = exportedText(db, workspaceId, filters, format, threads);
-    body = format === 'csv' ? csvBody(text) : xlsxStream(exportColumns, text);
+    body =
+      format === 'csv'
+        ? csvBody(csvText(db, workspaceId, filters, threads))
+        : xlsxStream(exportColumns, sheetRows(db, workspaceId, filters, threads));
   }
   return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
 }
