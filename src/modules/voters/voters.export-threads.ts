@@ -112,8 +112,9 @@ export function threadedSheet(
 
 /**
  * Starts `threads` workers on the plan (worker i takes ranges i, i + threads, ...) and yields their chunks
- * in range order. A chunk is acknowledged (one credit back to its worker) when the consumer asks for the
- * next one, so memory stays at a few chunks per worker whatever the client's speed. A worker's error ends
+ * in range order. A chunk is acknowledged (one credit back to its worker, with the chunk's memory) when
+ * the consumer asks for the next one, so memory stays at a few chunks per worker whatever the client's
+ * speed. The consumer must be done with a chunk by then (sendDownload is: it waits for the socket). A worker's error ends
  * the generator with that error; however it ends (done, failed, or returned early because the client went
  * away), every worker is terminated.
  */
@@ -173,8 +174,15 @@ async function* orderedChunks<T>(
           await new Promise<void>((resolve) => (wake = resolve));
           chunk = queues.get(range)?.shift();
         }
-        if (chunk.bytes) yield out({ ...chunk, bytes: chunk.bytes });
-        worker.postMessage(null);
+        if (chunk.bytes) {
+          yield out({ ...chunk, bytes: chunk.bytes });
+          // Asked for the next chunk: this one is on the socket. Its memory goes back to its worker (freed
+          // now instead of at this thread's next garbage collection, or reused there).
+          const memory = chunk.bytes.buffer as ArrayBuffer;
+          worker.postMessage(memory, [memory]);
+        } else {
+          worker.postMessage(null);
+        }
         if (chunk.last) break;
       }
       queues.delete(range);

@@ -24,7 +24,10 @@ export interface ExportWorkerData {
   batchSize: number;
   /** Size of the buffer the text is encoded into; a full buffer, or a range's end, makes one chunk. */
   chunkBytes: number;
-  /** Chunks it may post before the request thread has written them (each written chunk returns one). */
+  /**
+   * Chunks it may post before the request thread has written them. Each written chunk returns a credit,
+   * with the chunk's ArrayBuffer.
+   */
   credits: number;
 }
 
@@ -51,17 +54,23 @@ function transferable(bytes: Uint8Array): Uint8Array {
  * The body of an export worker thread: reads its ranges with its own read-only connection, in keyset
  * batches, and encodes their text into a buffer of its own. A full buffer (or a range's end) becomes one
  * chunk for the request thread, never more than `credits` ahead of what it has taken: for CSV the buffer
- * itself is transferred (not copied); for Excel the buffer is deflated here and the deflated bytes go.
+ * itself is transferred (not copied) and comes back with the credit; for Excel the buffer is deflated here
+ * and the deflated bytes go.
  */
 export async function runExportWorker(data: ExportWorkerData, port: MessagePort): Promise<void> {
   let credits = data.credits;
   let wake: (() => void) | undefined;
-  const onCredit = () => {
+  // CSV buffers come back with their credits, once their bytes are on the socket, and serve again.
+  const spare: Uint8Array[] = [];
+  const onCredit = (returned: ArrayBuffer | null) => {
     credits += 1;
+    if (returned?.byteLength === data.chunkBytes && spare.length < data.credits) {
+      spare.push(new Uint8Array(returned));
+    }
     wake?.();
   };
   port.on('message', onCredit);
-  let buffer = new Uint8Array(data.chunkBytes);
+  let buffer: Uint8Array = new Uint8Array(data.chunkBytes);
   let used = 0;
   /** Posts what the buffer holds (after waiting for a credit) and leaves it empty. */
   const post = async (range: number, last: boolean) => {
@@ -73,13 +82,9 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
     } else if (data.format === 'excel') {
       const piece = sheetPieceSync(buffer.subarray(0, used));
       chunk = { range, bytes: transferable(piece.deflated), crc: piece.crc, size: piece.size, last };
-    } else if (used === buffer.length || !last) {
-      chunk = { range, bytes: buffer.subarray(0, used), crc: 0, size: used, last };
-      buffer = new Uint8Array(data.chunkBytes);
     } else {
-      // A range's last piece is copied out at its size (the request thread would otherwise hold the whole
-      // buffer until it collects its garbage), and the buffer serves the next range.
-      chunk = { range, bytes: buffer.slice(0, used), crc: 0, size: used, last };
+      chunk = { range, bytes: buffer.subarray(0, used), crc: 0, size: used, last };
+      buffer = spare.pop() ?? new Uint8Array(data.chunkBytes);
     }
     used = 0;
     port.postMessage(chunk, chunk.bytes ? [chunk.bytes.buffer as ArrayBuffer] : []);

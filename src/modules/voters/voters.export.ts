@@ -17,6 +17,7 @@ export const exportFormats = {
 } as const;
 export type ExportFormat = keyof typeof exportFormats;
 
+/** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
 export interface ExportFile {
   contentType: string;
   filename: string;

@@ -1,9 +1,9 @@
-import { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
+import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success } from '../../http/schemas.ts';
 import { exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
@@ -167,15 +167,8 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
         request.query.format,
         exportThreads,
       );
-      const body = Readable.from(file.body, { objectMode: false });
-      return (
-        reply
-          .header('content-type', file.contentType)
-          .header('content-disposition', `attachment; filename="${file.filename}"`)
-          .header('cache-control', 'no-store')
-          // The 200 schema documents the file as a string; Fastify streams a Readable as it comes.
-          .send(body as unknown as string)
-      );
+      // The 200 schema documents the file as a string; the bytes go out as they come.
+      await sendDownload(request, reply, file);
     },
   );
 };
