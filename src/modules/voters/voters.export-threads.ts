@@ -22,9 +22,10 @@ const CHUNK_BYTES = { csv: 256 * 1024, excel: 512 * 1024 };
 /** Chunks a worker may have posted that the request thread has not yet written. */
 const CREDITS = 6;
 /**
- * A worker's live data is one read of rows and its text: 24 MB of old generation leave it room to spare. The
- * young generation is the trade: 8 MB instead of 4 made reading and formatting ~8% faster but the server's
- * peak RSS after a million-row import ~14 MB higher (287 against 273 MB, the limit being 300).
+ * A worker's live data is one read of rows and its text: 24 MB of old generation leave it room to spare.
+ * A young generation of 8 MB instead of 4 reads and formats ~8% faster in a worker alone, but end to end
+ * (two threads on two cores beside the request thread and the client) the difference was lost in the
+ * noise, while the server's peak RSS was a few MB higher.
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 };
 const entry = new URL('./voters.export-worker.mjs', import.meta.url);
