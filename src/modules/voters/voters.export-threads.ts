@@ -115,9 +115,9 @@ export function threadedSheet(
  * Starts `threads` workers on the plan (worker i takes ranges i, i + threads, ...) and yields their chunks
  * in range order. A chunk is acknowledged (one credit back to its worker, with the chunk's memory) when
  * the consumer asks for the next one, so memory stays at a few chunks per worker whatever the client's
- * speed. The consumer must be done with a chunk by then (sendDownload is: it waits for the socket). A worker's error ends
- * the generator with that error; however it ends (done, failed, or returned early because the client went
- * away), every worker is terminated.
+ * speed; the consumer must be done with a chunk by then (sendDownload is: it waits for the socket). A
+ * worker's error ends the generator with that error; however it ends (done, failed, or returned early
+ * because the client went away), every worker is terminated.
  */
 async function* orderedChunks<T>(
   plan: ExportWorkerData,
