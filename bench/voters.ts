@@ -59,11 +59,19 @@ async function startServer(databaseUrl: string): Promise<void> {
   // Exactly what `npm start` runs (its node flags included), but as our own child so its memory can be read.
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
     .start;
-  const [command, ...startArgs] = start.split(/\s+/);
+  const words = start.split(/\s+/);
+  // Leading NAME=value words are environment settings of the command (MALLOC_ARENA_MAX).
+  const startEnv: Record<string, string> = {};
+  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+    const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
+    startEnv[name] = value;
+  }
+  const [command, ...startArgs] = words;
   if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
   server = spawn(process.execPath, startArgs, {
     env: {
       ...process.env,
+      ...startEnv,
       DATABASE_URL: databaseUrl,
       PORT: String(port),
       HOST: '127.0.0.1',
