@@ -2,10 +2,11 @@ import { type Kysely, sql } from 'kysely';
 import { bigintType, isPostgres } from './helpers.ts';
 
 /**
- * `voter_counts.version`: a number that changes, in the same transaction, whenever any voter of the
- * workspace is created, changed or deleted. Results derived from a workspace's voters (the exact total of a
- * search, where a page starts) stay valid while it is unchanged, so they can be kept between requests and
- * across processes without ever being stale.
+ * `voter_counts.version`: a number that changes, in the same transaction, whenever a voter of the workspace
+ * is created or deleted, or changes in a column that a list filters or searches on (name, email, phone,
+ * constituency, booth, ward). What a list has worked out from the workspace's voters (the exact total of a
+ * search, where a page starts) stays valid while it is unchanged, so it can be kept between requests and
+ * across processes without ever being stale; an edit of an address alone keeps it.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -32,11 +33,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`CREATE FUNCTION voter_counts_updated() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         UPDATE voter_counts c SET version = c.version + 1
-          FROM (SELECT DISTINCT workspace_id FROM new_rows) n
+          FROM (SELECT DISTINCT unnest(ARRAY[n.workspace_id, o.workspace_id]) AS workspace_id
+                FROM new_rows n JOIN old_rows o ON o.id = n.id
+                WHERE (n.workspace_id, n.name, n.email, n.phone, n.constituency_key, n.booth, n.ward)
+                  IS DISTINCT FROM (o.workspace_id, o.name, o.email, o.phone, o.constituency_key, o.booth, o.ward)) n
           WHERE c.workspace_id = n.workspace_id;
         RETURN NULL;
       END $$`.execute(db);
-    await sql`CREATE TRIGGER voters_count_update AFTER UPDATE ON voters REFERENCING NEW TABLE AS new_rows
+    await sql`CREATE TRIGGER voters_count_update AFTER UPDATE ON voters
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
       FOR EACH STATEMENT EXECUTE FUNCTION voter_counts_updated()`.execute(db);
   } else {
     await sql`DROP TRIGGER voters_count_insert`.execute(db);
@@ -47,9 +52,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`CREATE TRIGGER voters_count_delete AFTER DELETE ON voters BEGIN
       UPDATE voter_counts SET total = total - 1, version = version + 1 WHERE workspace_id = old.workspace_id;
     END`.execute(db);
-    await sql`CREATE TRIGGER voters_count_update AFTER UPDATE ON voters BEGIN
-      UPDATE voter_counts SET version = version + 1 WHERE workspace_id = new.workspace_id;
-    END`.execute(db);
+    await sql`CREATE TRIGGER voters_count_update
+      AFTER UPDATE OF workspace_id, name, email, phone, constituency_key, booth, ward ON voters
+      WHEN old.workspace_id IS NOT new.workspace_id OR old.name IS NOT new.name OR old.email IS NOT new.email
+        OR old.phone IS NOT new.phone OR old.constituency_key IS NOT new.constituency_key
+        OR old.booth IS NOT new.booth OR old.ward IS NOT new.ward
+      BEGIN
+        UPDATE voter_counts SET version = version + 1 WHERE workspace_id IN (old.workspace_id, new.workspace_id);
+      END`.execute(db);
   }
 }
 
