@@ -259,6 +259,21 @@ describe('voters export in worker threads (SQLite file)', () => {
     expect(exportThreadCounts().running).toBe(0);
   });
 
+  it('downloads cut at many different moments: the threads stop between reads, the process carries on', async () => {
+    // Worker.terminate() during a better-sqlite3 call can abort the whole process; the threads are asked to
+    // stop instead. Cut while they read (not paused), at a different moment each time.
+    for (let i = 0; i < 12; i += 1) {
+      const res = await openExport(threaded, bulky.token);
+      expect(res.statusCode).toBe(200);
+      await once(res, 'data');
+      await new Promise((resolve) => setTimeout(resolve, i * 3));
+      res.destroy();
+      await until(() => exportThreadCounts().running === 0);
+    }
+    const whole = await exportVoters(threaded.app, bulky.token);
+    expect(whole.status).toBe(200);
+  });
+
   it("a worker's error ends the download with an error; the server carries on", async () => {
     const broken = await buildTestApp('sqlite', env('2', 'broken.db'));
     try {

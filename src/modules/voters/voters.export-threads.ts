@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
@@ -28,6 +29,8 @@ const CREDITS = 6;
  * noise, while the server's peak RSS was a few MB higher.
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 };
+/** How long a worker asked to stop may take to end by itself before it is terminated. */
+const STOP_WAIT_MS = 30_000;
 const entry = new URL('./voters.export-worker.mjs', import.meta.url);
 
 const threadCounts = { started: 0, running: 0 };
@@ -81,6 +84,7 @@ async function threadedExport<T>(
     batchSize: READ_ROWS,
     chunkBytes: CHUNK_BYTES[format],
     credits: CREDITS,
+    stop: new SharedArrayBuffer(4),
   };
   return orderedChunks(plan, Math.min(settings.threads, count), out);
 }
@@ -134,6 +138,7 @@ async function* orderedChunks<T>(
     resolve?.();
   };
   const workers: Worker[] = [];
+  const exits: Promise<unknown>[] = [];
   try {
     for (let first = 0; first < threads; first += 1) {
       const data: ExportWorkerData = { ...plan, first, step: threads };
@@ -145,6 +150,7 @@ async function* orderedChunks<T>(
       threadCounts.started += 1;
       threadCounts.running += 1;
       workers.push(worker);
+      exits.push(once(worker, 'exit').catch(() => {}));
       let rangesLeft = Math.ceil((plan.count - first) / threads);
       worker.on('message', (chunk: ExportChunk) => {
         let queue = queues.get(chunk.range);
@@ -190,6 +196,20 @@ async function* orderedChunks<T>(
     }
   } finally {
     finished = true;
-    await Promise.all(workers.map((worker) => worker.terminate()));
+    // Ask the workers to stop (those done have ended already) and wake any waiting for a credit; they
+    // close their connections and end between two reads. Terminating one inside a better-sqlite3 call can
+    // abort the process, so terminate() is only the last resort for a worker that never ends by itself.
+    Atomics.store(new Int32Array(plan.stop), 0, 1);
+    for (const worker of workers) worker.postMessage(null);
+    await Promise.all(
+      workers.map(async (worker, i) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>(
+          (resolve) => (timer = setTimeout(() => resolve('late'), STOP_WAIT_MS)),
+        );
+        if ((await Promise.race([exits[i], late])) === 'late') await worker.terminate();
+        clearTimeout(timer);
+      }),
+    );
   }
 }

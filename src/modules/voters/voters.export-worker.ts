@@ -29,7 +29,16 @@ export interface ExportWorkerData {
    * with the chunk's ArrayBuffer.
    */
   credits: number;
+  /**
+   * One Int32 the request thread sets to 1 when the export ends early (shared by the export's workers). A
+   * worker checks it between reads and stops by itself: `Worker.terminate()` during a better-sqlite3 call
+   * can abort the whole process (better-sqlite3 throws into a terminating isolate).
+   */
+  stop: SharedArrayBuffer;
 }
+
+/** Thrown inside a worker to unwind when the request thread has asked it to stop. */
+class Stopped extends Error {}
 
 /** A piece of a range, in the range's order. */
 export interface ExportChunk {
@@ -73,8 +82,12 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
   let buffer: Uint8Array = new Uint8Array(data.chunkBytes);
   let used = 0;
   /** Posts what the buffer holds (after waiting for a credit) and leaves it empty. */
+  const stop = new Int32Array(data.stop);
+  const checkStop = () => {
+    if (Atomics.load(stop, 0) !== 0) throw new Stopped('the export was stopped');
+  };
   const post = async (range: number, last: boolean) => {
-    while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
+    for (checkStop(); credits === 0; checkStop()) await new Promise<void>((resolve) => (wake = resolve));
     credits -= 1;
     let chunk: ExportChunk;
     if (used === 0) {
@@ -100,6 +113,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
       const upTo = data.start + (range + 1) * data.width;
       let after = data.start + range * data.width;
       for (;;) {
+        checkStop();
         const rows = statement.all(...data.parameters, after, upTo, data.batchSize) as ExportRow[];
         const lastId = rows.length > 0 ? rows[rows.length - 1]![0] : upTo;
         let text = rows.length > 0 ? exportText(data.format, rows) : '';
@@ -116,6 +130,8 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
       }
       await post(range, true);
     }
+  } catch (error) {
+    if (!(error instanceof Stopped)) throw error;
   } finally {
     db.close();
     // Nothing else keeps the thread alive: it ends by itself.
