@@ -254,7 +254,8 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
     if (total <= RARE_MATCHES) memo.ids = rows.map((r) => r.id);
   } else {
     const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-    const total = filtered ? await countMatches(db, workspaceId, filters) : Number(counts?.total ?? 0);
+    const workspaceTotal = Number(counts?.total ?? 0);
+    const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
     memo = { version, total, anchors: new Map() };
   }
   memos?.set(key, memo);
@@ -266,22 +267,20 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
  * hits directly when the workspace owns every voter row (the usual embedded deployment: one campaign
  * office), skipping a lookup per hit to check the workspace.
  */
-async function countMatches(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+async function countMatches(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  workspaceTotal: number,
+): Promise<number> {
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
   if (match) {
-    const owner = await db
+    const all = await db
       .selectFrom('voter_counts')
-      .select((eb) => [
-        'total',
-        eb
-          .selectFrom('voter_counts')
-          .select((e) => e.fn.sum<number>('total').as('all'))
-          .as('all'),
-      ])
-      .where('workspace_id', '=', workspaceId)
+      .select((eb) => eb.fn.sum<number>('total').as('all'))
       .executeTakeFirst();
-    if (owner && Number(owner.total) === Number(owner.all)) {
+    if (workspaceTotal === Number(all?.all ?? 0)) {
       const row = await db
         .selectFrom('voters_fts')
         .select((eb) => eb.fn.countAll<number>().as('total'))
@@ -424,6 +423,7 @@ export async function* exportVoterBatches(
   batchSize = 2000,
 ): AsyncGenerator<ExportRow[]> {
   let after = 0;
+  let statement: SQLite.Statement | undefined;
   for (;;) {
     const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
       .select(exportSelection(db.dialect))
@@ -434,13 +434,11 @@ export async function* exportVoterBatches(
     let rows: ExportRow[];
     if (db.raw.dialect === 'sqlite') {
       const { sqlite } = db.raw;
-      rows = await db.kysely.connection().execute(
-        async () =>
-          sqlite
-            .prepare(text)
-            .raw(true)
-            .all(...parameters) as ExportRow[],
-      );
+      // The text is the same for every batch (only `after` moves): prepared once.
+      rows = await db.kysely.connection().execute(async () => {
+        statement ??= sqlite.prepare(text).raw(true);
+        return statement.all(...parameters) as ExportRow[];
+      });
     } else {
       rows = (await db.raw.pool.query<ExportRow>({ text, values: [...parameters], rowMode: 'array' })).rows;
     }
