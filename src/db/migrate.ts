@@ -5,6 +5,7 @@ import * as voters from './migrations/2026_11_21_002_voters.ts';
 import * as messaging from './migrations/2026_11_21_003_messaging.ts';
 import * as webhooksGrievancesPayments from './migrations/2026_11_21_004_webhooks_grievances_payments.ts';
 import * as voterVersions from './migrations/2026_11_21_005_voter_versions.ts';
+import * as voterChanges from './migrations/2026_11_21_006_voter_changes.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 const migrations: Record<string, Migration> = {
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_21_003_messaging': messaging,
   '2026_11_21_004_webhooks_grievances_payments': webhooksGrievancesPayments,
   '2026_11_21_005_voter_versions': voterVersions,
+  '2026_11_21_006_voter_changes': voterChanges,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

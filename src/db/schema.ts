@@ -13,6 +13,7 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   voters: VoterTable;
   voter_counts: VoterCountTable;
+  voter_changes: VoterChangeTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
   segments: SegmentTable;
@@ -126,6 +127,25 @@ export interface VoterCountTable {
   total: number;
   /** Changes whenever any voter of the workspace is created, changed or deleted (triggers). */
   version: Generated<number>;
+}
+
+/** What a small change did to the filtered and searched columns (migration 006); old_* null for a create, new_* for a delete. */
+export interface VoterChangeTable {
+  workspace_id: number;
+  version: number;
+  voter_id: number;
+  old_name: string | null;
+  old_email: string | null;
+  old_phone: string | null;
+  old_constituency_key: string | null;
+  old_booth: string | null;
+  old_ward: string | null;
+  new_name: string | null;
+  new_email: string | null;
+  new_phone: string | null;
+  new_constituency_key: string | null;
+  new_booth: string | null;
+  new_ward: string | null;
 }
 
 export interface VoterFtsTable {

@@ -20,7 +20,16 @@ import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import { addAnchor, type ListMemo, listMemos, nearestAnchor } from './voters.memo.ts';
+import {
+  addAnchor,
+  advanceMemo,
+  type ListMemo,
+  listMemos,
+  type Matcher,
+  memoStats,
+  nearestAnchor,
+  type VoterValues,
+} from './voters.memo.ts';
 
 /** The filter object shared by the list, export, segments and broadcasts. */
 export interface VoterFilters {
@@ -85,6 +94,49 @@ function searchCondition(db: Executor, term: string) {
     ];
     if (digits) ors.push(sql<boolean>`voters.phone LIKE ${likePattern(digits)} ESCAPE '\\'`);
     return eb.or(ors);
+  };
+}
+
+const NON_ASCII = /[^ -~\t\n\r]/;
+
+/**
+ * Whether `text` has a letter with case outside ASCII: the database may fold it differently from JavaScript
+ * (FTS5's Unicode folding, SQLite's ASCII-only LIKE, PostgreSQL's locale). Devanagari has no case.
+ */
+function foldsAmbiguously(text: string): boolean {
+  if (!NON_ASCII.test(text)) return false;
+  for (const ch of text)
+    if (ch.charCodeAt(0) > 0x7f && (ch.toLowerCase() !== ch || ch.toUpperCase() !== ch)) return true;
+  return false;
+}
+
+/**
+ * The filters of filteredVoters evaluated on one voter's values, outside the database (to bring remembered
+ * totals forward through logged changes). Its twin is the SQL of exactFilters and searchCondition: exact
+ * matches compare the same strings, and a search is a substring of the lower-cased name or email (or the
+ * phone's digits), which is what the trigram index, LIKE and ILIKE do wherever case folding is plain ASCII.
+ * Where it might not be, the answer is undefined (count in the database instead).
+ */
+export function voterMatcher(filters: VoterFilters): Matcher {
+  const constituency = filters.constituency?.trim().toLowerCase() || undefined;
+  const booth = filters.booth?.trim() || undefined;
+  const ward = filters.ward?.trim() || undefined;
+  const term = filters.search?.trim() || undefined;
+  const needle = term?.toLowerCase();
+  const digits = term ? phoneDigits(term) : undefined;
+  const termAmbiguous = term !== undefined && foldsAmbiguously(term);
+  return (v: VoterValues) => {
+    if (constituency !== undefined && v.constituency_key !== constituency) return false;
+    if (booth !== undefined && v.booth !== booth) return false;
+    if (ward !== undefined && v.ward !== ward) return false;
+    if (needle === undefined) return true;
+    if (termAmbiguous || foldsAmbiguously(v.name) || (v.email !== null && foldsAmbiguously(v.email)))
+      return undefined;
+    return (
+      v.name.toLowerCase().includes(needle) ||
+      (v.email !== null && v.email.toLowerCase().includes(needle)) ||
+      (digits ? v.phone.includes(digits) : false)
+    );
   };
 }
 
@@ -188,12 +240,17 @@ async function voterPage(
     }
     const rows = await db
       .selectFrom('voters')
-      .select(listColumns)
+      .select([
+        ...listColumns,
+        sql<number>`(SELECT version FROM voter_counts WHERE workspace_id = ${workspaceId})`.as('version'),
+      ])
       .where('voters.id', 'in', ids)
       .orderBy('voters.id')
       .execute();
-    if (rows[0]) addAnchor(memo, { position: offset, id: rows[0].id });
-    return rows;
+    // A page start is remembered only for the version it was read at (the same statement).
+    if (rows[0] && Number(rows[0].version) === memo.version)
+      addAnchor(memo, { position: offset, id: rows[0].id });
+    return rows.map(({ version: _, ...row }) => row);
   }
   if (memo.ids) {
     // A PostgreSQL search with few matches: their ids are known, so a page is a lookup by id. (PostgreSQL
@@ -224,10 +281,68 @@ function memoKey(workspaceId: number, filters: VoterFilters): string {
   );
 }
 
+/** Changes read to bring a remembered list forward; more than this, or an older memo, counts again. */
+const MAX_CHANGES = 1000;
+const MAX_VERSIONS_BEHIND = 256; // voter_changes keeps this many versions (migration 006)
+
+function valuesOf(
+  row: Record<string, string | number | null>,
+  prefix: 'old_' | 'new_',
+): VoterValues | undefined {
+  if (row[`${prefix}name`] === null) return undefined; // no voter on this side: a create or a delete
+  const text = (field: string) => row[`${prefix}${field}`] as string | null;
+  return {
+    name: text('name')!,
+    email: text('email'),
+    phone: text('phone') ?? '',
+    constituency_key: text('constituency_key'),
+    booth: text('booth'),
+    ward: text('ward'),
+  };
+}
+
+/** `memo` brought forward to `version` through the logged changes, or undefined when it cannot be. */
+async function advance(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  memo: ListMemo,
+  version: number,
+): Promise<ListMemo | undefined> {
+  if (version - memo.version > MAX_VERSIONS_BEHIND) return undefined;
+  const rows = await db
+    .selectFrom('voter_changes')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('version', '>', memo.version)
+    .where('version', '<=', version)
+    .orderBy('version')
+    .orderBy('voter_id')
+    .limit(MAX_CHANGES + 1)
+    .execute();
+  if (rows.length > MAX_CHANGES) return undefined;
+  const changes = rows.map((row) => ({
+    version: Number(row.version),
+    voterId: Number(row.voter_id),
+    before: valuesOf(row as never, 'old_'),
+    after: valuesOf(row as never, 'new_'),
+  }));
+  return advanceMemo(memo, version, changes, voterMatcher(filters), RARE_MATCHES);
+}
+
+async function readVersion(db: Executor, workspaceId: number): Promise<number> {
+  const row = await db
+    .selectFrom('voter_counts')
+    .select('version')
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(row?.version ?? 0);
+}
+
 /**
  * The exact number of matching voters, and where some pages start, for the workspace's current voters:
- * worked out once per version of them (see ListMemo) and then read from memory. Without filters the total
- * is the trigger-kept count.
+ * worked out once (see ListMemo), then read from memory, and brought forward through small changes. Without
+ * filters the total is the trigger-kept count.
  */
 async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters): Promise<ListMemo> {
   const counts = await db
@@ -236,10 +351,20 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
   const version = Number(counts?.version ?? 0);
+  const workspaceTotal = Number(counts?.total ?? 0);
   const memos = listMemos(db);
   const key = memoKey(workspaceId, filters);
-  const known = memos?.get(key, version);
-  if (known) return known;
+  const known = memos?.get(key);
+  if (known && known.version === version) return known;
+  if (memos && known && known.version < version) {
+    const advanced = await advance(db, workspaceId, filters, known, version);
+    if (advanced) {
+      memoStats.advanced += 1;
+      memos.set(key, advanced);
+      return advanced;
+    }
+  }
+  memoStats.computed += 1;
   let memo: ListMemo;
   if (isPostgres(db) && filters.search?.trim()) {
     // One pass over the trigram matches gives the exact total and, for a rare term, every id in order
@@ -250,15 +375,25 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
       .limit(RARE_MATCHES)
       .execute();
     const total = Number(rows[0]?.total ?? 0);
-    memo = { version, total, anchors: new Map() };
-    if (total <= RARE_MATCHES) memo.ids = rows.map((r) => r.id);
+    memo = {
+      version,
+      total,
+      anchors: new Map(),
+      ids: total <= RARE_MATCHES ? rows.map((r) => r.id) : undefined,
+    };
   } else {
     const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-    const workspaceTotal = Number(counts?.total ?? 0);
     const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
     memo = { version, total, anchors: new Map() };
   }
-  memos?.set(key, memo);
+  // Remembered only if no change landed while counting: the count then belongs to exactly this version
+  // (brought forward later, a count that had seen a newer change would count it twice).
+  if (
+    memos &&
+    (!(filters.search?.trim() || hasExactFilters(filters)) ||
+      (await readVersion(db, workspaceId)) === version)
+  )
+    memos.set(key, memo);
   return memo;
 }
 
@@ -690,9 +825,14 @@ async function startSqliteImport(
          ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
          WHERE ${changedCondition('IS NOT')}`,
       );
+      // `bulk` stops the triggers logging each row's change (voter_changes): a list counts again after an
+      // import rather than reading thousands of changes.
+      const setBulk = sqlite.prepare('UPDATE voter_counts SET bulk = ? WHERE workspace_id = ?');
       const chunk = sqlite.transaction((from: number, to: number) => {
+        setBulk.run(1, workspaceId);
         const before = maxId.get() as number;
         upsert.run(workspaceId, now, now, from, to);
+        setBulk.run(0, workspaceId);
         return createdSince.get(before) as number;
       });
       let imported = 0;
