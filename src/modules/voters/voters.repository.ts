@@ -365,35 +365,24 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
     }
   }
   memoStats.computed += 1;
-  let memo: ListMemo;
-  if (isPostgres(db) && filters.search?.trim()) {
-    // One pass over the trigram matches gives the exact total and, for a rare term, every id in order
-    // (a page of a rare term costs as much as all of them: the matches are found, then sorted).
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
+  let ids: number[] | undefined;
+  if (isPostgres(db) && filters.search?.trim() && total <= RARE_MATCHES) {
+    // A rare term on PostgreSQL: every matching id, found through the trigram indexes and then sorted, so
+    // each page is a lookup (walking the primary key until a page is full is right for common terms and
+    // slow for rare ones; PostgreSQL cannot estimate how many rows a trigram search matches). A common term
+    // only counts: counting and sorting its matches in one pass cost twice the count alone.
     const rows = await filteredVoters(db, workspaceId, filters)
-      .select(['voters.id', sql<number>`count(*) OVER ()`.as('total')])
+      .select('voters.id')
       .orderBy(sql`voters.id + 0`)
-      .limit(RARE_MATCHES)
       .execute();
-    const total = Number(rows[0]?.total ?? 0);
-    memo = {
-      version,
-      total,
-      anchors: new Map(),
-      ids: total <= RARE_MATCHES ? rows.map((r) => r.id) : undefined,
-    };
-  } else {
-    const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-    const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
-    memo = { version, total, anchors: new Map() };
+    if (rows.length === total) ids = rows.map((r) => Number(r.id));
   }
+  const memo: ListMemo = { version, total, anchors: new Map(), ids };
   // Remembered only if no change landed while counting: the count then belongs to exactly this version
   // (brought forward later, a count that had seen a newer change would count it twice).
-  if (
-    memos &&
-    (!(filters.search?.trim() || hasExactFilters(filters)) ||
-      (await readVersion(db, workspaceId)) === version)
-  )
-    memos.set(key, memo);
+  if (memos && (!filtered || (await readVersion(db, workspaceId)) === version)) memos.set(key, memo);
   return memo;
 }
 
