@@ -36,54 +36,33 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   if (isPostgres(db)) {
     const prune = `DELETE FROM voter_changes v USING c
       WHERE v.workspace_id = c.workspace_id AND v.version <= c.version - ${KEEP_VERSIONS}`;
-    await sql
-      .raw(
-        `CREATE OR REPLACE FUNCTION voter_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    // Creates and deletes: the count moves by the rows of the statement, and each row is logged on its side.
+    for (const [fn, rows, sign, prefix] of [
+      ['voter_counts_inserted', 'new_rows', '+', 'new_'],
+      ['voter_counts_deleted', 'old_rows', '-', 'old_'],
+    ] as const) {
+      const bump = `UPDATE voter_counts c SET total = c.total ${sign} n.changed, version = c.version + 1
+              FROM (SELECT workspace_id, count(*) AS changed FROM ${rows} GROUP BY workspace_id) n
+              WHERE c.workspace_id = n.workspace_id`;
+      await sql
+        .raw(
+          `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF (SELECT count(*) FROM (SELECT 1 FROM new_rows LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST} THEN
-          WITH c AS (
-            UPDATE voter_counts c SET total = c.total + n.added, version = c.version + 1
-              FROM (SELECT workspace_id, count(*) AS added FROM new_rows GROUP BY workspace_id) n
-              WHERE c.workspace_id = n.workspace_id
-              RETURNING c.workspace_id, c.version),
+        IF (SELECT count(*) FROM (SELECT 1 FROM ${rows} LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST} THEN
+          WITH c AS (${bump} RETURNING c.workspace_id, c.version),
           logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols('new_')})
+            INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols(prefix)})
               SELECT c.workspace_id, c.version, r.id, ${values('r')}
-              FROM c JOIN new_rows r ON r.workspace_id = c.workspace_id)
+              FROM c JOIN ${rows} r ON r.workspace_id = c.workspace_id)
           ${prune};
         ELSE
-          UPDATE voter_counts c SET total = c.total + n.added, version = c.version + 1
-            FROM (SELECT workspace_id, count(*) AS added FROM new_rows GROUP BY workspace_id) n
-            WHERE c.workspace_id = n.workspace_id;
+          ${bump};
         END IF;
         RETURN NULL;
       END $$`,
-      )
-      .execute(db);
-    await sql
-      .raw(
-        `CREATE OR REPLACE FUNCTION voter_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF (SELECT count(*) FROM (SELECT 1 FROM old_rows LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST} THEN
-          WITH c AS (
-            UPDATE voter_counts c SET total = c.total - o.removed, version = c.version + 1
-              FROM (SELECT workspace_id, count(*) AS removed FROM old_rows GROUP BY workspace_id) o
-              WHERE c.workspace_id = o.workspace_id
-              RETURNING c.workspace_id, c.version),
-          logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols('old_')})
-              SELECT c.workspace_id, c.version, r.id, ${values('r')}
-              FROM c JOIN old_rows r ON r.workspace_id = c.workspace_id)
-          ${prune};
-        ELSE
-          UPDATE voter_counts c SET total = c.total - o.removed, version = c.version + 1
-            FROM (SELECT workspace_id, count(*) AS removed FROM old_rows GROUP BY workspace_id) o
-            WHERE c.workspace_id = o.workspace_id;
-        END IF;
-        RETURN NULL;
-      END $$`,
-      )
-      .execute(db);
+        )
+        .execute(db);
+    }
     const changed = `(n.workspace_id, ${values('n')}) IS DISTINCT FROM (o.workspace_id, ${values('o')})`;
     await sql
       .raw(
