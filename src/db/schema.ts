@@ -129,11 +129,17 @@ export interface VoterCountTable {
   version: Generated<number>;
 }
 
-/** What a small change did to the filtered and searched columns (migration 006); old_* null for a create, new_* for a delete. */
+/**
+ * What a small change did to the filtered and searched columns (migration 006): old_* null for a create,
+ * new_* for a delete; a delete keeps only old constituency_key, booth and ward.
+ */
 export interface VoterChangeTable {
   workspace_id: number;
   version: number;
   voter_id: number;
+  op: 'create' | 'update' | 'delete';
+  /** Unix seconds. */
+  at: number;
   old_name: string | null;
   old_email: string | null;
   old_phone: string | null;

@@ -7,6 +7,7 @@ import type { MessageRow } from '../db/schema.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
+import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
   dueSettlements,
@@ -26,6 +27,8 @@ type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRe
  */
 const MARK_EVERY = 1000;
 const MARK_AFTER_MS = 20;
+/** How often a worker forgets logged voter changes past their time (see pruneVoterChanges). */
+const PRUNE_EVERY_MS = 60_000;
 
 /**
  * The delivery loop. Each round: start scheduled campaigns that are due, fill the outbox of a queued
@@ -42,6 +45,7 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly paces = new Map<string, Pace>();
+  private prunedAt = 0;
 
   constructor(
     private readonly deps: {
@@ -96,6 +100,10 @@ export class DeliveryWorker {
 
   /** One round of every duty; true when any of them found work. */
   async round(): Promise<boolean> {
+    if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = Date.now();
+      await pruneVoterChanges(this.deps.db.kysely);
+    }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();
     const sent = await this.sendBatch();

@@ -6,27 +6,34 @@ import { bigintType, isPostgres } from './helpers.ts';
  * `voter_counts.version` it produced. A list that remembered an exact total and page starts for an older
  * version brings them forward from these rows instead of counting again (see the README, "Voters").
  *
- * - One row per changed voter, with the values before (`old_*`, all null for a create) and after (`new_*`,
- *   all null for a delete). A version with no rows (a bulk change, a voter moved between workspaces, rows
- *   pruned) means "count again"; so does any gap.
+ * - One row per changed voter: `op` (create, update, delete), the values before (`old_*`) and after
+ *   (`new_*`). A delete keeps only the voter's constituency, booth and ward, and removes the voter's earlier
+ *   rows: a deleted voter's name, email and phone are not kept here.
+ * - A version with no rows (a bulk change, a voter moved between workspaces, rows pruned) means "count
+ *   again"; so does any gap.
  * - Bulk changes log nothing: on PostgreSQL a statement of more than 100 rows (the triggers are
  *   statement-level); on SQLite while `voter_counts.bulk` is set, which an import does for each of its
  *   transactions.
- * - Rows more than 256 versions old are pruned by the same triggers.
+ * - Rows are kept for the last 256 versions of the workspace and at most 10 minutes (`at`, Unix seconds):
+ *   pruned by these triggers and by the delivery worker's sweep (voters.repository pruneVoterChanges).
  */
 const KEEP_VERSIONS = 256;
+const KEEP_SECONDS = 600;
 const LOG_AT_MOST = 100;
 const fields = ['name', 'email', 'phone', 'constituency_key', 'booth', 'ward'] as const;
-const cols = (prefix: string) => fields.map((f) => `${prefix}${f}`).join(', ');
-const values = (row: string) => fields.map((f) => `${row}.${f}`).join(', ');
-const nulls = fields.map(() => 'NULL').join(', ');
+const placeFields = ['constituency_key', 'booth', 'ward'] as const;
+const cols = (prefix: string, list: readonly string[] = fields) =>
+  list.map((f) => `${prefix}${f}`).join(', ');
+const values = (row: string, list: readonly string[] = fields) => list.map((f) => `${row}.${f}`).join(', ');
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   let table = db.schema
     .createTable('voter_changes')
     .addColumn('workspace_id', bigintType(db), (c) => c.notNull())
     .addColumn('version', bigintType(db), (c) => c.notNull())
-    .addColumn('voter_id', bigintType(db), (c) => c.notNull());
+    .addColumn('voter_id', bigintType(db), (c) => c.notNull())
+    .addColumn('op', 'text', (c) => c.notNull())
+    .addColumn('at', bigintType(db), (c) => c.notNull());
   for (const prefix of ['old_', 'new_'])
     for (const f of fields) table = table.addColumn(`${prefix}${f}`, 'text');
   table = table.addPrimaryKeyConstraint('voter_changes_pkey', ['workspace_id', 'version', 'voter_id']);
@@ -34,41 +41,60 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await table.execute();
 
   if (isPostgres(db)) {
-    const prune = `DELETE FROM voter_changes v USING c
-      WHERE v.workspace_id = c.workspace_id AND v.version <= c.version - ${KEEP_VERSIONS}`;
-    // Creates and deletes: the count moves by the rows of the statement, and each row is logged on its side.
-    for (const [fn, rows, sign, prefix] of [
-      ['voter_counts_inserted', 'new_rows', '+', 'new_'],
-      ['voter_counts_deleted', 'old_rows', '-', 'old_'],
-    ] as const) {
-      const bump = `UPDATE voter_counts c SET total = c.total ${sign} n.changed, version = c.version + 1
-              FROM (SELECT workspace_id, count(*) AS changed FROM ${rows} GROUP BY workspace_id) n
-              WHERE c.workspace_id = n.workspace_id`;
-      await sql
-        .raw(
-          `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+    const now = 'CAST(extract(epoch FROM now()) AS bigint)';
+    const stale = `v.workspace_id = c.workspace_id
+        AND (v.version <= c.version - ${KEEP_VERSIONS} OR v.at < ${now} - ${KEEP_SECONDS})`;
+    const small = (rows: string) =>
+      `(SELECT count(*) FROM (SELECT 1 FROM ${rows} LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST}`;
+    const counted = (rows: string, sign: '+' | '-') =>
+      `UPDATE voter_counts c SET total = c.total ${sign} n.changed, version = c.version + 1
+          FROM (SELECT workspace_id, count(*) AS changed FROM ${rows} GROUP BY workspace_id) n
+          WHERE c.workspace_id = n.workspace_id`;
+    await sql
+      .raw(
+        `CREATE OR REPLACE FUNCTION voter_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF (SELECT count(*) FROM (SELECT 1 FROM ${rows} LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST} THEN
-          WITH c AS (${bump} RETURNING c.workspace_id, c.version),
+        IF ${small('new_rows')} THEN
+          WITH c AS (${counted('new_rows', '+')} RETURNING c.workspace_id, c.version),
           logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols(prefix)})
-              SELECT c.workspace_id, c.version, r.id, ${values('r')}
-              FROM c JOIN ${rows} r ON r.workspace_id = c.workspace_id)
-          ${prune};
+            INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('new_')})
+              SELECT c.workspace_id, c.version, r.id, 'create', ${now}, ${values('r')}
+              FROM c JOIN new_rows r ON r.workspace_id = c.workspace_id)
+          DELETE FROM voter_changes v USING c WHERE ${stale};
         ELSE
-          ${bump};
+          ${counted('new_rows', '+')};
         END IF;
         RETURN NULL;
       END $$`,
-        )
-        .execute(db);
-    }
+      )
+      .execute(db);
+    // A delete removes the deleted voters' earlier rows, and logs only where they were (not who).
+    await sql
+      .raw(
+        `CREATE OR REPLACE FUNCTION voter_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF ${small('old_rows')} THEN
+          WITH c AS (${counted('old_rows', '-')} RETURNING c.workspace_id, c.version),
+          pruned AS (
+            DELETE FROM voter_changes v USING c
+              WHERE ${stale} OR (v.workspace_id = c.workspace_id AND v.voter_id IN (SELECT id FROM old_rows)))
+          INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_', placeFields)})
+            SELECT c.workspace_id, c.version, r.id, 'delete', ${now}, ${values('r', placeFields)}
+            FROM c JOIN old_rows r ON r.workspace_id = c.workspace_id;
+        ELSE
+          ${counted('old_rows', '-')};
+          DELETE FROM voter_changes v USING old_rows r WHERE v.workspace_id = r.workspace_id AND v.voter_id = r.id;
+        END IF;
+        RETURN NULL;
+      END $$`,
+      )
+      .execute(db);
     const changed = `(n.workspace_id, ${values('n')}) IS DISTINCT FROM (o.workspace_id, ${values('o')})`;
     await sql
       .raw(
         `CREATE OR REPLACE FUNCTION voter_counts_updated() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF (SELECT count(*) FROM (SELECT 1 FROM new_rows LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST} THEN
+        IF ${small('new_rows')} THEN
           -- A voter moved to another workspace leaves both workspaces without a log for this version.
           WITH d AS (
             SELECT n.id, n.workspace_id, o.workspace_id AS old_workspace_id,
@@ -82,12 +108,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
               WHERE c.workspace_id = w.workspace_id
               RETURNING c.workspace_id, c.version),
           logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols('old_')}, ${cols('new_')})
-              SELECT c.workspace_id, c.version, d.id, ${cols('d.old_')}, ${cols('d.new_')}
+            INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_')}, ${cols('new_')})
+              SELECT c.workspace_id, c.version, d.id, 'update', ${now}, ${cols('d.old_')}, ${cols('d.new_')}
               FROM c JOIN d ON d.workspace_id = c.workspace_id
               WHERE NOT EXISTS (SELECT 1 FROM d m WHERE m.workspace_id <> m.old_workspace_id
                                   AND c.workspace_id IN (m.workspace_id, m.old_workspace_id)))
-          ${prune};
+          DELETE FROM voter_changes v USING c WHERE ${stale};
         ELSE
           UPDATE voter_counts c SET version = c.version + 1
             FROM (SELECT DISTINCT unnest(ARRAY[n.workspace_id, o.workspace_id]) AS workspace_id
@@ -106,9 +132,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .alterTable('voter_counts')
     .addColumn('bulk', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  const log = (workspace: string, voter: string, old: string, now: string, when = '') =>
-    `INSERT INTO voter_changes (workspace_id, version, voter_id, ${cols('old_')}, ${cols('new_')})
-       SELECT workspace_id, version, ${voter}, ${old}, ${now} FROM voter_counts
+  // Pruned here by version (a range of the primary key, empty while `bulk` is set); by age in the sweep.
+  const now = `CAST(strftime('%s', 'now') AS INTEGER)`;
+  const log = (workspace: string, voter: string, op: string, columns: string, row: string, when = '') =>
+    `INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${columns})
+       SELECT workspace_id, version, ${voter}, '${op}', ${now}, ${row} FROM voter_counts
        WHERE workspace_id = ${workspace} AND bulk = 0${when};
      DELETE FROM voter_changes WHERE workspace_id = ${workspace}
        AND version <= (SELECT version FROM voter_counts WHERE workspace_id = ${workspace} AND bulk = 0) - ${KEEP_VERSIONS};`;
@@ -119,7 +147,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .raw(
       `CREATE TRIGGER voters_count_insert AFTER INSERT ON voters BEGIN
       UPDATE voter_counts SET total = total + 1, version = version + 1 WHERE workspace_id = new.workspace_id;
-      ${log('new.workspace_id', 'new.id', nulls, values('new'))}
+      ${log('new.workspace_id', 'new.id', 'create', cols('new_'), values('new'))}
     END`,
     )
     .execute(db);
@@ -127,7 +155,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .raw(
       `CREATE TRIGGER voters_count_delete AFTER DELETE ON voters BEGIN
       UPDATE voter_counts SET total = total - 1, version = version + 1 WHERE workspace_id = old.workspace_id;
-      ${log('old.workspace_id', 'old.id', values('old'), nulls)}
+      DELETE FROM voter_changes WHERE workspace_id = old.workspace_id AND voter_id = old.id;
+      ${log('old.workspace_id', 'old.id', 'delete', cols('old_', placeFields), values('old', placeFields))}
     END`,
     )
     .execute(db);
@@ -138,7 +167,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       WHEN ${['workspace_id', ...fields].map((f) => `old.${f} IS NOT new.${f}`).join(' OR ')}
       BEGIN
         UPDATE voter_counts SET version = version + 1 WHERE workspace_id IN (old.workspace_id, new.workspace_id);
-        ${log('new.workspace_id', 'new.id', values('old'), values('new'), ' AND old.workspace_id = new.workspace_id')}
+        ${log('new.workspace_id', 'new.id', 'update', `${cols('old_')}, ${cols('new_')}`, `${values('old')}, ${values('new')}`, ' AND old.workspace_id = new.workspace_id')}
       END`,
     )
     .execute(db);

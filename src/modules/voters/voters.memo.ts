@@ -21,11 +21,14 @@ export interface ListMemo {
   readonly ids?: number[] | undefined;
 }
 
-/** The filtered and searched columns of a voter, before or after a change. */
+/**
+ * The filtered and searched columns of a voter, before or after a change. `name` null: the text was not
+ * kept (a deleted voter's name, email and phone are not logged), so a search cannot tell.
+ */
 export interface VoterValues {
-  readonly name: string;
+  readonly name: string | null;
   readonly email: string | null;
-  readonly phone: string;
+  readonly phone: string | null;
   readonly constituency_key: string | null;
   readonly booth: string | null;
   readonly ward: string | null;

@@ -4,6 +4,7 @@ import {
   type ExpressionBuilder,
   type Insertable,
   type Kysely,
+  type Selectable,
   type SelectQueryBuilder,
   type Updateable,
   sql,
@@ -18,7 +19,7 @@ import {
 } from 'pg-copy-streams';
 import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
+import type { Database, VoterChangeTable, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import {
   addAnchor,
@@ -130,12 +131,18 @@ export function voterMatcher(filters: VoterFilters): Matcher {
     if (booth !== undefined && v.booth !== booth) return false;
     if (ward !== undefined && v.ward !== ward) return false;
     if (needle === undefined) return true;
-    if (termAmbiguous || foldsAmbiguously(v.name) || (v.email !== null && foldsAmbiguously(v.email)))
+    const { name, email, phone } = v;
+    if (
+      name === null ||
+      termAmbiguous ||
+      foldsAmbiguously(name) ||
+      (email !== null && foldsAmbiguously(email))
+    )
       return undefined;
     return (
-      v.name.toLowerCase().includes(needle) ||
-      (v.email !== null && v.email.toLowerCase().includes(needle)) ||
-      (digits ? v.phone.includes(digits) : false)
+      name.toLowerCase().includes(needle) ||
+      (email !== null && email.toLowerCase().includes(needle)) ||
+      (digits && phone !== null ? phone.includes(digits) : false)
     );
   };
 }
@@ -285,16 +292,14 @@ function memoKey(workspaceId: number, filters: VoterFilters): string {
 const MAX_CHANGES = 1000;
 const MAX_VERSIONS_BEHIND = 256; // voter_changes keeps this many versions (migration 006)
 
-function valuesOf(
-  row: Record<string, string | number | null>,
-  prefix: 'old_' | 'new_',
-): VoterValues | undefined {
-  if (row[`${prefix}name`] === null) return undefined; // no voter on this side: a create or a delete
-  const text = (field: string) => row[`${prefix}${field}`] as string | null;
+function valuesOf(row: Selectable<VoterChangeTable>, side: 'before' | 'after'): VoterValues | undefined {
+  if (row.op === (side === 'before' ? 'create' : 'delete')) return undefined; // no voter on this side
+  const prefix = side === 'before' ? 'old_' : 'new_';
+  const text = (field: string) => row[`${prefix}${field}` as keyof typeof row] as string | null;
   return {
-    name: text('name')!,
+    name: text('name'),
     email: text('email'),
-    phone: text('phone') ?? '',
+    phone: text('phone'),
     constituency_key: text('constituency_key'),
     booth: text('booth'),
     ward: text('ward'),
@@ -324,10 +329,29 @@ async function advance(
   const changes = rows.map((row) => ({
     version: Number(row.version),
     voterId: Number(row.voter_id),
-    before: valuesOf(row as never, 'old_'),
-    after: valuesOf(row as never, 'new_'),
+    before: valuesOf(row, 'before'),
+    after: valuesOf(row, 'after'),
   }));
   return advanceMemo(memo, version, changes, voterMatcher(filters), RARE_MATCHES);
+}
+
+/** How long logged changes are kept (migration 006 prunes by the same figure). */
+export const VOTER_CHANGES_KEEP_SECONDS = 600;
+
+/**
+ * Forgets logged voter changes older than VOTER_CHANGES_KEEP_SECONDS, whichever workspace they belong to:
+ * the values before an edit (an old name, a cleared email) are not kept longer. The delivery worker runs
+ * it once a minute; the triggers prune each workspace's log as it changes.
+ */
+export async function pruneVoterChanges(
+  db: Executor,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<number> {
+  const result = await db
+    .deleteFrom('voter_changes')
+    .where('at', '<', nowSeconds - VOTER_CHANGES_KEEP_SECONDS)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 async function readVersion(db: Executor, workspaceId: number): Promise<number> {
