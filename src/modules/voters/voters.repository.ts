@@ -58,13 +58,16 @@ function ftsPhrase(term: string): string {
   return `"${term.replace(/"/g, '""')}"`;
 }
 
-/** The FTS5 query for a term on SQLite, or undefined when the term is too short for trigrams. */
+/**
+ * The FTS5 query for a term on SQLite, or undefined when the term is too short for trigrams. The term's
+ * phrase is not limited to the name and email columns (a column filter cost a fifth of a common term's
+ * count), which matches the same voters: a phone is `+` and digits, so a term that is not made of digits,
+ * spaces and a leading `+` never occurs in one, and a term that is also searches the phone's digits.
+ */
 function ftsMatch(term: string): string | undefined {
   const digits = phoneDigits(term);
   if ([...term].length < 3 || (digits !== undefined && digits.length < 3)) return undefined;
-  return digits
-    ? `{name email}: ${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}`
-    : `{name email}: ${ftsPhrase(term)}`;
+  return digits ? `${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}` : ftsPhrase(term);
 }
 
 /**
