@@ -83,6 +83,54 @@ for (const dialect of dialects) {
       expectError(res, 413, 'payload_too_large');
     });
 
+    it('every list takes pages up to 1,000,000,000: past the end is empty with true totals, beyond is 422', async () => {
+      const own = await buildTestApp(dialect, { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
+      try {
+        const owner = await register(own.app);
+        const made = await call(own.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: { name: 'Kumar Page', phone: '9876500011', booth: '4' },
+        });
+        expect(made.status).toBe(201);
+        const hook = await call(own.app, 'POST', '/api/webhooks', {
+          token: owner.token,
+          body: { url: 'http://127.0.0.1:9/never-called', events: ['grievance.created'] },
+        });
+        expect(hook.status).toBe(201);
+        for (const list of [
+          '/api/users?',
+          '/api/voters?',
+          '/api/voters?search=kumar&',
+          '/api/voters?booth=4&search=ku&',
+          '/api/segments?',
+          '/api/messages/history?',
+          '/api/grievances?',
+          '/api/payments?',
+          '/api/campaigns?',
+          '/api/webhooks?',
+          `/api/webhooks/${hook.body.data.id}/deliveries?`,
+        ]) {
+          const last = await call(own.app, 'GET', `${list}page=1000000000&per_page=100`, {
+            token: owner.token,
+          });
+          expect({ list, status: last.status }).toEqual({ list, status: 200 });
+          expect(last.body.data.data).toEqual([]);
+          expect(last.body.data.current_page).toBe(1_000_000_000);
+          for (const page of ['1000000001', '99999999999999999999', '1e30']) {
+            const beyond = await call(own.app, 'GET', `${list}page=${page}`, { token: owner.token });
+            expectError(beyond, 422, 'validation_error');
+            expect(beyond.body.details).toHaveProperty('page');
+          }
+        }
+        const voters = await call(own.app, 'GET', '/api/voters?search=kumar&page=1000000000', {
+          token: owner.token,
+        });
+        expect(voters.body.data).toMatchObject({ total: 1, last_page: 1 });
+      } finally {
+        await own.close();
+      }
+    });
+
     it('a 500 is server_error with the request id and no internals', async () => {
       const res = await call(t.app, 'GET', '/api/test-boom', { headers: { 'x-request-id': 'req-500' } });
       expectError(res, 500, 'server_error');

@@ -38,8 +38,16 @@ export function Page<T extends TSchema>(item: T) {
   });
 }
 
+/** The highest page a list takes: past any real list's end, and its offset stays an exact integer. */
+export const MAX_PAGE = 1_000_000_000;
+
 export const PageQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  page: Type.Integer({
+    minimum: 1,
+    maximum: MAX_PAGE,
+    default: 1,
+    description: 'Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`.',
+  }),
   per_page: Type.Integer({ minimum: 1, maximum: 100, default: 15, description: 'Items per page, 1-100.' }),
 });
 

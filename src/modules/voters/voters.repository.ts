@@ -212,6 +212,7 @@ async function voterPage(
   memo: ListMemo,
 ): Promise<ListRow[]> {
   const { total } = memo;
+  if ((page - 1) * perPage >= total) return []; // past the end (the total is exact)
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
   if (match) {
