@@ -9,7 +9,7 @@ import { installErrorHandling } from './http/error-handler.ts';
 import { installGuard } from './http/guard.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { refuseNul, validatorCompiler } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
@@ -102,6 +102,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.
+  app.addHook('preValidation', async (request) => {
+    refuseNul([request.params, ''], [request.query, ''], [request.body, '']);
   });
 
   const redis = config.redisUrl

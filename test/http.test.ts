@@ -131,6 +131,50 @@ for (const dialect of dialects) {
       }
     });
 
+    it('a NUL character anywhere is a 422 naming the field, and changes nothing', async () => {
+      const owner = await register(t.app);
+      const made = await call(t.app, 'POST', '/api/voters', {
+        token: owner.token,
+        body: { name: 'Kumar Nul', phone: '9876500012' },
+      });
+      expect(made.status).toBe(201);
+      const cases: Array<[string, string, unknown, string]> = [
+        ['GET', '/api/voters?search=a%00b', undefined, 'search'],
+        ['GET', '/api/voters?booth=%00', undefined, 'booth'],
+        ['GET', '/api/grievances?category=x%00', undefined, 'category'],
+        [
+          'GET',
+          `/api/voters/export?filters=${encodeURIComponent('{"search":"a\\u0000"}')}`,
+          undefined,
+          'filters.search',
+        ],
+        ['PUT', `/api/voters/${made.body.data.id}`, { name: 'Kumar\u0000Nul' }, 'name'],
+        ['POST', '/api/segments', { name: 'S', filters: { ward: '\u0000' } }, 'filters.ward'],
+        ['POST', '/api/grievances', { title: 'Water\u0000' }, 'title'],
+        [
+          'POST',
+          '/api/messages/send',
+          { channel: 'sms', to: '+919876500012', message: 'hi\u0000' },
+          'message',
+        ],
+      ];
+      for (const [method, url, body, field] of cases) {
+        const res = await call(t.app, method as 'GET', url, { token: owner.token, body });
+        expectError(res, 422, 'validation_error');
+        expect(res.body.details).toEqual({ [field]: ['must not contain the NUL character (U+0000).'] });
+      }
+      const voter = await call(t.app, 'GET', `/api/voters/${made.body.data.id}`, { token: owner.token });
+      expect(voter.body.data.name).toBe('Kumar Nul');
+      // A body nested thousands of levels deep is still an ordinary client error.
+      const deep = await t.app.inject({
+        method: 'POST',
+        url: '/api/segments',
+        headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+        payload: `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`,
+      });
+      expect([400, 422]).toContain(deep.statusCode);
+    });
+
     it('a 500 is server_error with the request id and no internals', async () => {
       const res = await call(t.app, 'GET', '/api/test-boom', { headers: { 'x-request-id': 'req-500' } });
       expectError(res, 500, 'server_error');

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FieldErrors } from '../errors.ts';
+import { type FieldErrors, validationError } from '../errors.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -107,4 +107,39 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     (out[path] ??= []).unshift(`must be ${describeType([...new Set(types)].join(','))}.`);
   }
   return out;
+}
+
+/**
+ * Field paths (as in validation errors) of the strings in `value` that hold a NUL character, at most 20.
+ * PostgreSQL cannot store one in text, so the API refuses it on every route and either database alike.
+ * Iterative, and it stops after 100,000 values: a hostile body may nest thousands of levels deep.
+ */
+export function nulFields(value: unknown, root: string): string[] {
+  const found: string[] = [];
+  const stack: Array<[unknown, string]> = [[value, root]];
+  for (let seen = 0; stack.length > 0 && seen < 100_000 && found.length < 20; seen += 1) {
+    const [item, path] = stack.pop()!;
+    const at = (key: string | number) => (path ? `${path}.${key}` : String(key));
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) found.push(path);
+    } else if (Array.isArray(item)) {
+      item.forEach((child, i) => stack.push([child, at(i)]));
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, child] of Object.entries(item)) {
+        if (key.includes('\u0000')) found.push(at(key));
+        stack.push([child, at(key)]);
+      }
+    }
+  }
+  return found;
+}
+
+/** Throws a 422 naming every field of `parts` (value, field path) that holds a NUL character. */
+export function refuseNul(...parts: Array<[unknown, string]>): void {
+  const fields = parts.flatMap(([value, root]) => nulFields(value, root)).map((f) => f || 'body');
+  if (fields.length === 0) return;
+  throw validationError(
+    Object.fromEntries(fields.map((f) => [f, ['must not contain the NUL character (U+0000).']])),
+    `The request has invalid fields: ${fields.join(', ')}.`,
+  );
 }

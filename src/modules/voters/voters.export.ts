@@ -1,7 +1,6 @@
 import type { Db } from '../../db/connect.ts';
 import { validationError } from '../../errors.ts';
-import { validatorCompiler } from '../../http/validation.ts';
-import { fieldErrors } from '../../http/validation.ts';
+import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
 import { type SheetPiece, xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
 import { csvLines } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
@@ -50,6 +49,7 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
     }
     throw validationError(details, `The request has invalid fields: ${Object.keys(details).join(', ')}.`);
   }
+  refuseNul([value, 'filters']);
   return value as VoterFilters;
 }
 
