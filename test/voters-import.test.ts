@@ -134,6 +134,30 @@ for (const dialect of dialects) {
       expect((await allVoters(t, owner)).total).toBe(0);
     });
 
+    it('reads lines that end in CR alone (classic Mac OS), counting lines as the file does', async () => {
+      const owner = await register(t.app);
+      const res = await importCsv(
+        t.app,
+        owner.token,
+        'name,phone,address\rMac One,9812300401,"12 Ring Rd\rBlock B"\rMac Two,not a phone,\rMac Three,9812300403,\r',
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ imported: 2, failed: 1 });
+      expect(res.body.data.errors).toEqual([expect.objectContaining({ row: 4, field: 'phone' })]);
+      const list = await call(t.app, 'GET', '/api/voters?search=mac', { token: owner.token });
+      expect(list.body.data.data.map((v: { name: string }) => v.name)).toEqual(['Mac One', 'Mac Three']);
+    });
+
+    it('names a voter column named twice, and writes nothing', async () => {
+      const owner = await register(t.app);
+      const twice = await importCsv(t.app, owner.token, 'Name,phone,NAME\nA,9812300501,B\n');
+      expectError(twice, 422, 'validation_error');
+      expect(twice.body.details.file[0]).toBe(
+        'the header row (line 1) names the "name" column 2 times (columns 1, 3); keep one.',
+      );
+      expect((await allVoters(t, owner)).total).toBe(0);
+    });
+
     it('refuses empty files, header-only files, binary junk and unclosed quotes with a 4xx, writing nothing', async () => {
       const owner = await register(t.app);
       const junk = Buffer.concat([Buffer.from('name,phone\n'), randomBytes(4096)]);

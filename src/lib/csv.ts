@@ -26,13 +26,16 @@ export type CsvRecordHandler = (fields: string[], line: number) => void;
 
 /**
  * Feed it text with `push` (any chunking: a record may span chunks) and call `end` after the last chunk.
- * Each complete record goes to `onRecord` with its starting line. Blank lines are skipped. A record that
+ * Each complete record goes to `onRecord` with its starting line. Blank lines are skipped. Lines end in LF,
+ * CRLF or, when the first line does, CR alone (classic Mac OS). A record that
  * stays open longer than `maxRecordChars` (an unclosed quote, or not a CSV at all) throws a CsvError
  * instead of buffering the rest of the file.
  */
 export class CsvReader {
   private rest = '';
   private line = 1;
+  /** How lines end, from the first line that ends: LF or CRLF, or CR alone (classic Mac OS, read as LF). */
+  private lineEnd: 'unknown' | 'lf' | 'cr' = 'unknown';
 
   constructor(
     private readonly onRecord: CsvRecordHandler,
@@ -40,19 +43,30 @@ export class CsvReader {
   ) {}
 
   push(text: string): void {
-    const s = this.rest.length > 0 ? this.rest + text : text;
+    const s = this.lineEnds(this.rest.length > 0 ? this.rest + text : text, false);
     const consumed = this.parse(s, false);
     this.rest = s.slice(consumed);
     if (this.rest.length > this.maxRecordChars) {
       throw new CsvError(
         this.line,
-        `the record starting on line ${this.line} never ends: a quoted field is not closed, or this is not a CSV file.`,
+        this.rest.includes('"')
+          ? `the record starting on line ${this.line} never ends: a quoted field is not closed, or this is not a CSV file.`
+          : `line ${this.line} is longer than ${this.maxRecordChars.toLocaleString('en')} characters: no record can be that long, so this is not a CSV file of records.`,
       );
     }
   }
 
+  private lineEnds(s: string, final: boolean): string {
+    if (this.lineEnd === 'unknown') {
+      const at = s.search(/[\r\n]/);
+      if (at >= 0 && (s.charCodeAt(at) === LF || at + 1 < s.length || final))
+        this.lineEnd = s.charCodeAt(at) === CR && s.charCodeAt(at + 1) !== LF ? 'cr' : 'lf';
+    }
+    return this.lineEnd === 'cr' ? s.replaceAll('\r', '\n') : s;
+  }
+
   end(): void {
-    const s = this.rest;
+    const s = this.lineEnds(this.rest, true);
     this.rest = '';
     const consumed = this.parse(s, true);
     if (consumed < s.length) {

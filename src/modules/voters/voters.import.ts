@@ -155,6 +155,13 @@ function headerColumns(header: string[]): [VoterField, number][] {
     const index = names.indexOf(field);
     if (index >= 0) columns.push([field, index]);
   }
+  for (const field of voterFields) {
+    const at = names.flatMap((name, i) => (name === field ? [i + 1] : []));
+    if (at.length > 1)
+      throw fileError(
+        `the header row (line 1) names the "${field}" column ${at.length} times (columns ${at.join(', ')}); keep one.`,
+      );
+  }
   const missing = (['name', 'phone'] as const).filter((f) => !names.includes(f));
   if (missing.length > 0) {
     throw fileError(

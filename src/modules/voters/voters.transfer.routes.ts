@@ -48,14 +48,15 @@ read, and it must be named \`file\`; other parts are ignored.
 
 The header row names the columns \`name, phone, email, constituency, booth, ward, address\` in any order and
 case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
-\`phone\` are required columns (422 otherwise). Fields may be quoted ("..." with "" for a quote, holding commas
-and line breaks); lines end in LF or CRLF; blank rows are skipped. Each row is checked as a create through the
+\`phone\` are required columns, and no voter column may be named twice (422 otherwise). Fields may be quoted
+("..." with "" for a quote, holding commas and line breaks); lines end in LF, CRLF or CR alone; blank rows are
+skipped. Each row is checked as a create through the
 API would be; a leading \`'\` that an export put before a formula-like value is removed.
 
 A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
 voter instead of adding another; within one file the later row wins. The file is read to its end before
 anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
-quote) leaves the voters unchanged.`;
+quote, a line of over a million characters) leaves the voters unchanged.`;
 
 const exportDescription = `A file download (\`Content-Disposition: attachment; filename="voters-<YYYY-MM-DD>.csv|xlsx"\`),
 streamed in id order. Columns: id, name, phone, email, constituency, booth, ward, address, created_at,
