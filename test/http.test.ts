@@ -175,6 +175,32 @@ for (const dialect of dialects) {
       expect([400, 422]).toContain(deep.statusCode);
     });
 
+    it('an id beyond what JavaScript holds exactly is a 422 naming the field, in a path or a body', async () => {
+      const owner = await register(t.app);
+      const huge = 9223372036854775808;
+      const cases: Array<[string, string, unknown, string]> = [
+        ['GET', '/api/voters/9223372036854775808', undefined, 'id'],
+        [
+          'POST',
+          '/api/messages/broadcast',
+          { channel: 'sms', segment_id: huge, message: 'hi' },
+          'segment_id',
+        ],
+        [
+          'POST',
+          '/api/campaigns',
+          { name: 'C', channel: 'sms', message: 'hi', segment_id: huge },
+          'segment_id',
+        ],
+        ['POST', '/api/grievances', { title: 'Water', voter_id: huge }, 'voter_id'],
+      ];
+      for (const [method, url, body, field] of cases) {
+        const res = await call(t.app, method as 'GET', url, { token: owner.token, body });
+        expectError(res, 422, 'validation_error');
+        expect(Object.keys(res.body.details)).toContain(field);
+      }
+    });
+
     it('a 500 is server_error with the request id and no internals', async () => {
       const res = await call(t.app, 'GET', '/api/test-boom', { headers: { 'x-request-id': 'req-500' } });
       expectError(res, 500, 'server_error');

@@ -51,7 +51,10 @@ export const PageQuery = Type.Object({
   per_page: Type.Integer({ minimum: 1, maximum: 100, default: 15, description: 'Items per page, 1-100.' }),
 });
 
-export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+/** A row id sent by a client: a positive whole number that JavaScript and the databases hold exactly. */
+export const RowId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+
+export const IdParams = Type.Object({ id: RowId });
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 

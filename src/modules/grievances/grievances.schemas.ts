@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 /** Field limits of grievances. */
 export const grievanceLimits = {
@@ -24,7 +24,6 @@ const Priority = Type.Union(
   [Type.Literal('low'), Type.Literal('normal'), Type.Literal('high'), Type.Literal('urgent')],
   { description: 'Sets due_at: urgent 24 h, high 3 days, normal 7 days, low 14 days after created_at.' },
 );
-const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const text = (maxLength: number) => Type.Union([Type.String({ maxLength }), Type.Null()]);
 const StringOrNumber = (maxLength: number, description: string) =>
   Type.Union([Type.String({ maxLength }), Type.Number(), Type.Null()], { description });
@@ -34,7 +33,7 @@ const fields = {
   description: text(grievanceLimits.description),
   category: text(grievanceLimits.category),
   priority: Priority,
-  voter_id: Type.Union([Id, Type.Null()], { description: 'A voter of your workspace.' }),
+  voter_id: Type.Union([RowId, Type.Null()], { description: 'A voter of your workspace.' }),
   reporter_name: text(grievanceLimits.reporterName),
   reporter_phone: Type.Union([Type.String({ maxLength: 32 }), Type.Null()], {
     description: 'Stored in E.164; a number without + is read in DEFAULT_COUNTRY.',
@@ -42,7 +41,7 @@ const fields = {
   constituency: text(grievanceLimits.constituency),
   booth: StringOrNumber(grievanceLimits.booth, 'Booth number, kept as a string.'),
   ward: StringOrNumber(grievanceLimits.ward, 'Ward number, kept as a string.'),
-  assigned_to: Type.Union([Id, Type.Null()], { description: 'A user (team member) of your workspace.' }),
+  assigned_to: Type.Union([RowId, Type.Null()], { description: 'A user (team member) of your workspace.' }),
   resolution_note: text(grievanceLimits.resolutionNote),
 };
 
@@ -120,7 +119,7 @@ export const ListGrievancesQuery = Type.Object({
   constituency: Type.Optional(
     Type.String({ maxLength: grievanceLimits.constituency, description: 'Exact, case-insensitive.' }),
   ),
-  assigned_to: Type.Optional(Id),
+  assigned_to: Type.Optional(RowId),
   overdue: Type.Optional(
     Type.Boolean({ description: 'true: due_at has passed and the grievance is open or in progress.' }),
   ),

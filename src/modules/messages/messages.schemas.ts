@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { messageChannels, messageStatuses } from '../../db/schema.ts';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {
   description: 'whatsapp, sms, email or ivr.',
@@ -17,12 +17,9 @@ export const MediaUrl = Type.String({
   description: 'An https URL of an image or document (WhatsApp).',
 });
 export const TemplateId = Type.String({ minLength: 1, maxLength: 200, description: 'WhatsApp template.' });
-export const SegmentId = Type.Union(
-  [Type.Integer({ minimum: 1 }), Type.String({ pattern: '^[0-9]{1,15}$' })],
-  {
-    description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
-  },
-);
+export const SegmentId = Type.Union([RowId, Type.String({ pattern: '^[0-9]{1,15}$' })], {
+  description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
+});
 
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
