@@ -39,6 +39,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   table = table.addPrimaryKeyConstraint('voter_changes_pkey', ['workspace_id', 'version', 'voter_id']);
   if (!isPostgres(db)) table = table.modifyEnd(sql`WITHOUT ROWID`);
   await table.execute();
+  // A delete removes the voter's earlier rows: one seek per deleted voter, however many are deleted.
+  await db.schema
+    .createIndex('voter_changes_voter')
+    .on('voter_changes')
+    .columns(['workspace_id', 'voter_id'])
+    .execute();
 
   if (isPostgres(db)) {
     const now = 'CAST(extract(epoch FROM now()) AS bigint)';
