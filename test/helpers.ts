@@ -1,4 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { crc32, inflateRawSync } from 'node:zlib';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -61,6 +64,29 @@ export async function buildTestApp(
       await db.close().catch(() => {});
     },
   };
+}
+
+/**
+ * Two applications on one database, as two API processes would be: a SQLite file in a temporary folder, or
+ * the PostgreSQL test database. `close` closes both and removes the folder.
+ */
+export async function buildTwoApps(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+): Promise<[TestApp, TestApp, () => Promise<void>]> {
+  const dir = mkdtempSync(join(tmpdir(), 'ces-two-'));
+  const shared = dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dir, 'shared.db')}`, ...env } : env;
+  const a = await buildTestApp(dialect, shared);
+  const b = await buildTestApp(dialect, shared);
+  return [
+    a,
+    b,
+    async () => {
+      await a.close();
+      await b.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  ];
 }
 
 export interface CallOptions {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
@@ -16,7 +13,16 @@ import {
   type VoterFilters,
   voterMatcher,
 } from '../src/modules/voters/voters.repository.ts';
-import { buildTestApp, call, dialects, importCsv, register, type Account, type TestApp } from './helpers.ts';
+import {
+  buildTestApp,
+  buildTwoApps,
+  call,
+  dialects,
+  importCsv,
+  register,
+  type Account,
+  type TestApp,
+} from './helpers.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -230,11 +236,7 @@ for (const dialect of dialects) {
     }, 120_000);
 
     it('stay exact in one process while another writes at the same time', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'ces-memo-'));
-      const env: Record<string, string> =
-        dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dir, 'shared.db')}` } : {};
-      const reader = await buildTestApp(dialect, env);
-      const writer = await buildTestApp(dialect, env);
+      const [reader, writer, closeBoth] = await buildTwoApps(dialect);
       try {
         const office = await register(reader.app);
         const lines = ['name,phone,booth'];
@@ -306,9 +308,7 @@ for (const dialect of dialects) {
           }
         }
       } finally {
-        await reader.close();
-        await writer.close();
-        rmSync(dir, { recursive: true, force: true });
+        await closeBoth();
       }
     }, 120_000);
 

@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addMember,
   buildTestApp,
+  buildTwoApps,
   call,
   dialects,
   expectError,
@@ -419,11 +417,7 @@ for (const dialect of dialects) {
         }
       });
       it('two API processes on one database never answer from what they remembered of an older version', async () => {
-        const dir = mkdtempSync(join(tmpdir(), 'ces-two-'));
-        const env: Record<string, string> =
-          dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dir, 'shared.db')}` } : {};
-        const a = await buildTestApp(dialect, env);
-        const b = await buildTestApp(dialect, env);
+        const [a, b, closeBoth] = await buildTwoApps(dialect);
         try {
           const office = await register(a.app);
           const total = async (app: TestApp['app'], query: string) =>
@@ -448,9 +442,7 @@ for (const dialect of dialects) {
           expect(await total(a.app, 'search=devi')).toBe(0);
           expect(await total(a.app, '')).toBe(0);
         } finally {
-          await a.close();
-          await b.close();
-          rmSync(dir, { recursive: true, force: true });
+          await closeBoth();
         }
       });
 

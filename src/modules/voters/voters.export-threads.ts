@@ -5,7 +5,13 @@ import type { Db } from '../../db/connect.ts';
 import type { SheetPiece } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './voters.export.ts';
 import type { ExportChunk, ExportWorkerData } from './voters.export-worker.ts';
-import { countVoters, exportRangeStatement, voterIdSpan, type VoterFilters } from './voters.repository.ts';
+import {
+  countVoters,
+  exportRangeStatement,
+  hasExactFilters,
+  voterIdSpan,
+  type VoterFilters,
+} from './voters.repository.ts';
 
 export interface ExportThreadSettings {
   /** Worker threads for one export; 0: every export runs in the request's thread. */
@@ -64,8 +70,8 @@ async function threadedExport<T>(
   if (filters.search?.trim()) return undefined;
   const span = await voterIdSpan(db.kysely, workspaceId);
   if (span.total < settings.minVoters || span.min === null || span.max === null) return undefined;
-  const filtered = [filters.constituency, filters.booth, filters.ward].some((v) => v?.trim());
-  if (filtered && (await countVoters(db.kysely, workspaceId, filters)) < settings.minVoters) return undefined;
+  if (hasExactFilters(filters) && (await countVoters(db.kysely, workspaceId, filters)) < settings.minVoters)
+    return undefined;
 
   const ids = span.max - span.min + 1;
   const width = Math.max(1, Math.ceil((RANGE_ROWS * ids) / Math.max(1, span.total)));
@@ -121,7 +127,8 @@ export function threadedSheet(
  * the consumer asks for the next one, so memory stays at a few chunks per worker whatever the client's
  * speed; the consumer must be done with a chunk by then (sendDownload is: it waits for the socket). A
  * worker's error ends the generator with that error; however it ends (done, failed, or returned early
- * because the client went away), every worker is terminated.
+ * because the client went away), every worker is asked to stop and ends by itself, and one that has not
+ * within STOP_WAIT_MS is terminated.
  */
 async function* orderedChunks<T>(
   plan: ExportWorkerData,

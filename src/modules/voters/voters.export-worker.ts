@@ -81,11 +81,11 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
   port.on('message', onCredit);
   let buffer: Uint8Array = new Uint8Array(data.chunkBytes);
   let used = 0;
-  /** Posts what the buffer holds (after waiting for a credit) and leaves it empty. */
   const stop = new Int32Array(data.stop);
   const checkStop = () => {
     if (Atomics.load(stop, 0) !== 0) throw new Stopped('the export was stopped');
   };
+  /** Posts what the buffer holds (after waiting for a credit) and leaves it empty. */
   const post = async (range: number, last: boolean) => {
     for (checkStop(); credits === 0; checkStop()) await new Promise<void>((resolve) => (wake = resolve));
     credits -= 1;

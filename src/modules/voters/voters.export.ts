@@ -1,8 +1,8 @@
 import type { Db } from '../../db/connect.ts';
 import { validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
-import { type SheetPiece, xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
-import { csvLines } from './voters.export-format.ts';
+import { xlsxStream } from '../../lib/xlsx.ts';
+import { exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
 import { copyVotersCsv, exportColumns, exportVoterBatches, type VoterFilters } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
@@ -58,28 +58,20 @@ async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Bu
   for await (const chunk of text) yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
 }
 
-/** The CSV lines: from worker threads when that pays (see threadedExport), else read and formatted here. */
-async function* csvText(
+/**
+ * An export's text in pieces: from worker threads when `threaded` gives them (see threadedExport; asked only
+ * when the body is first pulled), else read and formatted in this thread, batch by batch.
+ */
+async function* exportPieces<T>(
+  threaded: () => Promise<AsyncGenerator<T> | undefined> | undefined,
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
-  threads: ExportThreadSettings | undefined,
-): AsyncGenerator<string | Buffer> {
-  const threaded = threads && (await threadedCsv(db, workspaceId, filters, threads));
-  if (threaded) return yield* threaded;
-  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield csvLines(rows);
-}
-
-/** The sheet rows: deflated by worker threads when that pays, else read and formatted here. */
-async function* sheetRows(
-  db: Db,
-  workspaceId: number,
-  filters: VoterFilters,
-  threads: ExportThreadSettings | undefined,
-): AsyncGenerator<string | SheetPiece> {
-  const threaded = threads && (await threadedSheet(db, workspaceId, filters, threads));
-  if (threaded) return yield* threaded;
-  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield xlsxRows(rows);
+  format: ExportFormat,
+): AsyncGenerator<T | string> {
+  const pieces = await threaded();
+  if (pieces) return yield* pieces;
+  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield exportText(format, rows);
 }
 
 /**
@@ -102,8 +94,25 @@ export function exportVoters(
   } else {
     body =
       format === 'csv'
-        ? csvBody(csvText(db, workspaceId, filters, threads))
-        : xlsxStream(exportColumns, sheetRows(db, workspaceId, filters, threads));
+        ? csvBody(
+            exportPieces(
+              () => threads && threadedCsv(db, workspaceId, filters, threads),
+              db,
+              workspaceId,
+              filters,
+              format,
+            ),
+          )
+        : xlsxStream(
+            exportColumns,
+            exportPieces(
+              () => threads && threadedSheet(db, workspaceId, filters, threads),
+              db,
+              workspaceId,
+              filters,
+              format,
+            ),
+          );
   }
   return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
 }

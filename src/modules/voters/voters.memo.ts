@@ -47,7 +47,7 @@ export type Matcher = (values: VoterValues) => boolean | undefined;
 
 const MAX_ANCHORS = 32;
 
-/** How often lists were worked out from the database, and how often brought forward (for tests and benches). */
+/** How often lists were worked out from the database, and how often brought forward (for the tests). */
 export const memoStats = { computed: 0, advanced: 0 };
 
 export function nearestAnchor(memo: ListMemo, position: number): Anchor | undefined {

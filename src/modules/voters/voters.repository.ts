@@ -122,17 +122,13 @@ function foldsAmbiguously(text: string): boolean {
  * Where it might not be, the answer is undefined (count in the database instead).
  */
 export function voterMatcher(filters: VoterFilters): Matcher {
-  const constituency = filters.constituency?.trim().toLowerCase() || undefined;
-  const booth = filters.booth?.trim() || undefined;
-  const ward = filters.ward?.trim() || undefined;
+  const exact = Object.entries(exactValues(filters)) as [keyof VoterValues, string][];
   const term = filters.search?.trim() || undefined;
   const needle = term?.toLowerCase();
   const digits = term ? phoneDigits(term) : undefined;
   const termAmbiguous = term !== undefined && foldsAmbiguously(term);
   return (v: VoterValues) => {
-    if (constituency !== undefined && v.constituency_key !== constituency) return false;
-    if (booth !== undefined && v.booth !== booth) return false;
-    if (ward !== undefined && v.ward !== ward) return false;
+    if (exact.some(([column, value]) => v[column] !== value)) return false;
     if (needle === undefined) return true;
     const { name, email, phone } = v;
     if (
@@ -150,17 +146,31 @@ export function voterMatcher(filters: VoterFilters): Matcher {
   };
 }
 
-function hasExactFilters(filters: VoterFilters): boolean {
-  return [filters.constituency, filters.booth, filters.ward].some((v) => v !== undefined && v.trim() !== '');
+/**
+ * The exact filters as they are compared: trimmed, the constituency lower-cased (as `constituency_key`), an
+ * empty one left out. The SQL (exactFilters), the memo key and voterMatcher all start from this.
+ */
+function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
+  const values: ReturnType<typeof exactValues> = {};
+  const constituency = filters.constituency?.trim();
+  const booth = filters.booth?.trim();
+  const ward = filters.ward?.trim();
+  if (constituency) values.constituency_key = constituency.toLowerCase();
+  if (booth) values.booth = booth;
+  if (ward) values.ward = ward;
+  return values;
+}
+
+/** Whether `filters` has a constituency, booth or ward to match. */
+export function hasExactFilters(filters: VoterFilters): boolean {
+  return Object.keys(exactValues(filters)).length > 0;
 }
 
 function exactFilters(filters: VoterFilters) {
+  const { constituency_key, booth, ward } = exactValues(filters);
   return (eb: ExpressionBuilder<Database, 'voters'>) => {
     const and = [];
-    const constituency = filters.constituency?.trim();
-    const booth = filters.booth?.trim();
-    const ward = filters.ward?.trim();
-    if (constituency) and.push(eb('voters.constituency_key', '=', constituency.toLowerCase()));
+    if (constituency_key) and.push(eb('voters.constituency_key', '=', constituency_key));
     if (booth) and.push(eb('voters.booth', '=', booth));
     if (ward) and.push(eb('voters.ward', '=', ward));
     return eb.and(and);
@@ -286,10 +296,8 @@ async function voterPage(
 }
 
 function memoKey(workspaceId: number, filters: VoterFilters): string {
-  const { constituency, booth, ward, search } = filters;
-  return [workspaceId, constituency?.trim().toLowerCase(), booth?.trim(), ward?.trim(), search?.trim()].join(
-    '\u0000',
-  );
+  const { constituency_key, booth, ward } = exactValues(filters);
+  return [workspaceId, constituency_key, booth, ward, filters.search?.trim()].join('\u0000');
 }
 
 /** Changes read to bring a remembered list forward; more than this, or an older memo, counts again. */
@@ -358,13 +366,14 @@ export async function pruneVoterChanges(
   return Number(result.numDeletedRows);
 }
 
-async function readVersion(db: Executor, workspaceId: number): Promise<number> {
+/** The workspace's trigger-kept voter count and the version of its voters. */
+async function readCounts(db: Executor, workspaceId: number): Promise<{ total: number; version: number }> {
   const row = await db
     .selectFrom('voter_counts')
-    .select('version')
+    .select(['total', 'version'])
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
-  return Number(row?.version ?? 0);
+  return { total: Number(row?.total ?? 0), version: Number(row?.version ?? 0) };
 }
 
 /**
@@ -373,13 +382,7 @@ async function readVersion(db: Executor, workspaceId: number): Promise<number> {
  * filters the total is the trigger-kept count.
  */
 async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters): Promise<ListMemo> {
-  const counts = await db
-    .selectFrom('voter_counts')
-    .select(['total', 'version'])
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  const version = Number(counts?.version ?? 0);
-  const workspaceTotal = Number(counts?.total ?? 0);
+  const { total: workspaceTotal, version } = await readCounts(db, workspaceId);
   const memos = listMemos(db);
   const key = memoKey(workspaceId, filters);
   const known = memos?.get(key);
@@ -410,7 +413,7 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
   const memo: ListMemo = { version, total, anchors: new Map(), ids };
   // Remembered only if no change landed while counting: the count then belongs to exactly this version
   // (brought forward later, a count that had seen a newer change would count it twice).
-  if (memos && (!filtered || (await readVersion(db, workspaceId)) === version)) memos.set(key, memo);
+  if (memos && (!filtered || (await readCounts(db, workspaceId)).version === version)) memos.set(key, memo);
   return memo;
 }
 

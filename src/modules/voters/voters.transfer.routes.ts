@@ -50,8 +50,8 @@ The header row names the columns \`name, phone, email, constituency, booth, ward
 case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
 \`phone\` are required columns, and no voter column may be named twice (422 otherwise). Fields may be quoted
 ("..." with "" for a quote, holding commas and line breaks); lines end in LF, CRLF or CR alone; blank rows are
-skipped. Each row is checked as a create through the
-API would be; a leading \`'\` that an export put before a formula-like value is removed.
+skipped. Each row is checked as a create through the API would be; a leading \`'\` that an export put before a
+formula-like value is removed.
 
 A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
 voter instead of adding another; within one file the later row wins. The file is read to its end before

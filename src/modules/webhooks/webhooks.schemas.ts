@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 import { webhookEventTypes } from './webhooks.events.ts';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -89,8 +89,8 @@ export const Delivery = Type.Object({
 });
 
 export const DeliveryParams = Type.Object({
-  id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-  delivery_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  id: RowId,
+  delivery_id: RowId,
 });
 
 export const ListQuery = PageQuery;
