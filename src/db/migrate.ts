@@ -6,15 +6,17 @@ import * as messaging from './migrations/2026_11_21_003_messaging.ts';
 import * as webhooksGrievancesPayments from './migrations/2026_11_21_004_webhooks_grievances_payments.ts';
 import * as voterVersions from './migrations/2026_11_21_005_voter_versions.ts';
 import * as voterChanges from './migrations/2026_11_21_006_voter_changes.ts';
+import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '2026_11_21_001_accounts': accounts,
   '2026_11_21_002_voters': voters,
   '2026_11_21_003_messaging': messaging,
   '2026_11_21_004_webhooks_grievances_payments': webhooksGrievancesPayments,
   '2026_11_21_005_voter_versions': voterVersions,
   '2026_11_21_006_voter_changes': voterChanges,
+  '2026_11_21_007_voter_blocks': voterBlocks,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -14,6 +14,7 @@ export interface Database {
   voters: VoterTable;
   voter_counts: VoterCountTable;
   voter_changes: VoterChangeTable;
+  voter_blocks: VoterBlockTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
   segments: SegmentTable;
@@ -127,6 +128,14 @@ export interface VoterCountTable {
   total: number;
   /** Changes whenever any voter of the workspace is created, changed or deleted (triggers). */
   version: Generated<number>;
+}
+
+/** Kept by triggers (migration 007): how many of a workspace's voters have an id in each block of 4,096 ids. */
+export interface VoterBlockTable {
+  workspace_id: number;
+  /** id >> 12 */
+  block: number;
+  total: number;
 }
 
 /**
