@@ -1,3 +1,4 @@
+import { type AddressInfo, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, dialects, expectError, register, type TestApp } from './helpers.ts';
 
@@ -268,6 +269,45 @@ describe('deprecated versions', () => {
           '<https://docs.example.com/migrate-to-v2>; rel="deprecation"; type="text/html"',
         );
       }
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('requests that Node refuses before the app sees them', () => {
+  /** Writes `raw` to a real socket of the listening app and reads the whole answer. */
+  async function rawExchange(port: number, raw: string): Promise<string> {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => {}); // the server closes after answering
+    socket.write(raw);
+    await new Promise((resolve) => socket.once('close', resolve));
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  it('get the error envelope: headers over 16 KB, and a request line that is not HTTP', async () => {
+    const t = await buildTestApp('sqlite');
+    try {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.app.server.address() as AddressInfo;
+      const cases: [string, string][] = [
+        [
+          `GET /api/healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+          'The request headers are too large: keep them under 16 KB in all.',
+        ],
+        ['NOT HTTP AT ALL\r\n\r\n', 'The request is not valid HTTP.'],
+      ];
+      for (const [request, message] of cases) {
+        const answer = await rawExchange(port, request);
+        const [head, body] = answer.split('\r\n\r\n');
+        expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+        expect(head).toContain('Content-Type: application/json; charset=utf-8');
+        expect(JSON.parse(body ?? '')).toEqual({ success: false, error_code: 'bad_request', message });
+      }
+      // The server carries on.
+      expect((await fetch(`http://127.0.0.1:${port}/api/healthz`)).status).toBe(200);
     } finally {
       await t.close();
     }

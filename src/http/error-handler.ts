@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, errorStatus } from '../errors.ts';
 import { fieldErrors } from './validation.ts';
@@ -9,6 +10,26 @@ function send(reply: FastifyReply, code: ErrorCode, message: string, details?: R
     .code(errorStatus[code])
     .type('application/json; charset=utf-8')
     .send({ success: false, error_code: code, message, ...(details ? { details } : {}) });
+}
+
+/**
+ * What Node's HTTP parser refuses before the app sees a request (headers over its 16 KB limit, a malformed
+ * request line, a request that took too long to arrive) is answered with the error envelope too, as 400
+ * `bad_request` (the contract's codes have no 431 or 408), and the connection is closed.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const message =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? 'The request headers are too large: keep them under 16 KB in all.'
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'The request took too long to arrive.'
+        : 'The request is not valid HTTP.';
+  const body = JSON.stringify({ success: false, error_code: 'bad_request', message });
+  if (!socket.writable) return void socket.destroy();
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Errors of the database driver that mean "cannot reach the database", not "a bug". */

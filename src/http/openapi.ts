@@ -11,7 +11,8 @@ Every path is served under \`/api/...\` and, identically, \`/api/v1/...\`. Authe
 \`Authorization: Bearer <access_token>\` from login, register or verify-otp. Every answer is an envelope:
 \`{ success: true, message?, data }\` or \`{ success: false, error_code, message, details? }\`; a
 \`validation_error\` (422) lists each bad field in \`details\` (\`{ "phone": ["..."] }\`); a NUL character (U+0000)
-in any text of a path, query or body is one. Every response carries
+in any text of a path, query or body is one. Request headers over 16 KB in all, or a request that is not valid
+HTTP, are a \`bad_request\` (400) and the connection is closed. Every response carries
 \`X-Request-Id\`. Rate-limited routes carry \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and
 \`X-RateLimit-Reset\` (seconds until the window resets); a 429 adds \`Retry-After\` (seconds).`;
 
