@@ -248,7 +248,7 @@ const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 /**
  * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then the rows of
  * `sheetRows` as they arrive: the XML of `xlsxRows` (deflated here, off the event loop) or pieces already
- * deflated elsewhere (sheetPieceSync in a worker thread). They are pulled one at a time, so the consumer's
+ * deflated elsewhere (sheetPieceSync in a worker thread). They are pulled one ahead of the consumer, so its
  * backpressure reaches whoever produces them.
  */
 export async function* xlsxStream(
@@ -275,8 +275,25 @@ export async function* xlsxStream(
     return Buffer.from(buffer, byteOffset, byteLength);
   };
   yield add(await sheetPiece(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`));
+  // XML made in this thread is deflated one piece ahead: the thread pool deflates a run of rows while this
+  // thread reads and formats the next. A piece deflated elsewhere is yielded before the next is asked for
+  // (its memory is the producer's again once it is).
+  let pending: Promise<SheetPiece> | undefined;
   for await (const rows of sheetRows) {
-    const out = add(typeof rows === 'string' ? await sheetPiece(rows) : rows);
+    const next = typeof rows === 'string' ? sheetPiece(rows) : undefined;
+    next?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
+    if (pending) {
+      const out = add(await pending);
+      if (out.length > 0) yield out;
+    }
+    pending = next;
+    if (typeof rows !== 'string') {
+      const out = add(rows);
+      if (out.length > 0) yield out;
+    }
+  }
+  if (pending) {
+    const out = add(await pending);
     if (out.length > 0) yield out;
   }
   yield add(await sheetPiece('</sheetData></worksheet>'));
