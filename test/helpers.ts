@@ -126,6 +126,17 @@ export async function call(
   return { status: res.statusCode, body, headers: res.headers, raw: res.body };
 }
 
+/** The ids of a workspace's voters, in id order, straight from the database. */
+export async function voterIds(t: TestApp, workspaceId: number): Promise<number[]> {
+  const rows = await t.db.kysely
+    .selectFrom('voters')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
 export function uniqueEmail(prefix = 'user'): string {
   return `${prefix}.${randomUUID().slice(0, 12)}@example.com`;
 }

@@ -2,7 +2,16 @@ import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../src/db/connect.ts';
 import { migrateToLatest, migrations } from '../src/db/migrate.ts';
-import { buildTestApp, call, dialects, importCsv, register, type Account, type TestApp } from './helpers.ts';
+import {
+  buildTestApp,
+  call,
+  dialects,
+  importCsv,
+  register,
+  type Account,
+  type TestApp,
+  voterIds,
+} from './helpers.ts';
 
 const header = 'name,phone,booth';
 
@@ -44,18 +53,8 @@ for (const dialect of dialects) {
       return counted.length;
     }
 
-    async function idsOf(workspaceId: number): Promise<number[]> {
-      const rows = await t.db.kysely
-        .selectFrom('voters')
-        .select('id')
-        .where('workspace_id', '=', workspaceId)
-        .orderBy('id')
-        .execute();
-      return rows.map((r) => Number(r.id));
-    }
-
     async function expectPagesTrue(account: Account) {
-      const ids = await idsOf(account.user.workspace_id);
+      const ids = await voterIds(t, account.user.workspace_id);
       for (const perPage of [100, 37, 1]) {
         const last = Math.ceil(ids.length / perPage);
         const pages =
@@ -97,7 +96,7 @@ for (const dialect of dialects) {
       // A re-import updates (no block changes); deletes and creates do change them.
       const again = await importCsv(t.app, owner.token, roll('Block', 4000, 1000));
       expect(again.body.data.updated).toBe(1000);
-      const ids = await idsOf(ws);
+      const ids = await voterIds(t, ws);
       for (const id of ids.filter((_, i) => i % 211 === 3))
         expect((await call(t.app, 'DELETE', `/api/voters/${id}`, { token: owner.token })).status).toBe(200);
       // A whole block emptied in one statement leaves no row behind for it.

@@ -16,6 +16,7 @@ import {
   unzip,
   type Account,
   type TestApp,
+  voterIds,
 } from './helpers.ts';
 
 // The threaded export reads a SQLite file from worker threads: these tests run on SQLite only (a file in a
@@ -66,16 +67,6 @@ async function importOk(t: TestApp, account: Account, csv: string): Promise<numb
   const res = await importCsv(t.app, account.token, csv);
   if (res.status !== 200 || res.body.data.failed !== 0) throw new Error(`seed: ${res.raw.slice(0, 500)}`);
   return res.body.data.imported;
-}
-
-async function voterIds(t: TestApp, workspaceId: number): Promise<number[]> {
-  const rows = await t.db.kysely
-    .selectFrom('voters')
-    .select('id')
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('id')
-    .execute();
-  return rows.map((r) => r.id);
 }
 
 async function until(condition: () => boolean, ms = 5000): Promise<void> {
