@@ -27,11 +27,22 @@ describe('CsvReader', () => {
     }
   });
 
-  it('tells a line too long to be a record from a quoted field that never closes', () => {
-    const long = () => read(['name,phone\nA,', 'x'.repeat(600), 'x'.repeat(600), '\n'], 1000);
-    expect(long).toThrow(CsvError);
-    expect(long).toThrow('line 2 is longer than 1,000 characters: no record can be that long');
-    const open = () => read(['name,phone\n"A,', 'x'.repeat(600), 'x'.repeat(600), '\n'], 1000);
-    expect(open).toThrow('the record starting on line 2 never ends: a quoted field is not closed');
+  it('refuses a record over the limit the same way however the text arrives', () => {
+    const unquoted = ['name,phone\nA,', 'x'.repeat(600), 'x'.repeat(600), '\nB,1\n'];
+    const quoted = ['name,phone\n"A,', 'x'.repeat(600), 'x'.repeat(600), '",1\nB,1\n'];
+    for (const [pieces, message] of [
+      [unquoted, 'line 2 is longer than 1,000 characters: no record can be that long'],
+      [quoted, 'the record starting on line 2 is longer than 1,000 characters: a quoted field is not closed'],
+    ] as const) {
+      // In pieces (the record is still open when it passes the limit), whole, and at the very end.
+      for (const chunks of [pieces, [pieces.join('')], [pieces.join('').trimEnd()]]) {
+        const attempt = () => read(chunks, 1000);
+        expect(attempt).toThrow(CsvError);
+        expect(attempt).toThrow(message);
+      }
+    }
+    // A record of exactly the limit is read.
+    expect(read([`name,phone\n${'y'.repeat(996)},1\n`], 1000)).toHaveLength(2);
+    expect(read([`name,phone\n"${'y'.repeat(994)}",1\n`], 1000)).toHaveLength(2);
   });
 });

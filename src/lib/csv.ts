@@ -27,9 +27,9 @@ export type CsvRecordHandler = (fields: string[], line: number) => void;
 /**
  * Feed it text with `push` (any chunking: a record may span chunks) and call `end` after the last chunk.
  * Each complete record goes to `onRecord` with its starting line. Blank lines are skipped. Lines end in LF,
- * CRLF or, when the first line does, CR alone (classic Mac OS). A record that
- * stays open longer than `maxRecordChars` (an unclosed quote, or not a CSV at all) throws a CsvError
- * instead of buffering the rest of the file.
+ * CRLF or, when the first line does, CR alone (classic Mac OS). A record longer than `maxRecordChars` (an
+ * unclosed quote, or not a CSV at all) throws a CsvError, whether it arrives whole or in pieces, and the rest
+ * of the file is never buffered.
  */
 export class CsvReader {
   private rest = '';
@@ -46,14 +46,18 @@ export class CsvReader {
     const s = this.lineEnds(this.rest.length > 0 ? this.rest + text : text, false);
     const consumed = this.parse(s, false);
     this.rest = s.slice(consumed);
-    if (this.rest.length > this.maxRecordChars) {
-      throw new CsvError(
-        this.line,
-        this.rest.includes('"')
-          ? `the record starting on line ${this.line} never ends: a quoted field is not closed, or this is not a CSV file.`
-          : `line ${this.line} is longer than ${this.maxRecordChars.toLocaleString('en')} characters: no record can be that long, so this is not a CSV file of records.`,
-      );
-    }
+    if (this.rest.length > this.maxRecordChars) throw this.tooLong(this.line, this.rest.includes('"'));
+  }
+
+  /** The error for a record over maxRecordChars that starts on `line`. */
+  private tooLong(line: number, quoted: boolean): CsvError {
+    const limit = `${this.maxRecordChars.toLocaleString('en')} characters`;
+    return new CsvError(
+      line,
+      quoted
+        ? `the record starting on line ${line} is longer than ${limit}: a quoted field is not closed, or this is not a CSV file.`
+        : `line ${line} is longer than ${limit}: no record can be that long, so this is not a CSV file of records.`,
+    );
   }
 
   private lineEnds(s: string, final: boolean): string {
@@ -93,14 +97,17 @@ export class CsvReader {
       }
       if (nextQuote >= nl) {
         // Fast path: no quote on this line.
+        if (nl - i > this.maxRecordChars) throw this.tooLong(this.line, false);
         const end = nl > i && s.charCodeAt(nl - 1) === CR ? nl - 1 : nl;
         if (end > i) this.onRecord(s.slice(i, end).split(','), this.line);
         this.line += 1;
         i = nl + 1;
         continue;
       }
+      const line = this.line;
       const next = this.quotedRecord(s, i, final);
       if (next < 0) return i;
+      if (next - i > this.maxRecordChars + 1) throw this.tooLong(line, true);
       i = next;
     }
     return n;
