@@ -152,12 +152,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
   await app.register(grievancesRoutes, { prefix: '/api', grievances });
-  await app.register(paymentsRoutes, { prefix: '/api', payments });
+  const idempotency = new IdempotencyService({ db: db.kysely });
+  await app.register(paymentsRoutes, { prefix: '/api', payments, idempotency });
   await app.register(webhooksRoutes, { prefix: '/api', webhooks });
 
   const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
-  const idempotency = new IdempotencyService({ db: db.kysely });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });

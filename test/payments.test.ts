@@ -54,6 +54,45 @@ for (const dialect of dialects) {
       ]);
     });
 
+    it('with an Idempotency-Key, a repeat answers the first payment again and buys nothing', async () => {
+      const office = await register(t.app);
+      const buy = (key: string, body: object) =>
+        call(t.app, 'POST', '/api/payments', {
+          token: office.token,
+          headers: { 'idempotency-key': key },
+          body,
+        });
+      const first = await buy('top-up-1', { sms_credits: 500 });
+      expect(first.status).toBe(201);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const again = await buy('top-up-1', { sms_credits: 500 });
+      expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toEqual(first.body);
+      expectError(await buy('top-up-1', { sms_credits: 600 }), 422, 'validation_error');
+      // A refused request frees its key: fixed, it goes through once.
+      expectError(await buy('top-up-2', { sms_credits: -1 }), 422, 'validation_error');
+      expect((await buy('top-up-2', { email_credits: 5 })).status).toBe(201);
+      expect((await buy('top-up-2', { email_credits: 5 })).headers['idempotent-replayed']).toBe('true');
+      // Another workspace's key of the same name is its own.
+      const other = await register(t.app);
+      const theirs = await call(t.app, 'POST', '/api/payments', {
+        token: other.token,
+        headers: { 'idempotency-key': 'top-up-1' },
+        body: { sms_credits: 500 },
+      });
+      expect(theirs.status).toBe(201);
+      expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+
+      const list = await call(t.app, 'GET', '/api/payments', { token: office.token });
+      expect(list.body.data.total).toBe(2);
+      expect((await call(t.app, 'GET', '/api/user', { token: office.token })).body.data.credits).toEqual({
+        sms_credits: 600,
+        whatsapp_credits: 100,
+        email_credits: 105,
+      });
+    });
+
     it('lists the workspace payments newest first, in the page envelope', async () => {
       const office = await register(t.app);
       const other = await register(t.app);

@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authOf } from '../../http/guard.ts';
 import { Page, Success } from '../../http/schemas.ts';
 import type { CampaignsService } from '../campaigns/campaigns.service.ts';
-import { IdempotencyService } from '../idempotency/idempotency.service.ts';
+import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.routes.ts';
+import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import {
   BroadcastBody,
   BroadcastResult,
   HistoryQuery,
-  IdempotencyHeaders,
   MessageItem,
   SendBody,
   SendResult,
@@ -26,29 +25,6 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
   { messages, campaigns, idempotency },
 ) => {
   const tags = ['Messaging'];
-
-  /**
-   * Runs a sending request once per Idempotency-Key: a repeat with the same key and body gets the first
-   * answer again (with `Idempotent-Replayed: true`) and sends nothing.
-   */
-  const answerOnce = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    route: string,
-    status: 201 | 202,
-    message: string,
-    work: (workspaceId: number) => Promise<unknown>,
-  ) => {
-    const { workspaceId } = authOf(request);
-    const answer = await idempotency.run(
-      workspaceId,
-      request.headers['idempotency-key'] as string | undefined,
-      IdempotencyService.fingerprint('POST', route, request.body),
-      async () => ({ status, body: { success: true, message, data: await work(workspaceId) } }),
-    );
-    if (answer.replayed) reply.header('idempotent-replayed', 'true');
-    return reply.code(answer.status).send(answer.body);
-  };
 
   app.post(
     '/messages/send',
@@ -68,7 +44,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
       },
     },
     (request, reply) =>
-      answerOnce(request, reply, '/messages/send', 201, 'Message sent.', (workspaceId) =>
+      answerOnce(idempotency, request, reply, '/messages/send', 201, 'Message sent.', (workspaceId) =>
         messages.send(workspaceId, request.body),
       ),
   );
@@ -91,8 +67,14 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
       },
     },
     (request, reply) =>
-      answerOnce(request, reply, '/messages/broadcast', 202, 'Broadcast queued.', (workspaceId) =>
-        campaigns.broadcast(workspaceId, request.body),
+      answerOnce(
+        idempotency,
+        request,
+        reply,
+        '/messages/broadcast',
+        202,
+        'Broadcast queued.',
+        (workspaceId) => campaigns.broadcast(workspaceId, request.body),
       ),
   );
 

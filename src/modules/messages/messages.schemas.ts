@@ -21,17 +21,6 @@ export const SegmentId = Type.Union([RowId, Type.String({ pattern: '^[0-9]{1,15}
   description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
 });
 
-export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      description:
-        'Makes the request safe to retry: a repeat with the same key and body returns the first answer and sends nothing.',
-    }),
-  ),
-});
-
 export const SendBody = Type.Object(
   {
     channel: ChannelSchema,

@@ -2,12 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { CreatePaymentBody, Payment, ProcessedPayment } from './payments.schemas.ts';
+import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.routes.ts';
+import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import type { PaymentsService } from './payments.service.ts';
 
-export const paymentsRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentsService }> = async (
-  app,
-  { payments },
-) => {
+export const paymentsRoutes: FastifyPluginAsyncTypebox<{
+  payments: PaymentsService;
+  idempotency: IdempotencyService;
+}> = async (app, { payments, idempotency }) => {
   const tags = ['Payments'];
 
   app.post(
@@ -18,16 +20,22 @@ export const paymentsRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentsServi
         tags,
         summary: 'Buy credits',
         description:
-          'The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance.',
+          'The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance. Send an `Idempotency-Key` to make retries safe: a repeat with the same key and body answers the first payment again and buys nothing.',
+        headers: IdempotencyHeaders,
         body: CreatePaymentBody,
         response: { 201: Success(ProcessedPayment) },
       },
     },
-    async (request, reply) => {
-      const auth = authOf(request);
-      const data = await payments.create(auth.workspaceId, auth.userId, request.body);
-      return reply.code(201).send({ success: true, message: 'Payment completed; credits added.', data });
-    },
+    (request, reply) =>
+      answerOnce(
+        idempotency,
+        request,
+        reply,
+        '/payments',
+        201,
+        'Payment completed; credits added.',
+        (workspaceId) => payments.create(workspaceId, authOf(request).userId, request.body),
+      ),
   );
 
   app.get(
