@@ -321,7 +321,9 @@ async function blockPage(
     .where('voters.id', '>=', sql<number>`(SELECT block FROM ${start} s) * ${2 ** VOTER_BLOCK_BITS}`)
     .orderBy('voters.id')
     .limit(perPage)
-    .offset(sql<number>`${offset} - (SELECT skipped FROM ${start} s)`);
+    // No block holds the row when voters were deleted since the total was read: no id is >= NULL, and the
+    // offset falls back to 0 (SQLite refuses a NULL offset).
+    .offset(sql<number>`coalesce(${offset} - (SELECT skipped FROM ${start} s), 0)`);
   return db
     .selectFrom('voters')
     .select(listColumns)
