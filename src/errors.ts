@@ -35,6 +35,11 @@ export class AppError extends Error {
   }
 }
 
+/** The error envelope's body: what every error answer carries. */
+export function errorBody(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+  return { success: false as const, error_code: code, message, ...(details ? { details } : {}) };
+}
+
 export function validationError(fields: FieldErrors, message = 'The request has invalid fields.'): AppError {
   return new AppError('validation_error', message, fields);
 }

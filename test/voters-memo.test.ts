@@ -26,6 +26,15 @@ import {
 
 const silent = pino({ level: 'silent' });
 
+/** The ids that `filters` match, in id order, from the same filters run in the database. */
+async function matchingIds(t: TestApp, workspaceId: number, filters: VoterFilters): Promise<number[]> {
+  const rows = await filteredVoters(t.db.kysely, workspaceId, filters)
+    .select('voters.id')
+    .orderBy('voters.id')
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
 /** A small deterministic generator (mulberry32), so a failing sequence of changes can be replayed. */
 function random(seed: number): () => number {
   let a = seed;
@@ -146,12 +155,7 @@ for (const dialect of dialects) {
     /** Every list answer (total and a spread of pages) against the same filters run in the database. */
     async function expectListsTrue() {
       for (const filters of filterSets) {
-        const truth = (
-          await filteredVoters(t.db.kysely, owner.user.workspace_id, filters)
-            .select('voters.id')
-            .orderBy('voters.id')
-            .execute()
-        ).map((r) => Number(r.id));
+        const truth = await matchingIds(t, owner.user.workspace_id, filters);
         const lastPage = Math.max(1, Math.ceil(truth.length / 100));
         for (const page of new Set([1, 11, 12, Math.ceil(lastPage / 2), lastPage])) {
           const res = await call(t.app, 'GET', `/api/voters?per_page=100&page=${page}${query(filters)}`, {
@@ -293,12 +297,7 @@ for (const dialect of dialects) {
         // Once the writes stop, every remembered answer, brought forward through all of them, is the truth.
         for (const q of lists) {
           const filters = Object.fromEntries(new URLSearchParams(q.slice(1)));
-          const ids = (
-            await filteredVoters(reader.db.kysely, office.user.workspace_id, filters)
-              .select('voters.id')
-              .orderBy('voters.id')
-              .execute()
-          ).map((r) => Number(r.id));
+          const ids = await matchingIds(reader, office.user.workspace_id, filters);
           for (const page of [1, 8, 12, 15, 16]) {
             const res = await list(reader.app, q, page);
             expect({ q, page, total: res.body.data.total }).toEqual({ q, page, total: ids.length });

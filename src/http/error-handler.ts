@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode, errorStatus } from '../errors.ts';
+import { AppError, type ErrorCode, errorBody, errorStatus } from '../errors.ts';
 import { fieldErrors } from './validation.ts';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -9,7 +9,7 @@ function send(reply: FastifyReply, code: ErrorCode, message: string, details?: R
   return reply
     .code(errorStatus[code])
     .type('application/json; charset=utf-8')
-    .send({ success: false, error_code: code, message, ...(details ? { details } : {}) });
+    .send(errorBody(code, message, details));
 }
 
 /**
@@ -25,10 +25,10 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? 'The request took too long to arrive.'
         : 'The request is not valid HTTP.';
-  const body = JSON.stringify({ success: false, error_code: 'bad_request', message });
+  const body = JSON.stringify(errorBody('bad_request', message));
   if (!socket.writable) return void socket.destroy();
   socket.end(
-    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${errorStatus.bad_request} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 

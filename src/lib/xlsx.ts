@@ -242,6 +242,11 @@ export function crc32Combine(crcA: number, crcB: number, lengthB: number): numbe
   return (multModP(p, crcA) ^ crcB) >>> 0;
 }
 
+/** A chunk, unless it is empty (a run of rows may deflate to nothing yet). */
+function* nonEmpty(chunk: Buffer): Generator<Buffer> {
+  if (chunk.length > 0) yield chunk;
+}
+
 // A final, empty block (fixed Huffman codes, only the end-of-block code): ends the sheet's deflate stream.
 const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 
@@ -282,20 +287,11 @@ export async function* xlsxStream(
   for await (const rows of sheetRows) {
     const next = typeof rows === 'string' ? sheetPiece(rows) : undefined;
     next?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
-    if (pending) {
-      const out = add(await pending);
-      if (out.length > 0) yield out;
-    }
+    if (pending) yield* nonEmpty(add(await pending));
     pending = next;
-    if (typeof rows !== 'string') {
-      const out = add(rows);
-      if (out.length > 0) yield out;
-    }
+    if (typeof rows !== 'string') yield* nonEmpty(add(rows));
   }
-  if (pending) {
-    const out = add(await pending);
-    if (out.length > 0) yield out;
-  }
+  if (pending) yield* nonEmpty(add(await pending));
   yield add(await sheetPiece('</sheetData></worksheet>'));
   entry.compressed += FINAL_BLOCK.length;
   yield FINAL_BLOCK;

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, errorBody } from '../../errors.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { claimKey, completeKey, findKey, releaseKey } from './idempotency.repository.ts';
 
@@ -64,12 +64,7 @@ export class IdempotencyService {
       return { ...answer, replayed: false };
     } catch (error) {
       if (error instanceof AppError && FINAL_ERRORS.has(error.code)) {
-        const body = {
-          success: false,
-          error_code: error.code,
-          message: error.message,
-          ...(error.details ? { details: error.details } : {}),
-        };
+        const body = errorBody(error.code, error.message, error.details);
         await completeKey(db, workspaceId, key, error.statusCode, JSON.stringify(body), nowIso());
       } else {
         await releaseKey(db, workspaceId, key);

@@ -310,20 +310,17 @@ async function blockPage(
   offset: number,
   perPage: number,
 ): Promise<ListRow[]> {
-  const start = sql`(
-    SELECT block, upto - total AS skipped FROM (
-      SELECT block, total, sum(total) OVER (ORDER BY block) AS upto FROM voter_blocks WHERE workspace_id = ${workspaceId}
-    ) b WHERE upto > ${offset} ORDER BY block LIMIT 1)`;
-  const ids = db
-    .selectFrom('voters')
-    .select('voters.id')
-    .where('voters.workspace_id', '=', workspaceId)
-    .where('voters.id', '>=', sql<number>`(SELECT block FROM ${start} s) * ${2 ** VOTER_BLOCK_BITS}`)
-    .orderBy('voters.id')
-    .limit(perPage)
-    // No block holds the row when voters were deleted since the total was read: no id is >= NULL, and the
-    // offset falls back to 0 (SQLite refuses a NULL offset).
-    .offset(sql<number>`coalesce(${offset} - (SELECT skipped FROM ${start} s), 0)`);
+  // The block is found once (a CTE used twice is evaluated once). When voters were deleted since the total
+  // was read, no block holds the row: no id is >= NULL, and the offset falls back to 0 (SQLite refuses a
+  // NULL offset).
+  const ids = sql<number>`(
+    WITH s AS (
+      SELECT block, upto - total AS skipped FROM (
+        SELECT block, total, sum(total) OVER (ORDER BY block) AS upto FROM voter_blocks WHERE workspace_id = ${workspaceId}
+      ) b WHERE upto > ${offset} ORDER BY block LIMIT 1)
+    SELECT id FROM voters
+    WHERE workspace_id = ${workspaceId} AND id >= (SELECT block FROM s) * ${2 ** VOTER_BLOCK_BITS}
+    ORDER BY id LIMIT ${perPage} OFFSET coalesce(${offset} - (SELECT skipped FROM s), 0))`;
   return db
     .selectFrom('voters')
     .select(listColumns)
@@ -424,7 +421,10 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
   const key = memoKey(workspaceId, filters);
   const known = memos?.get(key);
   if (known && known.version === version) return known;
-  if (memos && known && known.version < version) {
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  // The unfiltered list has nothing to bring forward: its total is the trigger-kept count, and its deep
+  // pages come from voter_blocks. Reading the change log for it would be work for nothing.
+  if (memos && known && known.version < version && filtered) {
     const advanced = await advance(db, workspaceId, filters, known, version);
     if (advanced) {
       memoStats.advanced += 1;
@@ -433,7 +433,6 @@ async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters
     }
   }
   memoStats.computed += 1;
-  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
   const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
   let ids: number[] | undefined;
   if (isPostgres(db) && filters.search?.trim() && total <= RARE_MATCHES) {
