@@ -90,7 +90,8 @@ function message(error: ErrorObject): string | undefined {
 
 /** Ajv's errors as `{ "field.path": ["message", ...] }`, one readable message per problem. */
 export function fieldErrors(errors: readonly ErrorObject[], part: string | undefined): FieldErrors {
-  const out: FieldErrors = {};
+  // Field names come from the caller: `toString` or `__proto__` must be plain keys, not Object's own.
+  const out: FieldErrors = Object.create(null) as FieldErrors;
   const typesByPath = new Map<string, string[]>();
   for (const error of errors) {
     const path = fieldPath(error, part);

@@ -43,7 +43,7 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
     throw validationError({ filters: ['must be a JSON object, e.g. {"constituency":"Varanasi"}.'] });
   }
   if (!checkFilters(value)) {
-    const details: Record<string, string[]> = {};
+    const details = Object.create(null) as Record<string, string[]>;
     for (const [path, messages] of Object.entries(fieldErrors(checkFilters.errors ?? [], 'body'))) {
       details[path === 'body' ? 'filters' : `filters.${path}`] = messages;
     }
