@@ -35,8 +35,44 @@ export class AppError extends Error {
   }
 }
 
+/** The most fields a validation error lists in `details`; its message counts the rest. */
+export const MAX_FIELD_ERRORS = 50;
+
+/** A field path as shown to the caller: a hostile field name can be as long as the body. */
+export function shownPath(path: string): string {
+  return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+}
+
+/**
+ * A validation error's message and `details`, bounded whatever the request held: the first MAX_FIELD_ERRORS
+ * fields (paths cut to 100 characters, at most 10 messages each), and a message that counts the others.
+ */
+function boundedFieldErrors(message: string, fields: Record<string, unknown>) {
+  const shown = Object.create(null) as FieldErrors;
+  let listed = 0;
+  let more = 0;
+  for (const path of Object.keys(fields)) {
+    if (listed >= MAX_FIELD_ERRORS) {
+      more += 1;
+      continue;
+    }
+    const key = shownPath(path);
+    const list = (shown[key] ??= []);
+    if (list.length === 0) listed += 1;
+    const value = fields[path];
+    const texts = Array.isArray(value) ? value.map(String) : [String(value)];
+    for (const text of texts.slice(0, 10)) if (!list.includes(text)) list.push(text);
+  }
+  if (more === 0) return { message, details: shown };
+  return {
+    message: `The request has ${listed + more} invalid fields; details lists the first ${listed}: ${Object.keys(shown).join(', ')}.`,
+    details: shown,
+  };
+}
+
 /** The error envelope's body: what every error answer carries. */
 export function errorBody(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+  if (code === 'validation_error' && details) ({ message, details } = boundedFieldErrors(message, details));
   return { success: false as const, error_code: code, message, ...(details ? { details } : {}) };
 }
 

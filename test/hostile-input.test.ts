@@ -68,5 +68,60 @@ for (const dialect of dialects) {
       }
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     });
+
+    it('200,000 bad recipients (400 KB) get a small 422 at once, and the server lives on', async () => {
+      const started = Date.now();
+      const res = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Hello', recipients: new Array(200_000).fill(1) },
+      });
+      expectEnvelope(res, 422, 'validation_error');
+      expect(res.raw.length).toBeLessThan(2_000);
+      expect(res.body.details).toEqual({ 'recipients.0': ['must be a string.'] });
+      expect(res.body.message).toMatch(/only its first problem/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect((await call(t.app, 'GET', '/api/healthz')).status).toBe(200);
+    });
+
+    it('10,000 recipients that are not phones: the 422 lists the first 50 and counts the rest', async () => {
+      const res = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Hello', recipients: new Array(10_000).fill('not a phone') },
+      });
+      expectEnvelope(res, 422, 'validation_error');
+      expect(Object.keys(res.body.details)).toHaveLength(50);
+      expect(res.body.details['recipients.0']).toBeDefined();
+      expect(res.body.message).toMatch(/^The request has 10000 invalid fields; details lists the first 50: /);
+      expect(res.raw.length).toBeLessThan(10_000);
+    });
+
+    it('unknown-field 422s are bounded: 80,000 unknown fields answer a small 422', async () => {
+      const body: Record<string, number> = { email: 1 } as never;
+      for (let i = 0; i < 80_000; i++) body[`f${i}`] = 1;
+      const res = await call(t.app, 'POST', '/api/auth/login', { body });
+      expectEnvelope(res, 422, 'validation_error');
+      expect(res.raw.length).toBeLessThan(2_000);
+      expect(Object.keys(res.body.details)).toHaveLength(1);
+    });
+
+    it('a small body with many problems lists the first 50 in details and counts the rest in the message', async () => {
+      const body: Record<string, number> = {};
+      for (let i = 0; i < 70; i++) body[`extra_${i}`] = 1;
+      const res = await call(t.app, 'POST', '/api/auth/login', { body });
+      expectEnvelope(res, 422, 'validation_error');
+      expect(Object.keys(res.body.details)).toHaveLength(50);
+      // email, password and 70 unknown fields.
+      expect(res.body.message).toMatch(/^The request has 72 invalid fields; details lists the first 50: /);
+    });
+
+    it('a huge field name is cut to 100 characters in the answer', async () => {
+      const name = 'x'.repeat(100_000);
+      const res = await call(t.app, 'POST', '/api/auth/login', {
+        body: { email: 'a@b.co', password: 'x', [name]: 1 },
+      });
+      expectEnvelope(res, 422, 'validation_error');
+      expect(res.raw.length).toBeLessThan(1_000);
+      expect(Object.keys(res.body.details)).toEqual([`${'x'.repeat(100)}…`]);
+    });
   });
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode, errorBody, errorStatus } from '../errors.ts';
-import { fieldErrors } from './validation.ts';
+import { AppError, type ErrorCode, errorBody, errorStatus, MAX_FIELD_ERRORS, shownPath } from '../errors.ts';
+import { fieldErrors, firstProblemOnly } from './validation.ts';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -85,8 +85,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error.validation) {
       const details = fieldErrors(error.validation as never, error.validationContext);
-      const fields = Object.keys(details).join(', ');
-      return send(reply, 'validation_error', `The request has invalid fields: ${fields}.`, details);
+      const fields = Object.keys(details).slice(0, MAX_FIELD_ERRORS).map(shownPath).join(', ');
+      const partial = firstProblemOnly.has(error.validation)
+        ? ' The request is too large to check in full: only its first problem is reported.'
+        : '';
+      return send(reply, 'validation_error', `The request has invalid fields: ${fields}.${partial}`, details);
     }
     const known = classify(error);
     if (known) return send(reply, known[0], known[1]);
