@@ -9,7 +9,7 @@ import { clientErrorHandler, installErrorHandling } from './http/error-handler.t
 import { installGuard } from './http/guard.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { refuseNul, validatorCompiler } from './http/validation.ts';
+import { closeQueryString, refuseNul, validatorCompiler } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
@@ -90,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onRoute', closeQueryString);
 
   // JSON only. An empty body is "no body" (logout with a stray Content-Type), and the default parser keeps
   // guarding against prototype poisoning.

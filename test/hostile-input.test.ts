@@ -123,5 +123,52 @@ for (const dialect of dialects) {
       expect(res.raw.length).toBeLessThan(1_000);
       expect(Object.keys(res.body.details)).toEqual([`${'x'.repeat(100)}…`]);
     });
+
+    it('every operation answers an unknown query parameter with a 422 naming it (from the route table)', async () => {
+      const doc = t.app.swagger() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
+      let checked = 0;
+      for (const [path, operations] of Object.entries(doc.paths)) {
+        for (const [method, operation] of Object.entries(operations)) {
+          const url = `${path.replace(/\{[^}]+\}/g, '1')}?zzz_unknown=1`;
+          const res = await call(t.app, method.toUpperCase(), url, {
+            token: owner.token,
+            ...(operation.requestBody ? { body: {} } : {}),
+          });
+          if (operation.requestBody) {
+            // The body is checked first; a route whose body is optional gets to the query.
+            expect([400, 422], `${method} ${path}`).toContain(res.status);
+            if (
+              res.status === 422 &&
+              Object.keys(res.body.details).length === 1 &&
+              res.body.details.zzz_unknown
+            )
+              checked += 1;
+            continue;
+          }
+          expectEnvelope(res, 422, 'validation_error');
+          expect(res.body.details, `${method} ${path}`).toEqual({
+            zzz_unknown: ['is not an allowed field.'],
+          });
+          checked += 1;
+        }
+      }
+      expect(checked).toBeGreaterThan(20);
+
+      // With a valid body too, and nothing is done.
+      const send = await call(t.app, 'POST', '/api/messages/send?dry=1', {
+        token: owner.token,
+        body: { channel: 'sms', to: '+919812345678', message: 'Hello' },
+      });
+      expectEnvelope(send, 422, 'validation_error');
+      expect(send.body.details).toEqual({ dry: ['is not an allowed field.'] });
+      expect(send.body.message).toBe('The request has invalid fields: dry.');
+      const history = await call(t.app, 'GET', '/api/messages/history', { token: owner.token });
+      expect(history.body.data.total).toBe(0);
+      // Known parameters still work, repeated or not.
+      expect((await call(t.app, 'GET', '/api/voters?page=1&per_page=5', { token: owner.token })).status).toBe(
+        200,
+      );
+      expect((await call(t.app, 'GET', '/api/healthz?', {})).status).toBe(200);
+    });
   });
 }

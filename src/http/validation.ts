@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, RouteOptions } from 'fastify';
+import { Type } from 'typebox';
 import { type FieldErrors, validationError } from '../errors.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
@@ -195,4 +196,18 @@ export function refuseNul(...parts: Array<[unknown, string]>): void {
     Object.fromEntries(fields.map((f) => [f, ['must not contain the NUL character (U+0000).']])),
     `The request has invalid fields: ${fields.join(', ')}.`,
   );
+}
+
+/**
+ * An onRoute hook: every route's query string is closed, so an unknown query parameter is a 422 naming it,
+ * as an unknown body field is. A route without a query schema gets an empty one; a declared one that says
+ * nothing about other parameters refuses them.
+ */
+export function closeQueryString(route: RouteOptions): void {
+  const schema = (route.schema ??= {});
+  const query = schema.querystring as Record<string, unknown> | undefined;
+  if (query === undefined) schema.querystring = Type.Object({}, { additionalProperties: false });
+  else if (query.type === 'object' && query.additionalProperties === undefined) {
+    schema.querystring = { ...query, additionalProperties: false };
+  }
 }
