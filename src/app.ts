@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
-import { clientErrorHandler, installErrorHandling } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { installGuard } from './http/guard.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { RateLimits } from './http/rate-limit.ts';
@@ -87,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     rewriteUrl: (req) => rewriteVersionedUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler,
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -170,5 +170,71 @@ for (const dialect of dialects) {
       );
       expect((await call(t.app, 'GET', '/api/healthz?', {})).status).toBe(200);
     });
+
+    it('a path segment over 100 characters, or not UTF-8, is a 400 bad_request with the envelope', async () => {
+      const long = await call(t.app, 'GET', `/api/voters/${'1'.repeat(101)}`, { token: owner.token });
+      expectEnvelope(long, 400, 'bad_request');
+      expect(long.raw).not.toContain('1'.repeat(101));
+      expect(long.body.message).toMatch(/longer than 100 characters/);
+      const id = await call(t.app, 'GET', `/api/voters/${'1'.repeat(100)}`, { token: owner.token });
+      expectEnvelope(id, 422, 'validation_error');
+
+      for (const path of ['/api/voters/%ED%A0%80', '/api/voters/%FF', '/api/nowhere/%C0%AF']) {
+        const bad = await call(t.app, 'GET', path, { token: owner.token });
+        expectEnvelope(bad, 400, 'bad_request');
+        expect(bad.body.message).toMatch(/not UTF-8/);
+      }
+      const own = await call(t.app, 'GET', '/api/voters/%ED%A0%80', {
+        headers: { 'x-request-id': 'mine-1' },
+      });
+      expect(own.headers['x-request-id']).toBe('mine-1');
+    });
+
+    it("Fastify's own errors all answer the envelope with X-Request-Id", async () => {
+      const login = '/api/auth/login';
+      const cases: Array<[Answer, number, string]> = [
+        [await call(t.app, 'POST', login, { body: '{"email": ' }), 400, 'bad_request'],
+        [
+          await call(t.app, 'POST', login, {
+            body: '[1, 2',
+            headers: { 'content-type': 'application/json' },
+          }),
+          400,
+          'bad_request',
+        ],
+        [
+          await call(t.app, 'POST', login, { body: 'a=b', headers: { 'content-type': 'text/plain' } }),
+          400,
+          'bad_request',
+        ],
+        [
+          await call(t.app, 'POST', login, { body: 'a=b', headers: { 'content-type': 'nonsense' } }),
+          400,
+          'bad_request',
+        ],
+        [
+          await call(t.app, 'POST', login, { body: '', headers: { 'content-type': 'application/json' } }),
+          422,
+          'validation_error',
+        ],
+        [await call(t.app, 'POST', login, { body: '"just a string"' }), 422, 'validation_error'],
+        [await call(t.app, 'POST', login, { body: 'null' }), 422, 'validation_error'],
+        [
+          await call(t.app, 'POST', login, { body: `{"p": "${'x'.repeat(1_100_000)}"}` }),
+          413,
+          'payload_too_large',
+        ],
+        [
+          await call(t.app, 'POST', login, { body: '{"constructor": {"prototype": {}}}' }),
+          400,
+          'bad_request',
+        ],
+        [await call(t.app, 'GET', '/api/nowhere'), 404, 'not_found'],
+        [await call(t.app, 'DELETE', '/api/healthz'), 405, 'method_not_allowed'],
+        [await call(t.app, 'PATCH', '/api/voters'), 405, 'method_not_allowed'],
+        [await call(t.app, 'OPTIONS', '/api/voters'), 405, 'method_not_allowed'],
+      ];
+      for (const [res, status, code] of cases) expectEnvelope(res, status, code);
+    });
   });
 }
