@@ -31,11 +31,30 @@ describe('SSRF address rules', () => {
       '::ffff:8.8.8.8',
       '::ffff:a00:1',
       'ff02::1',
+      // IPv6 forms that embed an IPv4 address: IPv4-compatible, SIIT-translated, 6to4, NAT64, Teredo.
+      '::7f00:1',
+      '::127.0.0.1',
+      '::a00:1',
+      '::ffff:0:7f00:1',
+      '::ffff:0:a9fe:a9fe',
+      '2002:7f00:1::',
+      '2002:a9fe:a9fe::1',
+      '64:ff9b:1::7f00:1',
+      '64:ff9b::7f00:1',
+      '2001:0:4136:e378:8000:63bf:80ff:fffe',
       'not-an-address',
     ]) {
       expect(isBlockedAddress(address), address).toBe(true);
     }
-    for (const address of ['8.8.8.8', PUBLIC, '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111']) {
+    for (const address of [
+      '8.8.8.8',
+      PUBLIC,
+      '172.32.0.1',
+      '192.169.0.1',
+      '2606:4700:4700::1111',
+      '2001:4860:4860::8888',
+      '2a00:1450:4001::1',
+    ]) {
       expect(isBlockedAddress(address), address).toBe(false);
     }
   });
@@ -94,6 +113,8 @@ for (const dialect of dialects) {
       'intranet.example': ['10.1.2.3'],
       'metadata.example': ['169.254.169.254'],
       'six.example': ['2606:4700:4700::1111', 'fd00::5'],
+      'sixtofour.example': ['2002:7f00:1::1'],
+      'nat64.example': ['64:ff9b:1::a00:1'],
       localhost: ['127.0.0.1', '::1'],
       // Public when the endpoint is saved, loopback when the worker connects: DNS rebinding.
       'rebind.example': () => (rebinds++ === 0 ? [PUBLIC] : ['127.0.0.1']),
@@ -132,10 +153,20 @@ for (const dialect of dialects) {
         'http://[fd00:ec2::254]/hook',
         'http://[::ffff:127.0.0.1]/hook',
         'http://[::ffff:10.0.0.1]/hook',
+        'http://[::127.0.0.1]/hook',
+        'http://[::ffff:0:7f00:1]/hook',
+        'http://[::ffff:0:127.0.0.1]/hook',
+        'http://[2002:7f00:1::]/hook',
+        'https://[2002:a9fe:a9fe::]/latest/meta-data',
+        'http://[64:ff9b:1::7f00:1]/hook',
+        'http://[64:ff9b::a9fe:a9fe]/hook',
+        'http://[::ffff:127.0.0.1]:8080/hook',
         'http://localhost:3000/hook',
         'https://intranet.example/hook',
         'http://metadata.example/hook',
         'https://six.example/hook',
+        'https://sixtofour.example/hook',
+        'https://nat64.example/hook',
         'https://does-not-resolve.example/hook',
       ]) {
         const res = await call(t.app, 'POST', '/api/webhooks', { token: owner.token, body: { url } });
@@ -203,6 +234,44 @@ for (const dialect of dialects) {
       const log = await call(t.app, 'GET', `/api/webhooks/${hook!.id}/deliveries`, { token: owner.token });
       expect(log.body.data.data[0]).toMatchObject({ status: 'failed' });
       expect(log.body.data.data[0].last_error).toMatch(/127\.0\.0\.1/);
+    });
+
+    it('refuses at send time IPv6 literals that embed a loopback or private IPv4 address', async () => {
+      const owner = await register(t.app);
+      const now = new Date().toISOString();
+      const urls = [
+        'http://[::ffff:0:7f00:1]:9/h',
+        'http://[2002:7f00:1::]:9/h',
+        'http://[64:ff9b:1::7f00:1]:9/h',
+      ];
+      for (const url of urls) {
+        // As if saved while WEBHOOK_ALLOW_PRIVATE_URLS was true: written straight to the table.
+        await t.db.kysely
+          .insertInto('webhooks')
+          .values({
+            workspace_id: owner.user.workspace_id,
+            url,
+            description: null,
+            events: JSON.stringify(['grievance.created']),
+            secret_encrypted: webhookSecretBox(t.config.appKey).seal(newWebhookSecret()),
+            disabled_at: null,
+            disabled_reason: null,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+      }
+      await call(t.app, 'POST', '/api/grievances', { token: owner.token, body: { title: 'Streetlight' } });
+      await workerFor(t, [owner.user.workspace_id]).drain();
+      const hooks = await call(t.app, 'GET', '/api/webhooks', { token: owner.token });
+      expect(hooks.body.data.data).toHaveLength(urls.length);
+      for (const hook of hooks.body.data.data) {
+        const log = await call(t.app, 'GET', `/api/webhooks/${hook.id}/deliveries`, { token: owner.token });
+        expect(log.body.data.data[0], hook.url).toMatchObject({ status: 'failed', last_status_code: null });
+        expect(log.body.data.data[0].last_error, hook.url).toMatch(
+          /refused to connect: .* private, loopback/,
+        );
+      }
     });
   });
 }

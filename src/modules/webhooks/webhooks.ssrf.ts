@@ -33,11 +33,17 @@ for (const [network, prefix] of [
 ] as const) {
   blockedV4.addSubnet(network, prefix, 'ipv4');
 }
+// Every IPv6 range that carries an IPv4 address inside it is blocked whole: the embedded address would
+// otherwise have to be decoded and checked per form, and none of these forms is needed to reach a webhook.
 for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['::ffff:0:0', 96], // IPv4-mapped
-  ['64:ff9b::', 96], // NAT64 (embeds an IPv4 address)
+  ['::', 96], // unspecified, loopback and IPv4-compatible (::127.0.0.1, deprecated)
+  ['::ffff:0:0', 96], // IPv4-mapped (::ffff:127.0.0.1)
+  ['::ffff:0:0:0', 96], // IPv4-translated, SIIT (::ffff:0:127.0.0.1)
+  ['64:ff9b::', 96], // NAT64, well-known prefix
+  ['64:ff9b:1::', 48], // NAT64, local-use prefixes
+  ['2002::', 16], // 6to4 (2002:7f00:1:: is 127.0.0.1; deprecated)
+  ['2001::', 32], // Teredo (embeds its server and client IPv4 addresses)
+  ['100::', 64], // discard-only
   ['fc00::', 7], // unique-local
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
