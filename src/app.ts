@@ -8,6 +8,7 @@ import type { Db } from './db/connect.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { installGuard } from './http/guard.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { closeQueryString, refuseNul, validatorCompiler } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
@@ -106,6 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onRequest', async (request, reply) => setSecurityHeaders(request, reply));
   // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.
   app.addHook('preValidation', async (request) => {
     refuseNul([request.params, ''], [request.query, ''], [request.body, '']);

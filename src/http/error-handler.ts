@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, errorBody, errorStatus, MAX_FIELD_ERRORS, shownPath } from '../errors.ts';
+import { setSecurityHeaders } from './security-headers.ts';
 import { fieldErrors, firstProblemOnly } from './validation.ts';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -28,7 +29,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   const body = JSON.stringify(errorBody('bad_request', message));
   if (!socket.writable) return void socket.destroy();
   socket.end(
-    `HTTP/1.1 ${errorStatus.bad_request} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${errorStatus.bad_request} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 
@@ -40,6 +41,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
+  setSecurityHeaders(request, reply);
   const message =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? 'A path segment is longer than 100 characters: ids are short, e.g. /api/voters/42.'

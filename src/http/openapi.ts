@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
 import { ErrorEnvelope } from './schemas.ts';
+import { DOCS_CSP } from './security-headers.ts';
 
 const description = `Voter rolls, messaging over WhatsApp, SMS, email and IVR, campaigns, grievances, credits and webhooks
 for campaign offices.
@@ -83,7 +84,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     });
     await docs.register(swaggerUi, {
       routePrefix: '/api/docs',
-      uiConfig: { docExpansion: 'list', deepLinking: true },
+      uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
+      staticCSP: DOCS_CSP,
       transformSpecification: (spec) => spec,
     });
   });
