@@ -6,6 +6,7 @@ const DOCS = /^\/api\/(docs|openapi\.json)(\/|\?|$)/;
 /**
  * The reference page's Content-Security-Policy: its scripts, styles, images and the document all come from
  * this server (swagger-ui's assets are served here, and it has no inline script); no other page may frame it.
+ * Checked in Chromium: the page renders every operation with no CSP violation.
  */
 export const DOCS_CSP = [
   "default-src 'self'",
@@ -18,7 +19,8 @@ export const DOCS_CSP = [
   "object-src 'none'",
   "script-src 'self'",
   "script-src-attr 'none'",
-  "style-src 'self'",
+  // swagger-ui sets one style attribute from its bundle; a style cannot run code, a script can.
+  "style-src 'self' 'unsafe-inline'",
 ].join('; ');
 
 /**
