@@ -15,7 +15,7 @@ import { creditsView } from '../credits/credits.schemas.ts';
 import { findUser, findUserByEmail, findUserByPhone } from '../users/users.repository.ts';
 import { userView } from '../users/users.schemas.ts';
 import type { NewUser, UsersService } from '../users/users.service.ts';
-import { insertWorkspace } from '../workspaces/workspaces.repository.ts';
+import { insertWorkspace, WORKSPACE_NAME_MAX } from '../workspaces/workspaces.repository.ts';
 import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
@@ -47,7 +47,7 @@ export class AuthService {
     const { db, config } = this.deps;
     const now = nowIso();
     const { row, token } = await db.transaction().execute(async (trx) => {
-      const workspaceName = input.workspace_name?.trim() || `${user.name}'s campaign`;
+      const workspaceName = input.workspace_name?.trim() || defaultWorkspaceName(user.name);
       const workspaceId = await insertWorkspace(trx, workspaceName, now);
       const row = await this.deps.users.insert(trx, workspaceId, user, 'politician', now);
       await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
@@ -176,4 +176,16 @@ export class AuthService {
       credits: creditsView(await balances(this.deps.db, user.workspace_id)),
     };
   }
+}
+
+/** "<name>'s campaign", the name shortened (by characters, never inside one) so that the whole fits its column. */
+export function defaultWorkspaceName(name: string): string {
+  const suffix = "'s campaign";
+  const chars = [...name];
+  const room = WORKSPACE_NAME_MAX - suffix.length;
+  if (chars.length <= room) return `${name}${suffix}`;
+  return `${chars
+    .slice(0, room - 1)
+    .join('')
+    .trimEnd()}…${suffix}`;
 }
