@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildTestApp, call, dialects, uniqueEmail, uniquePhone } from './helpers.ts';
+import { buildTestApp, call, dialects, register, uniqueEmail, uniquePhone } from './helpers.ts';
 
 for (const dialect of dialects) {
   describe(`auth hardening (${dialect})`, () => {
@@ -19,6 +19,38 @@ for (const dialect of dialects) {
           expect([...row.name].length).toBeLessThanOrEqual(200);
           expect(row.name.endsWith("'s campaign")).toBe(true);
         }
+      } finally {
+        await t.close();
+      }
+    });
+
+    it('judges at most OTP_MAX_ATTEMPTS of many parallel verify-otp guesses on one code', async () => {
+      const t = await buildTestApp(dialect);
+      try {
+        const account = await register(t.app);
+        const phone = account.user.phone as string;
+        expect((await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } })).status).toBe(200);
+        const code = /\b(\d{6})\b/.exec(t.providers.sms.sent.at(-1)?.body ?? '')?.[1] as string;
+        const guesses = Array.from({ length: 59 }, (_, i) =>
+          String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0'),
+        );
+        guesses.push(code);
+        const answers = await Promise.all(
+          guesses.map((otp) => call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp } })),
+        );
+        const row = await t.db.kysely
+          .selectFrom('otp_codes')
+          .select('attempts')
+          .where('phone', '=', phone)
+          .orderBy('id', 'desc')
+          .executeTakeFirstOrThrow();
+        expect(Number(row.attempts)).toBeLessThanOrEqual(t.config.otp.maxAttempts);
+        expect(answers.filter((a) => a.status === 200).length).toBeLessThanOrEqual(1);
+        expect(answers.every((a) => a.status === 200 || a.status === 401)).toBe(true);
+        // Locked or used: the right code no longer signs in.
+        expect(
+          (await call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp: code } })).status,
+        ).toBe(401);
       } finally {
         await t.close();
       }

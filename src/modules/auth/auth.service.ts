@@ -19,12 +19,11 @@ import { insertWorkspace, WORKSPACE_NAME_MAX } from '../workspaces/workspaces.re
 import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
-  countOtpFailure,
-  findLiveOtp,
   findTokenOwner,
   insertOtp,
   insertToken,
   revokeToken,
+  takeOtpAttempt,
 } from './auth.repository.ts';
 
 const INVALID_CREDENTIALS = 'Invalid email or password.';
@@ -105,12 +104,11 @@ export class AuthService {
     const { db, config } = this.deps;
     const phone = this.phone(phoneInput);
     const now = nowIso();
-    const live = await findLiveOtp(db, phone, now, config.otp.maxAttempts);
-    if (!live) throw new AppError('unauthorized', INVALID_OTP);
-    if (!digestsEqual(live.code_hash, this.otpHash(phone, otp))) {
-      await countOtpFailure(db, live.id);
+    // The attempt is counted before the code is compared, in one statement, so parallel guesses cannot
+    // all be judged against the same count.
+    const live = await takeOtpAttempt(db, phone, now, config.otp.maxAttempts);
+    if (!live || !digestsEqual(live.code_hash, this.otpHash(phone, otp)))
       throw new AppError('unauthorized', INVALID_OTP);
-    }
     const user = await findUserByPhone(db, phone);
     if (!user || !(await consumeOtp(db, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
     const token = await this.issueToken(db, user, 'otp', now);
