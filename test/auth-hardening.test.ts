@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildTestApp, call, dialects, register, uniqueEmail, uniquePhone } from './helpers.ts';
+import { buildTestApp, call, dialects, expectError, register, uniqueEmail, uniquePhone } from './helpers.ts';
 
 for (const dialect of dialects) {
   describe(`auth hardening (${dialect})`, () => {
@@ -51,6 +51,51 @@ for (const dialect of dialects) {
         expect(
           (await call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp: code } })).status,
         ).toBe(401);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it('refuses weak passwords wherever a password is set (register, team members), saying what to fix', async () => {
+      const t = await buildTestApp(dialect);
+      try {
+        const owner = await register(t.app);
+        const email = uniqueEmail('weak');
+        const phone = uniquePhone();
+        const name = 'Asha Rao Kumar';
+        const weak = [
+          '12345678',
+          '        ',
+          ' \t      \n ',
+          'Password123',
+          'qwertyuiop',
+          'iloveyou',
+          'aaaaaaaaaaaa',
+          email.toUpperCase(),
+          phone,
+          phone.slice(3),
+          'asha  rao kumar',
+        ];
+        for (const password of weak) {
+          const registered = await call(t.app, 'POST', '/api/auth/register', {
+            body: { name, email, password, phone },
+          });
+          expectError(registered, 422, 'validation_error');
+          expect(registered.body.details.password, password).toHaveLength(1);
+          expect(registered.body.details.password[0]).toMatch(
+            /password|characters|repeated|phone|email|name/,
+          );
+          const member = await call(t.app, 'POST', '/api/users', {
+            token: owner.token,
+            body: { name, email, password, phone, role: 'volunteer' },
+          });
+          expectError(member, 422, 'validation_error');
+          expect(Object.keys(member.body.details)).toEqual(['password']);
+        }
+        const ok = await call(t.app, 'POST', '/api/auth/register', {
+          body: { name, email, password: 'rao kumar for ward 12', phone },
+        });
+        expect(ok.status, ok.raw).toBe(201);
       } finally {
         await t.close();
       }

@@ -26,7 +26,7 @@ for (const dialect of dialects) {
           body: {
             name: '  Asha   Rao ',
             email: email.toUpperCase(),
-            password: 'password123',
+            password: 'campaign office 2026',
             phone: uniquePhone(),
           },
         });
@@ -70,11 +70,16 @@ for (const dialect of dialects) {
       it('answers 409 conflict for a taken email (any case) or phone', async () => {
         const account = await register(t.app);
         const sameEmail = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'B', email: account.user.email.toUpperCase(), password: 'password123' },
+          body: { name: 'B', email: account.user.email.toUpperCase(), password: 'campaign office 2026' },
         });
         expectError(sameEmail, 409, 'conflict');
         const samePhone = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'B', email: uniqueEmail(), password: 'password123', phone: account.user.phone },
+          body: {
+            name: 'B',
+            email: uniqueEmail(),
+            password: 'campaign office 2026',
+            phone: account.user.phone,
+          },
         });
         expectError(samePhone, 409, 'conflict');
       });
@@ -97,16 +102,16 @@ for (const dialect of dialects) {
         expectError(missing, 422, 'validation_error');
         expect(Object.keys(missing.body.details).sort()).toEqual(['email', 'name', 'password']);
         const long = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'x'.repeat(201), email: uniqueEmail(), password: 'password123' },
+          body: { name: 'x'.repeat(201), email: uniqueEmail(), password: 'campaign office 2026' },
         });
         expect(long.body.details).toEqual({ name: ['must be at most 200 characters.'] });
         const phone = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'A', email: uniqueEmail(), password: 'password123', phone: '+91 12' },
+          body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026', phone: '+91 12' },
         });
         expectError(phone, 422, 'validation_error');
         expect(Object.keys(phone.body.details)).toEqual(['phone']);
         const blank = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: '   ', email: uniqueEmail(), password: 'password123' },
+          body: { name: '   ', email: uniqueEmail(), password: 'campaign office 2026' },
         });
         expect(blank.body.details).toEqual({ name: ['must not be empty.'] });
       });

@@ -30,7 +30,7 @@ describe('rate limits (in memory)', () => {
       }
       expect(remaining).toEqual(['4', '3', '2', '1', '0']);
       const limited = await call(t.app, 'POST', '/api/auth/register', {
-        body: { name: 'A', email: uniqueEmail(), password: 'password123' },
+        body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026' },
       });
       expectError(limited, 429, 'rate_limit_exceeded');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);

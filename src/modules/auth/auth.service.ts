@@ -15,7 +15,8 @@ import { creditsView } from '../credits/credits.schemas.ts';
 import { findUser, findUserByEmail, findUserByPhone } from '../users/users.repository.ts';
 import { userView } from '../users/users.schemas.ts';
 import type { NewUser, UsersService } from '../users/users.service.ts';
-import { insertWorkspace, WORKSPACE_NAME_MAX } from '../workspaces/workspaces.repository.ts';
+import { insertWorkspace } from '../workspaces/workspaces.repository.ts';
+import { defaultWorkspaceName } from '../workspaces/workspaces.rules.ts';
 import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
@@ -174,16 +175,4 @@ export class AuthService {
       credits: creditsView(await balances(this.deps.db, user.workspace_id)),
     };
   }
-}
-
-/** "<name>'s campaign", the name shortened (by characters, never inside one) so that the whole fits its column. */
-export function defaultWorkspaceName(name: string): string {
-  const suffix = "'s campaign";
-  const chars = [...name];
-  const room = WORKSPACE_NAME_MAX - suffix.length;
-  if (chars.length <= room) return `${name}${suffix}`;
-  return `${chars
-    .slice(0, room - 1)
-    .join('')
-    .trimEnd()}…${suffix}`;
 }

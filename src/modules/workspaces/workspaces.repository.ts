@@ -13,6 +13,3 @@ export async function workspaceExists(db: Executor, workspaceId: number): Promis
   const row = await db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst();
   return row !== undefined;
 }
-
-/** The `workspaces.name` column's length, in characters. */
-export const WORKSPACE_NAME_MAX = 200;
