@@ -163,6 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {
+    await auth.settled();
     redis?.disconnect();
   });
   return app;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sha256Hex } from '../src/lib/crypto.ts';
 import {
   buildTestApp,
@@ -228,8 +228,13 @@ for (const dialect of dialects) {
     });
 
     describe('OTP sign-in', () => {
-      const lastCode = (to: string) => {
-        const sent = t.providers.sms.sent.filter((m) => m.to === to).at(-1);
+      // send-otp answers before the code is sent (no timing oracle): wait for the n-th SMS to the phone.
+      const lastCode = async (to: string, nth = 1) => {
+        const sent = await vi.waitFor(() => {
+          const all = t.providers.sms.sent.filter((m) => m.to === to);
+          if (all.length < nth) throw new Error(`no SMS #${nth} to ${to} yet`);
+          return all[nth - 1];
+        });
         return /\b(\d{6})\b/.exec(sent?.body ?? '')?.[1];
       };
 
@@ -239,7 +244,7 @@ for (const dialect of dialects) {
         const sent = await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
         expect(sent.status).toBe(200);
         expect(sent.body.data).toEqual({ expires_in: 300 });
-        const code = lastCode(phone);
+        const code = await lastCode(phone);
         expect(code).toMatch(/^\d{6}$/);
         const row = await t.db.kysely
           .selectFrom('otp_codes')
@@ -270,6 +275,8 @@ for (const dialect of dialects) {
         const unknown = await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone: stranger } });
         expect(unknown.status).toBe(known.status);
         expect(unknown.body).toEqual(known.body);
+        await lastCode(account.user.phone as string);
+        await new Promise((resolve) => setTimeout(resolve, 100));
         expect(t.providers.sms.sent.length).toBe(before + 1);
         expect(t.providers.sms.sent.some((m) => m.to === stranger)).toBe(false);
         expectError(
@@ -283,7 +290,7 @@ for (const dialect of dialects) {
         const account = await register(t.app);
         const phone = account.user.phone as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const code = lastCode(phone) as string;
+        const code = (await lastCode(phone)) as string;
         const wrong = code === '000000' ? '111111' : '000000';
         for (let i = 0; i < 5; i++) {
           expectError(
@@ -303,9 +310,9 @@ for (const dialect of dialects) {
         const account = await register(t.app);
         const phone = account.user.phone as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const first = lastCode(phone) as string;
+        const first = (await lastCode(phone, 1)) as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const second = lastCode(phone) as string;
+        const second = (await lastCode(phone, 2)) as string;
         if (first !== second) {
           expectError(
             await call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp: first } }),
