@@ -25,6 +25,8 @@ export interface Config {
     readonly otp: number;
     /** Signed delivery reports from messaging providers (Twilio), per client address. */
     readonly callback: number;
+    /** Requests with a missing, bad, expired or revoked token, per client address. */
+    readonly failedAuth: number;
   };
   readonly apiDeprecation: ApiDeprecation | undefined;
   readonly providers: {
@@ -308,6 +310,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
       otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
       callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
+      failedAuth: int(env, 'RATE_LIMIT_AUTH_FAILED_PER_MIN', 30, 1),
     },
     apiDeprecation: apiDeprecation(env),
     providers,

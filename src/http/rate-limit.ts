@@ -7,7 +7,7 @@ import {
 } from 'rate-limiter-flexible';
 import type { Config } from '../config.ts';
 
-export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback'] as const;
+export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback', 'failedAuth'] as const;
 export type Bucket = (typeof buckets)[number];
 
 export interface RateLimitState {
@@ -52,6 +52,7 @@ export class RateLimits {
       auth: make('auth'),
       otp: make('otp'),
       callback: make('callback'),
+      failedAuth: make('failedAuth'),
     };
   }
 
