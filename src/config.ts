@@ -9,6 +9,8 @@ export interface Config {
   readonly host: string;
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
+  /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
+  readonly redisTimeoutMs: number;
   readonly logLevel: string;
   readonly trustProxy: boolean;
   /** 32-byte key for HMACs (OTP codes) and for encrypting stored secrets. */
@@ -289,6 +291,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     host: env.HOST?.trim() || '0.0.0.0',
     databaseUrl: databaseUrl(env),
     redisUrl,
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     appKey: appKey(env, options.keyFile),
