@@ -136,4 +136,29 @@ describe.skipIf(!redisUrl)('rate limits when Redis misbehaves', () => {
     expect((await healthz(fresh)).res.status).toBe(200);
     expect(await sharedCount(fresh)).toBe(1);
   }, 15_000);
+
+  it('under load: 200 parallel requests while Redis stalls all answer within about a second, none is a 500', async () => {
+    proxy.set('stall');
+    try {
+      const started = performance.now();
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => healthz(`198.51.100.${i % 50}`)),
+      );
+      expect(performance.now() - started).toBeLessThan(3000);
+      expect(answers.every((a) => a.ms < 2000)).toBe(true);
+      expect(answers.every((a) => a.res.status === 200 || a.res.status === 429)).toBe(true);
+      // 4 per address, 8 allowed a minute: every one is within the limit.
+      expect(answers.filter((a) => a.res.status === 200)).toHaveLength(200);
+    } finally {
+      proxy.set('pass');
+    }
+    await vi.waitFor(
+      async () => {
+        const fresh = `203.0.113.${70 + Math.floor(Math.random() * 100)}`;
+        await healthz(fresh);
+        expect(await sharedCount(fresh)).toBe(1);
+      },
+      { timeout: 5000, interval: 200 },
+    );
+  });
 });
