@@ -114,10 +114,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new Redis(config.redisUrl, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+        commandTimeout: config.redisTimeoutMs,
+        connectTimeout: Math.max(1000, config.redisTimeoutMs),
+      })
     : undefined;
-  redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error; rate limits fall back to memory'));
-  const rateLimits = new RateLimits(config, redis, deps.rateLimitPrefix);
+  // RateLimits logs once when Redis stops answering and once when it is back; each reconnection error would
+  // otherwise be a line (and an unhandled 'error' event without a listener).
+  redis?.on('error', (error) => app.log.debug({ err: error }, 'redis error'));
+  const rateLimits = new RateLimits(config, redis, deps.rateLimitPrefix, app.log);
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
@@ -167,6 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {
+    await auth.settled();
     redis?.disconnect();
   });
   return app;

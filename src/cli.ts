@@ -8,6 +8,7 @@ import { addCredits, balances } from './modules/credits/credits.repository.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { userView } from './modules/users/users.schemas.ts';
 import { insertWorkspace, workspaceExists } from './modules/workspaces/workspaces.repository.ts';
+import { defaultWorkspaceName } from './modules/workspaces/workspaces.rules.ts';
 
 const usage = `Usage: ces <command> [options]   (or: npm run cli -- <command> [options])
 
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
           } else {
             workspaceId = await insertWorkspace(
               trx,
-              values['workspace-name'] ?? `${prepared.name}'s campaign`,
+              values['workspace-name'] ?? defaultWorkspaceName(prepared.name),
               now,
             );
             await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);

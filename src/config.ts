@@ -9,6 +9,8 @@ export interface Config {
   readonly host: string;
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
+  /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
+  readonly redisTimeoutMs: number;
   readonly logLevel: string;
   readonly trustProxy: boolean;
   /** 32-byte key for HMACs (OTP codes) and for encrypting stored secrets. */
@@ -25,6 +27,8 @@ export interface Config {
     readonly otp: number;
     /** Signed delivery reports from messaging providers (Twilio), per client address. */
     readonly callback: number;
+    /** Requests with a missing, bad, expired or revoked token, per client address. */
+    readonly failedAuth: number;
   };
   readonly apiDeprecation: ApiDeprecation | undefined;
   readonly providers: {
@@ -287,6 +291,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     host: env.HOST?.trim() || '0.0.0.0',
     databaseUrl: databaseUrl(env),
     redisUrl,
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     appKey: appKey(env, options.keyFile),
@@ -308,6 +313,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
       otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
       callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
+      failedAuth: int(env, 'RATE_LIMIT_AUTH_FAILED_PER_MIN', 30, 1),
     },
     apiDeprecation: apiDeprecation(env),
     providers,

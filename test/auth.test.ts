@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sha256Hex } from '../src/lib/crypto.ts';
 import {
   buildTestApp,
@@ -26,7 +26,7 @@ for (const dialect of dialects) {
           body: {
             name: '  Asha   Rao ',
             email: email.toUpperCase(),
-            password: 'password123',
+            password: 'campaign office 2026',
             phone: uniquePhone(),
           },
         });
@@ -70,11 +70,16 @@ for (const dialect of dialects) {
       it('answers 409 conflict for a taken email (any case) or phone', async () => {
         const account = await register(t.app);
         const sameEmail = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'B', email: account.user.email.toUpperCase(), password: 'password123' },
+          body: { name: 'B', email: account.user.email.toUpperCase(), password: 'campaign office 2026' },
         });
         expectError(sameEmail, 409, 'conflict');
         const samePhone = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'B', email: uniqueEmail(), password: 'password123', phone: account.user.phone },
+          body: {
+            name: 'B',
+            email: uniqueEmail(),
+            password: 'campaign office 2026',
+            phone: account.user.phone,
+          },
         });
         expectError(samePhone, 409, 'conflict');
       });
@@ -97,16 +102,16 @@ for (const dialect of dialects) {
         expectError(missing, 422, 'validation_error');
         expect(Object.keys(missing.body.details).sort()).toEqual(['email', 'name', 'password']);
         const long = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'x'.repeat(201), email: uniqueEmail(), password: 'password123' },
+          body: { name: 'x'.repeat(201), email: uniqueEmail(), password: 'campaign office 2026' },
         });
         expect(long.body.details).toEqual({ name: ['must be at most 200 characters.'] });
         const phone = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: 'A', email: uniqueEmail(), password: 'password123', phone: '+91 12' },
+          body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026', phone: '+91 12' },
         });
         expectError(phone, 422, 'validation_error');
         expect(Object.keys(phone.body.details)).toEqual(['phone']);
         const blank = await call(t.app, 'POST', '/api/auth/register', {
-          body: { name: '   ', email: uniqueEmail(), password: 'password123' },
+          body: { name: '   ', email: uniqueEmail(), password: 'campaign office 2026' },
         });
         expect(blank.body.details).toEqual({ name: ['must not be empty.'] });
       });
@@ -223,8 +228,13 @@ for (const dialect of dialects) {
     });
 
     describe('OTP sign-in', () => {
-      const lastCode = (to: string) => {
-        const sent = t.providers.sms.sent.filter((m) => m.to === to).at(-1);
+      // send-otp answers before the code is sent (no timing oracle): wait for the n-th SMS to the phone.
+      const lastCode = async (to: string, nth = 1) => {
+        const sent = await vi.waitFor(() => {
+          const all = t.providers.sms.sent.filter((m) => m.to === to);
+          if (all.length < nth) throw new Error(`no SMS #${nth} to ${to} yet`);
+          return all[nth - 1];
+        });
         return /\b(\d{6})\b/.exec(sent?.body ?? '')?.[1];
       };
 
@@ -234,7 +244,7 @@ for (const dialect of dialects) {
         const sent = await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
         expect(sent.status).toBe(200);
         expect(sent.body.data).toEqual({ expires_in: 300 });
-        const code = lastCode(phone);
+        const code = await lastCode(phone);
         expect(code).toMatch(/^\d{6}$/);
         const row = await t.db.kysely
           .selectFrom('otp_codes')
@@ -265,6 +275,8 @@ for (const dialect of dialects) {
         const unknown = await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone: stranger } });
         expect(unknown.status).toBe(known.status);
         expect(unknown.body).toEqual(known.body);
+        await lastCode(account.user.phone as string);
+        await new Promise((resolve) => setTimeout(resolve, 100));
         expect(t.providers.sms.sent.length).toBe(before + 1);
         expect(t.providers.sms.sent.some((m) => m.to === stranger)).toBe(false);
         expectError(
@@ -278,7 +290,7 @@ for (const dialect of dialects) {
         const account = await register(t.app);
         const phone = account.user.phone as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const code = lastCode(phone) as string;
+        const code = (await lastCode(phone)) as string;
         const wrong = code === '000000' ? '111111' : '000000';
         for (let i = 0; i < 5; i++) {
           expectError(
@@ -298,9 +310,9 @@ for (const dialect of dialects) {
         const account = await register(t.app);
         const phone = account.user.phone as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const first = lastCode(phone) as string;
+        const first = (await lastCode(phone, 1)) as string;
         await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } });
-        const second = lastCode(phone) as string;
+        const second = (await lastCode(phone, 2)) as string;
         if (first !== second) {
           expectError(
             await call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp: first } }),

@@ -46,6 +46,7 @@ export async function buildTestApp(
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
     RATE_LIMIT_AUTH_PER_MIN: '100000',
     RATE_LIMIT_OTP_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_FAILED_PER_MIN: '100000',
     ...env,
   });
   const db = connect(config.databaseUrl);

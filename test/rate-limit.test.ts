@@ -30,7 +30,7 @@ describe('rate limits (in memory)', () => {
       }
       expect(remaining).toEqual(['4', '3', '2', '1', '0']);
       const limited = await call(t.app, 'POST', '/api/auth/register', {
-        body: { name: 'A', email: uniqueEmail(), password: 'password123' },
+        body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026' },
       });
       expectError(limited, 429, 'rate_limit_exceeded');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
@@ -127,6 +127,75 @@ describe('rate limits (in memory)', () => {
   });
 });
 
+describe('rate limits on failed authentication and unknown paths', () => {
+  it('bad or missing tokens: RATE_LIMIT_AUTH_FAILED_PER_MIN per client address, then 429; good tokens still work', async () => {
+    const t = await buildTestApp('sqlite', { RATE_LIMIT_AUTH_FAILED_PER_MIN: '5', TRUST_PROXY: 'true' });
+    try {
+      const account = await register(t.app);
+      const from = (ip: string) => ({ 'x-forwarded-for': ip });
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++)
+        statuses.push(
+          (
+            await call(t.app, 'GET', '/api/user', {
+              token: `1|${'x'.repeat(40)}`,
+              headers: from('203.0.113.9'),
+            })
+          ).status,
+        );
+      for (let i = 0; i < 2; i++)
+        statuses.push((await call(t.app, 'GET', '/api/voters', { headers: from('203.0.113.9') })).status);
+      expect(statuses).toEqual([401, 401, 401, 401, 401]);
+      const limited = await call(t.app, 'GET', '/api/user', {
+        token: 'not a token',
+        headers: from('203.0.113.9'),
+      });
+      expectError(limited, 429, 'rate_limit_exceeded');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(limited.headers['x-ratelimit-limit']).toBe('5');
+      // Only failures count: a valid token from the same address is served; another address is not limited.
+      expect(
+        (await call(t.app, 'GET', '/api/user', { token: account.token, headers: from('203.0.113.9') }))
+          .status,
+      ).toBe(200);
+      expectError(
+        await call(t.app, 'GET', '/api/user', { headers: from('203.0.113.10') }),
+        401,
+        'unauthorized',
+      );
+      // 300 bad requests in a burst: all but the first 5 are refused.
+      const burst = await Promise.all(
+        Array.from({ length: 300 }, () => call(t.app, 'GET', '/api/user', { headers: from('203.0.113.11') })),
+      );
+      expect(burst.filter((r) => r.status === 401)).toHaveLength(5);
+      expect(burst.filter((r) => r.status === 429)).toHaveLength(295);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('unknown paths and methods count in the public bucket per client address', async () => {
+    const t = await buildTestApp('sqlite', { ...tight, TRUST_PROXY: 'true' });
+    try {
+      const from = { 'x-forwarded-for': '198.51.100.7' };
+      expectError(await call(t.app, 'GET', '/api/nothing-here', { headers: from }), 404, 'not_found');
+      expectError(await call(t.app, 'GET', '/nowhere', { headers: from }), 404, 'not_found');
+      expectError(await call(t.app, 'DELETE', '/api/healthz', { headers: from }), 405, 'method_not_allowed');
+      expect((await call(t.app, 'GET', '/api/healthz', { headers: from })).status).toBe(200);
+      const limited = await call(t.app, 'GET', '/api/nothing-here', { headers: from });
+      expectError(limited, 429, 'rate_limit_exceeded');
+      expect(limited.headers['retry-after']).toBeDefined();
+      expectError(
+        await call(t.app, 'GET', '/api/nothing-here', { headers: { 'x-forwarded-for': '198.51.100.8' } }),
+        404,
+        'not_found',
+      );
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
   it('two API processes enforce one limit', async () => {
     const prefix = `test:${randomUUID()}`;
@@ -170,7 +239,7 @@ describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
     const redis = new Redis(redisUrl as string);
     try {
       const limits = new RateLimits(
-        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10, callback: 10 } },
+        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10, callback: 10, failedAuth: 10 } },
         redis,
         `test:${randomUUID()}`,
       );

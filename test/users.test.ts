@@ -93,7 +93,7 @@ for (const dialect of dialects) {
         expectError(
           await call(t.app, 'POST', '/api/users', {
             token: member.token,
-            body: { name: 'X', email: uniqueEmail(), password: 'password123', role: 'volunteer' },
+            body: { name: 'X', email: uniqueEmail(), password: 'campaign office 2026', role: 'volunteer' },
           }),
           403,
           'forbidden',
@@ -107,12 +107,12 @@ for (const dialect of dialects) {
       const owner = await register(t.app);
       const taken = await call(t.app, 'POST', '/api/users', {
         token: owner.token,
-        body: { name: 'X', email: owner.user.email, password: 'password123', role: 'manager' },
+        body: { name: 'X', email: owner.user.email, password: 'campaign office 2026', role: 'manager' },
       });
       expectError(taken, 409, 'conflict');
       const politician = await call(t.app, 'POST', '/api/users', {
         token: owner.token,
-        body: { name: 'X', email: uniqueEmail(), password: 'password123', role: 'politician' },
+        body: { name: 'X', email: uniqueEmail(), password: 'campaign office 2026', role: 'politician' },
       });
       expectError(politician, 422, 'validation_error');
       expect(Object.keys(politician.body.details)).toEqual(['role']);

@@ -85,7 +85,11 @@ export function installGuard(
   });
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return;
+    // Unknown paths and methods (404, 405) are public answers, counted as such per client address.
+    if (request.is404) {
+      await limitRequest(deps.rateLimits, reply, 'public', `ip:${request.ip}`);
+      return;
+    }
     const { permission, rateLimit } = request.routeOptions.config;
     if (permission === 'public') {
       await limitRequest(deps.rateLimits, reply, rateLimit ?? 'public', `ip:${request.ip}`);
@@ -93,6 +97,9 @@ export function installGuard(
     }
     const auth = await deps.authenticate(request.headers.authorization);
     if (!auth) {
+      // Only failures count here, so a shared address's signed-in users are not held back by someone's
+      // guessing; past the limit the answer is 429 instead of 401.
+      await limitRequest(deps.rateLimits, reply, 'failedAuth', `ip:${request.ip}`);
       throw new AppError(
         'unauthorized',
         request.headers.authorization

@@ -7,7 +7,7 @@ import {
 } from 'rate-limiter-flexible';
 import type { Config } from '../config.ts';
 
-export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback'] as const;
+export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback', 'failedAuth'] as const;
 export type Bucket = (typeof buckets)[number];
 
 export interface RateLimitState {
@@ -18,60 +18,163 @@ export interface RateLimitState {
   resetSeconds: number;
 }
 
+/** What the rate limits say in the log: once when Redis stops answering, once when it answers again. */
+export interface RateLimitLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
 const WINDOW_SECONDS = 60;
+/** While Redis is down, how often one request checks (in the background) whether it answers again. */
+const PROBE_INTERVAL_MS = 1000;
+
+const silentLog: RateLimitLog = { warn: () => {}, info: () => {} };
+
+class RedisTimeout extends Error {
+  constructor(ms: number) {
+    super(`Redis did not answer within ${ms} ms`);
+  }
+}
 
 /**
- * The four buckets of the contract (and one for providers' delivery callbacks), each a fixed one-minute window per key. Counters live in memory, or in
- * Redis when a client is given so that every API process enforces the same limit. rate-limiter-flexible
- * keeps the counting atomic (a Lua INCR + PEXPIRE in Redis); should Redis fail, an in-memory limiter
- * takes over for that request rather than letting everything through or failing it.
+ * The buckets of the contract (and one for providers' delivery callbacks, one for failed authentication),
+ * each a fixed one-minute window per key.
+ *
+ * Every request is counted in this process's memory. With Redis, it is counted there as well, so that every
+ * API process enforces the same limit (rate-limiter-flexible keeps that atomic: a Lua INCR + PEXPIRE), and a
+ * request passes only if both counts allow it. A Redis call that does not answer within `REDIS_TIMEOUT_MS`
+ * (or fails) leaves the decision to the memory count, which has seen every request of the window, so a Redis
+ * cut mid-minute neither hangs requests nor restarts the counters; the memory count also keeps holding the
+ * requests of the outage once Redis is back. After a failure Redis is skipped (no waiting) until a background
+ * probe finds it answering; each change is logged once.
  */
 export class RateLimits {
-  private readonly limiters: Record<Bucket, RateLimiterAbstract>;
+  private readonly memory: Record<Bucket, RateLimiterMemory>;
+  private readonly shared: Record<Bucket, RateLimiterAbstract> | undefined;
+  private redisDown = false;
+  private lastProbe = 0;
+  private probing = false;
 
-  constructor(config: Pick<Config, 'rateLimits'>, redis?: Redis, keyPrefix = 'ces:rl') {
-    const make = (bucket: Bucket): RateLimiterAbstract => {
-      const points = config.rateLimits[bucket];
-      const memory = new RateLimiterMemory({
-        points,
-        duration: WINDOW_SECONDS,
-        keyPrefix: `${keyPrefix}:${bucket}`,
-      });
-      if (!redis) return memory;
-      return new RateLimiterRedis({
-        storeClient: redis,
-        points,
-        duration: WINDOW_SECONDS,
-        keyPrefix: `${keyPrefix}:${bucket}`,
-        insuranceLimiter: memory,
-      });
-    };
-    this.limiters = {
-      public: make('public'),
-      authenticated: make('authenticated'),
-      auth: make('auth'),
-      otp: make('otp'),
-      callback: make('callback'),
-    };
+  constructor(
+    config: Pick<Config, 'rateLimits'> & { redisTimeoutMs?: number },
+    private readonly redis?: Redis,
+    keyPrefix = 'ces:rl',
+    private readonly log: RateLimitLog = silentLog,
+  ) {
+    this.timeoutMs = config.redisTimeoutMs ?? 500;
+    const each = <T>(make: (bucket: Bucket) => T) =>
+      Object.fromEntries(buckets.map((bucket) => [bucket, make(bucket)])) as Record<Bucket, T>;
+    this.memory = each(
+      (bucket) =>
+        new RateLimiterMemory({
+          points: config.rateLimits[bucket],
+          duration: WINDOW_SECONDS,
+          keyPrefix: `${keyPrefix}:${bucket}`,
+        }),
+    );
+    this.shared = redis
+      ? each(
+          (bucket) =>
+            new RateLimiterRedis({
+              storeClient: redis,
+              points: config.rateLimits[bucket],
+              duration: WINDOW_SECONDS,
+              keyPrefix: `${keyPrefix}:${bucket}`,
+              // A client that is not connected fails at once instead of queueing the call.
+              rejectIfRedisNotReady: true,
+            }),
+        )
+      : undefined;
+  }
+
+  private readonly timeoutMs: number;
+
+  /** True while Redis has stopped answering and the limits are counted in memory alone. */
+  get usingMemoryOnly(): boolean {
+    return this.shared === undefined || this.redisDown;
   }
 
   async consume(bucket: Bucket, key: string): Promise<RateLimitState> {
-    const limiter = this.limiters[bucket];
-    const limit = limiter.points;
-    try {
-      const res = await limiter.consume(key);
-      return {
-        allowed: true,
-        limit,
-        remaining: res.remainingPoints,
-        resetSeconds: seconds(res.msBeforeNext),
-      };
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) {
-        return { allowed: false, limit, remaining: 0, resetSeconds: seconds(rejection.msBeforeNext) };
+    const limit = this.memory[bucket].points;
+    const local = await outcome(this.memory[bucket].consume(key));
+    let decision = local;
+    const shared = this.shared?.[bucket];
+    if (shared) {
+      if (this.redisDown) this.probe();
+      else {
+        try {
+          const global = await outcome(this.withTimeout(shared.consume(key)));
+          // The stricter of the two: Redis holds the other processes' requests, memory those Redis missed.
+          if (local.allowed && (!global.allowed || global.remainingPoints < local.remainingPoints))
+            decision = global;
+        } catch (error) {
+          this.markDown(error);
+        }
       }
-      throw rejection;
     }
+    return {
+      allowed: decision.allowed,
+      limit,
+      remaining: decision.allowed ? decision.remainingPoints : 0,
+      resetSeconds: seconds(decision.msBeforeNext),
+    };
+  }
+
+  private withTimeout<T>(promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RedisTimeout(this.timeoutMs)), this.timeoutMs);
+    });
+    // A call that answers after its timeout must not become an unhandled rejection.
+    promise.catch(() => {});
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private markDown(error: unknown): void {
+    if (this.redisDown) return;
+    this.redisDown = true;
+    this.lastProbe = Date.now();
+    this.log.warn(
+      { err: error, timeout_ms: this.timeoutMs },
+      'Redis does not answer: rate limits are counted in this process alone until it does',
+    );
+  }
+
+  /** At most one background PING per PROBE_INTERVAL_MS while Redis is down; its answer brings Redis back. */
+  private probe(): void {
+    const redis = this.redis;
+    if (!redis || this.probing || Date.now() - this.lastProbe < PROBE_INTERVAL_MS) return;
+    this.probing = true;
+    this.lastProbe = Date.now();
+    const ping = redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`Redis ${redis.status}`));
+    this.withTimeout(ping)
+      .then(() => {
+        if (!this.redisDown) return;
+        this.redisDown = false;
+        this.log.info({}, 'Redis answers again: rate limits are shared through it');
+      })
+      .catch(() => {})
+      .finally(() => {
+        this.probing = false;
+      });
+  }
+}
+
+interface Outcome {
+  allowed: boolean;
+  remainingPoints: number;
+  msBeforeNext: number;
+}
+
+/** A limiter's answer as a value: rate-limiter-flexible rejects with a RateLimiterRes past the limit. */
+async function outcome(consumed: Promise<RateLimiterRes>): Promise<Outcome> {
+  try {
+    const res = await consumed;
+    return { allowed: true, remainingPoints: res.remainingPoints, msBeforeNext: res.msBeforeNext };
+  } catch (rejection) {
+    if (rejection instanceof RateLimiterRes)
+      return { allowed: false, remainingPoints: 0, msBeforeNext: rejection.msBeforeNext };
+    throw rejection;
   }
 }
 

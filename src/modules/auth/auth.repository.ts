@@ -75,24 +75,29 @@ export async function insertOtp(
     .execute();
 }
 
-export async function findLiveOtp(db: Executor, phone: string, now: string, maxAttempts: number) {
+/**
+ * Takes one attempt on the phone's newest live code, atomically: a single UPDATE that adds 1 to `attempts`
+ * only while it is below `maxAttempts`, and returns the code's hash. Parallel guesses each take their own
+ * attempt before any comparison, so no more than `maxAttempts` of them are ever judged. Undefined when
+ * there is no live code or its attempts are used up.
+ */
+export async function takeOtpAttempt(db: Executor, phone: string, now: string, maxAttempts: number) {
   return db
-    .selectFrom('otp_codes')
-    .select(['id', 'code_hash', 'attempts'])
-    .where('phone', '=', phone)
-    .where('consumed_at', 'is', null)
-    .where('expires_at', '>', now)
-    .where('attempts', '<', maxAttempts)
-    .orderBy('id', 'desc')
-    .executeTakeFirst();
-}
-
-export async function countOtpFailure(db: Executor, id: number): Promise<void> {
-  await db
     .updateTable('otp_codes')
     .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
-    .where('id', '=', id)
-    .execute();
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('otp_codes')
+        .select('id')
+        .where('phone', '=', phone)
+        .where('consumed_at', 'is', null)
+        .where('expires_at', '>', now)
+        .orderBy('id', 'desc')
+        .limit(1),
+    )
+    .where('attempts', '<', maxAttempts)
+    .returning(['id', 'code_hash'])
+    .executeTakeFirst();
 }
 
 /** Marks the code used; false when another request used it first (single use under concurrency). */

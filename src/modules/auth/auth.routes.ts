@@ -102,7 +102,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       },
     },
     async (request) => {
-      const data = await auth.sendOtp(request.body.phone);
+      const data = auth.sendOtp(request.body.phone);
       return {
         success: true as const,
         message: 'If this phone number belongs to an account, a sign-in code has been sent to it.',

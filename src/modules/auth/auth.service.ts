@@ -16,18 +16,20 @@ import { findUser, findUserByEmail, findUserByPhone } from '../users/users.repos
 import { userView } from '../users/users.schemas.ts';
 import type { NewUser, UsersService } from '../users/users.service.ts';
 import { insertWorkspace } from '../workspaces/workspaces.repository.ts';
+import { defaultWorkspaceName } from '../workspaces/workspaces.rules.ts';
 import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
-  countOtpFailure,
-  findLiveOtp,
   findTokenOwner,
   insertOtp,
   insertToken,
   revokeToken,
+  takeOtpAttempt,
 } from './auth.repository.ts';
 
 const INVALID_CREDENTIALS = 'Invalid email or password.';
+/** OTPs in flight at once; past it, send-otp still answers but sends nothing (a flood, not a person). */
+const MAX_PENDING_OTPS = 1000;
 const INVALID_OTP = 'The code is wrong, expired or already used. Request a new one with /api/auth/send-otp.';
 
 export interface AuthServiceDeps {
@@ -47,7 +49,7 @@ export class AuthService {
     const { db, config } = this.deps;
     const now = nowIso();
     const { row, token } = await db.transaction().execute(async (trx) => {
-      const workspaceName = input.workspace_name?.trim() || `${user.name}'s campaign`;
+      const workspaceName = input.workspace_name?.trim() || defaultWorkspaceName(user.name);
       const workspaceId = await insertWorkspace(trx, workspaceName, now);
       const row = await this.deps.users.insert(trx, workspaceId, user, 'politician', now);
       await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
@@ -69,48 +71,69 @@ export class AuthService {
     await revokeToken(this.deps.db, auth.workspaceId, auth.tokenId, nowIso());
   }
 
+  /** OTPs being looked up, stored and handed to the provider after send-otp has answered. */
+  private readonly pendingOtps = new Set<Promise<void>>();
+
   /**
-   * Sends a 6-digit sign-in code by SMS when the phone belongs to a user. Answers the same either way, so
-   * the endpoint does not tell who has an account. The code is kept only as an HMAC under APP_KEY.
+   * Sends a 6-digit sign-in code by SMS when the phone belongs to a user. Answers at once, the same either
+   * way and before anything depends on the account, so neither the answer nor its timing tells who has an
+   * account: looking the phone up, storing the code and the provider's round trip happen afterwards. The
+   * code is kept only as an HMAC under APP_KEY.
    */
-  async sendOtp(phoneInput: string): Promise<{ expires_in: number }> {
-    const { db, config } = this.deps;
+  sendOtp(phoneInput: string): { expires_in: number } {
     const phone = this.phone(phoneInput);
-    const user = await findUserByPhone(db, phone);
-    if (user) {
-      const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
-      const now = new Date();
-      await insertOtp(db, {
-        phone,
-        code_hash: this.otpHash(phone, code),
-        expires_at: new Date(now.getTime() + config.otp.ttlSeconds * 1000).toISOString(),
-        created_at: now.toISOString(),
-      });
-      const minutes = Math.max(1, Math.round(config.otp.ttlSeconds / 60));
-      try {
-        await this.deps.sms.send({
-          channel: 'sms',
-          to: phone,
-          body: `${code} is your Campaign Engagement sign-in code. It expires in ${minutes} minutes. Do not share it.`,
-        });
-      } catch (error) {
-        // The caller is told nothing different (no enumeration); operators see the failure.
+    if (this.pendingOtps.size >= MAX_PENDING_OTPS) {
+      this.deps.log.warn({ pending: this.pendingOtps.size }, 'OTP not sent: too many OTPs in flight');
+    } else {
+      const task = this.issueOtp(phone).catch((error: unknown) => {
+        // The caller was told nothing different (no enumeration); operators see the failure.
         this.deps.log.error({ err: error }, 'OTP could not be sent');
-      }
+      });
+      this.pendingOtps.add(task);
+      void task.finally(() => this.pendingOtps.delete(task));
     }
-    return { expires_in: config.otp.ttlSeconds };
+    return { expires_in: this.deps.config.otp.ttlSeconds };
+  }
+
+  /** Waits (at most `timeoutMs`) for the OTPs still being sent, at shutdown, so that none is cut off halfway. */
+  async settled(timeoutMs = 5000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.pendingOtps]),
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private async issueOtp(phone: string): Promise<void> {
+    const { db, config } = this.deps;
+    const user = await findUserByPhone(db, phone);
+    if (!user) return;
+    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    const now = new Date();
+    await insertOtp(db, {
+      phone,
+      code_hash: this.otpHash(phone, code),
+      expires_at: new Date(now.getTime() + config.otp.ttlSeconds * 1000).toISOString(),
+      created_at: now.toISOString(),
+    });
+    const minutes = Math.max(1, Math.round(config.otp.ttlSeconds / 60));
+    await this.deps.sms.send({
+      channel: 'sms',
+      to: phone,
+      body: `${code} is your Campaign Engagement sign-in code. It expires in ${minutes} minutes. Do not share it.`,
+    });
   }
 
   async verifyOtp(phoneInput: string, otp: string) {
     const { db, config } = this.deps;
     const phone = this.phone(phoneInput);
     const now = nowIso();
-    const live = await findLiveOtp(db, phone, now, config.otp.maxAttempts);
-    if (!live) throw new AppError('unauthorized', INVALID_OTP);
-    if (!digestsEqual(live.code_hash, this.otpHash(phone, otp))) {
-      await countOtpFailure(db, live.id);
+    // The attempt is counted before the code is compared, in one statement, so parallel guesses cannot
+    // all be judged against the same count.
+    const live = await takeOtpAttempt(db, phone, now, config.otp.maxAttempts);
+    if (!live || !digestsEqual(live.code_hash, this.otpHash(phone, otp)))
       throw new AppError('unauthorized', INVALID_OTP);
-    }
     const user = await findUserByPhone(db, phone);
     if (!user || !(await consumeOtp(db, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
     const token = await this.issueToken(db, user, 'otp', now);

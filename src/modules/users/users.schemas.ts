@@ -12,7 +12,13 @@ export const User = Type.Object({
 
 export const Name = Type.String({ minLength: 1, maxLength: 200 });
 export const Email = Type.String({ format: 'email', maxLength: 254 });
-export const Password = Type.String({ minLength: 8, maxLength: 200, description: 'At least 8 characters.' });
+export const Password = Type.String({
+  minLength: 8,
+  maxLength: 200,
+  description:
+    'At least 8 characters besides surrounding spaces; not one of the 10,000 most commonly used passwords, ' +
+    "one character repeated, or the account's own email, phone or name.",
+});
 export const Phone = Type.String({
   minLength: 1,
   maxLength: 32,

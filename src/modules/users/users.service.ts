@@ -7,7 +7,7 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, validationError } from '../../errors.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { pageResult } from '../../http/schemas.ts';
-import { hashPassword } from '../auth/auth.passwords.ts';
+import { hashPassword, passwordProblem } from '../auth/auth.passwords.ts';
 import { findUserByEmail, findUserByPhone, insertUser, listUsers } from './users.repository.ts';
 import { userView } from './users.schemas.ts';
 
@@ -38,6 +38,8 @@ export class UsersService {
       phone = toE164(input.phone, this.deps.config.defaultCountry);
       if (!phone) errors.phone = ['must be a valid phone number with country code, e.g. +919812345678.'];
     }
+    const weak = passwordProblem(input.password, { email: input.email, phone: phone ?? input.phone, name });
+    if (weak) errors.password = [weak];
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const passwordHash = await hashPassword(input.password);
     return { name, email: input.email.trim().toLowerCase(), phone, passwordHash };
