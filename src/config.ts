@@ -8,6 +8,7 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
+  readonly database: DatabaseSettings;
   readonly redisUrl: string | undefined;
   readonly logLevel: string;
   readonly trustProxy: boolean;
@@ -51,6 +52,16 @@ export interface Config {
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
   readonly smtp: SmtpSettings | undefined;
+}
+
+/** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */
+export interface DatabaseSettings {
+  /** PostgreSQL statement_timeout of the API's queries (and their client-side read timeout, a little later). */
+  readonly statementTimeoutMs: number;
+  /** Longest wait for a pooled connection, a new connection's handshake included. */
+  readonly acquireTimeoutMs: number;
+  /** PostgreSQL: connections of the separate pool that voter imports and exports use. */
+  readonly bulkPoolSize: number;
 }
 
 export interface WebhookSettings {
@@ -180,6 +191,14 @@ function databaseUrl(env: Env): string {
   );
 }
 
+export function databaseSettings(env: Env): DatabaseSettings {
+  return {
+    statementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    acquireTimeoutMs: int(env, 'DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
+    bulkPoolSize: int(env, 'DB_BULK_POOL_SIZE', 4, 1, 100),
+  };
+}
+
 /**
  * APP_KEY is 64 hex characters or base64 of 32 bytes. When it is not set, a key is generated once and kept
  * in `data/app.key` so that one machine keeps working across restarts; several machines must share APP_KEY.
@@ -286,6 +305,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     port: int(env, 'PORT', 3000, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
     databaseUrl: databaseUrl(env),
+    database: databaseSettings(env),
     redisUrl,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: bool(env, 'TRUST_PROXY', false),

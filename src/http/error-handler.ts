@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { AppError, type ErrorCode, errorBody, errorStatus } from '../errors.ts';
 import { fieldErrors } from './validation.ts';
 
@@ -29,26 +30,6 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   if (!socket.writable) return void socket.destroy();
   socket.end(
     `HTTP/1.1 ${errorStatus.bad_request} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
-
-/** Errors of the database driver that mean "cannot reach the database", not "a bug". */
-function isUnavailable(error: { code?: unknown; message?: string }): boolean {
-  const code = typeof error.code === 'string' ? error.code : '';
-  return (
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'ENOTFOUND',
-      '57P01',
-      '57P03',
-      '53300',
-      'SQLITE_BUSY',
-    ].includes(code) ||
-    /database connection is not open|Cannot use a pool after calling end|Connection terminated/i.test(
-      error.message ?? '',
-    )
   );
 }
 
@@ -90,7 +71,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const known = classify(error);
     if (known) return send(reply, known[0], known[1]);
-    if (isUnavailable(error)) {
+    if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');
       return send(
         reply,

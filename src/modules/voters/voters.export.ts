@@ -90,7 +90,7 @@ export function exportVoters(
   const { contentType, extension } = exportFormats[format];
   let body: AsyncGenerator<Buffer>;
   if (format === 'csv' && db.raw.dialect === 'postgres') {
-    body = copyVotersCsv(db.kysely, db.raw.pool, workspaceId, filters);
+    body = copyVotersCsv(db.kysely, db.raw.bulk, workspaceId, filters);
   } else {
     body =
       format === 'csv'

@@ -631,7 +631,7 @@ export async function* exportVoterBatches(
         return statement.all(...parameters) as ExportRow[];
       });
     } else {
-      rows = (await db.raw.pool.query<ExportRow>({ text, values: [...parameters], rowMode: 'array' })).rows;
+      rows = (await db.raw.bulk.query<ExportRow>({ text, values: [...parameters], rowMode: 'array' })).rows;
     }
     if (rows.length === 0) return;
     yield rows;
@@ -812,7 +812,7 @@ function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
   return db.raw.dialect === 'sqlite'
     ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
-    : startPostgresImport(db.raw.pool, workspaceId);
+    : startPostgresImport(db.raw.bulk, workspaceId);
 }
 
 let stagingSeq = 0;
