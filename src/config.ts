@@ -46,6 +46,10 @@ export interface Config {
     readonly threads: number;
     /** An export of fewer voters runs in the request's thread. */
     readonly minVoters: number;
+    /** Exports of one workspace running at once; one more is 429 rate_limit_exceeded. */
+    readonly maxConcurrent: number;
+    /** An export that sends nothing for this long (the client stopped reading, or the database) is ended. */
+    readonly idleTimeoutMs: number;
   };
   readonly webhooks: WebhookSettings;
   readonly broadcastMaxRecipients: number;
@@ -339,6 +343,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     export: {
       threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),
       minVoters: int(env, 'EXPORT_THREADS_MIN_VOTERS', 100_000, 1),
+      maxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1000),
+      idleTimeoutMs: int(env, 'EXPORT_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     },
     webhooks: {
       retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),
