@@ -159,7 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     importer,
     db,
     maxImportBytes: config.import.maxBytes,
-    exportThreads: config.export,
+    exports: config.export,
   });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });

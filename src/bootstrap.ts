@@ -20,7 +20,7 @@ export async function bootstrap(): Promise<{ config: Readonly<Config>; db: Db; l
     }
     throw error;
   }
-  const db = connect(config.databaseUrl);
+  const db = connect(config.databaseUrl, config.database);
   await migrateToLatest(db.kysely);
   const log = pino(
     loggerOptions(config.logLevel) as pino.LoggerOptions,

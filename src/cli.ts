@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env, { keyFile: defaultKeyFile() });
-  const db = connect(config.databaseUrl);
+  const db = connect(config.databaseUrl, config.database);
   try {
     await migrateToLatest(db.kysely);
     switch (command) {

@@ -8,6 +8,7 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
+  readonly database: DatabaseSettings;
   readonly redisUrl: string | undefined;
   /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
   readonly redisTimeoutMs: number;
@@ -49,12 +50,26 @@ export interface Config {
     readonly threads: number;
     /** An export of fewer voters runs in the request's thread. */
     readonly minVoters: number;
+    /** Exports of one workspace running at once; one more is 429 rate_limit_exceeded. */
+    readonly maxConcurrent: number;
+    /** An export that sends nothing for this long (the client stopped reading, or the database) is ended. */
+    readonly idleTimeoutMs: number;
   };
   readonly webhooks: WebhookSettings;
   readonly broadcastMaxRecipients: number;
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
   readonly smtp: SmtpSettings | undefined;
+}
+
+/** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */
+export interface DatabaseSettings {
+  /** PostgreSQL statement_timeout of the API's queries (and their client-side read timeout, a little later). */
+  readonly statementTimeoutMs: number;
+  /** Longest wait for a pooled connection, a new connection's handshake included. */
+  readonly acquireTimeoutMs: number;
+  /** PostgreSQL: connections of the separate pool that voter imports and exports use. */
+  readonly bulkPoolSize: number;
 }
 
 export interface WebhookSettings {
@@ -184,6 +199,14 @@ function databaseUrl(env: Env): string {
   );
 }
 
+export function databaseSettings(env: Env): DatabaseSettings {
+  return {
+    statementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    acquireTimeoutMs: int(env, 'DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
+    bulkPoolSize: int(env, 'DB_BULK_POOL_SIZE', 4, 1, 100),
+  };
+}
+
 /**
  * APP_KEY is 64 hex characters or base64 of 32 bytes. When it is not set, a key is generated once and kept
  * in `data/app.key` so that one machine keeps working across restarts; several machines must share APP_KEY.
@@ -290,6 +313,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     port: int(env, 'PORT', 3000, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
     databaseUrl: databaseUrl(env),
+    database: databaseSettings(env),
     redisUrl,
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
@@ -325,6 +349,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     export: {
       threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),
       minVoters: int(env, 'EXPORT_THREADS_MIN_VOTERS', 100_000, 1),
+      maxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1000),
+      idleTimeoutMs: int(env, 'EXPORT_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     },
     webhooks: {
       retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),

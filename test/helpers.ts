@@ -49,7 +49,7 @@ export async function buildTestApp(
     RATE_LIMIT_AUTH_FAILED_PER_MIN: '100000',
     ...env,
   });
-  const db = connect(config.databaseUrl);
+  const db = connect(config.databaseUrl, config.database);
   await migrateToLatest(db.kysely);
   const providers = Object.fromEntries(
     channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addMember,
@@ -367,3 +370,29 @@ for (const dialect of dialects) {
     });
   });
 }
+
+describe('voters import keeps the SQLite planner statistics true', () => {
+  it('the first import into a new database leaves statistics that count its voters (not an empty table)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ces-import-stats-'));
+    const t = await buildTestApp('sqlite', { DATABASE_URL: `sqlite:${join(dir, 'ces.db')}` });
+    try {
+      const raw = t.db.raw;
+      if (raw.dialect !== 'sqlite') throw new Error('sqlite only');
+      const owner = await register(t.app);
+      const lines = [HEADER];
+      for (let i = 0; i < 3000; i += 1)
+        lines.push(`Stat Voter ${i},+9195${String(i).padStart(8, '0')},,Varanasi,1,2,`);
+      const res = await importCsv(t.app, owner.token, lines.join('\n'));
+      expect(res.status).toBe(200);
+      const stats = raw.sqlite
+        .prepare("SELECT stat FROM sqlite_stat1 WHERE tbl = 'voters' AND idx IS NOT NULL")
+        .pluck()
+        .all() as string[];
+      expect(stats.length).toBeGreaterThan(0);
+      for (const stat of stats) expect(Number(stat.split(' ')[0])).toBeGreaterThanOrEqual(3000);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

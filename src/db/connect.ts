@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { type DatabaseSettings, databaseSettings } from '../config.ts';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -15,12 +16,20 @@ export interface Db {
    * PostgreSQL, prepared statements in large synchronous transactions on SQLite. On SQLite, use it only
    * inside `kysely.connection().execute(...)` so that Kysely's connection lock keeps other requests' queries
    * and transactions out, and never hold it across an await.
+   *
+   * PostgreSQL's `bulk` is a small pool of its own (DB_BULK_POOL_SIZE) for imports and exports: they hold a
+   * connection for as long as a file takes, which must never starve the pool the API answers from. Its
+   * statements have no statement timeout (a million-row upsert takes minutes); an export ends when it makes
+   * no progress for EXPORT_IDLE_TIMEOUT_MS instead.
    */
   readonly raw:
     | { readonly dialect: 'sqlite'; readonly sqlite: SQLite.Database }
-    | { readonly dialect: 'postgres'; readonly pool: pg.Pool };
-  /** Cheap round trip used by the health check; throws when the database cannot be reached. */
-  ping(): Promise<void>;
+    | { readonly dialect: 'postgres'; readonly pool: pg.Pool; readonly bulk: pg.Pool };
+  /**
+   * Cheap round trip used by the health check; throws when the database cannot be reached or has not
+   * answered within `timeoutMs`.
+   */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,20 +49,101 @@ const pgTypes = {
   },
 } as unknown as pg.CustomTypesConfig;
 
-export function connect(databaseUrl: string): Db {
+/** How long after the server's statement_timeout the client gives up on an answer that never comes. */
+const READ_TIMEOUT_MARGIN_MS = 1000;
+/** The health check's answer comes within this (or the acquire timeout, if shorter). */
+const PING_TIMEOUT_MS = 2000;
+
+/**
+ * A pg client that is closed when a query's answer did not come in time (the server or the network hangs):
+ * otherwise it would go back to the pool with the query still outstanding and fail whoever takes it next.
+ * Closing it makes it unusable, so the pool drops it on release.
+ */
+class Client extends pg.Client {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  override query(...args: any[]): any {
+    const onError = (error: unknown) => {
+      if ((error as Error | undefined)?.message === 'Query read timeout') {
+        (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      }
+    };
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      const callback = args[last] as (error: unknown, result: unknown) => void;
+      args[last] = (error: unknown, result: unknown) => {
+        if (error) onError(error);
+        callback(error, result);
+      };
+    }
+    const result = (super.query as (...a: unknown[]) => unknown)(...args);
+    if (result instanceof Promise)
+      return result.catch((error: unknown) => (onError(error), Promise.reject(error)));
+    return result;
+  }
+}
+
+function pgPool(databaseUrl: string, options: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    types: pgTypes,
+    Client,
+    keepAlive: true,
+    ...options,
+  });
+  // A client's error (the server went away, the connection was reset) must not crash the process, whether
+  // it sits idle in the pool or is checked out by a request: the request's query fails with it (503) and
+  // the pool drops the client when it is released.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
+/** Rejects when `promise` has not settled within `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`${what} timed out`), { code: 'ETIMEDOUT' })),
+      ms,
+    );
+  });
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The database of DATABASE_URL. Every PostgreSQL call of the API is bounded: the wait for a pooled
+ * connection (a new one's handshake included) by `acquireTimeoutMs`, a statement by the server's
+ * statement_timeout and, should the server not answer at all, by a client-side read timeout a second later.
+ * A SQLite file locked by another process is waited for at most a second (better-sqlite3 waits blocking the
+ * whole process), then the request fails with SQLITE_BUSY. Either way the API answers 503.
+ */
+export function connect(databaseUrl: string, settings: DatabaseSettings = databaseSettings({})): Db {
   if (databaseUrl.startsWith('postgres://') || databaseUrl.startsWith('postgresql://')) {
-    const pool = new pg.Pool({ connectionString: databaseUrl, types: pgTypes, max: 10 });
-    // An idle client's error (the server went away) must not crash the process; the next query reports it.
-    pool.on('error', () => {});
+    const timeouts = { connectionTimeoutMillis: settings.acquireTimeoutMs };
+    const pool = pgPool(databaseUrl, {
+      ...timeouts,
+      max: 10,
+      statement_timeout: settings.statementTimeoutMs,
+      query_timeout: settings.statementTimeoutMs + READ_TIMEOUT_MARGIN_MS,
+    });
+    const bulk = pgPool(databaseUrl, { ...timeouts, max: settings.bulkPoolSize });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const pingWithin = Math.min(PING_TIMEOUT_MS, settings.acquireTimeoutMs);
     return {
       kysely,
       dialect: 'postgres',
-      raw: { dialect: 'postgres', pool },
-      ping: async () => {
-        await sql`select 1`.execute(kysely);
+      raw: { dialect: 'postgres', pool, bulk },
+      ping: async (timeoutMs = pingWithin) => {
+        await within(sql`select 1`.execute(kysely), timeoutMs, 'the database health check');
       },
-      close: () => kysely.destroy(),
+      close: async () => {
+        await Promise.all([kysely.destroy(), bulk.end()]);
+      },
     };
   }
   const path = databaseUrl.slice('sqlite:'.length) || ':memory:';
@@ -62,7 +152,7 @@ export function connect(databaseUrl: string): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma(`busy_timeout = ${Math.min(1000, settings.statementTimeoutMs)}`);
   // Refresh statistics gone stale since the last run, as SQLite recommends for long-lived connections. (Full
   // statistics: the sampled ones of analysis_limit misled the planner into walking the id index.)
   sqlite.pragma('optimize = 0x10002');

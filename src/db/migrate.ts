@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, type MigrationResultSet, Migrator } from 'kysely';
+import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely';
+import { isPostgres } from './dialect.ts';
 import type { Database } from './schema.ts';
 import * as accounts from './migrations/2026_11_21_001_accounts.ts';
 import * as voters from './migrations/2026_11_21_002_voters.ts';
@@ -26,5 +27,8 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationRe
   });
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  // SQLite: statistics for the tables as they are now (connect's `optimize` ran before the migrations, on a
+  // new database before there were tables).
+  if (!isPostgres(db as unknown as Kysely<unknown>)) await sql`PRAGMA optimize = 0x10002`.execute(db);
   return result;
 }

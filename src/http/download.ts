@@ -30,20 +30,53 @@ function written(res: ServerResponse, chunk: Uint8Array): Promise<void> {
   });
 }
 
+/** `step`, or a rejection (code ETIMEDOUT) when it has not settled within `ms`. */
+async function inTime<T>(step: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error(`the download made no progress for ${ms} ms: ${what}`), {
+            code: 'ETIMEDOUT',
+          }),
+        ),
+      ms,
+    );
+  });
+  step.catch(() => {});
+  try {
+    return await Promise.race([step, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Sends `file` with status 200 as an attachment, one chunk at a time: the next chunk is asked for once the
  * socket has taken the one before (its write callback), so a slow client slows the producer and no chunk
  * is still being written when its producer gets it back. An error before the first chunk goes through the
  * usual error handling; after it the headers are out, so the error is logged and the connection closed
  * (the client sees a cut download). A client that goes away ends the body (its `return` runs).
+ *
+ * A download that makes no progress for `idleTimeoutMs` (a client that stopped reading, a producer that
+ * waits on a database that does not answer) is ended the same way, so that it holds nothing (a database
+ * connection, worker threads, a chunk) longer than that; before the first chunk it answers 503.
  */
 export async function sendDownload(
   request: FastifyRequest,
   reply: FastifyReply,
   file: Download,
+  idleTimeoutMs: number,
 ): Promise<void> {
   const body = file.body;
-  const first = await body.next();
+  let first: IteratorResult<Uint8Array>;
+  try {
+    first = await inTime(body.next(), idleTimeoutMs, 'waiting for the first bytes');
+  } catch (error) {
+    void body.return?.(undefined).catch(() => {});
+    throw error;
+  }
   reply
     .header('content-type', file.contentType)
     .header('content-disposition', `attachment; filename="${file.filename}"`)
@@ -51,13 +84,26 @@ export async function sendDownload(
     .hijack();
   const res = reply.raw;
   res.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
+  let stalled = false;
   try {
-    for (let next = first; !next.done; next = await body.next()) await written(res, next.value);
+    for (
+      let next = first;
+      !next.done;
+      next = await inTime(body.next(), idleTimeoutMs, 'waiting for the next bytes')
+    ) {
+      await inTime(written(res, next.value), idleTimeoutMs, 'the client is not reading');
+    }
     res.end();
   } catch (error) {
-    if (!res.destroyed) request.log.error({ err: error }, 'the download stopped part-way');
+    stalled = (error as { code?: string }).code === 'ETIMEDOUT';
+    if (stalled) request.log.warn({ err: error }, 'the download was ended: no progress');
+    else if (!res.destroyed) request.log.error({ err: error }, 'the download stopped part-way');
     res.destroy();
   } finally {
-    await body.return?.();
+    // A producer stuck in a call (a database that does not answer) cannot run its `return` until that call
+    // settles: it is not waited for then.
+    const ended = body.return?.(undefined);
+    if (stalled) void ended?.catch(() => {});
+    else await ended;
   }
 }

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { AppError, type ErrorCode, errorBody, errorStatus, MAX_FIELD_ERRORS, shownPath } from '../errors.ts';
 import { setSecurityHeaders } from './security-headers.ts';
 import { fieldErrors, firstProblemOnly } from './validation.ts';
@@ -51,26 +52,6 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   void send(reply, 'bad_request', message);
 }
 
-/** Errors of the database driver that mean "cannot reach the database", not "a bug". */
-function isUnavailable(error: { code?: unknown; message?: string }): boolean {
-  const code = typeof error.code === 'string' ? error.code : '';
-  return (
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'ENOTFOUND',
-      '57P01',
-      '57P03',
-      '53300',
-      'SQLITE_BUSY',
-    ].includes(code) ||
-    /database connection is not open|Cannot use a pool after calling end|Connection terminated/i.test(
-      error.message ?? '',
-    )
-  );
-}
-
 /** Rewrites Fastify's own errors into our codes; anything unexpected becomes a 500 without its details. */
 function classify(error: FastifyError): [ErrorCode, string] | undefined {
   switch (error.code) {
@@ -112,7 +93,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const known = classify(error);
     if (known) return send(reply, known[0], known[1]);
-    if (isUnavailable(error)) {
+    if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');
       return send(
         reply,

@@ -40,6 +40,8 @@ const STOP_WAIT_MS = 30_000;
 const entry = new URL('./voters.export-worker.mjs', import.meta.url);
 
 const threadCounts = { started: 0, running: 0 };
+/** Threads promised to exports that have started or are about to start them (see threadedExport). */
+let threadsTaken = 0;
 
 /** Export worker threads started, and still running, in this process (every export ends its own). */
 export function exportThreadCounts(): { started: number; running: number } {
@@ -49,7 +51,10 @@ export function exportThreadCounts(): { started: number; running: number } {
 /**
  * An export read and formatted by worker threads, or undefined when it runs in the request's thread: not
  * SQLite on a file (an in-memory database cannot be opened from another thread), threads turned off, fewer
- * than `minVoters` matching voters, or a search. (A search's FTS subquery is evaluated again by every
+ * than `minVoters` matching voters, a search, or the process's export threads (`threads` in all, not per
+ * export) all busy with other exports. A paused export's threads hold their heaps and chunks until it ends,
+ * so many exports at once must not each start threads (twenty paused threaded exports took the server to
+ * 373 MB); an export in the request's thread holds one batch. (A search's FTS subquery is evaluated again by every
  * statement: over id ranges it would run once per range instead of once per batch of matches. At a million
  * voters a common term took 12 s that way, and 0.7-2.4 s even through FTS rowid ranges, against 0.06 s in
  * one thread.)
@@ -76,6 +81,8 @@ async function threadedExport<T>(
   const ids = span.max - span.min + 1;
   const width = Math.max(1, Math.ceil((RANGE_ROWS * ids) / Math.max(1, span.total)));
   const count = Math.ceil(ids / width);
+  const threads = Math.min(settings.threads, count);
+  if (threadsTaken + threads > settings.threads) return undefined;
   const { sql, parameters } = exportRangeStatement(db, workspaceId, filters);
   const plan: ExportWorkerData = {
     file: resolve(db.raw.sqlite.name),
@@ -92,7 +99,10 @@ async function threadedExport<T>(
     credits: CREDITS,
     stop: new SharedArrayBuffer(4),
   };
-  return orderedChunks(plan, Math.min(settings.threads, count), out);
+  // Taken now (nothing is awaited from here until the consumer starts the generator) and given back when
+  // the generator ends.
+  threadsTaken += threads;
+  return orderedChunks(plan, threads, out, () => (threadsTaken -= threads));
 }
 
 /** The CSV lines of an export from worker threads (see threadedExport), or undefined. */
@@ -134,6 +144,7 @@ async function* orderedChunks<T>(
   plan: ExportWorkerData,
   threads: number,
   out: (chunk: ExportChunk & { bytes: Uint8Array }) => T,
+  done: () => void,
 ): AsyncGenerator<T> {
   const queues = new Map<number, ExportChunk[]>();
   let failure: unknown;
@@ -218,5 +229,6 @@ async function* orderedChunks<T>(
         clearTimeout(timer);
       }),
     );
+    done();
   }
 }

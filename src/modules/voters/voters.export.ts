@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.ts';
-import { validationError } from '../../errors.ts';
+import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
 import { xlsxStream } from '../../lib/xlsx.ts';
 import { exportText } from './voters.export-format.ts';
@@ -21,6 +21,42 @@ export interface ExportFile {
   contentType: string;
   filename: string;
   body: AsyncGenerator<Buffer>;
+}
+
+/** Seconds a client refused by the export limit is told to wait. */
+const RETRY_AFTER_SECONDS = 10;
+
+/**
+ * Exports running per workspace, held to EXPORT_MAX_CONCURRENT: a file holds a database connection (a
+ * PostgreSQL COPY) or worker threads for as long as its client reads, so one workspace may not take them
+ * all. In memory, per process.
+ */
+export class ExportGate {
+  private readonly running = new Map<number, number>();
+
+  constructor(private readonly max: number) {}
+
+  /** Takes one of the workspace's slots, or throws 429 `rate_limit_exceeded`; call the result once done. */
+  enter(workspaceId: number): () => void {
+    const count = this.running.get(workspaceId) ?? 0;
+    if (count >= this.max) {
+      throw new AppError(
+        'rate_limit_exceeded',
+        `This workspace already has ${count} exports running, the most it may run at once (EXPORT_MAX_CONCURRENT): retry when one has finished.`,
+        { max_concurrent: this.max },
+        { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-reset': String(RETRY_AFTER_SECONDS) },
+      );
+    }
+    this.running.set(workspaceId, count + 1);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const now = (this.running.get(workspaceId) ?? 1) - 1;
+      if (now > 0) this.running.set(workspaceId, now);
+      else this.running.delete(workspaceId);
+    };
+  }
 }
 
 const checkFilters = validatorCompiler({
@@ -90,7 +126,7 @@ export function exportVoters(
   const { contentType, extension } = exportFormats[format];
   let body: AsyncGenerator<Buffer>;
   if (format === 'csv' && db.raw.dialect === 'postgres') {
-    body = copyVotersCsv(db.kysely, db.raw.pool, workspaceId, filters);
+    body = copyVotersCsv(db.kysely, db.raw.bulk, workspaceId, filters);
   } else {
     body =
       format === 'csv'

@@ -6,8 +6,8 @@ import { AppError, validationError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success } from '../../http/schemas.ts';
-import { exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
-import type { ExportThreadSettings } from './voters.export-threads.ts';
+import type { Config } from '../../config.ts';
+import { ExportGate, exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
 import type { VoterImporter } from './voters.import.ts';
 
 const ImportResultSchema = Type.Object({
@@ -63,16 +63,21 @@ streamed in id order. Columns: id, name, phone, email, constituency, booth, ward
 updated_at, after a header row. CSV: UTF-8 without a BOM, lines ending in LF, a field quoted ("..." with "" for a
 quote) when it holds a comma, quote or line break, an empty field for a missing value. A value a spreadsheet would run as a formula (starting with =, +, -, @, tab or
 CR and not a plain number such as +919812345678) is written with a leading \`'\`. An exported CSV imports back
-unchanged.`;
+unchanged.
+
+A workspace runs at most EXPORT_MAX_CONCURRENT (default 2) exports at once: one more is 429
+\`rate_limit_exceeded\` with \`Retry-After\`. A download that makes no progress for EXPORT_IDLE_TIMEOUT_MS (default
+30 s) is ended: the connection is closed before the end of the file.`;
 
 /** Voter import (multipart CSV) and export (CSV, XLSX). */
 export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
   importer: VoterImporter;
   db: Db;
   maxImportBytes: number;
-  exportThreads: ExportThreadSettings;
-}> = async (app, { importer, db, maxImportBytes, exportThreads }) => {
+  exports: Config['export'];
+}> = async (app, { importer, db, maxImportBytes, exports }) => {
   const tags = ['Voters'];
+  const gate = new ExportGate(exports.maxConcurrent);
 
   await app.register(multipart, {
     limits: { fileSize: maxImportBytes, files: 1, fields: 20, parts: 20, headerPairs: 100 },
@@ -161,15 +166,15 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
-      const file = exportVoters(
-        db,
-        authOf(request).workspaceId,
-        filters,
-        request.query.format,
-        exportThreads,
-      );
-      // The 200 schema documents the file as a string; the bytes go out as they come.
-      await sendDownload(request, reply, file);
+      const workspaceId = authOf(request).workspaceId;
+      const leave = gate.enter(workspaceId);
+      try {
+        const file = exportVoters(db, workspaceId, filters, request.query.format, exports);
+        // The 200 schema documents the file as a string; the bytes go out as they come.
+        await sendDownload(request, reply, file, exports.idleTimeoutMs);
+      } finally {
+        leave();
+      }
     },
   );
 };

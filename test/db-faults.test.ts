@@ -1,0 +1,183 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FaultProxy } from './fault-proxy.ts';
+import {
+  buildTestApp,
+  call,
+  expectError,
+  register,
+  uniquePhone,
+  type Account,
+  type TestApp,
+} from './helpers.ts';
+
+const pgUrl = process.env.TEST_DATABASE_URL;
+
+/** Concurrent writes (voter creates) and reads, each answered with its status. */
+function load(t: TestApp, owner: Account, n: number): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res =
+        i % 2 === 0
+          ? await call(t.app, 'POST', '/api/voters', {
+              token: owner.token,
+              body: { name: `Fault ${i}`, phone: uniquePhone(), constituency: 'Varanasi' },
+            })
+          : await call(t.app, 'GET', '/api/voters?per_page=5', { token: owner.token });
+      if (res.status >= 500 && res.status !== 503) throw new Error(`${res.status} ${res.raw}`);
+      if (res.status === 503) expectError(res, 503, 'service_unavailable');
+      return res.status;
+    }),
+  );
+}
+
+/** Retries a healthy answer for up to `ms`: the service recovers by itself, without a restart. */
+async function recovered(t: TestApp, owner: Account, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const statuses = await load(t, owner, 6);
+    if (statuses.every((s) => s === 200 || s === 201)) return;
+    if (Date.now() > until) throw new Error(`not recovered: ${statuses.join(',')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
+  let proxy: FaultProxy;
+  let t: TestApp;
+  let owner: Account;
+
+  beforeAll(async () => {
+    const target = new URL(pgUrl!);
+    proxy = await new FaultProxy(target.hostname, Number(target.port || 5432)).start();
+    t = await buildTestApp('postgres', {
+      DATABASE_URL: proxy.url(pgUrl!),
+      DB_STATEMENT_TIMEOUT_MS: '1000',
+      DB_POOL_ACQUIRE_TIMEOUT_MS: '1000',
+    });
+    // A statement that runs longer than DB_STATEMENT_TIMEOUT_MS on a healthy server.
+    t.app.get('/api/test-slow', { config: { permission: 'public' } }, async () => {
+      await sql`select pg_sleep(5)`.execute(t.db.kysely);
+      return { success: true, data: null };
+    });
+    owner = await register(t.app);
+  });
+  afterAll(async () => {
+    proxy.set('pass');
+    await t?.close();
+    await proxy?.close();
+  });
+  beforeEach(() => proxy.set('pass'));
+
+  it('a reset while requests are writing answers 503, the process lives on, and it recovers', async () => {
+    const during = load(t, owner, 40);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    proxy.set('reset');
+    const statuses = await during;
+    expect(statuses.every((s) => [200, 201, 503].includes(s))).toBe(true);
+    const down = await load(t, owner, 10);
+    expect(down.every((s) => s === 503)).toBe(true);
+    expectError(await call(t.app, 'GET', '/api/healthz'), 503, 'service_unavailable');
+    proxy.set('pass');
+    await recovered(t, owner);
+  });
+
+  it('a server that accepts but never answers: 503 within seconds, healthz too, then recovery', async () => {
+    proxy.set('stall');
+    const started = Date.now();
+    const [statuses, health] = await Promise.all([
+      load(t, owner, 30),
+      (async () => {
+        const before = Date.now();
+        const res = await call(t.app, 'GET', '/api/healthz');
+        return { res, ms: Date.now() - before };
+      })(),
+    ]);
+    expect(statuses.every((s) => s === 503)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(6000);
+    expectError(health.res, 503, 'service_unavailable');
+    expect(health.ms).toBeLessThan(2000);
+    proxy.set('pass');
+    await recovered(t, owner);
+    expect((await call(t.app, 'GET', '/api/healthz')).status).toBe(200);
+  });
+
+  it('a stall, a reset and a stall again under load: the process survives and recovers each time', async () => {
+    for (const fault of ['stall', 'reset', 'stall'] as const) {
+      const during = load(t, owner, 20);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      proxy.set(fault);
+      const statuses = await during;
+      expect(statuses.every((s) => [200, 201, 503].includes(s))).toBe(true);
+      proxy.set('pass');
+      await recovered(t, owner);
+    }
+  });
+
+  it('a statement over DB_STATEMENT_TIMEOUT_MS is cancelled and answers 503', async () => {
+    const before = Date.now();
+    expectError(await call(t.app, 'GET', '/api/test-slow'), 503, 'service_unavailable');
+    expect(Date.now() - before).toBeLessThan(3000);
+    expect((await call(t.app, 'GET', '/api/healthz')).status).toBe(200);
+  });
+
+  it('no pooled connection free within DB_POOL_ACQUIRE_TIMEOUT_MS: 503, not a wait without end', async () => {
+    const raw = t.db.raw;
+    if (raw.dialect !== 'postgres') throw new Error('postgres only');
+    const held = await Promise.all(Array.from({ length: 10 }, () => raw.pool.connect()));
+    try {
+      const before = Date.now();
+      expectError(
+        await call(t.app, 'GET', '/api/voters', { token: owner.token }),
+        503,
+        'service_unavailable',
+      );
+      expectError(await call(t.app, 'GET', '/api/healthz'), 503, 'service_unavailable');
+      expect(Date.now() - before).toBeLessThan(3000);
+    } finally {
+      for (const client of held) client.release();
+    }
+    expect((await call(t.app, 'GET', '/api/voters', { token: owner.token })).status).toBe(200);
+  });
+});
+
+describe('SQLite locked by another process', () => {
+  let dir: string;
+  let t: TestApp;
+  let owner: Account;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ces-lock-'));
+    t = await buildTestApp('sqlite', { DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` });
+    owner = await register(t.app);
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a write waits about a second for the lock, then answers 503', async () => {
+    const other = new SQLite(join(dir, 'db.sqlite'));
+    other.exec('BEGIN EXCLUSIVE');
+    try {
+      const before = Date.now();
+      const res = await call(t.app, 'POST', '/api/voters', {
+        token: owner.token,
+        body: { name: 'Locked Out', phone: uniquePhone() },
+      });
+      expectError(res, 503, 'service_unavailable');
+      expect(Date.now() - before).toBeLessThan(2500);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    const res = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'Let In', phone: uniquePhone() },
+    });
+    expect(res.status).toBe(201);
+  });
+});
