@@ -97,11 +97,11 @@ for (const dialect of dialects) {
         const healthyWait = Date.now() - started;
         // The first attempt and both retries, 1 s apart, while the hanging attempts are still open.
         await until(() => times.length === 3, 6_000);
-        expect(healthyWait).toBeLessThan(1_500);
-        expect(times[0]! - started).toBeLessThan(1_500);
+        expect(healthyWait).toBeLessThan(3_000);
+        expect(times[0]! - started).toBeLessThan(3_000);
         for (const gap of [times[1]! - times[0]!, times[2]! - times[1]!]) {
           expect(gap).toBeGreaterThanOrEqual(900);
-          expect(gap).toBeLessThan(1_800);
+          expect(gap).toBeLessThan(2_500);
         }
         expect(hang.held).toHaveLength(3);
       } finally {
