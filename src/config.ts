@@ -81,8 +81,14 @@ export interface WebhookSettings {
   readonly timeoutMs: number;
   /** How often the delivery worker looks for due deliveries when it found none. */
   readonly pollIntervalMs: number;
-  /** Deliveries claimed (and sent concurrently) per round. */
+  /** Most deliveries claimed in one pass of the loop. */
   readonly batchSize: number;
+  /** Attempts in flight in one worker process, all endpoints together. */
+  readonly maxInFlight: number;
+  /** Attempts in flight to one endpoint (all worker processes together): a slow receiver holds only these. */
+  readonly maxInFlightPerEndpoint: number;
+  /** Attempts in flight to one workspace's endpoints (all worker processes together). */
+  readonly maxInFlightPerWorkspace: number;
 }
 
 export interface DeliverySettings {
@@ -95,6 +101,11 @@ export interface DeliverySettings {
   readonly retrySchedule: readonly number[];
   /** Messages per second per provider and worker process; 0 is unlimited. */
   readonly sendRate: Readonly<Record<ProviderName, number>>;
+  /**
+   * Time limit of one provider call (worker and `POST /api/messages/send`); past it the call counts as a
+   * retryable provider error. At most half the lease, so a claim never runs out while its call is open.
+   */
+  readonly providerTimeoutMs: number;
 }
 
 export interface TwilioSettings {
@@ -286,6 +297,22 @@ function smtp(env: Env, used: boolean): SmtpSettings | undefined {
   };
 }
 
+/**
+ * PROVIDER_TIMEOUT_MS: at most half of WORKER_LEASE_SECONDS, so a provider call always ends (or is given up)
+ * well before its claim could pass to another worker. Unset: 10 s, or a quarter of a shorter lease.
+ */
+function providerTimeout(env: Env, leaseSeconds: number): number {
+  const most = Math.floor((leaseSeconds * 1000) / 2);
+  const value = int(env, 'PROVIDER_TIMEOUT_MS', Math.min(10_000, Math.floor(most / 2)), 100);
+  if (value > most) {
+    throw new ConfigError(
+      'PROVIDER_TIMEOUT_MS',
+      `must be at most half of WORKER_LEASE_SECONDS (${most} ms), got ${value}`,
+    );
+  }
+  return value;
+}
+
 function providerFor(env: Env, name: string, allowed: readonly ProviderName[]): ProviderName {
   return oneOf(env, name, allowed, 'sandbox');
 }
@@ -309,6 +336,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     email: providerFor(env, 'EMAIL_PROVIDER', ['sandbox', 'smtp']),
     ivr: providerFor(env, 'IVR_PROVIDER', ['sandbox', 'twilio']),
   } as const;
+  const leaseSeconds = int(env, 'WORKER_LEASE_SECONDS', 60, 1);
   const config: Config = {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
@@ -358,12 +386,16 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
       pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 60_000),
       batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 20, 1, 500),
+      maxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 32, 1, 1000),
+      maxInFlightPerEndpoint: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 2, 1, 100),
+      maxInFlightPerWorkspace: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', 8, 1, 1000),
     },
     broadcastMaxRecipients: int(env, 'BROADCAST_MAX_RECIPIENTS', 10_000, 1, 1_000_000),
     delivery: {
       inProcess: bool(env, 'WORKER_IN_PROCESS', true),
       batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
-      leaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 60, 1),
+      leaseSeconds,
+      providerTimeoutMs: providerTimeout(env, leaseSeconds),
       pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
       retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
       sendRate: {

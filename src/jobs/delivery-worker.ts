@@ -13,16 +13,24 @@ import {
   dueSettlements,
   type Handover,
   releaseClaims,
+  releaseUnsent,
   scheduleRetry,
 } from '../modules/messages/outbox.repository.ts';
-import { channels, ProviderError, type Providers, type StatusReport } from '../providers/provider.ts';
+import {
+  type Channel,
+  channels,
+  ProviderError,
+  type Providers,
+  sendWithin,
+  type StatusReport,
+} from '../providers/provider.ts';
 import { Pace } from './pace.ts';
 
 type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients'>;
 
 /**
- * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before any
- * wait for a provider's pace: this bounds what a crash could send twice (one message for a provider that
+ * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before a
+ * wait for a provider's pace that would carry past MARK_AFTER_MS: this bounds what a crash could send twice (one message for a provider that
  * takes longer than MARK_AFTER_MS per send, at most MARK_EVERY for the instant sandbox).
  */
 const MARK_EVERY = 1000;
@@ -31,11 +39,14 @@ const MARK_AFTER_MS = 20;
 const PRUNE_EVERY_MS = 60_000;
 
 /**
- * The delivery loop. Each round: start scheduled campaigns that are due, fill the outbox of a queued
- * campaign, claim a batch of due messages (a lease; FOR UPDATE SKIP LOCKED on PostgreSQL) and hand them to
- * their providers at each provider's pace, retry provider errors on the schedule and then fail them
- * (refunding), settle sandbox deliveries, and complete drained campaigns. Any number of workers may run
- * against PostgreSQL; on SQLite, one in the API process.
+ * The delivery loops. One per channel (a lane): claim a batch of that channel's due messages (a lease; FOR
+ * UPDATE SKIP LOCKED on PostgreSQL) and hand them to the channel's provider at its pace, each call limited
+ * to PROVIDER_TIMEOUT_MS; retry provider errors on the schedule and then fail them (refunding). A provider
+ * that hangs holds only its own lane, and gives back what it cannot send before the lease ends, so no other
+ * worker takes a message while a call for it is open. Beside the lanes, one loop does the rest: start
+ * scheduled campaigns that are due, fill the outbox of a queued campaign, settle sandbox deliveries and
+ * complete drained campaigns. Any number of workers may run against PostgreSQL; on SQLite, one in the API
+ * process.
  */
 export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -43,7 +54,7 @@ export class DeliveryWorker {
   readonly campaigns: CampaignsService;
   private running = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly wakers = new Set<() => void>();
   private readonly paces = new Map<string, Pace>();
   private prunedAt = 0;
 
@@ -67,11 +78,11 @@ export class DeliveryWorker {
     this.loop = this.run();
   }
 
-  /** Stops after the message being sent, and releases this worker's unsent claims for the next worker. */
+  /** Stops after the messages being sent, and releases this worker's unsent claims for the next worker. */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.wake?.();
+    for (const wake of this.wakers) wake();
     await this.loop;
     const released = await releaseClaims(this.deps.db.kysely, this.id, nowIso());
     this.deps.log.info({ worker: this.id, released }, 'delivery worker stopped');
@@ -85,12 +96,22 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
+    await Promise.all([
+      this.repeat('delivery round', () => this.chores()),
+      ...channels.map((channel) =>
+        this.repeat(`${channel} delivery`, async () => (await this.sendBatch(channel)) > 0),
+      ),
+    ]);
+  }
+
+  /** Runs `work` until stopped, resting WORKER_POLL_MS whenever it found nothing to do. */
+  private async repeat(what: string, work: () => Promise<boolean>): Promise<void> {
     while (this.running) {
       let busy = false;
       try {
-        busy = await this.round();
+        busy = await work();
       } catch (error) {
-        this.deps.log.error({ err: error, worker: this.id }, 'delivery round failed');
+        this.deps.log.error({ err: error, worker: this.id }, `${what} failed`);
       }
       if (!busy && this.running) await this.sleep(this.deps.config.delivery.pollMs);
       // SQLite calls resolve synchronously: let the API process's requests in between rounds.
@@ -98,28 +119,41 @@ export class DeliveryWorker {
     }
   }
 
-  /** One round of every duty; true when any of them found work. */
+  /** One round of every duty, every lane included; true when any of them found work (tests, drain). */
   async round(): Promise<boolean> {
+    const before = await this.startAndFill();
+    const sent = await Promise.all(channels.map((channel) => this.sendBatch(channel)));
+    const after = await this.settleAndComplete(sent.every((n, i) => n < this.batchSize(channels[i]!)));
+    return before || after || sent.some((n) => n > 0);
+  }
+
+  /** The duties beside the lanes; true when any found work. */
+  private async chores(): Promise<boolean> {
+    const before = await this.startAndFill();
+    return (await this.settleAndComplete(true)) || before;
+  }
+
+  private async startAndFill(): Promise<boolean> {
     if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
       this.prunedAt = Date.now();
       await pruneVoterChanges(this.deps.db.kysely);
     }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();
-    const sent = await this.sendBatch();
-    const settled = await this.settle();
-    if (sent < this.batchSize()) await this.campaigns.completeDrained();
-    return started > 0 || filled || sent > 0 || settled > 0;
+    return started > 0 || filled;
   }
 
-  private batchSize(): number {
+  private async settleAndComplete(drained: boolean): Promise<boolean> {
+    const settled = await this.settle();
+    if (drained) await this.campaigns.completeDrained();
+    return settled > 0;
+  }
+
+  /** A lane's batch: small enough to go out at its provider's pace well within the lease. */
+  private batchSize(channel: Channel): number {
     const { batchSize, leaseSeconds, sendRate } = this.deps.config.delivery;
-    // A batch must go out well within the lease, or another worker would take it over.
-    const rates = Object.values(sendRate).filter((r) => r > 0);
-    const slowest = rates.length > 0 ? Math.min(...rates) : 0;
-    return slowest > 0
-      ? Math.max(1, Math.min(batchSize, Math.floor((slowest * leaseSeconds) / 2)))
-      : batchSize;
+    const rate = (sendRate as Record<string, number>)[this.deps.providers[channel].name] ?? 0;
+    return rate > 0 ? Math.max(1, Math.min(batchSize, Math.floor((rate * leaseSeconds) / 2))) : batchSize;
   }
 
   private pace(provider: string): Pace {
@@ -132,11 +166,21 @@ export class DeliveryWorker {
     return pace;
   }
 
-  private async sendBatch(): Promise<number> {
+  private async sendBatch(channel: Channel): Promise<number> {
     const { db, config, providers } = this.deps;
+    const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
     const now = nowIso();
-    const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
-    const rows = await claimDue(db.kysely, db.dialect, this.id, now, leaseUntil, this.batchSize());
+    const leaseEnds = Date.now() + leaseSeconds * 1000;
+    const leaseUntil = new Date(leaseEnds).toISOString();
+    const rows = await claimDue(
+      db.kysely,
+      db.dialect,
+      this.id,
+      now,
+      leaseUntil,
+      this.batchSize(channel),
+      channel,
+    );
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -145,21 +189,34 @@ export class DeliveryWorker {
       markedAt = performance.now();
     };
     const failures = new Map<string, number[]>();
-    for (const row of rows) {
+    const provider = providers[channel];
+    const pace = this.pace(provider.name);
+    for (const [index, row] of rows.entries()) {
       if (!this.running && this.loop) break; // stopping: the rest is released
-      const provider = providers[row.channel];
-      const pace = this.pace(provider.name);
-      if (handovers.length > 0 && pace.wouldWait()) await mark();
+      // Record before a wait that would hold the last hand-overs unrecorded past MARK_AFTER_MS.
+      if (handovers.length > 0 && performance.now() + pace.waitMs() - markedAt >= MARK_AFTER_MS) await mark();
       await pace.take();
+      // A call may take PROVIDER_TIMEOUT_MS (at most half the lease): one that could still be open, or not
+      // yet recorded, when the lease ends is not made (another worker may claim the message then); the rest
+      // of the batch is given back at once. The last quarter of the lease is left for recording.
+      if (Date.now() + providerTimeoutMs > leaseEnds - (leaseSeconds * 1000) / 4) {
+        await mark();
+        await releaseUnsent(
+          db.kysely,
+          rows.slice(index).map((r) => r.id),
+          this.id,
+          nowIso(),
+        );
+        break;
+      }
       try {
-        const result = await provider.send(outgoing(row));
+        const result = await sendWithin(provider, outgoing(row), providerTimeoutMs);
         handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
         const retryable = error instanceof ProviderError ? error.retryable : true;
-        const schedule = config.delivery.retrySchedule;
-        if (retryable && row.attempts <= schedule.length) {
-          const delay = (schedule[row.attempts - 1] ?? 0) * 1000;
+        if (retryable && row.attempts <= retrySchedule.length) {
+          const delay = (retrySchedule[row.attempts - 1] ?? 0) * 1000;
           await scheduleRetry(
             db.kysely,
             row.id,
@@ -188,7 +245,13 @@ export class DeliveryWorker {
       const settlement = provider.settlement;
       if (!settlement) continue;
       const cutoff = new Date(Date.now() - settlement.afterMs).toISOString();
-      const due = await dueSettlements(db.kysely, channel, provider.name, cutoff, this.batchSize() * 2);
+      const due = await dueSettlements(
+        db.kysely,
+        channel,
+        provider.name,
+        cutoff,
+        this.batchSize(channel) * 2,
+      );
       const reports: StatusReport[] = due.map((m) => {
         const status = settlement.outcome(m.to);
         return {
@@ -206,11 +269,13 @@ export class DeliveryWorker {
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
+      const wakers = this.wakers;
       function done() {
         clearTimeout(timer);
+        wakers.delete(done);
         resolve();
       }
-      this.wake = done;
+      wakers.add(done);
     });
   }
 }

@@ -4,9 +4,9 @@ export class Pace {
 
   constructor(private readonly perSecond: number) {}
 
-  /** True when the next take() would have to wait. */
-  wouldWait(): boolean {
-    return this.perSecond > 0 && this.next > performance.now();
+  /** How long the next take() would wait, in ms (0: none). */
+  waitMs(): number {
+    return this.perSecond > 0 ? Math.max(0, this.next - performance.now()) : 0;
   }
 
   async take(): Promise<void> {

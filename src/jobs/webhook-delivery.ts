@@ -6,7 +6,8 @@ import type { Database } from '../db/schema.ts';
 import { eventMessageId } from '../modules/webhooks/webhooks.events.ts';
 import {
   type ClaimedDelivery,
-  claimDueDeliveries,
+  claimEndpointDeliveries,
+  dueEndpoints,
   loadClaimed,
   recordAttempt,
   releaseClaims,
@@ -29,11 +30,17 @@ export interface WebhookWorkerDeps {
 }
 
 /**
- * The webhook delivery loop: claims due deliveries with a lease, sends each (signed, SSRF-guarded, 10 s
- * limit), and records the outcome: `succeeded` on a 2xx; on anything else another attempt after the next
- * delay of WEBHOOK_RETRY_SCHEDULE, or `failed` once the schedule is spent; a 410 disables the endpoint.
- * A worker that dies mid-attempt leaves a lease that runs out, and any worker claims the delivery again.
- * On PostgreSQL any number of workers (processes) share the table; on SQLite run one, in-process.
+ * The webhook delivery loop. Each delivery is an attempt of its own (signed, SSRF-guarded, limited to
+ * WEBHOOK_TIMEOUT_SECONDS), started as soon as it is due and there is room for it: at most
+ * WEBHOOK_MAX_IN_FLIGHT attempts in this process, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT to one endpoint and
+ * WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE to one workspace's endpoints (those two counted across every worker,
+ * from the live leases). The loop never waits for an attempt: an endpoint that hangs holds only its own
+ * slots, while every other endpoint's deliveries and retries go out on time.
+ *
+ * Outcomes: `succeeded` on a 2xx; on anything else another attempt after the next delay of
+ * WEBHOOK_RETRY_SCHEDULE, or `failed` once the schedule is spent; a 410 disables the endpoint. A worker that
+ * dies mid-attempt leaves a lease that runs out, and any worker claims the delivery again. On PostgreSQL any
+ * number of workers (processes) share the table; on SQLite run one, in-process.
  */
 export class WebhookDeliveryWorker {
   readonly workerId: string;
@@ -42,6 +49,7 @@ export class WebhookDeliveryWorker {
   private running: Promise<void> | undefined;
   private stopped = true;
   private wake: (() => void) | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly deps: WebhookWorkerDeps) {
     this.workerId = deps.workerId ?? `webhooks:${randomUUID()}`;
@@ -52,6 +60,11 @@ export class WebhookDeliveryWorker {
   /** How long a claim holds: well past one attempt's time limit. */
   private get leaseMs(): number {
     return Math.max(60_000, this.deps.config.webhooks.timeoutMs * 3);
+  }
+
+  /** stop() was called on a running loop: claim nothing more. */
+  private get stopping(): boolean {
+    return this.stopped && this.running !== undefined;
   }
 
   start(): void {
@@ -66,6 +79,7 @@ export class WebhookDeliveryWorker {
     this.wake?.();
     await this.running;
     this.running = undefined;
+    await Promise.all(this.inFlight);
     await releaseClaims(this.deps.db, this.workerId).catch(() => {});
   }
 
@@ -73,45 +87,100 @@ export class WebhookDeliveryWorker {
     const { pollIntervalMs } = this.deps.config.webhooks;
     let failures = 0;
     while (!this.stopped) {
-      let handled = 0;
+      let more = false;
       try {
-        handled = await this.runOnce();
+        more = (await this.fill()).more;
         failures = 0;
       } catch (error) {
         failures += 1;
         this.deps.log.error({ err: error }, 'webhook delivery round failed');
       }
-      if (handled === 0 && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollIntervalMs * Math.min(2 ** failures, 30));
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
-      }
+      if (more || this.stopped) continue;
+      // Until the poll interval passes or an attempt ends (its slot is free again), whichever comes first.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, pollIntervalMs * Math.min(2 ** failures, 30));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wake = done;
+      });
+      this.wake = undefined;
     }
   }
 
-  /** One round: claims a batch of due deliveries and attempts them concurrently. Returns how many. */
-  async runOnce(): Promise<number> {
+  /**
+   * Claims what is due and has room, and starts each attempt without waiting for it. `more` is true when
+   * the pass stopped at WEBHOOK_BATCH_SIZE with room left (the loop goes again at once).
+   */
+  private async fill(): Promise<{ started: Promise<void>[]; more: boolean }> {
     const { db, config } = this.deps;
+    const { maxInFlight, maxInFlightPerEndpoint, maxInFlightPerWorkspace, batchSize } = config.webhooks;
+    const room = Math.min(maxInFlight - this.inFlight.size, batchSize);
+    const started: Promise<void>[] = [];
+    if (room <= 0) return { started, more: false };
     const now = new Date();
-    const ids = await claimDueDeliveries(
+    const at = now.toISOString();
+    const leaseUntil = new Date(now.getTime() + this.leaseMs).toISOString();
+    const endpoints = await dueEndpoints(
       db,
-      this.workerId,
-      now.toISOString(),
-      new Date(now.getTime() + this.leaseMs).toISOString(),
-      config.webhooks.batchSize,
+      at,
+      { perEndpoint: maxInFlightPerEndpoint, perWorkspace: maxInFlightPerWorkspace },
+      room * 2,
       this.deps.workspaceIds,
     );
-    const claimed = await loadClaimed(db, this.workerId, ids);
-    await Promise.all(claimed.map((delivery) => this.attempt(delivery)));
-    return claimed.length;
+    const taken = new Map<number, number>();
+    let left = room;
+    for (const endpoint of endpoints) {
+      if (left <= 0 || this.stopping) break;
+      const workspaceHeld = endpoint.workspace_held + (taken.get(endpoint.workspace_id) ?? 0);
+      const wanted = Math.min(
+        endpoint.due,
+        maxInFlightPerEndpoint - endpoint.held,
+        maxInFlightPerWorkspace - workspaceHeld,
+        left,
+      );
+      if (wanted <= 0) continue;
+      const ids = await claimEndpointDeliveries(
+        db,
+        this.workerId,
+        endpoint.workspace_id,
+        endpoint.webhook_id,
+        at,
+        leaseUntil,
+        wanted,
+      );
+      if (ids.length === 0) continue;
+      taken.set(endpoint.workspace_id, (taken.get(endpoint.workspace_id) ?? 0) + ids.length);
+      left -= ids.length;
+      for (const delivery of await loadClaimed(db, this.workerId, ids)) started.push(this.track(delivery));
+    }
+    return { started, more: left === 0 && this.inFlight.size < maxInFlight };
   }
 
-  /** Runs rounds until nothing is due (tests; a zero retry schedule makes every retry due at once). */
+  /** Starts one attempt in the background; its end frees its slot and wakes the loop. */
+  private track(delivery: ClaimedDelivery): Promise<void> {
+    const task = this.attempt(delivery)
+      .catch((error: unknown) => {
+        // The outcome could not be recorded: the lease runs out and the delivery is attempted again.
+        this.deps.log.error({ err: error, delivery_id: delivery.id }, 'webhook delivery attempt failed');
+      })
+      .finally(() => {
+        this.inFlight.delete(task);
+        this.wake?.();
+      });
+    this.inFlight.add(task);
+    return task;
+  }
+
+  /** One pass: claims what is due and has room, and waits for those attempts. Returns how many (tests). */
+  async runOnce(): Promise<number> {
+    const { started } = await this.fill();
+    await Promise.all(started);
+    return started.length;
+  }
+
+  /** Runs passes until nothing is due (tests; a zero retry schedule makes every retry due at once). */
   async drain(maxRounds = 100): Promise<void> {
     for (let round = 0; round < maxRounds; round += 1) {
       if ((await this.runOnce()) === 0) return;

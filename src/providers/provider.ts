@@ -35,7 +35,8 @@ export interface StatusReport {
 export interface MessageProvider {
   readonly name: string;
   readonly channel: Channel;
-  send(message: OutgoingMessage): Promise<SendResult>;
+  /** `signal` aborts a call that took too long (see sendWithin); a provider may ignore it. */
+  send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult>;
   /**
    * Providers without a callback of their own (the sandbox) tell the delivery worker how a message they
    * accepted ends, and after how long. The worker reads that from the database, so a report survives a
@@ -53,6 +54,31 @@ export class ProviderError extends Error {
   ) {
     super(message);
     this.name = 'ProviderError';
+  }
+}
+
+/**
+ * Hands a message to its provider within `timeoutMs` (PROVIDER_TIMEOUT_MS). Past it the call is given up
+ * (and aborted where the provider can be) as a retryable ProviderError: whether the provider took the
+ * message is then unknown, so a retry may deliver it twice; a call that never ends would hold its lane.
+ */
+export async function sendWithin(
+  provider: MessageProvider,
+  message: OutgoingMessage,
+  timeoutMs: number,
+): Promise<SendResult> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new ProviderError(`${provider.name} did not answer within ${timeoutMs / 1000} s`, true));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([provider.send(message, controller.signal), timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -7,7 +7,7 @@ import { TwilioProvider } from './twilio.ts';
 
 /** The provider of each channel, as the SMS_PROVIDER / WHATSAPP_PROVIDER / ... settings choose. */
 export function createProviders(
-  config: Pick<Config, 'providers' | 'sandboxDeliveryDelayMs' | 'twilio' | 'smtp'>,
+  config: Pick<Config, 'providers' | 'sandboxDeliveryDelayMs' | 'twilio' | 'smtp' | 'delivery'>,
   log: FastifyBaseLogger,
 ): Providers {
   const make = (channel: Channel): MessageProvider => {
@@ -19,7 +19,7 @@ export function createProviders(
         return new TwilioProvider(channel, config.twilio);
       case 'smtp':
         if (!config.smtp || channel !== 'email') throw new Error(`smtp cannot send ${channel}`);
-        return new SmtpProvider(config.smtp);
+        return new SmtpProvider(config.smtp, config.delivery.providerTimeoutMs);
     }
   };
   return Object.fromEntries(channels.map((c) => [c, make(c)])) as Record<Channel, MessageProvider>;

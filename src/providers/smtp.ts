@@ -11,8 +11,15 @@ export class SmtpProvider implements MessageProvider {
   readonly channel = 'email' as const;
   private readonly transport: Transporter;
 
-  constructor(private readonly settings: SmtpSettings) {
+  /** `timeoutMs` bounds connecting, the server's greeting and each wait on the socket (PROVIDER_TIMEOUT_MS). */
+  constructor(
+    private readonly settings: SmtpSettings,
+    timeoutMs = 10_000,
+  ) {
     this.transport = nodemailer.createTransport({
+      connectionTimeout: timeoutMs,
+      greetingTimeout: timeoutMs,
+      socketTimeout: timeoutMs,
       host: settings.host,
       port: settings.port,
       secure: settings.secure,

@@ -33,7 +33,7 @@ export class TwilioProvider implements MessageProvider {
     private readonly settings: TwilioSettings,
   ) {}
 
-  async send(message: OutgoingMessage): Promise<SendResult> {
+  async send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
     const s = this.settings;
     const form = new URLSearchParams();
     let resource: string;
@@ -67,7 +67,7 @@ export class TwilioProvider implements MessageProvider {
           accept: 'application/json',
         },
         body: form.toString(),
-        signal: AbortSignal.timeout(15_000),
+        signal: signal ?? AbortSignal.timeout(15_000),
       });
     } catch (error) {
       throw new ProviderError(`Twilio could not be reached: ${(error as Error).message}`, true);

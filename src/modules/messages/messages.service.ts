@@ -6,7 +6,7 @@ import type { Database, MessageChannel, MessageRow, MessageStatus } from '../../
 import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
-import type { FinalStatus, Providers, StatusReport } from '../../providers/provider.ts';
+import { type FinalStatus, type Providers, sendWithin, type StatusReport } from '../../providers/provider.ts';
 import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { insertMessage, listHistory } from './messages.repository.ts';
 import {
@@ -130,7 +130,8 @@ export class MessagesService {
 
     const provider = providers[input.channel];
     try {
-      const result = await provider.send({
+      // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
+      const message = {
         channel: input.channel,
         to,
         body: input.message,
@@ -138,7 +139,8 @@ export class MessagesService {
         mediaUrl: input.media_url,
         templateId: input.template_id,
         reference: messageRef(row.id),
-      });
+      };
+      const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
       await this.handedOver([
         { id: row.id, provider: provider.name, providerMessageId: result.providerMessageId },
       ]);

@@ -23,6 +23,8 @@ export async function claimDue(
   now: string,
   leaseUntil: string,
   limit: number,
+  /** Only this channel's messages (the worker's lane for it). */
+  channel?: MessageChannel,
 ): Promise<MessageRow[]> {
   // The pick is a MATERIALIZED CTE: evaluated exactly once (an IN (subquery ... LIMIT) may be re-run by
   // PostgreSQL's planner and so claim more rows than it locked).
@@ -35,6 +37,7 @@ export async function claimDue(
           .select('id')
           .where('status', '=', 'queued')
           .where('next_attempt_at', '<=', now)
+          .$if(channel !== undefined, (q) => q.where('channel', '=', channel as MessageChannel))
           .orderBy('next_attempt_at')
           .orderBy('id')
           .limit(limit);
@@ -149,6 +152,32 @@ export async function dueSettlements(
     .orderBy('sent_at')
     .orderBy('id')
     .limit(limit)
+    .execute();
+}
+
+/**
+ * Claimed messages a worker will not attempt before its lease ends (its provider was slow): due again at
+ * once for any worker, and the claim's attempt is not counted.
+ */
+export async function releaseUnsent(
+  db: Executor,
+  ids: number[],
+  workerId: string,
+  now: string,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('messages')
+    .set((eb) => ({
+      claimed_by: null,
+      lease_until: null,
+      next_attempt_at: now,
+      attempts: eb('attempts', '-', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', ids)
+    .where('claimed_by', '=', workerId)
+    .where('status', '=', 'queued')
     .execute();
 }
 

@@ -1,4 +1,4 @@
-import type { Insertable, Updateable } from 'kysely';
+import { type Insertable, sql, type Updateable } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { DeliveryStatus, WebhookDeliveryTable, WebhookRow, WebhookTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -224,6 +224,100 @@ export async function claimDueDeliveries(
     .updateTable('webhook_deliveries')
     .set({ claimed_by: workerId, lease_until: leaseUntil })
     .where('id', 'in', due)
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** An endpoint with due deliveries nobody holds, and what is in flight to it and its workspace. */
+export interface DueEndpoint {
+  webhook_id: number;
+  workspace_id: number;
+  /** Due deliveries that nobody holds. */
+  due: number;
+  /** Deliveries held under a live lease (attempts in flight, by any worker). */
+  held: number;
+  /** The same for all of the workspace's endpoints. */
+  workspace_held: number;
+}
+
+/**
+ * Enabled endpoints with due, unheld deliveries whose endpoint and workspace are under their in-flight caps
+ * (counted across every worker from the live leases), those waiting longest first. Each endpoint is one
+ * row, however many deliveries it has waiting: one slow receiver's backlog cannot crowd the others out.
+ */
+export async function dueEndpoints(
+  db: Executor,
+  now: string,
+  caps: { perEndpoint: number; perWorkspace: number },
+  limit: number,
+  workspaceIds?: readonly number[],
+): Promise<DueEndpoint[]> {
+  const only =
+    workspaceIds === undefined
+      ? sql``
+      : sql`AND d.workspace_id IN (${sql.join([...workspaceIds, 0].map((id) => sql`${id}`))})`;
+  const live = sql`d.lease_until IS NOT NULL AND d.lease_until >= ${now}`;
+  const { rows } = await sql<DueEndpoint>`
+    SELECT webhook_id, workspace_id, due, held, workspace_held FROM (
+      SELECT d.webhook_id, d.workspace_id,
+        SUM(CASE WHEN ${live} THEN 0 ELSE 1 END) AS due,
+        SUM(CASE WHEN ${live} THEN 1 ELSE 0 END) AS held,
+        SUM(SUM(CASE WHEN ${live} THEN 1 ELSE 0 END)) OVER (PARTITION BY d.workspace_id) AS workspace_held,
+        MIN(CASE WHEN ${live} THEN NULL ELSE d.next_attempt_at END) AS oldest
+      FROM webhook_deliveries d
+      INNER JOIN webhooks w ON w.id = d.webhook_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} AND w.disabled_at IS NULL ${only}
+      GROUP BY d.webhook_id, d.workspace_id
+    ) endpoints
+    WHERE due > 0 AND held < ${caps.perEndpoint} AND workspace_held < ${caps.perWorkspace}
+    ORDER BY oldest, webhook_id
+    LIMIT ${limit}`.execute(db);
+  return rows.map((r) => ({
+    webhook_id: Number(r.webhook_id),
+    workspace_id: Number(r.workspace_id),
+    due: Number(r.due),
+    held: Number(r.held),
+    workspace_held: Number(r.workspace_held),
+  }));
+}
+
+/**
+ * Claims up to `limit` of one endpoint's due, unheld deliveries, oldest first. The pick is a MATERIALIZED
+ * CTE, evaluated once (an IN (subquery ... LIMIT) may be re-run by PostgreSQL and claim more than it
+ * locked), with FOR UPDATE SKIP LOCKED on PostgreSQL; the UPDATE checks again that nobody holds the row.
+ */
+export async function claimEndpointDeliveries(
+  db: Executor,
+  workerId: string,
+  workspaceId: number,
+  webhookId: number,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+): Promise<number[]> {
+  const rows = await db
+    .with(
+      (cte) => cte('due').materialized(),
+      (qb) =>
+        qb
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('workspace_id', '=', workspaceId)
+          .where('webhook_id', '=', webhookId)
+          .where('status', '=', 'pending')
+          .where('next_attempt_at', '<=', now)
+          .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+          .orderBy('next_attempt_at')
+          .orderBy('id')
+          .limit(limit)
+          .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
+    )
+    .updateTable('webhook_deliveries')
+    .set({ claimed_by: workerId, lease_until: leaseUntil })
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
     .returning('id')
     .execute();
   return rows.map((r) => r.id);
