@@ -281,6 +281,26 @@ async function main(): Promise<void> {
     });
     clearInterval(sampler);
     const health = await fetch(`${base}/healthz`).then((r) => r.status);
+    // Each kind of request of the mix alone, after the run (median of 3): which one is slow.
+    const alone: string[] = [];
+    for (const template of mix(token, voterIds)) {
+      const times: number[] = [];
+      let request = template;
+      for (let i = 0; i < 3; i++) {
+        request = template.setupRequest ? template.setupRequest({ ...template }) : template;
+        const start = performance.now();
+        const res = await fetch(`http://127.0.0.1:${port}${request.path}`, {
+          method: request.method,
+          headers: request.headers,
+          body: request.body,
+        });
+        await res.arrayBuffer();
+        times.push(performance.now() - start);
+      }
+      alone.push(
+        `${request.method} ${(request.path ?? '').replace(/=[^&]*/g, '=')} ${Math.round(median(times))} ms`,
+      );
+    }
 
     const statuses = Object.entries(result.statusCodeStats)
       .map(([code, { count }]) => `${code}: ${count}`)
@@ -297,6 +317,7 @@ async function main(): Promise<void> {
       ['status codes', statuses],
       ['5xx, errors, timeouts', `${result['5xx']}, ${result.errors}, ${result.timeouts}`],
       ['health after the run', String(health)],
+      ['each request alone after the run (median of 3)', alone.join(', ')],
       [
         'server RSS first / median / max / last',
         `${rss[0] ?? '-'} / ${median(rss)} / ${Math.max(...rss)} / ${rss.at(-1) ?? '-'} MB`,
