@@ -1,6 +1,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { Bucket } from './rate-limit.ts';
+import type { Permission } from './permissions.ts';
 import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
 import { ErrorEnvelope } from './schemas.ts';
 import { DOCS_CSP } from './security-headers.ts';
@@ -17,18 +19,64 @@ HTTP, are a \`bad_request\` (400) and the connection is closed. Every response c
 \`X-Request-Id\`. Rate-limited routes carry \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and
 \`X-RateLimit-Reset\` (seconds until the window resets); a 429 adds \`Retry-After\` (seconds).`;
 
+/** One route as registered: what the security suite iterates, so a new route is covered without a new test. */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  permission: Permission | undefined;
+  rateLimit: Bucket | undefined;
+  /** Hidden from the OpenAPI document (the document itself, the reference UI's pages and assets). */
+  hidden: boolean;
+}
+
+// The route objects themselves: a child context's own onRoute hook (the docs' below) runs after this one
+// and may still fill in its config.
+const routeTables = new WeakMap<FastifyInstance, RouteOptions[]>();
+
+/** Every route of the app built on `app`, one entry per method (HEAD included), in registration order. */
+export function registeredRoutes(app: FastifyInstance): RegisteredRoute[] {
+  return (routeTables.get(app) ?? []).flatMap((route) =>
+    [route.method].flat().map((method) => ({
+      method: String(method).toUpperCase(),
+      url: route.url,
+      permission: route.config?.permission,
+      rateLimit: route.config?.rateLimit,
+      hidden: !route.schema || (route.schema as { hide?: boolean }).hide === true,
+    })),
+  );
+}
+
+/** `post /api/webhooks/:id/deliveries/:delivery_id/retry` -> `postWebhooksIdDeliveriesDeliveryIdRetry`. */
+function operationId(method: string, url: string): string {
+  const words = url
+    .replace(/^\/api\//, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1));
+  return method.toLowerCase() + words.join('');
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the TypeBox schemas the routes validate and serialize with, at
  * /api/openapi.json, and a browsable reference at /api/docs. Every route also gets the error envelope as its
- * 4xx/5xx response and, unless public, the bearer security requirement.
+ * 4xx/5xx response, an operationId, its permission as `x-permission`, and the bearer security requirement
+ * unless public (`security: []`). Every route is also recorded for registeredRoutes().
  */
 export async function installOpenApi(app: FastifyInstance): Promise<void> {
+  const table: RouteOptions[] = [];
+  routeTables.set(app, table);
   app.addHook('onRoute', (route) => {
-    if (!route.schema || route.schema.hide) return;
+    table.push(route);
+    // A HEAD route shares its GET's schema object: annotate it once.
+    if (!route.schema || route.schema.hide || route.method === 'HEAD') return;
     const schema = route.schema as Record<string, unknown>;
     const response = (schema.response ??= {}) as Record<string, unknown>;
     response['4xx'] ??= ErrorEnvelope;
     response['5xx'] ??= ErrorEnvelope;
+    const method = [route.method].flat()[0];
+    if (method && !schema.operationId) schema.operationId = operationId(String(method), route.url);
+    if (route.config?.permission) schema['x-permission'] = route.config.permission;
+    if (route.config?.permission === 'public') schema.security ??= [];
     if (route.config?.permission && route.config.permission !== 'public') {
       schema.security ??= [{ bearerAuth: [] }];
       const needs = `Requires permission \`${route.config.permission}\`.`;
