@@ -88,7 +88,6 @@ export class RateLimits {
       : undefined;
   }
 
-
   /** True while Redis has stopped answering and the limits are counted in memory alone. */
   get usingMemoryOnly(): boolean {
     return this.shared === undefined || this.redisDown;
