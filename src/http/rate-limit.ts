@@ -51,6 +51,7 @@ class RedisTimeout extends Error {
 export class RateLimits {
   private readonly memory: Record<Bucket, RateLimiterMemory>;
   private readonly shared: Record<Bucket, RateLimiterAbstract> | undefined;
+  private readonly timeoutMs: number;
   private redisDown = false;
   private lastProbe = 0;
   private probing = false;
@@ -86,8 +87,6 @@ export class RateLimits {
         )
       : undefined;
   }
-
-  private readonly timeoutMs: number;
 
   /** True while Redis has stopped answering and the limits are counted in memory alone. */
   get usingMemoryOnly(): boolean {
