@@ -110,5 +110,29 @@ for (const dialect of dialects) {
         await worker.stop();
       }
     });
+
+    it('WEBHOOK_MAX_IN_FLIGHT bounds the attempts open in one worker, whatever the endpoints', async () => {
+      const capped = await buildTestApp(dialect, { ...env, WEBHOOK_MAX_IN_FLIGHT: '2' });
+      const hang = await hangingReceiver();
+      const owners = [await register(capped.app), await register(capped.app), await register(capped.app)];
+      const worker = workerFor(
+        capped,
+        owners.map((a) => a.user.workspace_id),
+      );
+      try {
+        for (const [i, owner] of owners.entries()) {
+          await createHook(capped, owner, `${hang.url}/${i}`);
+          await grievance(capped, owner, `Grievance ${i}`);
+        }
+        worker.start();
+        await until(() => hang.held.length === 2);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(hang.held).toHaveLength(2);
+      } finally {
+        await hang.close();
+        await worker.stop();
+        await capped.close();
+      }
+    });
   });
 }
