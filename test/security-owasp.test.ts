@@ -327,6 +327,7 @@ for (const dialect of dialects) {
         const own = await buildTestApp(dialect, {
           RATE_LIMIT_PUBLIC_PER_MIN: '5',
           RATE_LIMIT_AUTH_PER_MIN: '5',
+          RATE_LIMIT_AUTH_FAILED_PER_MIN: '30',
         });
         try {
           const badToken: Answer[] = [];
