@@ -21,6 +21,7 @@ import {
   userInWorkspace,
   voterInWorkspace,
 } from './grievances.repository.ts';
+import { grievanceLimits } from './grievances.schemas.ts';
 
 const HOUR = 3600_000;
 /** How long a grievance of each priority has before it is overdue, counted from created_at. */
@@ -111,7 +112,10 @@ export class GrievancesService {
       'resolution_note',
     ] as const) {
       const value = clean(input[field]);
-      if (value !== undefined) values[field] = value;
+      // A number sent for booth or ward is kept as text, which must fit as a string sent would have to.
+      if ((field === 'booth' || field === 'ward') && value && value.length > grievanceLimits[field]) {
+        errors[field] = [`must be at most ${grievanceLimits[field]} characters.`];
+      } else if (value !== undefined) values[field] = value;
     }
     const constituency = clean(input.constituency);
     if (constituency !== undefined) {
