@@ -8,6 +8,8 @@ import {
   dialects,
   register,
   type TestApp,
+  uniqueEmail,
+  uniquePhone,
 } from './helpers.ts';
 
 function expectNoStore(res: Answer, what: string): void {
@@ -27,17 +29,15 @@ for (const dialect of dialects) {
 
     it('answers that carry a token or personal data are nosniff and no-store', async () => {
       const password = 'correct horse battery';
+      const email = uniqueEmail('sec');
       const answers: Array<[string, Answer]> = [
         [
           'register',
           await call(t.app, 'POST', '/api/auth/register', {
-            body: { name: 'B', email: 'b.sec@example.com', password, phone: '+919800000123' },
+            body: { name: 'B', email, password, phone: uniquePhone() },
           }),
         ],
-        [
-          'login',
-          await call(t.app, 'POST', '/api/auth/login', { body: { email: 'b.sec@example.com', password } }),
-        ],
+        ['login', await call(t.app, 'POST', '/api/auth/login', { body: { email, password } })],
         ['user', await call(t.app, 'GET', '/api/user', { token: owner.token })],
         ['voters', await call(t.app, 'GET', '/api/voters', { token: owner.token })],
         ['v1 voters', await call(t.app, 'GET', '/api/v1/voters', { token: owner.token })],
