@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { clientErrorHandler, installErrorHandling } from './http/error-handler.ts';
 import { installGuard } from './http/guard.ts';
+import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { refuseNul, validatorCompiler } from './http/validation.ts';
@@ -90,6 +91,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  trackHandlers(app);
 
   // JSON only. An empty body is "no body" (logout with a stray Content-Type), and the default parser keeps
   // guarding against prototype poisoning.

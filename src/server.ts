@@ -54,6 +54,10 @@ async function main(): Promise<void> {
       app.server.closeAllConnections();
       await by(closed, Date.now() + 1000);
     }
+    // Handlers whose clients went away are not waited for by close(): they still use the database.
+    if ((await by(app.handlersDone(), Math.max(deadline, Date.now() + 1000))) === 'late') {
+      app.log.warn('request handlers still running at SHUTDOWN_TIMEOUT_MS');
+    }
     if ((await by(workers, Date.now() + Math.max(1000, deadline - Date.now()))) === 'late') {
       app.log.warn('the workers did not stop by SHUTDOWN_TIMEOUT_MS');
     }

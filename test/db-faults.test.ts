@@ -278,3 +278,36 @@ describe('shutdown (SIGTERM to the server process)', () => {
     }
   }, 60_000);
 });
+
+describe('handlers whose client went away', () => {
+  it('close() resolves once the connections are gone; handlersDone() waits for their handlers, which still use the database', async () => {
+    const t = await buildTestApp('sqlite');
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started = false;
+    let queried: unknown;
+    t.app.get('/api/test-held', { config: { permission: 'public' } }, async () => {
+      started = true;
+      await gate;
+      queried = await sql`select 1 as one`.execute(t.db.kysely);
+      return { success: true, data: null };
+    });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    const socket = connectTcp(port, '127.0.0.1');
+    socket.write('GET /api/test-held HTTP/1.1\r\nHost: x\r\n\r\n');
+    for (const start = Date.now(); !started && Date.now() - start < 5000;) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    socket.destroy();
+    await t.app.close();
+    let done = false;
+    const handlersDone = t.app.handlersDone().then(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(done).toBe(false);
+    release();
+    await handlersDone;
+    expect(queried).toBeDefined();
+    await t.db.close();
+  });
+});
