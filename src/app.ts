@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { installGuard } from './http/guard.ts';
+import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', closeQueryString);
+  trackHandlers(app);
 
   // JSON only. An empty body is "no body" (logout with a stray Content-Type), and the default parser keeps
   // guarding against prototype poisoning.

@@ -9,6 +9,8 @@ export interface Config {
   readonly host: string;
   readonly databaseUrl: string;
   readonly database: DatabaseSettings;
+  /** On SIGTERM/SIGINT: how long requests in flight and the workers get to finish before the process exits. */
+  readonly shutdownTimeoutMs: number;
   readonly redisUrl: string | undefined;
   /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
   readonly redisTimeoutMs: number;
@@ -342,6 +344,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     host: env.HOST?.trim() || '0.0.0.0',
     databaseUrl: databaseUrl(env),
     database: databaseSettings(env),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     redisUrl,
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),

@@ -4,10 +4,26 @@ import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
 import { createProviders } from './providers/registry.ts';
 
+/** Resolves with `promise`, or with 'late' once `deadline` (a Date.now() value) has passed. */
+async function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Starts the API on PORT/HOST with migrations applied, and the delivery worker in the same process unless
- * WORKER_IN_PROCESS=false. SIGTERM/SIGINT: stop accepting, drain requests, stop the worker (its unsent
- * claims are released for other workers), close the database.
+ * WORKER_IN_PROCESS=false. SIGTERM/SIGINT, in order: stop accepting connections; let requests in flight
+ * finish while the workers stop (their unsent claims are released for other workers); close the database
+ * only then, so that no handler runs on a closed pool. Requests still running after SHUTDOWN_TIMEOUT_MS
+ * (an export to a client that does not read, say) have their connections closed, and the process exits
+ * within that time and a little more, whatever is still pending.
  */
 async function main(): Promise<void> {
   const { config, db, log } = await bootstrap();
@@ -23,12 +39,30 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    const { shutdownTimeoutMs } = config;
+    // The last resort: nothing below may keep the process alive past the limit.
+    setTimeout(() => {
+      app.log.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, shutdownTimeoutMs + 2000).unref();
+    const deadline = Date.now() + shutdownTimeoutMs;
     app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await webhookWorker?.stop();
-    await worker?.stop();
+    const closed = app.close();
+    const workers = Promise.all([webhookWorker?.stop(), worker?.stop()]);
+    if ((await by(closed, deadline)) === 'late') {
+      app.log.warn('requests still running at SHUTDOWN_TIMEOUT_MS; closing their connections');
+      app.server.closeAllConnections();
+      await by(closed, Date.now() + 1000);
+    }
+    // Handlers whose clients went away are not waited for by close(): they still use the database.
+    if ((await by(app.handlersDone(), Math.max(deadline, Date.now() + 1000))) === 'late') {
+      app.log.warn('request handlers still running at SHUTDOWN_TIMEOUT_MS');
+    }
+    if ((await by(workers, Date.now() + Math.max(1000, deadline - Date.now()))) === 'late') {
+      app.log.warn('the workers did not stop by SHUTDOWN_TIMEOUT_MS');
+    }
     for (const provider of Object.values(providers)) provider.close?.();
-    await db.close();
+    await by(db.close(), Date.now() + 1000);
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

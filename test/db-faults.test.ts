@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect as connectTcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -9,6 +11,7 @@ import {
   buildTestApp,
   call,
   expectError,
+  multipartBody,
   register,
   uniquePhone,
   type Account,
@@ -179,5 +182,132 @@ describe('SQLite locked by another process', () => {
       body: { name: 'Let In', phone: uniquePhone() },
     });
     expect(res.status).toBe(201);
+  });
+});
+
+describe('shutdown (SIGTERM to the server process)', () => {
+  it('stops accepting, lets requests in flight finish, ends a stuck download at SHUTDOWN_TIMEOUT_MS, then closes the database and exits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ces-shutdown-'));
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: pgUrl ?? `sqlite:${join(dir, 'ces.db')}`,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        APP_KEY: 'ef'.repeat(32),
+        LOG_LEVEL: 'info',
+        SHUTDOWN_TIMEOUT_MS: '1500',
+        EXPORT_THREADS: '0',
+        RATE_LIMIT_AUTH_PER_MIN: '1000',
+        RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    server.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    server.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    try {
+      for (const start = Date.now(); !/listening at http:\/\/127\.0\.0\.1:\d+/.test(log);) {
+        if (Date.now() - start > 20_000) throw new Error(`the server did not start: ${log}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const port = Number(/listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(log)![1]);
+      const base = `http://127.0.0.1:${port}/api`;
+      const json = { 'content-type': 'application/json' };
+      const registered = await fetch(`${base}/auth/register`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({
+          name: 'Shut Down',
+          email: `shut.${Date.now()}@example.com`,
+          password: 'correct horse battery',
+          phone: uniquePhone(),
+        }),
+      });
+      const token = ((await registered.json()) as { data: { access_token: string } }).data.access_token;
+      const auth = { ...json, authorization: `Bearer ${token}` };
+      const { payload, contentType } = multipartBody([
+        {
+          name: 'file',
+          content: [
+            'name,phone,address',
+            ...Array.from(
+              { length: 12_000 },
+              (_, i) => `Shut ${i},+9194${String(i).padStart(8, '0')},${'y'.repeat(600)}`,
+            ),
+          ].join('\n'),
+        },
+      ]);
+      const imported = await fetch(`${base}/voters/import`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+        body: payload,
+      });
+      expect(imported.status).toBe(200);
+
+      // A download whose client never reads: it would hold the server open for ever.
+      const stuck = connectTcp(port, '127.0.0.1');
+      stuck.on('error', () => {});
+      stuck.write(`GET /api/voters/export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      await new Promise((resolve) => stuck.once('data', resolve));
+      stuck.pause();
+
+      const inFlight = Array.from({ length: 20 }, (_, i) =>
+        fetch(`${base}/voters`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ name: `In Flight ${i}`, phone: uniquePhone() }),
+        }).then((r) => r.status),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const signalled = Date.now();
+      server.kill('SIGTERM');
+      const statuses = await Promise.all(inFlight.map((p) => p.catch(() => 0)));
+      const code = await exited;
+      expect(Date.now() - signalled).toBeLessThan(1500 + 2500);
+      expect(code).toBe(0);
+      // Every request that reached the server before the signal was answered.
+      expect(statuses.filter((s) => s !== 201 && s !== 503 && s !== 0)).toEqual([]);
+      expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(0);
+      expect(log).not.toMatch(/destroyed|unhandled error/i);
+      stuck.destroy();
+    } finally {
+      server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('handlers whose client went away', () => {
+  it('close() resolves once the connections are gone; handlersDone() waits for their handlers, which still use the database', async () => {
+    const t = await buildTestApp('sqlite');
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started = false;
+    let queried: unknown;
+    t.app.get('/api/test-held', { config: { permission: 'public' } }, async () => {
+      started = true;
+      await gate;
+      queried = await sql`select 1 as one`.execute(t.db.kysely);
+      return { success: true, data: null };
+    });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    const socket = connectTcp(port, '127.0.0.1');
+    socket.write('GET /api/test-held HTTP/1.1\r\nHost: x\r\n\r\n');
+    for (const start = Date.now(); !started && Date.now() - start < 5000;) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    socket.destroy();
+    await t.app.close();
+    let done = false;
+    const handlersDone = t.app.handlersDone().then(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(done).toBe(false);
+    release();
+    await handlersDone;
+    expect(queried).toBeDefined();
+    await t.db.close();
   });
 });
