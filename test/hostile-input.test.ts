@@ -6,6 +6,7 @@ import {
   call,
   dialects,
   expectError,
+  multipartBody,
   register,
   type TestApp,
 } from './helpers.ts';
@@ -164,6 +165,23 @@ for (const dialect of dialects) {
       expect(send.body.message).toBe('The request has invalid fields: dry.');
       const history = await call(t.app, 'GET', '/api/messages/history', { token: owner.token });
       expect(history.body.data.total).toBe(0);
+      // The voter import reads its multipart body itself; its query string is checked all the same.
+      const before = await call(t.app, 'GET', '/api/voters', { token: owner.token });
+      const { payload, contentType } = multipartBody([
+        { name: 'file', content: 'name,phone\nAsha,+919812345678\n' },
+      ]);
+      for (const name of ['zzz_unknown', 'constructor']) {
+        const imported = await t.app.inject({
+          method: 'POST',
+          url: `/api/voters/import?${name}=1`,
+          headers: { authorization: `Bearer ${owner.token}`, 'content-type': contentType },
+          payload,
+        });
+        expect(imported.statusCode, imported.body).toBe(422);
+        expect(imported.json().details).toEqual({ [name]: ['is not an allowed field.'] });
+      }
+      const after = await call(t.app, 'GET', '/api/voters', { token: owner.token });
+      expect(after.body.data.total).toBe(before.body.data.total);
       // Known parameters still work, repeated or not.
       expect((await call(t.app, 'GET', '/api/voters?page=1&per_page=5', { token: owner.token })).status).toBe(
         200,

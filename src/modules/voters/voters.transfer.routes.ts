@@ -6,6 +6,7 @@ import { AppError, validationError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success } from '../../http/schemas.ts';
+import { validatorCompiler } from '../../http/validation.ts';
 import type { Config } from '../../config.ts';
 import { ExportGate, exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
 import type { VoterImporter } from './voters.import.ts';
@@ -96,9 +97,9 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     '/voters/import',
     {
       config: { permission: 'voters:import' },
-      // The multipart body is read as a stream by the handler, not validated as JSON: this schema only
-      // documents it in the OpenAPI document.
-      validatorCompiler: () => () => true,
+      // The multipart body is read as a stream by the handler, not validated as JSON: its schema only
+      // documents it in the OpenAPI document. The query string is checked as on every route.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
       schema: {
         tags,
         summary: 'Import voters from a CSV file (streamed; re-importing updates instead of duplicating)',
