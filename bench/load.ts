@@ -9,9 +9,10 @@
  * Settings: LOAD_DURATION_S (60; soak 600), LOAD_CONNECTIONS (100), LOAD_VOTERS (5000 seeded voters).
  * The figures go to stdout and to bench/out/load-<dialect>-<mode>.md.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { spawnNpmStart, waitUntilUp } from './server.ts';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,34 +71,18 @@ async function freePort(): Promise<number> {
 let server: ChildProcess | undefined;
 
 async function startServer(databaseUrl: string, port: number): Promise<void> {
-  // Exactly what `npm start` runs (its node flags and MALLOC_ARENA_MAX included), as our own child.
-  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
-    .start;
-  const words = start.split(/\s+/);
-  const startEnv: Record<string, string> = {};
-  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
-    const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
-    startEnv[name] = value;
-  }
-  const [command, ...args] = words;
-  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
-  server = spawn(process.execPath, args, {
-    env: {
-      ...process.env,
-      ...startEnv,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      // The load comes from one address and a handful of users: the limits would answer 429 instead.
-      RATE_LIMIT_PUBLIC_PER_MIN: '100000000',
-      RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
-      RATE_LIMIT_AUTH_PER_MIN: '100000',
-      QUIET_HOURS: '',
-      SANDBOX_DELIVERY_DELAY_MS: '0',
-      APP_KEY: 'b'.repeat(64),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  server = spawnNpmStart({
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // The load comes from one address and a handful of users: the limits would answer 429 instead.
+    RATE_LIMIT_PUBLIC_PER_MIN: '100000000',
+    RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
+    RATE_LIMIT_AUTH_PER_MIN: '100000',
+    QUIET_HOURS: '',
+    SANDBOX_DELIVERY_DELAY_MS: '0',
+    APP_KEY: 'b'.repeat(64),
   });
   server.once('exit', (code, signal) => {
     if (server) {
@@ -105,15 +90,7 @@ async function startServer(databaseUrl: string, port: number): Promise<void> {
       process.exitCode = 1;
     }
   });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/api/healthz`)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
+  await waitUntilUp(`http://127.0.0.1:${port}/api/healthz`);
 }
 
 /** SIGTERM, then SIGKILL after 10 s: a server that does not stop must not outlive the run. */

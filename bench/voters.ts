@@ -9,7 +9,7 @@
  *   - p50/p99 over HTTP of list pages with each filter and of search for name, phone and email fragments.
  * With DATABASE_URL=postgres://... everything runs on PostgreSQL (reference: psql \copy).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import {
   createReadStream,
   existsSync,
@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateVotersCsv } from './generate.ts';
+import { spawnNpmStart, waitUntilUp } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -57,46 +58,20 @@ function rate(count: number, ms: number): number {
 let server: ChildProcess | undefined;
 
 async function startServer(databaseUrl: string): Promise<void> {
-  // Exactly what `npm start` runs (its node flags included), but as our own child so its memory can be read.
-  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
-    .start;
-  const words = start.split(/\s+/);
-  // Leading NAME=value words are environment settings of the command (MALLOC_ARENA_MAX).
-  const startEnv: Record<string, string> = {};
-  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
-    const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
-    startEnv[name] = value;
-  }
-  const [command, ...startArgs] = words;
-  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
-  server = spawn(process.execPath, startArgs, {
-    env: {
-      ...process.env,
-      ...startEnv,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
-      RATE_LIMIT_AUTH_PER_MIN: '1000',
-      IMPORT_MAX_BYTES: String(2 * 1024 * 1024 * 1024),
-      APP_KEY: 'a'.repeat(64),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  server = spawnNpmStart({
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
+    RATE_LIMIT_AUTH_PER_MIN: '1000',
+    IMPORT_MAX_BYTES: String(2 * 1024 * 1024 * 1024),
+    APP_KEY: 'a'.repeat(64),
   });
   server.once('exit', (code, signal) => {
     if (server) console.error(`server exited unexpectedly (code ${code}, signal ${signal})`);
   });
-  for (let i = 0; i < 200; i++) {
-    try {
-      const res = await fetch(`${base}/healthz`);
-      if (res.ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
+  await waitUntilUp(`${base}/healthz`, 200);
 }
 
 /** Peak resident memory of the server since the last reset, in MB (Linux VmHWM). */

@@ -1,0 +1,37 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/**
+ * Starts exactly what `npm start` runs (its node flags, and its leading NAME=value words such as
+ * MALLOC_ARENA_MAX as environment settings) as a child of this process, so a bench can read its memory;
+ * `env` goes on top of this process's environment. Its output is this process's.
+ */
+export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
+    .start;
+  const words = start.split(/\s+/);
+  const startEnv: Record<string, string> = {};
+  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+    const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
+    startEnv[name] = value;
+  }
+  const [command, ...args] = words;
+  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
+  return spawn(process.execPath, args, {
+    env: { ...process.env, ...startEnv, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+/** Resolves once `url` answers 2xx; throws after `tries` attempts 100 ms apart. */
+export async function waitUntilUp(url: string, tries = 300): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not start');
+}
