@@ -2,19 +2,12 @@ import { buildApp } from './app.ts';
 import { bootstrap } from './bootstrap.ts';
 import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
 import { DeliveryWorker } from './jobs/delivery-worker.ts';
+import { within } from './lib/time-limit.ts';
 import { createProviders } from './providers/registry.ts';
 
 /** Resolves with `promise`, or with 'late' once `deadline` (a Date.now() value) has passed. */
-async function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
+  return within(promise, deadline - Date.now(), () => 'late' as const);
 }
 
 /**

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type DatabaseSettings, databaseSettings } from '../config.ts';
+import { within } from '../lib/time-limit.ts';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -98,23 +99,6 @@ function pgPool(databaseUrl: string, options: pg.PoolConfig): pg.Pool {
   return pool;
 }
 
-/** Rejects when `promise` has not settled within `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(Object.assign(new Error(`${what} timed out`), { code: 'ETIMEDOUT' })),
-      ms,
-    );
-  });
-  promise.catch(() => {});
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * The database of DATABASE_URL. Every PostgreSQL call of the API is bounded: the wait for a pooled
  * connection (a new one's handshake included) by `acquireTimeoutMs`, a statement by the server's
@@ -139,7 +123,9 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
       dialect: 'postgres',
       raw: { dialect: 'postgres', pool, bulk },
       ping: async (timeoutMs = pingWithin) => {
-        await within(sql`select 1`.execute(kysely), timeoutMs, 'the database health check');
+        await within(sql`select 1`.execute(kysely), timeoutMs, () => {
+          throw Object.assign(new Error('the database health check timed out'), { code: 'ETIMEDOUT' });
+        });
       },
       close: async () => {
         await Promise.all([kysely.destroy(), bulk.end()]);

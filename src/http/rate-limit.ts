@@ -6,6 +6,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { Config } from '../config.ts';
+import { within } from '../lib/time-limit.ts';
 
 export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback', 'failedAuth'] as const;
 export type Bucket = (typeof buckets)[number];
@@ -120,13 +121,9 @@ export class RateLimits {
   }
 
   private withTimeout<T>(promise: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RedisTimeout(this.timeoutMs)), this.timeoutMs);
+    return within(promise, this.timeoutMs, () => {
+      throw new RedisTimeout(this.timeoutMs);
     });
-    // A call that answers after its timeout must not become an unhandled rejection.
-    promise.catch(() => {});
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
   }
 
   private markDown(error: unknown): void {

@@ -1,3 +1,5 @@
+import { within } from '../lib/time-limit.ts';
+
 export const channels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
 export type Channel = (typeof channels)[number];
 
@@ -62,24 +64,16 @@ export class ProviderError extends Error {
  * (and aborted where the provider can be) as a retryable ProviderError: whether the provider took the
  * message is then unknown, so a retry may deliver it twice; a call that never ends would hold its lane.
  */
-export async function sendWithin(
+export function sendWithin(
   provider: MessageProvider,
   message: OutgoingMessage,
   timeoutMs: number,
 ): Promise<SendResult> {
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      reject(new ProviderError(`${provider.name} did not answer within ${timeoutMs / 1000} s`, true));
-    }, timeoutMs);
+  return within(provider.send(message, controller.signal), timeoutMs, () => {
+    controller.abort();
+    throw new ProviderError(`${provider.name} did not answer within ${timeoutMs / 1000} s`, true);
   });
-  try {
-    return await Promise.race([provider.send(message, controller.signal), timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export type Providers = Readonly<Record<Channel, MessageProvider>>;
