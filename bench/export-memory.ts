@@ -128,7 +128,12 @@ async function main(): Promise<void> {
     if (upload.status !== 200) throw new Error(`import: ${upload.status} ${upload.body.slice(0, 300)}`);
 
     // Warm: one whole export of each format, so that code and caches are loaded before the first figure.
-    for (const format of ['csv', 'excel']) await download(base, format, token, false);
+    const whole: string[] = [];
+    for (const format of ['csv', 'excel']) {
+      const started = performance.now();
+      await download(base, format, token, false);
+      whole.push(`${format} ${((performance.now() - started) / 1000).toFixed(2)} s`);
+    }
     const before = await memory(false);
     const beforeGc = await memory(true);
 
@@ -155,8 +160,9 @@ async function main(): Promise<void> {
     console.log(line('paused', during));
     console.log(line('paused, after a GC', duringGc));
     console.log(line('clients gone, after a GC', after));
+    console.log(`\none whole export, nothing else running: ${whole.join(', ')}`);
     console.log(
-      `\nper paused export: RSS ${mb((during.rss - before.rss) / exportCount)} MB, live (after a GC) heap ` +
+      `per paused export: RSS ${mb((during.rss - before.rss) / exportCount)} MB, live (after a GC) heap ` +
         `${mb((duringGc.heapUsed - beforeGc.heapUsed) / exportCount)} MB + external ` +
         `${mb((duringGc.external - beforeGc.external) / exportCount)} MB`,
     );
