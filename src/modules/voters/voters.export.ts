@@ -35,7 +35,10 @@ export interface ExportFile {
  * bytes per paused export, and twenty paused exports took the server 150 MB up).
  */
 const IN_THREAD_ROWS = 256;
-/** The most bytes written to the socket at once: a paused export's socket holds no more. */
+/**
+ * The most bytes of CSV formatted in this thread written to the socket at once (a paused export's socket
+ * holds no more). Chunks from worker threads (256 KB, a fixed number in the process) go as they are.
+ */
 export const EXPORT_CHUNK_BYTES = 64 * 1024;
 
 /** Seconds a client refused by the export limit is told to wait. */
@@ -106,15 +109,16 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
 
 async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
   yield Buffer.from(exportColumns.join(',') + '\n', 'utf8');
-  for await (const chunk of text) yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+  for await (const chunk of text) {
+    if (typeof chunk !== 'string') yield chunk;
+    else yield* atMost(Buffer.from(chunk, 'utf8'), EXPORT_CHUNK_BYTES);
+  }
 }
 
-/** `body`'s chunks cut into pieces of at most `most` bytes (views, not copies). */
-async function* atMost(body: AsyncGenerator<Buffer>, most: number): AsyncGenerator<Buffer> {
-  for await (const chunk of body) {
-    if (chunk.length <= most) yield chunk;
-    else for (let at = 0; at < chunk.length; at += most) yield chunk.subarray(at, at + most);
-  }
+/** `bytes` in pieces of at most `most` bytes (views, not copies). */
+function* atMost(bytes: Buffer, most: number): Generator<Buffer> {
+  if (bytes.length <= most) yield bytes;
+  else for (let at = 0; at < bytes.length; at += most) yield bytes.subarray(at, at + most);
 }
 
 /** The text of the next batch, or undefined after the last: the batch's rows are not kept. */
@@ -194,9 +198,5 @@ export function exportVoters(
             ),
           );
   }
-  return {
-    contentType,
-    filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`,
-    body: atMost(body, EXPORT_CHUNK_BYTES),
-  };
+  return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
 }
