@@ -285,11 +285,14 @@ export async function* xlsxStream(
   // (its memory is the producer's again once it is).
   let pending: Promise<SheetPiece> | undefined;
   for await (const rows of sheetRows) {
-    const next = typeof rows === 'string' ? sheetPiece(rows) : undefined;
-    next?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
-    if (pending) yield* nonEmpty(add(await pending));
-    pending = next;
-    if (typeof rows !== 'string') yield* nonEmpty(add(rows));
+    // `rows` is not referred to past this point: while the consumer waits, XML text is held only until
+    // its deflate is done.
+    const ready = pending;
+    pending = typeof rows === 'string' ? sheetPiece(rows) : undefined;
+    pending?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
+    const piece = typeof rows === 'string' ? undefined : rows;
+    if (ready) yield* nonEmpty(add(await ready));
+    if (piece) yield* nonEmpty(add(piece));
   }
   if (pending) yield* nonEmpty(add(await pending));
   yield add(await sheetPiece('</sheetData></worksheet>'));

@@ -4,7 +4,13 @@ import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation
 import { xlsxStream } from '../../lib/xlsx.ts';
 import { exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
-import { copyVotersCsv, exportColumns, exportVoterBatches, type VoterFilters } from './voters.repository.ts';
+import {
+  copyVotersCsv,
+  exportColumns,
+  exportVoterBatches,
+  type ExportRow,
+  type VoterFilters,
+} from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
 
 export const exportFormats = {
@@ -22,6 +28,18 @@ export interface ExportFile {
   filename: string;
   body: AsyncGenerator<Buffer>;
 }
+
+/**
+ * Rows per read of an export in the request's thread. What a paused export holds is about one read's text
+ * (and its bytes): 256 voters are about 30 KB of CSV, 200 KB of sheet XML (2000 held 3 MB of rows, text and
+ * bytes per paused export, and twenty paused exports took the server 150 MB up).
+ */
+const IN_THREAD_ROWS = 256;
+/**
+ * The most bytes of CSV formatted in this thread written to the socket at once (a paused export's socket
+ * holds no more). Chunks from worker threads (256 KB, a fixed number in the process) go as they are.
+ */
+export const EXPORT_CHUNK_BYTES = 64 * 1024;
 
 /** Seconds a client refused by the export limit is told to wait. */
 const RETRY_AFTER_SECONDS = 10;
@@ -91,12 +109,31 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
 
 async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
   yield Buffer.from(exportColumns.join(',') + '\n', 'utf8');
-  for await (const chunk of text) yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+  for await (const chunk of text) {
+    if (typeof chunk !== 'string') yield chunk;
+    else yield* atMost(Buffer.from(chunk, 'utf8'), EXPORT_CHUNK_BYTES);
+  }
+}
+
+/** `bytes` in pieces of at most `most` bytes (views, not copies). */
+function* atMost(bytes: Buffer, most: number): Generator<Buffer> {
+  if (bytes.length <= most) yield bytes;
+  else for (let at = 0; at < bytes.length; at += most) yield bytes.subarray(at, at + most);
+}
+
+/** The text of the next batch, or undefined after the last: the batch's rows are not kept. */
+async function nextText(
+  batches: AsyncGenerator<ExportRow[]>,
+  format: ExportFormat,
+): Promise<string | undefined> {
+  const next = await batches.next();
+  return next.done ? undefined : exportText(format, next.value);
 }
 
 /**
  * An export's text in pieces: from worker threads when `threaded` gives them (see threadedExport; asked only
- * when the body is first pulled), else read and formatted in this thread, batch by batch.
+ * when the body is first pulled), else read and formatted in this thread, IN_THREAD_ROWS rows at a time
+ * (only the text of one read is held while the consumer waits, not its rows).
  */
 async function* exportPieces<T>(
   threaded: () => Promise<AsyncGenerator<T> | undefined> | undefined,
@@ -107,7 +144,18 @@ async function* exportPieces<T>(
 ): AsyncGenerator<T | string> {
   const pieces = await threaded();
   if (pieces) return yield* pieces;
-  for await (const rows of exportVoterBatches(db, workspaceId, filters)) yield exportText(format, rows);
+  const batches = exportVoterBatches(db, workspaceId, filters, IN_THREAD_ROWS);
+  try {
+    for (
+      let text = await nextText(batches, format);
+      text !== undefined;
+      text = await nextText(batches, format)
+    ) {
+      yield text;
+    }
+  } finally {
+    await batches.return(undefined);
+  }
 }
 
 /**

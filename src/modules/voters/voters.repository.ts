@@ -613,30 +613,38 @@ export async function* exportVoterBatches(
   filters: VoterFilters,
   batchSize = 2000,
 ): AsyncGenerator<ExportRow[]> {
-  let after = 0;
+  // The text is the same for every batch (only `after`, the parameter after the filters', moves): built
+  // once, and on SQLite prepared once.
+  const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
+    .select(exportSelection(db.dialect))
+    .where('voters.id', '>', -1)
+    .orderBy('voters.id')
+    .limit(batchSize)
+    .compile();
+  const values = [...parameters];
+  const afterAt = values.length - 2;
+  if (values[afterAt] !== -1 || values[afterAt + 1] !== batchSize)
+    throw new Error('unexpected parameter order');
   let statement: SQLite.Statement | undefined;
-  for (;;) {
-    const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-      .select(exportSelection(db.dialect))
-      .where('voters.id', '>', after)
-      .orderBy('voters.id')
-      .limit(batchSize)
-      .compile();
+  for (let after = 0; ;) {
+    values[afterAt] = after;
     let rows: ExportRow[];
     if (db.raw.dialect === 'sqlite') {
       const { sqlite } = db.raw;
-      // The text is the same for every batch (only `after` moves): prepared once.
       rows = await db.kysely.connection().execute(async () => {
         statement ??= sqlite.prepare(text).raw(true);
-        return statement.all(...parameters) as ExportRow[];
+        return statement.all(...values) as ExportRow[];
       });
     } else {
-      rows = (await db.raw.bulk.query<ExportRow>({ text, values: [...parameters], rowMode: 'array' })).rows;
+      rows = (await db.raw.bulk.query<ExportRow>({ text, values, rowMode: 'array' })).rows;
     }
     if (rows.length === 0) return;
-    yield rows;
-    if (rows.length < batchSize) return;
+    const full = rows.length === batchSize;
     after = rows[rows.length - 1]![0];
+    // Nothing here refers to the batch while the consumer has it: a paused export holds it only as long
+    // as its consumer does.
+    yield rows;
+    if (!full) return;
   }
 }
 
