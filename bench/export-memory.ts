@@ -9,19 +9,12 @@
  * (no endpoint is added to the app).
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import {
-  createReadStream,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { type ClientRequest, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { npmStart } from './server.ts';
 
 interface Memory {
   rss: number;
@@ -76,15 +69,8 @@ async function main(): Promise<void> {
   }
 
   // `npm start`'s node flags and environment words (MALLOC_ARENA_MAX=2 node --max-old-space-size=192 ...).
-  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
-    .start;
-  const words = start.split(/\s+/);
-  const startEnv: Record<string, string> = {};
-  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
-    const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
-    startEnv[name] = value;
-  }
-  const nodeFlags = words.slice(1).filter((w) => w.startsWith('--') && !w.endsWith('.ts'));
+  const { env: startEnv, args: startArgs } = npmStart();
+  const nodeFlags = startArgs.filter((w) => w.startsWith('--') && !w.endsWith('.ts'));
   const server: ChildProcess = fork(resolve('bench/export-memory.ts'), ['--serve'], {
     execArgv: [...nodeFlags.filter((f) => f !== '--import'), '--import', 'tsx', '--expose-gc'],
     env: {

@@ -2,23 +2,31 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /**
- * Starts exactly what `npm start` runs (its node flags, and its leading NAME=value words such as
- * MALLOC_ARENA_MAX as environment settings) as a child of this process, so a bench can read its memory;
- * `env` goes on top of this process's environment. Its output is this process's.
+ * What `npm start` runs: its leading NAME=value words (MALLOC_ARENA_MAX) as environment settings, and the
+ * arguments of its `node` command (its flags and the entry point).
  */
-export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+export function npmStart(): { env: Record<string, string>; args: string[] } {
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
     .start;
   const words = start.split(/\s+/);
-  const startEnv: Record<string, string> = {};
+  const env: Record<string, string> = {};
   while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
     const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
-    startEnv[name] = value;
+    env[name] = value;
   }
   const [command, ...args] = words;
   if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
-  return spawn(process.execPath, args, {
-    env: { ...process.env, ...startEnv, ...env },
+  return { env, args };
+}
+
+/**
+ * Starts exactly what `npm start` runs as a child of this process, so a bench can read its memory; `env`
+ * goes on top of this process's environment. Its output is this process's.
+ */
+export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+  const start = npmStart();
+  return spawn(process.execPath, start.args, {
+    env: { ...process.env, ...start.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
 }

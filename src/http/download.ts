@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { within } from '../lib/time-limit.ts';
 
 /** A file to send as an attachment, produced chunk by chunk. */
 export interface Download {
@@ -31,25 +32,12 @@ function written(res: ServerResponse, chunk: Uint8Array): Promise<void> {
 }
 
 /** `step`, or a rejection (code ETIMEDOUT) when it has not settled within `ms`. */
-async function inTime<T>(step: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          Object.assign(new Error(`the download made no progress for ${ms} ms: ${what}`), {
-            code: 'ETIMEDOUT',
-          }),
-        ),
-      ms,
-    );
+function inTime<T>(step: Promise<T>, ms: number, what: string): Promise<T> {
+  return within(step, ms, () => {
+    throw Object.assign(new Error(`the download made no progress for ${ms} ms: ${what}`), {
+      code: 'ETIMEDOUT',
+    });
   });
-  step.catch(() => {});
-  try {
-    return await Promise.race([step, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
