@@ -9,12 +9,12 @@
  * (no endpoint is added to the app).
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { type ClientRequest, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { npmStart } from './server.ts';
+import { npmStart, uploadCsv } from './server.ts';
 
 interface Memory {
   rss: number;
@@ -156,39 +156,6 @@ async function main(): Promise<void> {
     server.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
   }
-}
-
-/** Uploads the file as multipart/form-data, streamed from disk. */
-function uploadCsv(base: string, path: string, token: string): Promise<{ status: number; body: string }> {
-  const boundary = `----ces-bench-${Date.now()}`;
-  const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="voters.csv"\r\nContent-Type: text/csv\r\n\r\n`,
-  );
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return new Promise((done, fail) => {
-    const req = httpRequest(
-      `${base}/voters/import`,
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': `multipart/form-data; boundary=${boundary}`,
-          'content-length': head.length + statSync(path).size + tail.length,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => done({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', fail);
-    req.write(head);
-    const file = createReadStream(path);
-    file.pipe(req, { end: false });
-    file.on('end', () => req.end(tail));
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 
 /**
  * What `npm start` runs: its leading NAME=value words (MALLOC_ARENA_MAX) as environment settings, and the
@@ -42,4 +43,41 @@ export async function waitUntilUp(url: string, tries = 300): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('server did not start');
+}
+
+/** Uploads a voters CSV to `POST <base>/voters/import` as multipart/form-data, streamed from disk. */
+export function uploadCsv(
+  base: string,
+  path: string,
+  token: string,
+): Promise<{ status: number; body: string }> {
+  const boundary = `----ces-bench-${Date.now()}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="voters.csv"\r\nContent-Type: text/csv\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return new Promise((resolveUpload, reject) => {
+    const req = httpRequest(
+      `${base}/voters/import`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + statSync(path).size + tail.length,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolveUpload({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.write(head);
+    const file = createReadStream(path);
+    file.pipe(req, { end: false });
+    file.on('end', () => req.end(tail));
+  });
 }

@@ -10,21 +10,13 @@
  * With DATABASE_URL=postgres://... everything runs on PostgreSQL (reference: psql \copy).
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import {
-  createReadStream,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateVotersCsv } from './generate.ts';
-import { spawnNpmStart, waitUntilUp } from './server.ts';
+import { spawnNpmStart, uploadCsv, waitUntilUp } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -107,39 +99,6 @@ async function api(method: string, path: string, token?: string, body?: unknown)
   const json = (await res.json()) as { data: Record<string, unknown> };
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json.data;
-}
-
-/** Uploads the file as multipart/form-data, streamed from disk. */
-function uploadCsv(path: string, token: string): Promise<{ status: number; body: string }> {
-  const boundary = `----ces-bench-${Date.now()}`;
-  const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="voters.csv"\r\nContent-Type: text/csv\r\n\r\n`,
-  );
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return new Promise((resolveUpload, reject) => {
-    const req = httpRequest(
-      `${base}/voters/import`,
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': `multipart/form-data; boundary=${boundary}`,
-          'content-length': head.length + statSync(path).size + tail.length,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolveUpload({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.write(head);
-    const file = createReadStream(path);
-    file.pipe(req, { end: false });
-    file.on('end', () => req.end(tail));
-  });
 }
 
 /** Downloads to nowhere, counting bytes; resolves with the byte count. */
@@ -281,7 +240,7 @@ async function latency(token: string): Promise<LatencyRow[]> {
     for (let i = 0; i < 101; i++)
       lines.push(`Bench Bulk ${i},+9190000${String(i).padStart(5, '0')},${changes % 2}`);
     writeFileSync(bulkCsv, lines.join('\n'));
-    const res = await uploadCsv(bulkCsv, token);
+    const res = await uploadCsv(base, bulkCsv, token);
     if (res.status !== 200) throw new Error(`bulk import: ${res.status} ${res.body.slice(0, 300)}`);
   };
   await bulk();
@@ -365,7 +324,7 @@ async function main(): Promise<void> {
     console.log('import through the API ...');
     resetPeakRss();
     let started = performance.now();
-    const upload = await uploadCsv(csvPath, token);
+    const upload = await uploadCsv(base, csvPath, token);
     const importMs = performance.now() - started;
     const importRss = peakRssMb();
     if (upload.status !== 200)
