@@ -236,7 +236,7 @@ for (const dialect of dialects) {
           `Basic ${Buffer.from('a:b').toString('base64')}`,
           `Bearer ${tokenId}`,
           `Bearer ${tokenId}|`,
-          `Bearer ${tokenId}|${secret.slice(0, -1)}x`,
+          `Bearer ${tokenId}|${secret.slice(0, -1)}${secret.endsWith('x') ? 'y' : 'x'}`,
           `Bearer ${owner.token}x`,
           `Bearer ${Number(tokenId) + 100000}|${secret}`,
           `Bearer ' OR '1'='1`,
