@@ -8,6 +8,7 @@ import * as webhooksGrievancesPayments from './migrations/2026_11_21_004_webhook
 import * as voterVersions from './migrations/2026_11_21_005_voter_versions.ts';
 import * as voterChanges from './migrations/2026_11_21_006_voter_changes.ts';
 import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
+import * as auditLog from './migrations/2026_11_24_008_audit_log.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_005_voter_versions': voterVersions,
   '2026_11_21_006_voter_changes': voterChanges,
   '2026_11_21_007_voter_blocks': voterBlocks,
+  '2026_11_24_008_audit_log': auditLog,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

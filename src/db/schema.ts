@@ -26,6 +26,7 @@ export interface Database {
   campaigns: CampaignTable;
   messages: MessageTable;
   idempotency_keys: IdempotencyKeyTable;
+  audit_log: AuditLogTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -356,3 +357,19 @@ export interface IdempotencyKeyTable {
   created_at: string;
   updated_at: string;
 }
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  workspace_id: number;
+  /** One of `auditActions` (src/modules/audit/audit.repository.ts). */
+  action: string;
+  actor_id: number | null;
+  actor_name: string | null;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  /** JSON text or null. */
+  details: string | null;
+  created_at: string;
+}
+export type AuditLogRow = Selectable<AuditLogTable>;

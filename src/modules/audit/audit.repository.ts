@@ -1,0 +1,72 @@
+import type { FastifyRequest } from 'fastify';
+import { nowIso } from '../../db/connect.ts';
+import type { Executor } from '../../db/types.ts';
+
+/** Every action the audit log records (contract, second part, "Team and access"). */
+export const auditActions = [
+  'user.created',
+  'user.updated',
+  'user.deactivated',
+  'auth.password_changed',
+  'auth.password_reset',
+  'voters.imported',
+  'voters.exported',
+  'voter.deleted',
+  'broadcast.created',
+  'campaign.sent',
+  'campaign.cancelled',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'payment.created',
+  'opt_out.created',
+  'opt_out.deleted',
+  'silence_period.created',
+  'silence_period.deleted',
+] as const;
+export type AuditAction = (typeof auditActions)[number];
+
+/** Who acted: a signed-in user (id), or the service itself (null: CLI, worker, a provider callback), and from where. */
+export interface AuditActor {
+  userId: number | null;
+  ip: string | null;
+}
+
+/** The actor of a request: its signed-in user (if any) and client address. */
+export function actorOf(request: FastifyRequest): AuditActor {
+  return { userId: request.auth?.userId ?? null, ip: request.ip ?? null };
+}
+
+export interface AuditEntry {
+  workspaceId: number;
+  actor: AuditActor;
+  action: AuditAction;
+  target?: { type: string; id: string | number } | null;
+  /** Stored as JSON; never put a secret or a voter's personal data here beyond what the action needs. */
+  details?: Record<string, unknown> | null;
+}
+
+/**
+ * Records one action. Call it with the transaction that makes the change, so the entry exists exactly when the
+ * change does. The actor's name is copied from `users` at write time.
+ */
+export async function recordAudit(db: Executor, entry: AuditEntry): Promise<void> {
+  const { actor } = entry;
+  await db
+    .insertInto('audit_log')
+    .values((eb) => ({
+      workspace_id: entry.workspaceId,
+      action: entry.action,
+      actor_id: actor.userId,
+      actor_name:
+        actor.userId === null
+          ? null
+          : eb.selectFrom('users').select('name').where('id', '=', actor.userId).limit(1),
+      target_type: entry.target?.type ?? null,
+      target_id: entry.target ? String(entry.target.id) : null,
+      ip: actor.ip ? actor.ip.slice(0, 100) : null,
+      details: entry.details ? JSON.stringify(entry.details) : null,
+      created_at: nowIso(),
+    }))
+    .execute();
+}
