@@ -9,6 +9,7 @@ import * as voterVersions from './migrations/2026_11_21_005_voter_versions.ts';
 import * as voterChanges from './migrations/2026_11_21_006_voter_changes.ts';
 import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
 import * as auditLog from './migrations/2026_11_24_008_audit_log.ts';
+import * as messageErrorCode from './migrations/2026_11_24_009_message_error_code.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_006_voter_changes': voterChanges,
   '2026_11_21_007_voter_blocks': voterBlocks,
   '2026_11_24_008_audit_log': auditLog,
+  '2026_11_24_009_message_error_code': messageErrorCode,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -281,6 +281,17 @@ export type MessageChannel = (typeof messageChannels)[number];
 export const messageStatuses = ['queued', 'sent', 'delivered', 'failed'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 
+/** Why a failed message failed (contract, second part, "Messages you can account for"). */
+export const messageErrorCodes = [
+  'cancelled',
+  'invalid_recipient',
+  'provider_rejected',
+  'undeliverable',
+  'opted_out',
+  'silence_period',
+] as const;
+export type MessageErrorCode = (typeof messageErrorCodes)[number];
+
 export const campaignStatuses = [
   'draft',
   'scheduled',
@@ -337,7 +348,10 @@ export interface MessageTable {
   lease_until: string | null;
   attempts: number;
   next_attempt_at: string;
+  /** The human-readable reason of a failure (the API's `error_message`). */
   error: string | null;
+  /** Set with `status: 'failed'` only. */
+  error_code: MessageErrorCode | null;
   created_at: string;
   updated_at: string;
   sent_at: string | null;
