@@ -1,7 +1,6 @@
 import { buildApp } from './app.ts';
 import { bootstrap } from './bootstrap.ts';
-import { startWebhookDelivery } from './jobs/webhook-delivery.ts';
-import { DeliveryWorker } from './jobs/delivery-worker.ts';
+import { Background } from './jobs/background.ts';
 import { within } from './lib/time-limit.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -22,11 +21,8 @@ async function main(): Promise<void> {
   const { config, db, log } = await bootstrap();
   const providers = createProviders(config, log);
   const app = await buildApp({ config, db, providers });
-  const worker = config.delivery.inProcess ? new DeliveryWorker({ db, config, providers, log }) : undefined;
-  // In-process webhook delivery (worker.ts runs the same loops alone).
-  const webhookWorker = config.delivery.inProcess
-    ? startWebhookDelivery({ db: db.kysely, config, log: app.log })
-    : undefined;
+  // The background loops in this process (worker.ts runs the same loops alone).
+  const background = config.delivery.inProcess ? new Background({ db, config, providers, log }) : undefined;
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -41,7 +37,7 @@ async function main(): Promise<void> {
     const deadline = Date.now() + shutdownTimeoutMs;
     app.log.info({ signal }, 'shutting down');
     const closed = app.close();
-    const workers = Promise.all([webhookWorker?.stop(), worker?.stop()]);
+    const workers = background ? background.stop() : Promise.resolve();
     if ((await by(closed, deadline)) === 'late') {
       app.log.warn('requests still running at SHUTDOWN_TIMEOUT_MS; closing their connections');
       app.server.closeAllConnections();
@@ -62,7 +58,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
-  worker?.start();
+  background?.start();
   app.log.info({ database: db.dialect }, `Campaign Engagement Service ready; API reference at /api/docs`);
 }
 
