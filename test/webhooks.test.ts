@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../src/modules/webhooks/webhooks.events.ts';
-import { claimDueDeliveries } from '../src/modules/webhooks/webhooks.repository.ts';
 import { webhookSecretBox } from '../src/modules/webhooks/webhooks.secrets.ts';
 import {
   addMember,
@@ -479,9 +478,14 @@ for (const dialect of dialects) {
         // A worker claims with a lease that lasts, then "dies": nobody else may take the delivery meanwhile.
         const now = new Date();
         const far = new Date(now.getTime() + 3600_000).toISOString();
-        const held = await claimDueDeliveries(t.db.kysely, 'dead-worker', now.toISOString(), far, 10, [
-          owner.user.workspace_id,
-        ]);
+        const held = (
+          await t.db.kysely
+            .updateTable('webhook_deliveries')
+            .set({ claimed_by: 'dead-worker', lease_until: far })
+            .where('workspace_id', '=', owner.user.workspace_id)
+            .returning('id')
+            .execute()
+        ).map((row) => row.id);
         expect(held).toHaveLength(1);
         expect(await worker.runOnce()).toBe(0);
         expect(r.received).toHaveLength(0);

@@ -193,42 +193,6 @@ export async function requeueDelivery(
 // The delivery workers serve every workspace: the functions below select across workspaces by design
 // (claiming), then act on each delivery by its workspace id and claim.
 
-/**
- * Claims up to `limit` due deliveries of enabled endpoints for `workerId` until `leaseUntil`: pending ones
- * whose time has come and that nobody holds, or whose holder's lease has run out (a crashed worker).
- * PostgreSQL skips rows another worker is claiming (FOR UPDATE SKIP LOCKED); SQLite has one writer.
- * `workspaceIds` limits the claim to those workspaces (a dedicated worker; tests sharing one database).
- */
-export async function claimDueDeliveries(
-  db: Executor,
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-  limit: number,
-  workspaceIds?: readonly number[],
-): Promise<number[]> {
-  const due = db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .select('d.id')
-    .where('d.status', '=', 'pending')
-    .where('d.next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
-    .where('w.disabled_at', 'is', null)
-    .$if(workspaceIds !== undefined, (q) => q.where('d.workspace_id', 'in', [...(workspaceIds ?? []), 0]))
-    .orderBy('d.next_attempt_at')
-    .orderBy('d.id')
-    .limit(limit)
-    .$if(isPostgres(db), (q) => q.forUpdate('d').skipLocked());
-  const rows = await db
-    .updateTable('webhook_deliveries')
-    .set({ claimed_by: workerId, lease_until: leaseUntil })
-    .where('id', 'in', due)
-    .returning('id')
-    .execute();
-  return rows.map((r) => r.id);
-}
-
 /** An endpoint with due deliveries nobody holds, and what is in flight to it and its workspace. */
 export interface DueEndpoint {
   webhook_id: number;
