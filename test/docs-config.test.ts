@@ -95,9 +95,58 @@ function drift(documented: Map<string, number[]>, read: Set<string>, pending: Se
   return problems;
 }
 
+/** The default of each row that names one variable: the first backticked value of its second cell. */
+function documentedDefaults(markdown: string): Map<string, string> {
+  const defaults = new Map<string, string>();
+  for (const line of markdown.split('\n')) {
+    if (!line.startsWith('|')) continue;
+    const [, first = '', second = ''] = line.split('|');
+    const names = [...first.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string).filter((n) => envName.test(n));
+    const value = /`([^`]*)`/.exec(second)?.[1];
+    if (names.length === 1 && value !== undefined) defaults.set(names[0] as string, value);
+  }
+  return defaults;
+}
+
+/**
+ * Defaults written as literals in src/config.ts: `int(env, 'NAME', 500)` (or a product such as
+ * `100 * 1024 * 1024`), `bool(env, 'NAME', false)`, `retrySchedule(env, 'NAME', [5, 30])` and
+ * `env.NAME?.trim() || 'value'`. Computed defaults (such as `EXPORT_THREADS`) are not compared.
+ */
+function defaultsInSource(source: string): Map<string, string> {
+  const defaults = new Map<string, string>();
+  const number = (text: string) =>
+    String(text.split('*').reduce((product, part) => product * Number(part.replace(/[_\s]/g, '')), 1));
+  for (const m of source.matchAll(
+    /\bint\(\s*env\s*,\s*'([A-Z][A-Z0-9_]*)'\s*,\s*([\d_]+(?:\s*\*\s*[\d_]+)*)\s*[,)]/g,
+  ))
+    defaults.set(m[1] as string, number(m[2] as string));
+  for (const m of source.matchAll(/\bbool\(\s*env\s*,\s*'([A-Z][A-Z0-9_]*)'\s*,\s*(true|false)\s*\)/g))
+    defaults.set(m[1] as string, m[2] as string);
+  for (const m of source.matchAll(/\bretrySchedule\(\s*env\s*,\s*'([A-Z][A-Z0-9_]*)'\s*,\s*\[([^\]]*)\]/g))
+    defaults.set(m[1] as string, (m[2] as string).replace(/\s/g, ''));
+  for (const m of source.matchAll(/\benv\.([A-Z][A-Z0-9_]*)\?\.trim\(\)\s*\|\|\s*'([^']*)'/g))
+    defaults.set(m[1] as string, m[2] as string);
+  return defaults;
+}
+
+function wrongDefaults(documented: Map<string, string>, inSource: Map<string, string>): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of inSource) {
+    const written = documented.get(name);
+    if (written !== undefined && written !== value)
+      problems.push(
+        `${name}: docs/configuration.md says the default is ${written}, src/config.ts says ${value}`,
+      );
+  }
+  return problems;
+}
+
 describe('docs/configuration.md and src/config.ts', () => {
-  const documented = documentedSettings(readFileSync(docPath, 'utf8'));
-  const inSource = readInSource(readFileSync(configPath, 'utf8'));
+  const page = readFileSync(docPath, 'utf8');
+  const source = readFileSync(configPath, 'utf8');
+  const documented = documentedSettings(page);
+  const inSource = readInSource(source);
   const atRunTime = new Set([
     ...readAtRunTime({}),
     // Every optional branch taken: real providers, deprecation, Redis.
@@ -135,6 +184,16 @@ describe('docs/configuration.md and src/config.ts', () => {
     expect(drift(documented, read, PENDING)).toEqual([]);
   });
 
+  it('gives the defaults config.ts has', () => {
+    const fromSource = defaultsInSource(source);
+    // The comparison covers most settings (a regression in the patterns would shrink it).
+    expect(fromSource.size).toBeGreaterThan(40);
+    expect(fromSource.get('IMPORT_MAX_BYTES')).toBe('104857600');
+    expect(fromSource.get('WEBHOOK_RETRY_SCHEDULE')).toBe('5,300,1800,7200,18000,36000,36000');
+    expect(fromSource.get('HOST')).toBe('0.0.0.0');
+    expect(wrongDefaults(documentedDefaults(page), fromSource)).toEqual([]);
+  });
+
   it('reports a missing row, an extra row and a duplicate', () => {
     const page = [
       '| variable | default | meaning |',
@@ -151,5 +210,13 @@ describe('docs/configuration.md and src/config.ts', () => {
     expect(drift(documentedSettings(page), new Set(['PORT', 'NOT_READ']), new Set(['NOT_READ']))).toContain(
       'NOT_READ is now read by src/config.ts: remove it from PENDING in test/docs-config.test.ts',
     );
+  });
+
+  it('reports a wrong default', () => {
+    const page = '| `PORT` | `8080` | port |\n| `TRUST_PROXY` | `false` | proxy |';
+    const source = "port: int(env, 'PORT', 3000, 0, 65535), trustProxy: bool(env, 'TRUST_PROXY', false),";
+    expect(wrongDefaults(documentedDefaults(page), defaultsInSource(source))).toEqual([
+      'PORT: docs/configuration.md says the default is 8080, src/config.ts says 3000',
+    ]);
   });
 });
