@@ -9,6 +9,8 @@ export const auditActions = [
   'user.deactivated',
   'auth.password_changed',
   'auth.password_reset',
+  /** An operator ended every session of a user (CLI revoke-tokens). */
+  'auth.tokens_revoked',
   'voters.imported',
   'voters.exported',
   'voter.deleted',

@@ -179,7 +179,7 @@ export class AuthService {
     const passwordHash = await hashPassword(input.password);
     const { row, token } = await db.transaction().execute(async (trx) => {
       if (!(await consumeOtp(trx, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
-      const row = await this.setPassword(trx, user, passwordHash, now, {
+      const row = await setPassword(trx, user, passwordHash, now, {
         actor: { userId: user.id, ip: actor.ip },
         action: 'auth.password_reset',
         details: { via: 'otp' },
@@ -206,7 +206,7 @@ export class AuthService {
     await db
       .transaction()
       .execute((trx) =>
-        this.setPassword(
+        setPassword(
           trx,
           user,
           passwordHash,
@@ -215,37 +215,6 @@ export class AuthService {
           auth.tokenId,
         ),
       );
-  }
-
-  /**
-   * Stores a new password hash, revokes the user's tokens (but `keepTokenId`) and records the audit entry, in
-   * the caller's transaction. The CLI's reset-password uses it too.
-   */
-  async setPassword(
-    trx: Executor,
-    user: UserRow,
-    passwordHash: string,
-    now: string,
-    audit: {
-      actor: AuditActor;
-      action: 'auth.password_changed' | 'auth.password_reset';
-      details: Record<string, unknown> | null;
-    },
-    keepTokenId?: number,
-  ): Promise<UserRow> {
-    const row = await updateUser(trx, user.workspace_id, user.id, {
-      password_hash: passwordHash,
-      updated_at: now,
-    });
-    const revoked = await revokeUserTokens(trx, user.id, now, keepTokenId);
-    await recordAudit(trx, {
-      workspaceId: user.workspace_id,
-      actor: audit.actor,
-      action: audit.action,
-      target: { type: 'user', id: user.id },
-      details: { ...audit.details, tokens_revoked: revoked },
-    });
-    return row;
   }
 
   /** The caller's live tokens, newest first; `current` marks the one that made the call. */
@@ -330,7 +299,38 @@ export class AuthService {
   }
 }
 
+/**
+ * Stores a new password hash, revokes the user's tokens (but `keepTokenId`) and records the audit entry, in
+ * the caller's transaction. The CLI's reset-password uses it too.
+ */
+export async function setPassword(
+  trx: Executor,
+  user: UserRow,
+  passwordHash: string,
+  now: string,
+  audit: {
+    actor: AuditActor;
+    action: 'auth.password_changed' | 'auth.password_reset';
+    details: Record<string, unknown> | null;
+  },
+  keepTokenId?: number,
+): Promise<UserRow> {
+  const row = await updateUser(trx, user.workspace_id, user.id, {
+    password_hash: passwordHash,
+    updated_at: now,
+  });
+  const revoked = await revokeUserTokens(trx, user.id, now, keepTokenId);
+  await recordAudit(trx, {
+    workspaceId: user.workspace_id,
+    actor: audit.actor,
+    action: audit.action,
+    target: { type: 'user', id: user.id },
+    details: { ...audit.details, tokens_revoked: revoked },
+  });
+  return row;
+}
+
 /** What a new password must not be: the account's own email, phone or name. */
-function account(user: UserRow) {
+export function account(user: UserRow) {
   return { email: user.email, name: user.name, phone: user.phone ?? undefined };
 }
