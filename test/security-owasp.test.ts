@@ -113,6 +113,9 @@ for (const dialect of dialects) {
       team.manager = await addMember(t.app, owner, 'manager');
       team.volunteer = await addMember(t.app, owner, 'volunteer');
       stranger = await register(t.app);
+      ids.users = String(team.volunteer.user.id);
+      // /api/user/tokens/:id: one of the owner's own tokens.
+      ids.user = owner.token.split('|')[0] as string;
 
       // One of everything in the owner's workspace, each carrying the marker.
       const token = owner.token;
