@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   addMember,
   buildTestApp,
+  buildTwoApps,
   call,
   dialects,
   expectError,
@@ -9,6 +10,7 @@ import {
   type TestApp,
   uniqueEmail,
   uniquePhone,
+  redisUrl,
 } from './helpers.ts';
 
 for (const dialect of dialects) {
@@ -248,6 +250,30 @@ for (const dialect of dialects) {
           .where('deactivated_at', 'is', null)
           .execute();
         expect(politicians).toHaveLength(1);
+      }
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`team changes across two API processes (${dialect})`, () => {
+    it('a deactivation or role change made through one process applies at once in the other', async () => {
+      const [a, b, close] = await buildTwoApps(dialect, redisUrl ? { REDIS_URL: redisUrl } : {});
+      try {
+        const owner = await register(a.app);
+        const manager = await addMember(a.app, owner, 'manager');
+        const volunteer = await addMember(a.app, owner, 'volunteer');
+        expect((await call(b.app, 'GET', '/api/segments', { token: manager.token })).status).toBe(200);
+        expect((await call(b.app, 'GET', '/api/voters', { token: volunteer.token })).status).toBe(200);
+        await call(a.app, 'PATCH', `/api/users/${manager.user.id}`, {
+          token: owner.token,
+          body: { role: 'volunteer' },
+        });
+        await call(a.app, 'DELETE', `/api/users/${volunteer.user.id}`, { token: owner.token });
+        expectError(await call(b.app, 'GET', '/api/segments', { token: manager.token }), 403, 'forbidden');
+        expectError(await call(b.app, 'GET', '/api/voters', { token: volunteer.token }), 401, 'unauthorized');
+      } finally {
+        await close();
       }
     });
   });
