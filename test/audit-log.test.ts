@@ -70,7 +70,7 @@ for (const dialect of dialects) {
       await call(t.app, 'POST', `/api/campaigns/${campaignId}/cancel`, { token: owner.token });
       const hook = await call(t.app, 'POST', '/api/webhooks', {
         token: owner.token,
-        body: { url: 'http://127.0.0.1:9/hook' },
+        body: { url: 'http://127.0.0.1:9/hook?token=receiver-secret' },
       });
       expect(hook.status).toBe(201);
       await call(t.app, 'PATCH', `/api/webhooks/${hook.body.data.id}`, {
@@ -116,6 +116,7 @@ for (const dialect of dialects) {
       expect(byAction('broadcast.created')[0]).toMatchObject({ target_id: broadcast.body.data.campaign_id });
       expect(byAction('webhook.created')[0]?.details).toMatchObject({ url: 'http://127.0.0.1:9/hook' });
       expect(JSON.stringify(list)).not.toContain('whsec_');
+      expect(JSON.stringify(list)).not.toContain('receiver-secret');
       expect(byAction('payment.created')[0]?.details).toMatchObject({ sms: 10 });
       expect(byAction('user.created').map((e) => e.target_id)).toEqual([
         String(member.user.id),

@@ -196,10 +196,11 @@ export class WebhooksService {
   }
 }
 
-/** The audit log's target and details of a webhook action (never its secret). */
+/** The audit log's target and details of a webhook action: never its secret, nor the URL's query (it may hold a token). */
 function auditOf(row: WebhookRow) {
+  const { origin, pathname } = new URL(row.url);
   const details = {
-    url: row.url,
+    url: `${origin}${pathname}`,
     events: JSON.parse(row.events) as unknown,
     active: row.disabled_at === null,
   };
