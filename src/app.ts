@@ -13,6 +13,8 @@ import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { closeQueryString, refuseNul, validatorCompiler } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
+import { auditRoutes } from './modules/audit/audit.routes.ts';
+import { AuditService } from './modules/audit/audit.service.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
 import { grievancesRoutes } from './modules/grievances/grievances.routes.ts';
@@ -150,6 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
   const importer = new VoterImporter({
     db,
     defaultCountry: config.defaultCountry,

@@ -1,27 +1,55 @@
 import { parseArgs } from 'node:util';
+import type { Kysely } from 'kysely';
 import { defaultKeyFile, loadConfig } from './config.ts';
 import { connect, nowIso } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { roles, type Role } from './db/schema.ts';
+import { type Database, roles, type Role, type UserRow } from './db/schema.ts';
 import { AppError } from './errors.ts';
+import { type AuditActor, recordAudit } from './modules/audit/audit.repository.ts';
+import { hashPassword, passwordProblem } from './modules/auth/auth.passwords.ts';
+import { revokeUserTokens } from './modules/auth/auth.repository.ts';
+import { account, setPassword } from './modules/auth/auth.service.ts';
 import { addCredits, balances } from './modules/credits/credits.repository.ts';
-import { UsersService } from './modules/users/users.service.ts';
+import { findUser, findUserByEmail } from './modules/users/users.repository.ts';
+import { recordCreated, UsersService } from './modules/users/users.service.ts';
 import { userView } from './modules/users/users.schemas.ts';
 import { insertWorkspace, workspaceExists } from './modules/workspaces/workspaces.repository.ts';
 import { defaultWorkspaceName } from './modules/workspaces/workspaces.rules.ts';
 
+/** What the CLI does is the operator's, not a signed-in user's: its audit entries have no actor. */
+const OPERATOR: AuditActor = { userId: null, ip: null };
+
+const help: Record<string, string> = {
+  migrate: `migrate
+      Apply every pending database migration.`,
+  'create-workspace': `create-workspace --name N --email E --password P [--phone +91...] [--workspace-name W]
+      Create a workspace (with the signup credits) and its first user, a politician. For REGISTRATION=closed.
+      The password may also come from CES_PASSWORD.`,
+  'create-user': `create-user --name N --email E --password P [--role politician|manager|volunteer]
+              [--phone +91...] [--workspace ID | --workspace-name NAME]
+      Create a user. Without --workspace, a new workspace is made and the user is its politician.
+      The password may also come from CES_PASSWORD.`,
+  'deactivate-user': `deactivate-user (--email E | --id ID)
+      Deactivate a user: every token of theirs is revoked and they can no longer sign in. Refused when it
+      would leave their workspace without an active politician. (Reactivate with PATCH /api/users/{id}.)`,
+  'reset-password': `reset-password (--email E | --id ID) --password P
+      Set a user's password and revoke every token of theirs. The password may also come from CES_PASSWORD.`,
+  'revoke-tokens': `revoke-tokens (--email E | --id ID)
+      Revoke every token of a user (ends all their sessions); they can sign in again.`,
+  'grant-credits': `grant-credits --workspace ID [--sms N] [--whatsapp N] [--email N]
+      Add credits to a workspace (written to the credit ledger as a grant).`,
+};
+
 const usage = `Usage: ces <command> [options]   (or: npm run cli -- <command> [options])
+       ces <command> --help
 
 Commands:
-  migrate                          Apply every pending database migration.
-  create-user --name N --email E --password P [--role politician|manager|volunteer]
-              [--phone +91...] [--workspace ID | --workspace-name NAME]
-                                   Create a user. Without --workspace, a new workspace is made and the user
-                                   is its politician. The password may also come from CES_PASSWORD.
-  grant-credits --workspace ID [--sms N] [--whatsapp N] [--email N]
-                                   Add credits to a workspace (written to the credit ledger as a grant).
+${Object.values(help)
+  .map((text) => `  ${text}`)
+  .join('\n')}
 
-Settings come from the same environment as the server (DATABASE_URL, ...).`;
+Settings come from the same environment as the server (DATABASE_URL, ...).
+Audit-log entries of these commands have no actor (actor_id null).`;
 
 function fail(message: string): never {
   console.error(message);
@@ -34,40 +62,78 @@ function wholeNumber(value: string | undefined, name: string): number {
   return Number(value);
 }
 
+/** parseArgs that turns an unknown or malformed option into a clear message and exit 1. */
+function options(
+  command: string,
+  args: string[],
+  spec: Record<string, { type: 'string' }>,
+): Record<string, string | undefined> {
+  try {
+    const { values } = parseArgs({ args, options: spec, strict: true, allowPositionals: false });
+    return values as Record<string, string | undefined>;
+  } catch (error) {
+    fail(`${error instanceof Error ? error.message : String(error)}\n\nUsage: ces ${help[command]}`);
+  }
+}
+
+const userOptions = { email: { type: 'string' as const }, id: { type: 'string' as const } };
+
+/** The user named by --email or --id (exactly one of them). */
+async function userNamed(
+  db: Kysely<Database>,
+  command: string,
+  values: { email?: string | undefined; id?: string | undefined },
+) {
+  if ((values.email === undefined) === (values.id === undefined))
+    fail(`${command} needs exactly one of --email or --id.\n\nUsage: ces ${help[command]}`);
+  let user: UserRow | undefined;
+  if (values.email !== undefined) {
+    user = await findUserByEmail(db, values.email.trim().toLowerCase());
+  } else {
+    const id = wholeNumber(values.id, 'id');
+    const row = await db.selectFrom('users').select('workspace_id').where('id', '=', id).executeTakeFirst();
+    user = row ? await findUser(db, row.workspace_id, id) : undefined;
+  }
+  if (!user)
+    fail(`No user with ${values.email !== undefined ? `email ${values.email}` : `id ${values.id}`}.`);
+  return user;
+}
+
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
-  if (!command || command === 'help' || command === '--help') {
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
     console.log(usage);
+    return;
+  }
+  if (!(command in help)) fail(`Unknown command "${command}".\n\n${usage}`);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(`Usage: ces ${help[command]}`);
     return;
   }
   const config = loadConfig(process.env, { keyFile: defaultKeyFile() });
   const db = connect(config.databaseUrl, config.database);
   try {
     await migrateToLatest(db.kysely);
+    const users = new UsersService({ db: db.kysely, config });
     switch (command) {
       case 'migrate':
         console.log(`Migrations applied (${db.dialect}).`);
         break;
+      case 'create-workspace':
       case 'create-user': {
-        const { values } = parseArgs({
-          args: rest,
-          options: {
-            name: { type: 'string' },
-            email: { type: 'string' },
-            password: { type: 'string' },
-            phone: { type: 'string' },
-            role: { type: 'string', default: 'politician' },
-            workspace: { type: 'string' },
-            'workspace-name': { type: 'string' },
-          },
+        const values = options(command, rest, {
+          name: { type: 'string' },
+          email: { type: 'string' },
+          password: { type: 'string' },
+          phone: { type: 'string' },
+          'workspace-name': { type: 'string' },
+          ...(command === 'create-user' ? { role: { type: 'string' }, workspace: { type: 'string' } } : {}),
         });
+        const role = values.role ?? 'politician';
         const password = values.password ?? process.env.CES_PASSWORD;
         if (!values.name || !values.email || !password)
-          fail('create-user needs --name, --email and --password.');
-        if (!(roles as readonly string[]).includes(values.role))
-          fail(`--role must be one of ${roles.join(', ')}.`);
-        if (password.length < 8) fail('The password must have at least 8 characters.');
-        const users = new UsersService({ db: db.kysely, config });
+          fail(`${command} needs --name, --email and --password (or CES_PASSWORD).`);
+        if (!(roles as readonly string[]).includes(role)) fail(`--role must be one of ${roles.join(', ')}.`);
         const prepared = await users.prepare({
           name: values.name,
           email: values.email,
@@ -88,20 +154,65 @@ async function main(): Promise<void> {
             );
             await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
           }
-          return users.insert(trx, workspaceId, prepared, values.role as Role, now);
+          const row = await users.insert(trx, workspaceId, prepared, role as Role, now);
+          await recordCreated(trx, row, OPERATOR);
+          return row;
         });
-        console.log(JSON.stringify(userView(row)));
+        console.log(
+          JSON.stringify(
+            command === 'create-workspace'
+              ? { workspace_id: row.workspace_id, user: userView(row) }
+              : userView(row),
+          ),
+        );
+        break;
+      }
+      case 'deactivate-user': {
+        const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
+        const row = await users.update(user.workspace_id, user.id, { active: false }, OPERATOR);
+        console.log(JSON.stringify(row));
+        break;
+      }
+      case 'reset-password': {
+        const values = options(command, rest, { ...userOptions, password: { type: 'string' as const } });
+        const password = values.password ?? process.env.CES_PASSWORD;
+        if (!password) fail('reset-password needs --password (or CES_PASSWORD).');
+        const user = await userNamed(db.kysely, command, values);
+        const weak = passwordProblem(password, account(user));
+        if (weak) fail(`The password ${weak}`);
+        const passwordHash = await hashPassword(password);
+        await db.kysely.transaction().execute((trx) =>
+          setPassword(trx, user, passwordHash, nowIso(), {
+            actor: OPERATOR,
+            action: 'auth.password_reset',
+            details: { via: 'cli' },
+          }),
+        );
+        console.log(JSON.stringify({ user_id: user.id, password_reset: true, tokens_revoked: true }));
+        break;
+      }
+      case 'revoke-tokens': {
+        const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
+        const revoked = await db.kysely.transaction().execute(async (trx) => {
+          const revoked = await revokeUserTokens(trx, user.id, nowIso());
+          await recordAudit(trx, {
+            workspaceId: user.workspace_id,
+            actor: OPERATOR,
+            action: 'auth.tokens_revoked',
+            target: { type: 'user', id: user.id },
+            details: { tokens_revoked: revoked },
+          });
+          return revoked;
+        });
+        console.log(JSON.stringify({ user_id: user.id, tokens_revoked: revoked }));
         break;
       }
       case 'grant-credits': {
-        const { values } = parseArgs({
-          args: rest,
-          options: {
-            workspace: { type: 'string' },
-            sms: { type: 'string' },
-            whatsapp: { type: 'string' },
-            email: { type: 'string' },
-          },
+        const values = options(command, rest, {
+          workspace: { type: 'string' },
+          sms: { type: 'string' },
+          whatsapp: { type: 'string' },
+          email: { type: 'string' },
         });
         const workspaceId = wholeNumber(values.workspace, 'workspace');
         if (!workspaceId || !(await workspaceExists(db.kysely, workspaceId)))
@@ -119,8 +230,6 @@ async function main(): Promise<void> {
         );
         break;
       }
-      default:
-        fail(`Unknown command "${command}".\n\n${usage}`);
     }
   } catch (error) {
     if (error instanceof AppError)

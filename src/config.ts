@@ -20,7 +20,12 @@ export interface Config {
   readonly appKey: Buffer;
   readonly bodyLimitBytes: number;
   readonly defaultCountry: string;
+  /** Lifetime of a new access token; undefined (TOKEN_TTL_SECONDS=0): no expiry. */
   readonly tokenTtlSeconds: number | undefined;
+  /** `closed`: POST /api/auth/register is 403; workspaces are made with the CLI (create-workspace). */
+  readonly registration: 'open' | 'closed';
+  /** Audit-log rows older than this many days are deleted by the worker. */
+  readonly auditRetentionDays: number;
   readonly otp: { readonly ttlSeconds: number; readonly maxAttempts: number };
   readonly signupCredits: { readonly sms: number; readonly whatsapp: number; readonly email: number };
   readonly rateLimits: {
@@ -325,7 +330,7 @@ export interface LoadConfigOptions {
 }
 
 export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): Readonly<Config> {
-  const ttl = int(env, 'TOKEN_TTL_SECONDS', 0);
+  const ttl = int(env, 'TOKEN_TTL_SECONDS', 2_592_000);
   const country = (env.DEFAULT_COUNTRY?.trim() || 'IN').toUpperCase();
   if (!/^[A-Z]{2}$/.test(country))
     throw new ConfigError('DEFAULT_COUNTRY', 'must be a two-letter country code');
@@ -353,6 +358,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     defaultCountry: country,
     tokenTtlSeconds: ttl > 0 ? ttl : undefined,
+    registration: oneOf(env, 'REGISTRATION', ['open', 'closed'], 'open'),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     otp: {
       ttlSeconds: int(env, 'OTP_TTL_SECONDS', 300, 30),
       maxAttempts: int(env, 'OTP_MAX_ATTEMPTS', 5, 1),

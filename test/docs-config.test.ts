@@ -18,8 +18,6 @@ const configPath = new URL('../src/config.ts', import.meta.url);
 const PENDING = new Set([
   'REDIS_PREFIX', // runtime (issue 15)
   'CORS_ORIGINS', // runtime (issue 15)
-  'REGISTRATION', // team and access
-  'AUDIT_RETENTION_DAYS', // team and access
   'QUIET_HOURS', // consent
   'QUIET_HOURS_TZ', // consent
   'DLT_ENFORCE', // consent

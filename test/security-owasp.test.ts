@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Role } from '../src/db/schema.ts';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/openapi.ts';
 import { can, permissions } from '../src/http/permissions.ts';
@@ -113,6 +113,9 @@ for (const dialect of dialects) {
       team.manager = await addMember(t.app, owner, 'manager');
       team.volunteer = await addMember(t.app, owner, 'volunteer');
       stranger = await register(t.app);
+      ids.users = String(team.volunteer.user.id);
+      // /api/user/tokens/:id: one of the owner's own tokens.
+      ids.user = owner.token.split('|')[0] as string;
 
       // One of everything in the owner's workspace, each carrying the marker.
       const token = owner.token;
@@ -605,7 +608,12 @@ for (const dialect of dialects) {
           const phone = uniquePhone();
           await register(own.app, { phone });
           expect((await call(own.app, 'POST', '/api/auth/send-otp', { body: { phone } })).status).toBe(200);
-          const sent = own.providers.sms.sent.filter((m) => m.to === phone).at(-1);
+          // send-otp answers before the code goes out: wait for the SMS.
+          const sent = await vi.waitFor(() => {
+            const last = own.providers.sms.sent.filter((m) => m.to === phone).at(-1);
+            if (!last) throw new Error('no SMS yet');
+            return last;
+          });
           const code = /\b(\d{6})\b/.exec(sent?.body ?? '')?.[1] as string;
           const wrong = (i: number) => String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0');
           const guesses = await Promise.all(

@@ -53,6 +53,8 @@ export interface UserTable {
   role: Role;
   created_at: string;
   updated_at: string;
+  /** Null while the user is active; set by a deactivation (every token is revoked at the same time). */
+  deactivated_at: string | null;
 }
 export type UserRow = Selectable<UserTable>;
 
@@ -66,6 +68,8 @@ export interface ApiTokenTable {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  /** Written at most once a minute per token (see auth.service authenticate). */
+  last_used_at: string | null;
 }
 
 export interface OtpCodeTable {

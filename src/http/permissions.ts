@@ -21,11 +21,12 @@ export const permissions = [
   'team:manage',
   'webhooks:manage',
   'payments:manage',
+  'audit:read',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
 const everything = new Set<Permission>(permissions);
-const politicianOnly: Permission[] = ['team:manage', 'webhooks:manage', 'payments:manage'];
+const politicianOnly: Permission[] = ['team:manage', 'webhooks:manage', 'payments:manage', 'audit:read'];
 
 /** The permission matrix of the contract. */
 export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {

@@ -7,6 +7,7 @@ import type { MessageRow } from '../db/schema.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
+import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
 import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
@@ -26,7 +27,10 @@ import {
 } from '../providers/provider.ts';
 import { Pace } from './pace.ts';
 
-type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients'>;
+type WorkerConfig = Pick<
+  Config,
+  'delivery' | 'defaultCountry' | 'broadcastMaxRecipients' | 'auditRetentionDays'
+>;
 
 /**
  * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before a
@@ -137,6 +141,9 @@ export class DeliveryWorker {
     if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
       this.prunedAt = Date.now();
       await pruneVoterChanges(this.deps.db.kysely);
+      // AUDIT_RETENTION_DAYS: bounded batches; a backlog goes over the next rounds.
+      const keepMs = this.deps.config.auditRetentionDays * 86_400_000;
+      await pruneAuditLog(this.deps.db.kysely, new Date(Date.now() - keepMs).toISOString());
     }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { nowIso } from '../../db/connect.ts';
+import type { AuditLogRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
 /** Every action the audit log records (contract, second part, "Team and access"). */
@@ -9,6 +10,8 @@ export const auditActions = [
   'user.deactivated',
   'auth.password_changed',
   'auth.password_reset',
+  /** An operator ended every session of a user (CLI revoke-tokens). */
+  'auth.tokens_revoked',
   'voters.imported',
   'voters.exported',
   'voter.deleted',
@@ -69,4 +72,63 @@ export async function recordAudit(db: Executor, entry: AuditEntry): Promise<void
       created_at: nowIso(),
     }))
     .execute();
+}
+
+export interface AuditFilters {
+  action?: AuditAction | undefined;
+  actorId?: number | undefined;
+  /** Inclusive lower bound (ISO 8601). */
+  from?: string | undefined;
+  /** Exclusive upper bound (ISO 8601). */
+  before?: string | undefined;
+}
+
+/** One page of the workspace's audit log, newest first, and how many entries match. */
+export async function listAudit(
+  db: Executor,
+  workspaceId: number,
+  filters: AuditFilters,
+  page: number,
+  perPage: number,
+): Promise<{ rows: AuditLogRow[]; total: number }> {
+  let query = db.selectFrom('audit_log').where('workspace_id', '=', workspaceId);
+  if (filters.action !== undefined) query = query.where('action', '=', filters.action);
+  if (filters.actorId !== undefined) query = query.where('actor_id', '=', filters.actorId);
+  if (filters.from !== undefined) query = query.where('created_at', '>=', filters.from);
+  if (filters.before !== undefined) query = query.where('created_at', '<', filters.before);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/**
+ * Deletes entries created before `cutoff`, `batchSize` rows per statement and at most `maxBatches` statements,
+ * so that a large backlog never holds a long lock; the worker's next round goes on. Returns how many went.
+ */
+export async function pruneAuditLog(
+  db: Executor,
+  cutoff: string,
+  batchSize = 1000,
+  maxBatches = 10,
+): Promise<number> {
+  let deleted = 0;
+  for (let i = 0; i < maxBatches; i += 1) {
+    const result = await db
+      .deleteFrom('audit_log')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('audit_log').select('id').where('created_at', '<', cutoff).limit(batchSize),
+      )
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    deleted += n;
+    if (n < batchSize) break;
+  }
+  return deleted;
 }

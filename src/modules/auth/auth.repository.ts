@@ -21,9 +21,11 @@ export interface TokenOwner {
   token_hash: string;
   expires_at: string | null;
   revoked_at: string | null;
+  last_used_at: string | null;
   user_id: number;
   workspace_id: number;
   role: Role;
+  deactivated_at: string | null;
 }
 
 export async function findTokenOwner(db: Executor, tokenId: number): Promise<TokenOwner | undefined> {
@@ -35,9 +37,11 @@ export async function findTokenOwner(db: Executor, tokenId: number): Promise<Tok
       'api_tokens.token_hash',
       'api_tokens.expires_at',
       'api_tokens.revoked_at',
+      'api_tokens.last_used_at',
       'users.id as user_id',
       'users.workspace_id',
       'users.role',
+      'users.deactivated_at',
     ])
     .where('api_tokens.id', '=', tokenId)
     .executeTakeFirst();
@@ -55,6 +59,80 @@ export async function revokeToken(
     .where('id', '=', tokenId)
     .where('workspace_id', '=', workspaceId)
     .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Revokes every live token of the user, but `exceptTokenId` when given (a password change keeps the caller's). */
+export async function revokeUserTokens(
+  db: Executor,
+  userId: number,
+  now: string,
+  exceptTokenId?: number,
+): Promise<number> {
+  let query = db
+    .updateTable('api_tokens')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
+  if (exceptTokenId !== undefined) query = query.where('id', '!=', exceptTokenId);
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Revokes one live token of the user; false when the user has no such live token (someone else's, or gone). */
+export async function revokeUserToken(
+  db: Executor,
+  userId: number,
+  tokenId: number,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('api_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', tokenId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** One page of the user's live (neither revoked nor expired) tokens, newest first, and how many there are. */
+export async function listLiveTokens(
+  db: Executor,
+  userId: number,
+  now: string,
+  page: number,
+  perPage: number,
+) {
+  const query = db
+    .selectFrom('api_tokens')
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
+  const [rows, count] = await Promise.all([
+    query
+      .select(['id', 'created_at', 'last_used_at', 'expires_at'])
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/**
+ * Records that the token was used, at most once a minute: a conditional UPDATE that writes only when the stored
+ * time is missing or older than `staleBefore`. Callers skip it when the time they read is recent, so most
+ * requests write nothing.
+ */
+export async function touchToken(db: Executor, tokenId: number, now: string, staleBefore: string) {
+  await db
+    .updateTable('api_tokens')
+    .set({ last_used_at: now })
+    .where('id', '=', tokenId)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', staleBefore)]))
     .execute();
 }
 

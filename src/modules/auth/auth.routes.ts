@@ -2,12 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authOf, limitRequest } from '../../http/guard.ts';
 import type { RateLimits } from '../../http/rate-limit.ts';
-import { Success } from '../../http/schemas.ts';
+import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { toE164 } from '../../lib/phone.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import type { AuthService } from './auth.service.ts';
 import {
+  AccessToken,
   AuthResult,
+  ChangePasswordBody,
   CurrentUser,
+  ResetPasswordBody,
   LoginBody,
   RegisterBody,
   SendOtpBody,
@@ -43,12 +47,14 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       schema: {
         tags,
         summary: 'Create a workspace and its first user (role politician), and sign in',
+        description:
+          'With REGISTRATION=closed this is 403 `forbidden`: operators create workspaces with the CLI.',
         body: RegisterBody,
         response: { 201: Success(AuthResult) },
       },
     },
     async (request, reply) => {
-      const data = await auth.register(request.body);
+      const data = await auth.register(request.body, actorOf(request));
       return reply.code(201).send({ success: true, message: 'Registration successful.', data });
     },
   );
@@ -126,6 +132,83 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     async (request) => {
       const data = await auth.verifyOtp(request.body.phone, request.body.otp);
       return { success: true as const, message: 'Login successful.', data };
+    },
+  );
+
+  app.post(
+    '/auth/reset-password',
+    {
+      config: { permission: 'public', rateLimit: 'otp' },
+      preHandler: limitPerPhone,
+      schema: {
+        tags,
+        summary: 'Set a new password with the code sent by send-otp, and sign in',
+        description:
+          'The code follows the verify-otp rules (OTP_TTL_SECONDS, OTP_MAX_ATTEMPTS, single use). A right code ' +
+          'sets the password, revokes every token of the user and answers as login; anything else is 401 as ' +
+          'verify-otp. A weak password is 422 and leaves the code usable.',
+        body: ResetPasswordBody,
+        response: { 200: Success(AuthResult) },
+      },
+    },
+    async (request) => {
+      const data = await auth.resetPassword(request.body, actorOf(request));
+      return { success: true as const, message: 'Password changed; you are signed in.', data };
+    },
+  );
+
+  app.post(
+    '/user/password',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['Users'],
+        summary: 'Change your password',
+        description:
+          'A wrong `current_password` is 422 naming it. Success revokes every other token of yours and keeps ' +
+          'the one that made this call.',
+        body: ChangePasswordBody,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await auth.changePassword(authOf(request), request.body, actorOf(request));
+      return { success: true as const, message: 'Password changed; your other sessions were signed out.' };
+    },
+  );
+
+  app.get(
+    '/user/tokens',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['Users'],
+        summary: 'Your live access tokens (sessions), newest first',
+        querystring: PageQuery,
+        response: { 200: Success(Page(AccessToken)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await auth.listTokens(authOf(request), request.query.page, request.query.per_page),
+    }),
+  );
+
+  app.delete(
+    '/user/tokens/:id',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['Users'],
+        summary: 'Revoke one of your tokens (sign that session out)',
+        description: "Another user's token id, or one already revoked or expired, is 404.",
+        params: IdParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await auth.revokeOwnToken(authOf(request), request.params.id);
+      return { success: true as const, message: 'Token revoked.' };
     },
   );
 

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Timestamp } from '../../http/schemas.ts';
 import { Credits } from '../credits/credits.schemas.ts';
 import { Email, Name, Password, Phone, User } from '../users/users.schemas.ts';
 
@@ -51,3 +52,37 @@ export const VerifyOtpBody = Type.Object(
 );
 
 export const CurrentUser = Type.Object({ user: User, credits: Credits });
+
+export const ResetPasswordBody = Type.Object(
+  {
+    phone: Phone,
+    code: Type.String({
+      pattern: '^[0-9]+$',
+      minLength: 1,
+      maxLength: 10,
+      description: 'The 6-digit code that send-otp sent.',
+    }),
+    password: Password,
+  },
+  { additionalProperties: false },
+);
+
+export const ChangePasswordBody = Type.Object(
+  {
+    current_password: Type.String({ minLength: 1, maxLength: 200 }),
+    password: Password,
+  },
+  { additionalProperties: false },
+);
+
+export const AccessToken = Type.Object({
+  id: Type.Integer({ description: 'The part of the token before `|`.' }),
+  created_at: Timestamp,
+  last_used_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'Last request made with it, to within a minute; null if never used since sign-in.',
+  }),
+  expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'Null when TOKEN_TTL_SECONDS=0 (no expiry).',
+  }),
+  current: Type.Boolean({ description: 'true for the token that made this call.' }),
+});

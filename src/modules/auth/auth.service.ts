@@ -7,34 +7,45 @@ import type { Database, UserRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, validationError } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
+import { pageResult } from '../../http/schemas.ts';
 import { digestsEqual, hmacHex, sha256Hex } from '../../lib/crypto.ts';
 import { toE164 } from '../../lib/phone.ts';
 import type { MessageProvider } from '../../providers/provider.ts';
 import { addCredits, balances } from '../credits/credits.repository.ts';
 import { creditsView } from '../credits/credits.schemas.ts';
-import { findUser, findUserByEmail, findUserByPhone } from '../users/users.repository.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { findUser, findUserByEmail, findUserByPhone, updateUser } from '../users/users.repository.ts';
 import { userView } from '../users/users.schemas.ts';
-import type { NewUser, UsersService } from '../users/users.service.ts';
+import { type NewUser, recordCreated, type UsersService } from '../users/users.service.ts';
 import { insertWorkspace } from '../workspaces/workspaces.repository.ts';
 import { defaultWorkspaceName } from '../workspaces/workspaces.rules.ts';
-import { verifyDecoy, verifyPassword } from './auth.passwords.ts';
+import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
   findTokenOwner,
   insertOtp,
   insertToken,
+  listLiveTokens,
   revokeToken,
+  revokeUserToken,
+  revokeUserTokens,
   takeOtpAttempt,
+  touchToken,
 } from './auth.repository.ts';
 
 const INVALID_CREDENTIALS = 'Invalid email or password.';
 /** OTPs in flight at once; past it, send-otp still answers but sends nothing (a flood, not a person). */
 const MAX_PENDING_OTPS = 1000;
 const INVALID_OTP = 'The code is wrong, expired or already used. Request a new one with /api/auth/send-otp.';
+/** `last_used_at` is written at most this often per token, so that a request does not cost a write. */
+const TOUCH_EVERY_MS = 60_000;
 
 export interface AuthServiceDeps {
   db: Kysely<Database>;
-  config: Pick<Config, 'appKey' | 'tokenTtlSeconds' | 'otp' | 'signupCredits' | 'defaultCountry'>;
+  config: Pick<
+    Config,
+    'appKey' | 'tokenTtlSeconds' | 'otp' | 'signupCredits' | 'defaultCountry' | 'registration'
+  >;
   users: UsersService;
   sms: MessageProvider;
   log: FastifyBaseLogger;
@@ -44,7 +55,12 @@ export class AuthService {
   constructor(private readonly deps: AuthServiceDeps) {}
 
   /** Creates a workspace and its first user (a politician) with the signup credits, and signs them in. */
-  async register(input: NewUser & { workspace_name?: string | undefined }) {
+  async register(input: NewUser & { workspace_name?: string | undefined }, actor: AuditActor) {
+    if (this.deps.config.registration === 'closed')
+      throw new AppError(
+        'forbidden',
+        'Sign-up is closed on this service: ask its operator for an account (ces create-workspace).',
+      );
     const user = await this.deps.users.prepare(input);
     const { db, config } = this.deps;
     const now = nowIso();
@@ -53,6 +69,7 @@ export class AuthService {
       const workspaceId = await insertWorkspace(trx, workspaceName, now);
       const row = await this.deps.users.insert(trx, workspaceId, user, 'politician', now);
       await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
+      await recordCreated(trx, row, { userId: row.id, ip: actor.ip });
       const token = await this.issueToken(trx, row, 'register', now);
       return { row, token };
     });
@@ -62,7 +79,7 @@ export class AuthService {
   async login(email: string, password: string) {
     const user = await findUserByEmail(this.deps.db, email.trim().toLowerCase());
     const ok = user ? await verifyPassword(user.password_hash, password) : await verifyDecoy(password);
-    if (!user || !ok) throw new AppError('unauthorized', INVALID_CREDENTIALS);
+    if (!user || !ok || user.deactivated_at) throw new AppError('unauthorized', INVALID_CREDENTIALS);
     const token = await this.issueToken(this.deps.db, user, 'login', nowIso());
     return this.authResult(user, token);
   }
@@ -108,7 +125,7 @@ export class AuthService {
   private async issueOtp(phone: string): Promise<void> {
     const { db, config } = this.deps;
     const user = await findUserByPhone(db, phone);
-    if (!user) return;
+    if (!user || user.deactivated_at) return;
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     const now = new Date();
     await insertOtp(db, {
@@ -135,9 +152,82 @@ export class AuthService {
     if (!live || !digestsEqual(live.code_hash, this.otpHash(phone, otp)))
       throw new AppError('unauthorized', INVALID_OTP);
     const user = await findUserByPhone(db, phone);
-    if (!user || !(await consumeOtp(db, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
+    if (!user || user.deactivated_at || !(await consumeOtp(db, live.id, now)))
+      throw new AppError('unauthorized', INVALID_OTP);
     const token = await this.issueToken(db, user, 'otp', now);
     return this.authResult(user, token);
+  }
+
+  /**
+   * Sets a new password with a code that send-otp sent (the same attempt, lifetime and single-use rules as
+   * verify-otp), revokes every token of the user and signs them in. A weak password is 422 and leaves the
+   * code usable; anything else wrong is 401 as verify-otp.
+   */
+  async resetPassword(input: { phone: string; code: string; password: string }, actor: AuditActor) {
+    const { db, config } = this.deps;
+    const phone = this.phone(input.phone);
+    const weak = passwordProblem(input.password, {});
+    if (weak) throw validationError({ password: [weak] });
+    const now = nowIso();
+    const live = await takeOtpAttempt(db, phone, now, config.otp.maxAttempts);
+    if (!live || !digestsEqual(live.code_hash, this.otpHash(phone, input.code)))
+      throw new AppError('unauthorized', INVALID_OTP);
+    const user = await findUserByPhone(db, phone);
+    if (!user || user.deactivated_at) throw new AppError('unauthorized', INVALID_OTP);
+    const own = passwordProblem(input.password, account(user));
+    if (own) throw validationError({ password: [own] });
+    const passwordHash = await hashPassword(input.password);
+    const { row, token } = await db.transaction().execute(async (trx) => {
+      if (!(await consumeOtp(trx, live.id, now))) throw new AppError('unauthorized', INVALID_OTP);
+      const row = await setPassword(trx, user, passwordHash, now, {
+        actor: { userId: user.id, ip: actor.ip },
+        action: 'auth.password_reset',
+        details: { via: 'otp' },
+      });
+      return { row, token: await this.issueToken(trx, row, 'password-reset', now) };
+    });
+    return this.authResult(row, token);
+  }
+
+  /** Changes the caller's password; every other token of theirs is revoked, the calling one kept. */
+  async changePassword(
+    auth: AuthContext,
+    input: { current_password: string; password: string },
+    actor: AuditActor,
+  ): Promise<void> {
+    const { db } = this.deps;
+    const user = await findUser(db, auth.workspaceId, auth.userId);
+    if (!user) throw new AppError('unauthorized', 'The account no longer exists.');
+    if (!(await verifyPassword(user.password_hash, input.current_password)))
+      throw validationError({ current_password: ['is not your current password.'] });
+    const weak = passwordProblem(input.password, account(user));
+    if (weak) throw validationError({ password: [weak] });
+    const passwordHash = await hashPassword(input.password);
+    await db
+      .transaction()
+      .execute((trx) =>
+        setPassword(
+          trx,
+          user,
+          passwordHash,
+          nowIso(),
+          { actor, action: 'auth.password_changed', details: null },
+          auth.tokenId,
+        ),
+      );
+  }
+
+  /** The caller's live tokens, newest first; `current` marks the one that made the call. */
+  async listTokens(auth: AuthContext, page: number, perPage: number) {
+    const { rows, total } = await listLiveTokens(this.deps.db, auth.userId, nowIso(), page, perPage);
+    const items = rows.map((row) => ({ ...row, current: row.id === auth.tokenId }));
+    return pageResult(items, total, page, perPage);
+  }
+
+  /** Revokes one of the caller's live tokens; any other id (someone else's token included) is 404. */
+  async revokeOwnToken(auth: AuthContext, tokenId: number): Promise<void> {
+    if (!(await revokeUserToken(this.deps.db, auth.userId, tokenId, nowIso())))
+      throw new AppError('not_found', 'Token not found.');
   }
 
   /** The caller of `Authorization: Bearer <id>|<secret>`, or null for a missing, unknown, expired or revoked token. */
@@ -147,8 +237,16 @@ export class AuthService {
     const owner = await findTokenOwner(this.deps.db, Number(match[1]));
     if (!owner) return null;
     if (!digestsEqual(owner.token_hash, sha256Hex(match[2] ?? ''))) return null;
-    if (owner.revoked_at) return null;
-    if (owner.expires_at && owner.expires_at <= nowIso()) return null;
+    if (owner.revoked_at || owner.deactivated_at) return null;
+    const now = nowIso();
+    if (owner.expires_at && owner.expires_at <= now) return null;
+    const staleBefore = new Date(Date.parse(now) - TOUCH_EVERY_MS).toISOString();
+    if (!owner.last_used_at || owner.last_used_at < staleBefore) {
+      // Once a minute per token at most; a failed write must not refuse a valid token.
+      await touchToken(this.deps.db, owner.token_id, now, staleBefore).catch((error: unknown) =>
+        this.deps.log.warn({ err: error }, 'could not record token use'),
+      );
+    }
     return {
       userId: owner.user_id,
       workspaceId: owner.workspace_id,
@@ -199,4 +297,40 @@ export class AuthService {
       credits: creditsView(await balances(this.deps.db, user.workspace_id)),
     };
   }
+}
+
+/**
+ * Stores a new password hash, revokes the user's tokens (but `keepTokenId`) and records the audit entry, in
+ * the caller's transaction. The CLI's reset-password uses it too.
+ */
+export async function setPassword(
+  trx: Executor,
+  user: UserRow,
+  passwordHash: string,
+  now: string,
+  audit: {
+    actor: AuditActor;
+    action: 'auth.password_changed' | 'auth.password_reset';
+    details: Record<string, unknown> | null;
+  },
+  keepTokenId?: number,
+): Promise<UserRow> {
+  const row = await updateUser(trx, user.workspace_id, user.id, {
+    password_hash: passwordHash,
+    updated_at: now,
+  });
+  const revoked = await revokeUserTokens(trx, user.id, now, keepTokenId);
+  await recordAudit(trx, {
+    workspaceId: user.workspace_id,
+    actor: audit.actor,
+    action: audit.action,
+    target: { type: 'user', id: user.id },
+    details: { ...audit.details, tokens_revoked: revoked },
+  });
+  return row;
+}
+
+/** What a new password must not be: the account's own email, phone or name. */
+export function account(user: UserRow) {
+  return { email: user.email, name: user.name, phone: user.phone ?? undefined };
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { Page, PageQuery, Success } from '../../http/schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import { Campaign, CampaignParams, CreateCampaignBody } from './campaigns.schemas.ts';
 import type { CampaignsService } from './campaigns.service.ts';
 
@@ -84,7 +85,7 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsSe
       },
     },
     async (request, reply) => {
-      const data = await campaigns.send(authOf(request).workspaceId, request.params.id);
+      const data = await campaigns.send(authOf(request).workspaceId, request.params.id, actorOf(request));
       return reply.code(202).send({ success: true, message: 'Campaign queued.', data });
     },
   );
@@ -104,7 +105,7 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsSe
       return {
         success: true as const,
         message: 'Campaign cancelled.',
-        data: await campaigns.cancel(authOf(request).workspaceId, request.params.id),
+        data: await campaigns.cancel(authOf(request).workspaceId, request.params.id, actorOf(request)),
       };
     },
   );

@@ -6,6 +6,7 @@ import type { CampaignRow, Database, MessageChannel } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits, reserveCredits, balances } from '../credits/credits.repository.ts';
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
 import {
@@ -100,7 +101,7 @@ export class CampaignsService {
     },
   ) {}
 
-  async broadcast(workspaceId: number, input: AudienceInput) {
+  async broadcast(workspaceId: number, input: AudienceInput, actor: AuditActor) {
     const audience = await this.audience(workspaceId, input, {});
     const now = nowIso();
     const row = await this.deps.db.transaction().execute(async (trx) => {
@@ -109,6 +110,7 @@ export class CampaignsService {
         name: `Broadcast ${now.slice(0, 16).replace('T', ' ')} UTC`,
         status: 'draft',
       });
+      await recordAudit(trx, { workspaceId, actor, action: 'broadcast.created', ...auditOf(draft) });
       return this.start(trx, draft, now);
     });
     return {
@@ -161,7 +163,7 @@ export class CampaignsService {
   }
 
   /** A draft or scheduled campaign goes out now. */
-  async send(workspaceId: number, ref: string) {
+  async send(workspaceId: number, ref: string, actor: AuditActor) {
     const row = await this.deps.db.transaction().execute(async (trx) => {
       const campaign = await this.find(trx, workspaceId, ref);
       if (campaign.status !== 'draft' && campaign.status !== 'scheduled') {
@@ -173,16 +175,19 @@ export class CampaignsService {
           },
         );
       }
+      await recordAudit(trx, { workspaceId, actor, action: 'campaign.sent', ...auditOf(campaign) });
       return this.start(trx, campaign, nowIso());
     });
     return campaignView(row, undefined);
   }
 
   /** Stops what has not gone out and refunds it. */
-  async cancel(workspaceId: number, ref: string) {
+  async cancel(workspaceId: number, ref: string, actor: AuditActor) {
     const { db } = this.deps;
     const row = await db.transaction().execute(async (trx) => {
       const campaign = await this.find(trx, workspaceId, ref);
+      // Rolled back with the cancel when it is refused (an already finished campaign).
+      await recordAudit(trx, { workspaceId, actor, action: 'campaign.cancelled', ...auditOf(campaign) });
       const now = nowIso();
       const set = {
         status: 'cancelled' as const,
@@ -460,4 +465,14 @@ async function newestQueued(
     .limit(n)
     .execute();
   return rows.map((r) => r.id);
+}
+
+/** The audit log's target and details of a campaign action. */
+function auditOf(campaign: CampaignRow) {
+  const details = {
+    channel: campaign.channel,
+    status: campaign.status,
+    recipients: campaign.total_recipients,
+  };
+  return { target: { type: 'campaign', id: campaignRef(campaign.id) }, details };
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { Page, Success } from '../../http/schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import type { CampaignsService } from '../campaigns/campaigns.service.ts';
 import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.routes.ts';
 import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
@@ -74,7 +75,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         '/messages/broadcast',
         202,
         'Broadcast queued.',
-        (workspaceId) => campaigns.broadcast(workspaceId, request.body),
+        (workspaceId) => campaigns.broadcast(workspaceId, request.body, actorOf(request)),
       ),
   );
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import { CreatePaymentBody, Payment, ProcessedPayment } from './payments.schemas.ts';
 import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.routes.ts';
 import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
@@ -34,7 +35,7 @@ export const paymentsRoutes: FastifyPluginAsyncTypebox<{
         '/payments',
         201,
         'Payment completed; credits added.',
-        (workspaceId) => payments.create(workspaceId, authOf(request).userId, request.body),
+        (workspaceId) => payments.create(workspaceId, authOf(request).userId, request.body, actorOf(request)),
       ),
   );
 

@@ -3,6 +3,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { Database, PaymentRow } from '../../db/schema.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { addCredits, balances } from '../credits/credits.repository.ts';
 import { creditsView } from '../credits/credits.schemas.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
@@ -35,7 +36,7 @@ export class PaymentsService {
    * credits are added through the ledger (`purchase`, reference `payment:<id>`) and `payment.processed`
    * is emitted with the payment and the new balance.
    */
-  async create(workspaceId: number, userId: number, input: PaymentInput) {
+  async create(workspaceId: number, userId: number, input: PaymentInput, actor: AuditActor) {
     const amounts = {
       sms: input.sms_credits ?? 0,
       whatsapp: input.whatsapp_credits ?? 0,
@@ -65,6 +66,8 @@ export class PaymentsService {
       await addCredits(trx, workspaceId, amounts, 'purchase', `payment:${row.id}`, now);
       const result = { payment: paymentView(row), credits: creditsView(await balances(trx, workspaceId)) };
       await emitEvent(trx, workspaceId, 'payment.processed', result, now);
+      const target = { type: 'payment', id: row.id };
+      await recordAudit(trx, { workspaceId, actor, action: 'payment.created', target, details: amounts });
       return result;
     });
   }

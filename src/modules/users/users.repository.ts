@@ -1,7 +1,6 @@
-import type { Insertable } from 'kysely';
+import type { Insertable, Updateable } from 'kysely';
 import type { UserRow, UserTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import { workspacePage } from '../../db/paginate.ts';
 
 export async function insertUser(db: Executor, values: Insertable<UserTable>): Promise<UserRow> {
   return db.insertInto('users').values(values).returningAll().executeTakeFirstOrThrow();
@@ -25,6 +24,69 @@ export async function findUserByPhone(db: Executor, phone: string): Promise<User
   return db.selectFrom('users').selectAll().where('phone', '=', phone).executeTakeFirst();
 }
 
-export function listUsers(db: Executor, workspaceId: number, page: number, perPage: number) {
-  return workspacePage(db, 'users', workspaceId, page, perPage);
+/** One page of the workspace's team in id order, optionally only active (or only deactivated) members. */
+export async function listUsers(
+  db: Executor,
+  workspaceId: number,
+  page: number,
+  perPage: number,
+  active?: boolean,
+): Promise<{ rows: UserRow[]; total: number }> {
+  let query = db.selectFrom('users').where('workspace_id', '=', workspaceId);
+  if (active !== undefined) query = query.where('deactivated_at', active ? 'is' : 'is not', null);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/**
+ * Serialises changes to one workspace's team: a write to the workspace's row, first in the transaction. On
+ * PostgreSQL it holds the row's lock until commit, so two politicians demoting each other at once take turns
+ * and the second sees the first's change; on SQLite the write takes the database's write lock.
+ */
+export async function lockTeam(db: Executor, workspaceId: number): Promise<void> {
+  await db
+    .updateTable('workspaces')
+    .set((eb) => ({ name: eb.ref('name') }))
+    .where('id', '=', workspaceId)
+    .execute();
+}
+
+/** Active politicians of the workspace other than `exceptUserId`. */
+export async function countOtherActivePoliticians(
+  db: Executor,
+  workspaceId: number,
+  exceptUserId: number,
+): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '!=', exceptUserId)
+    .where('role', '=', 'politician')
+    .where('deactivated_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateUser(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  values: Updateable<UserTable>,
+): Promise<UserRow> {
+  return db
+    .updateTable('users')
+    .set(values)
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

@@ -1,16 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
-import { Page, PageQuery, Success } from '../../http/schemas.ts';
-import { CreateUserBody, User } from './users.schemas.ts';
+import { IdParams, Page, Success } from '../../http/schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
+import { CreateUserBody, ListUsersQuery, UpdateUserBody, User } from './users.schemas.ts';
 import type { UsersService } from './users.service.ts';
+
+const LAST_POLITICIAN =
+  'A change that would leave the workspace without an active politician is 409 `conflict`.';
 
 export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
   const tags = ['Users'];
+  const config = { permission: 'team:manage' as const };
 
   app.post(
     '/users',
     {
-      config: { permission: 'team:manage' },
+      config,
       schema: {
         tags,
         summary: 'Add a team member (manager or volunteer) to your workspace',
@@ -19,7 +24,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
       },
     },
     async (request, reply) => {
-      const data = await users.createMember(authOf(request).workspaceId, request.body);
+      const data = await users.createMember(authOf(request).workspaceId, request.body, actorOf(request));
       return reply.code(201).send({ success: true, message: 'Team member added.', data });
     },
   );
@@ -27,17 +32,82 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
   app.get(
     '/users',
     {
-      config: { permission: 'team:manage' },
+      config,
       schema: {
         tags,
-        summary: "List your workspace's team",
-        querystring: PageQuery,
+        summary: "List your workspace's team, active and deactivated members",
+        querystring: ListUsersQuery,
         response: { 200: Success(Page(User)) },
       },
     },
     async (request) => {
-      const { page, per_page } = request.query;
-      return { success: true as const, data: await users.list(authOf(request).workspaceId, page, per_page) };
+      const { page, per_page, active } = request.query;
+      return {
+        success: true as const,
+        data: await users.list(authOf(request).workspaceId, page, per_page, active),
+      };
+    },
+  );
+
+  app.get(
+    '/users/:id',
+    {
+      config,
+      schema: { tags, summary: 'Read a team member', params: IdParams, response: { 200: Success(User) } },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await users.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.patch(
+    '/users/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Rename a team member, change their role, or (de)activate them',
+        description:
+          '`active: false` revokes every token of the user at once; their sign-in then answers as wrong ' +
+          'credentials. `active: true` lets them sign in again (no old token comes back). A role change takes ' +
+          `effect on their next request. ${LAST_POLITICIAN}`,
+        params: IdParams,
+        body: UpdateUserBody,
+        response: { 200: Success(User) },
+      },
+    },
+    async (request) => {
+      const data = await users.update(
+        authOf(request).workspaceId,
+        request.params.id,
+        request.body,
+        actorOf(request),
+      );
+      return { success: true as const, message: 'Team member updated.', data };
+    },
+  );
+
+  app.delete(
+    '/users/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Deactivate a team member (the same as PATCH with active: false)',
+        description: `The user is kept (the audit log names them) but can no longer sign in. ${LAST_POLITICIAN}`,
+        params: IdParams,
+        response: { 200: Success(User) },
+      },
+    },
+    async (request) => {
+      const data = await users.update(
+        authOf(request).workspaceId,
+        request.params.id,
+        { active: false },
+        actorOf(request),
+      );
+      return { success: true as const, message: 'Team member deactivated.', data };
     },
   );
 };

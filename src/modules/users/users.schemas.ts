@@ -1,13 +1,24 @@
 import { Type } from 'typebox';
 import type { UserRow } from '../../db/schema.ts';
+import { PageQuery, Timestamp } from '../../http/schemas.ts';
+
+export const RoleSchema = Type.Union([
+  Type.Literal('politician'),
+  Type.Literal('manager'),
+  Type.Literal('volunteer'),
+]);
 
 export const User = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   email: Type.String(),
   phone: Type.Union([Type.String(), Type.Null()], { description: 'E.164; used for OTP sign-in.' }),
-  role: Type.Union([Type.Literal('politician'), Type.Literal('manager'), Type.Literal('volunteer')]),
+  role: RoleSchema,
   workspace_id: Type.Integer(),
+  active: Type.Boolean({
+    description: 'false once deactivated: the user cannot sign in and none of their tokens works.',
+  }),
+  created_at: Timestamp,
 });
 
 export const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -38,6 +49,27 @@ export const CreateUserBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const UpdateUserBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    role: Type.Optional(RoleSchema),
+    active: Type.Optional(
+      Type.Boolean({
+        description:
+          'false deactivates the user and revokes every token of theirs at once; true lets them sign in again.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ListUsersQuery = Type.Object({
+  ...PageQuery.properties,
+  active: Type.Optional(
+    Type.Boolean({ description: 'true: only active members; false: only deactivated ones. Unset: both.' }),
+  ),
+});
+
 export function userView(row: UserRow) {
   return {
     id: row.id,
@@ -46,5 +78,7 @@ export function userView(row: UserRow) {
     phone: row.phone,
     role: row.role,
     workspace_id: row.workspace_id,
+    active: row.deactivated_at === null,
+    created_at: row.created_at,
   };
 }

@@ -7,9 +7,26 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, validationError } from '../../errors.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { hashPassword, passwordProblem } from '../auth/auth.passwords.ts';
-import { findUserByEmail, findUserByPhone, insertUser, listUsers } from './users.repository.ts';
+import { revokeUserTokens } from '../auth/auth.repository.ts';
+import {
+  countOtherActivePoliticians,
+  findUser,
+  findUserByEmail,
+  findUserByPhone,
+  insertUser,
+  listUsers,
+  lockTeam,
+  updateUser,
+} from './users.repository.ts';
 import { userView } from './users.schemas.ts';
+
+export interface UserChanges {
+  name?: string | undefined;
+  role?: Role | undefined;
+  active?: boolean | undefined;
+}
 
 export interface NewUser {
   name: string;
@@ -73,18 +90,104 @@ export class UsersService {
     }
   }
 
-  async createMember(workspaceId: number, input: NewUser & { role: 'manager' | 'volunteer' }) {
+  async createMember(
+    workspaceId: number,
+    input: NewUser & { role: 'manager' | 'volunteer' },
+    actor: AuditActor,
+  ) {
     const clean = await this.prepare(input);
-    const row = await this.deps.db
-      .transaction()
-      .execute((trx) => this.insert(trx, workspaceId, clean, input.role, nowIso()));
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const row = await this.insert(trx, workspaceId, clean, input.role, nowIso());
+      await recordCreated(trx, row, actor);
+      return row;
+    });
     return userView(row);
   }
 
-  async list(workspaceId: number, page: number, perPage: number) {
-    const { rows, total } = await listUsers(this.deps.db, workspaceId, page, perPage);
+  async list(workspaceId: number, page: number, perPage: number, active?: boolean) {
+    const { rows, total } = await listUsers(this.deps.db, workspaceId, page, perPage, active);
     return pageResult(rows.map(userView), total, page, perPage);
   }
+
+  async get(workspaceId: number, id: number) {
+    const row = await findUser(this.deps.db, workspaceId, id);
+    if (!row) throw notFound();
+    return userView(row);
+  }
+
+  /**
+   * Renames, changes the role of, deactivates or reactivates a member. Deactivation revokes every token of
+   * theirs in the same transaction. The workspace keeps at least one active politician: the team is locked
+   * first, so two politicians demoting each other at once take turns and the second one gets 409.
+   */
+  async update(workspaceId: number, id: number, changes: UserChanges, actor: AuditActor) {
+    const name = changes.name?.trim().replace(/\s+/g, ' ');
+    if (changes.name !== undefined && !name) throw validationError({ name: ['must not be empty.'] });
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      await lockTeam(trx, workspaceId);
+      const user = await findUser(trx, workspaceId, id);
+      if (!user) throw notFound();
+      const now = nowIso();
+      const wasActive = user.deactivated_at === null;
+      const role = changes.role ?? user.role;
+      const active = changes.active ?? wasActive;
+      if (
+        user.role === 'politician' &&
+        wasActive &&
+        (role !== 'politician' || !active) &&
+        (await countOtherActivePoliticians(trx, workspaceId, id)) === 0
+      ) {
+        throw new AppError(
+          'conflict',
+          'This change would leave the workspace without an active politician. Make another member a politician first.',
+        );
+      }
+      const updated: Record<string, unknown> = {};
+      if (name !== undefined && name !== user.name) updated.name = { from: user.name, to: name };
+      if (role !== user.role) updated.role = { from: user.role, to: role };
+      const deactivating = wasActive && !active;
+      const reactivating = !wasActive && active;
+      if (reactivating) updated.active = { from: false, to: true };
+      if (Object.keys(updated).length === 0 && !deactivating) return user;
+      const row = await updateUser(trx, workspaceId, id, {
+        name: name ?? user.name,
+        role,
+        deactivated_at: active ? null : (user.deactivated_at ?? now),
+        updated_at: now,
+      });
+      const target = { type: 'user', id };
+      if (Object.keys(updated).length > 0) {
+        await recordAudit(trx, { workspaceId, actor, action: 'user.updated', target, details: updated });
+      }
+      if (deactivating) {
+        const revoked = await revokeUserTokens(trx, id, now);
+        await recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'user.deactivated',
+          target,
+          details: { tokens_revoked: revoked },
+        });
+      }
+      return row;
+    });
+    return userView(row);
+  }
+}
+
+/** The audit entry of a new user, in the transaction that inserts it. */
+export function recordCreated(trx: Executor, row: UserRow, actor: AuditActor): Promise<void> {
+  return recordAudit(trx, {
+    workspaceId: row.workspace_id,
+    actor,
+    action: 'user.created',
+    target: { type: 'user', id: row.id },
+    details: { role: row.role },
+  });
+}
+
+function notFound(): AppError {
+  return new AppError('not_found', 'User not found.');
 }
 
 function conflict(field: string): AppError {

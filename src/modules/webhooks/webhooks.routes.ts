@@ -11,6 +11,7 @@ import {
   UpdateWebhookBody,
   Webhook,
 } from './webhooks.schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksService }> = async (
@@ -32,7 +33,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
       },
     },
     async (request, reply) => {
-      const data = await webhooks.create(authOf(request).workspaceId, request.body);
+      const data = await webhooks.create(authOf(request).workspaceId, request.body, actorOf(request));
       return reply.code(201).send({
         success: true,
         message: 'Webhook created. Store the secret now: it is not shown again.',
@@ -85,7 +86,12 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
     async (request) => ({
       success: true as const,
       message: 'Webhook updated.',
-      data: await webhooks.update(authOf(request).workspaceId, request.params.id, request.body),
+      data: await webhooks.update(
+        authOf(request).workspaceId,
+        request.params.id,
+        request.body,
+        actorOf(request),
+      ),
     }),
   );
 
@@ -101,7 +107,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
       },
     },
     async (request) => {
-      await webhooks.remove(authOf(request).workspaceId, request.params.id);
+      await webhooks.remove(authOf(request).workspaceId, request.params.id, actorOf(request));
       return { success: true as const, message: 'Webhook deleted.' };
     },
   );

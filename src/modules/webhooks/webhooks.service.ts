@@ -4,6 +4,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { Database, WebhookRow } from '../../db/schema.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { emitPing, eventMessageId, webhookEventTypes } from './webhooks.events.ts';
 import {
@@ -87,20 +88,24 @@ export class WebhooksService {
     return url.toString();
   }
 
-  async create(workspaceId: number, input: WebhookInput) {
+  async create(workspaceId: number, input: WebhookInput, actor: AuditActor) {
     const url = await this.checkUrl(input.url ?? '');
     const secret = newWebhookSecret();
     const now = nowIso();
-    const row = await insertWebhook(this.deps.db, {
-      workspace_id: workspaceId,
-      url,
-      description: input.description?.trim() || null,
-      events: JSON.stringify(input.events ?? [...webhookEventTypes]),
-      secret_encrypted: this.secrets.seal(secret),
-      disabled_at: null,
-      disabled_reason: null,
-      created_at: now,
-      updated_at: now,
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const row = await insertWebhook(trx, {
+        workspace_id: workspaceId,
+        url,
+        description: input.description?.trim() || null,
+        events: JSON.stringify(input.events ?? [...webhookEventTypes]),
+        secret_encrypted: this.secrets.seal(secret),
+        disabled_at: null,
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      });
+      await recordAudit(trx, { workspaceId, actor, action: 'webhook.created', ...auditOf(row) });
+      return row;
     });
     return { ...webhookView(row), secret };
   }
@@ -116,7 +121,7 @@ export class WebhooksService {
     return pageResult(rows.map(webhookView), total, page, perPage);
   }
 
-  async update(workspaceId: number, id: number, input: WebhookInput) {
+  async update(workspaceId: number, id: number, input: WebhookInput, actor: AuditActor) {
     const url = input.url !== undefined ? await this.checkUrl(input.url) : undefined;
     const now = nowIso();
     return this.deps.db.transaction().execute(async (trx) => {
@@ -133,12 +138,21 @@ export class WebhooksService {
         updated_at: now,
       });
       if (!row) throw notFound('Webhook');
+      await recordAudit(trx, { workspaceId, actor, action: 'webhook.updated', ...auditOf(row) });
       return webhookView(row);
     });
   }
 
-  async remove(workspaceId: number, id: number): Promise<void> {
-    if (!(await deleteWebhook(this.deps.db, workspaceId, id))) throw notFound('Webhook');
+  async remove(workspaceId: number, id: number, actor: AuditActor): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await deleteWebhook(trx, workspaceId, id))) throw notFound('Webhook');
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'webhook.deleted',
+        target: { type: 'webhook', id },
+      });
+    });
   }
 
   async deliveries(workspaceId: number, webhookId: number, page: number, perPage: number) {
@@ -180,4 +194,15 @@ export class WebhooksService {
       return { event_id: eventMessageId(eventId), delivery_id: deliveryId, status: 'pending' as const };
     });
   }
+}
+
+/** The audit log's target and details of a webhook action: never its secret, nor the URL's query (it may hold a token). */
+function auditOf(row: WebhookRow) {
+  const { origin, pathname } = new URL(row.url);
+  const details = {
+    url: `${origin}${pathname}`,
+    events: JSON.parse(row.events) as unknown,
+    active: row.disabled_at === null,
+  };
+  return { target: { type: 'webhook', id: row.id }, details };
 }
