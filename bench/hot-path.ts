@@ -15,7 +15,7 @@
  * the rounds, so that a spell of load from elsewhere does not land on one side only.
  * Settings: HOT_PATH_DURATION_S (10 per phase), HOT_PATH_CONNECTIONS (100), HOT_PATH_ROUNDS (2),
  * HOT_PATH_VOTERS (1000 seeded voters), HOT_PATH_LOG_LEVEL (the service's LOG_LEVEL, default `info` as in
- * production; the log goes to /dev/null).
+ * production; the log goes to /dev/null), HOT_PATH_PROFILE (a folder for the service's `--cpu-prof` profile).
  * The figures go to stdout, bench/out/hot-path.md and bench/out/hot-path.json (read by `npm run bench`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -31,6 +31,8 @@ const connections = Number(process.env.HOT_PATH_CONNECTIONS ?? 100);
 const rounds = Math.max(1, Number(process.env.HOT_PATH_ROUNDS ?? 2));
 const seededVoters = Number(process.env.HOT_PATH_VOTERS ?? 1000);
 const logLevel = process.env.HOT_PATH_LOG_LEVEL ?? 'info';
+/** A folder: the service runs with `node --cpu-prof` and writes its profile there when it stops. */
+const profileDir = process.env.HOT_PATH_PROFILE;
 /** The API's PostgreSQL pool (src/db/connect.ts): pgbench gets as many connections. */
 const PG_POOL_SIZE = 10;
 const pgUrl = [process.env.DATABASE_URL, process.env.TEST_DATABASE_URL].find((u) =>
@@ -80,7 +82,9 @@ const children = new Set<ChildProcess>();
 /** `npm start`'s node command with `entry` in place of its entry point (the hello world), or as is. */
 function startNode(env: Record<string, string>, entry?: string): ChildProcess {
   const start = npmStart();
-  const args = entry ? [...start.args.slice(0, -1), entry] : start.args;
+  const args = entry
+    ? [...start.args.slice(0, -1), entry]
+    : [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...start.args];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...start.env, ...env },
     // The service's request log is written (it costs what it costs in production) but not kept.
