@@ -13,6 +13,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 
 const full = process.env.BENCH_FULL === '1';
 const rows = process.env.BENCH_ROWS ?? '20000';
@@ -39,7 +40,19 @@ interface Bench {
 /** The unset variables that would make a benchmark pick PostgreSQL when it should run on SQLite. */
 const sqliteEnv = { DATABASE_URL: '', TEST_DATABASE_URL: '', BENCH_DATABASE_URL: '' };
 
-function benches(): Bench[] {
+/** A free port on loopback: the voters benchmark's default (3917) may be taken by someone else's run. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function benches(): Promise<Bench[]> {
   const size = (flag: string, value: string) => (full ? [] : [flag, value]);
   const list: Bench[] = [];
   const dialects: Array<'sqlite' | 'postgres'> = pgUrl ? ['sqlite', 'postgres'] : ['sqlite'];
@@ -50,7 +63,7 @@ function benches(): Bench[] {
         name: 'voters',
         dialect,
         script: 'bench/voters.ts',
-        args: [...size('--rows', rows), ...size('--samples', samples)],
+        args: [...size('--rows', rows), ...size('--samples', samples), '--port', String(await freePort())],
         env: { ...sqliteEnv, DATABASE_URL: url },
         result: { file: `bench/out/voters-${dialect}.md` },
       },
@@ -144,7 +157,7 @@ function command(): string {
 async function main(): Promise<void> {
   const sections: string[] = [];
   let failed = 0;
-  for (const bench of benches()) {
+  for (const bench of await benches()) {
     console.log(`\n=== ${bench.name} (${bench.dialect}) ===`);
     if ('file' in bench.result) rmSync(bench.result.file, { force: true });
     const { code, output, seconds } = await run(bench);
