@@ -52,7 +52,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function benches(): Promise<Bench[]> {
+/** Replaced by a port found free just before the benchmark starts (one found earlier may be taken since). */
+const FREE_PORT = '<free port>';
+
+function benches(): Bench[] {
   const size = (flag: string, value: string) => (full ? [] : [flag, value]);
   const list: Bench[] = [];
   const dialects: Array<'sqlite' | 'postgres'> = pgUrl ? ['sqlite', 'postgres'] : ['sqlite'];
@@ -63,7 +66,7 @@ async function benches(): Promise<Bench[]> {
         name: 'voters',
         dialect,
         script: 'bench/voters.ts',
-        args: [...size('--rows', rows), ...size('--samples', samples), '--port', String(await freePort())],
+        args: [...size('--rows', rows), ...size('--samples', samples), '--port', FREE_PORT],
         env: { ...sqliteEnv, DATABASE_URL: url },
         result: { file: `bench/out/voters-${dialect}.md` },
       },
@@ -157,7 +160,9 @@ function command(): string {
 async function main(): Promise<void> {
   const sections: string[] = [];
   let failed = 0;
-  for (const bench of await benches()) {
+  for (const listed of benches()) {
+    const port = String(await freePort());
+    const bench = { ...listed, args: listed.args.map((a) => (a === FREE_PORT ? port : a)) };
     console.log(`\n=== ${bench.name} (${bench.dialect}) ===`);
     if ('file' in bench.result) rmSync(bench.result.file, { force: true });
     const { code, output, seconds } = await run(bench);
