@@ -11,7 +11,7 @@
  * BENCH_LOAD_S (10), HOT_PATH_DURATION_S (10) and HOT_PATH_ROUNDS (2). BENCH_ONLY=hot-path,load runs some.
  * Exit 1 when a benchmark fails (its row in the document says so).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
@@ -196,6 +196,10 @@ async function main(): Promise<void> {
       ? doc.slice(0, from) + generated + doc.slice(to + END.length)
       : `${doc.trimEnd()}\n\n## Latest \`npm run bench\`\n\n${generated}\n`;
   writeFileSync(DOC, next);
+  // The project's format check covers docs/: the generated tables are aligned as Prettier would.
+  execFileSync(process.execPath, ['node_modules/prettier/bin/prettier.cjs', '--write', DOC], {
+    stdio: 'ignore',
+  });
   console.log(`\n${DOC} updated${failed ? `; ${failed} benchmark(s) failed` : ''}`);
   if (failed) process.exitCode = 1;
 }
