@@ -6,6 +6,7 @@ import pg from 'pg';
 import { type DatabaseSettings, databaseSettings } from '../config.ts';
 import { within } from '../lib/time-limit.ts';
 import type { Database } from './schema.ts';
+import { withStatementCache } from './sqlite-statements.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -148,7 +149,9 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
   // million-row import to 467 MB), and the setting cannot be switched per statement because changing it
   // drops every temporary table of the connection.
   sqlite.pragma('cache_size = -32768');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+  });
   return {
     kysely,
     dialect: 'sqlite',
