@@ -1,3 +1,4 @@
+import { compiledOnce } from '../../db/compiled-once.ts';
 import type { Role } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
@@ -28,8 +29,9 @@ export interface TokenOwner {
   deactivated_at: string | null;
 }
 
-export async function findTokenOwner(db: Executor, tokenId: number): Promise<TokenOwner | undefined> {
-  return db
+/** Every authenticated request runs this: built and compiled once (db/compiled-once.ts), not per request. */
+const tokenOwner = compiledOnce((db, tokenId: number) =>
+  db
     .selectFrom('api_tokens')
     .innerJoin('users', 'users.id', 'api_tokens.user_id')
     .select([
@@ -43,8 +45,11 @@ export async function findTokenOwner(db: Executor, tokenId: number): Promise<Tok
       'users.role',
       'users.deactivated_at',
     ])
-    .where('api_tokens.id', '=', tokenId)
-    .executeTakeFirst();
+    .where('api_tokens.id', '=', tokenId),
+);
+
+export function findTokenOwner(db: Executor, tokenId: number): Promise<TokenOwner | undefined> {
+  return tokenOwner.first(db, tokenId);
 }
 
 export async function revokeToken(
