@@ -21,6 +21,26 @@ export interface ImportResult {
   errors: ImportRowError[];
 }
 
+/** How far an import has read its file. */
+export interface ImportProgress {
+  bytes_read: number;
+  rows_read: number;
+}
+
+/** Receives the header and every refused row as the file had them (an import job's errors.csv). */
+export interface FailedRowSink {
+  header(fields: string[]): void;
+  row(fields: string[], error: string): void;
+}
+
+export interface ImportOptions {
+  /** Every check and the same counts, but nothing is written. */
+  dryRun?: boolean;
+  /** Awaited after each chunk of the file; a job renews its lease here, and may throw to stop. */
+  progress?: (progress: ImportProgress) => Promise<void>;
+  failures?: FailedRowSink;
+}
+
 /** What the import reads: the file part's byte stream, and whether the upload limit cut it short. */
 export interface ImportSource {
   stream: AsyncIterable<Buffer>;
@@ -43,8 +63,10 @@ export class VoterImporter {
     private readonly deps: { db: Db; defaultCountry: string; maxBytes: number; maxErrors: number },
   ) {}
 
-  async run(workspaceId: number, source: ImportSource): Promise<ImportResult> {
+  async run(workspaceId: number, source: ImportSource, options: ImportOptions = {}): Promise<ImportResult> {
     const { maxBytes, maxErrors, defaultCountry } = this.deps;
+    const { failures } = options;
+    let rowsRead = 0;
     const errors: ImportRowError[] = [];
     let failed = 0;
     let valid = 0;
@@ -56,8 +78,10 @@ export class VoterImporter {
       if (!sawHeader) {
         sawHeader = true;
         columns = headerColumns(fields);
+        failures?.header(fields);
         return;
       }
+      rowsRead += 1;
       const input: Partial<Record<VoterField, string>> = {};
       let blank = true;
       for (const [field, index] of columns!) {
@@ -76,6 +100,12 @@ export class VoterImporter {
       }
       if (bad) {
         failed += 1;
+        failures?.row(
+          fields,
+          Object.entries(checked.errors)
+            .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
+            .join('; '),
+        );
         return;
       }
       const v = checked.values;
@@ -117,6 +147,7 @@ export class VoterImporter {
         bytes += next.value.length;
         if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
         feed(decoder.decode(next.value, { stream: true }));
+        await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
         if (batch.length >= STAGE_BATCH) {
           staging ??= await startVoterImport(this.deps.db, workspaceId);
           const rows = batch;
@@ -133,7 +164,8 @@ export class VoterImporter {
       staging ??= await startVoterImport(this.deps.db, workspaceId);
       await staging.stage(batch);
       batch = [];
-      const { imported } = await staging.apply(nowIso());
+      await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
+      const { imported } = options.dryRun ? await staging.preview() : await staging.apply(nowIso());
       staging = undefined;
       return { imported, updated: valid - imported, failed, errors };
     } catch (error) {

@@ -788,8 +788,13 @@ export interface StagedVoter {
  */
 export interface VoterImport {
   stage(rows: readonly StagedVoter[]): Promise<void>;
-  /** Upserts the staged rows on the identity (the later line wins); returns how many voters were created. */
+  /**
+   * Upserts the staged rows on the identity (the later line wins; a field a row leaves empty is kept);
+   * returns how many voters were created.
+   */
   apply(now: string): Promise<{ imported: number }>;
+  /** A dry run: how many voters `apply` would create; then the staged rows are dropped and nothing is written. */
+  preview(): Promise<{ imported: number }>;
   abort(): Promise<void>;
 }
 
@@ -806,15 +811,22 @@ const stagedColumns = [
   'address',
 ] as const;
 
-const upsertSet = `name = excluded.name, email = excluded.email, constituency = excluded.constituency,
-  constituency_key = excluded.constituency_key, booth = excluded.booth, ward = excluded.ward,
-  address = excluded.address, updated_at = excluded.updated_at`;
+/** The optional fields: an import row with none of them (an empty cell, or a column the file lacks) keeps it. */
+const mergedColumns = ['email', 'constituency', 'constituency_key', 'booth', 'ward', 'address'] as const;
+
+/** An import changes only what the file says: the name (same identity, maybe other case) and each value given. */
+const upsertSet = [
+  'name = excluded.name',
+  ...mergedColumns.map((c) => `${c} = coalesce(excluded.${c}, voters.${c})`),
+  'updated_at = excluded.updated_at',
+].join(', ');
 
 /** A row that would not change is left alone: its updated_at stays, and no search-index work is done. */
 function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
-  return ['name', 'email', 'constituency', 'booth', 'ward', 'address']
-    .map((c) => `voters.${c} ${distinct} excluded.${c}`)
-    .join(' OR ');
+  return [
+    `voters.name ${distinct} excluded.name`,
+    ...mergedColumns.map((c) => `(excluded.${c} IS NOT NULL AND voters.${c} ${distinct} excluded.${c})`),
+  ].join(' OR ');
 }
 
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
@@ -926,9 +938,22 @@ async function startSqliteImport(
       );
       return { imported };
     },
+    preview: async () => {
+      try {
+        const count = sqlite.prepare(newIdentities(table, '?')).pluck();
+        return { imported: await locked(() => count.get(workspaceId) as number) };
+      } finally {
+        await drop();
+      }
+    },
     abort: drop,
   };
 }
+
+/** The staged identities that no voter of the workspace has yet: what an apply would create. */
+const newIdentities = (table: string, workspace: string) =>
+  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key FROM ${table}) s
+   WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
 
 /** An import of at least this many rows refreshes the table's statistics on PostgreSQL. */
 const ANALYZE_AFTER_ROWS = 10_000;
@@ -946,7 +971,8 @@ function copyValue(value: string | number | null): string {
 
 /**
  * PostgreSQL: one transaction on one pooled connection for the whole import. Rows stream into a temporary
- * table through COPY; `apply` is one set-based upsert (DISTINCT ON keeps the last line of each identity)
+ * table through COPY; `apply` is one set-based upsert (per identity: the last line's name and, per field, the last value
+ * given, as SQLite's upsert in line order gives)
  * and COMMIT; `abort` rolls everything back.
  */
 async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<VoterImport> {
@@ -997,7 +1023,9 @@ async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<
         await finished;
         const result = await client.query<{ imported: number }>(
           `WITH src AS (
-             SELECT DISTINCT ON (phone, name_key) * FROM voters_import ORDER BY phone, name_key, line DESC
+             SELECT max(line) AS line, phone, name_key, (array_agg(name ORDER BY line DESC))[1] AS name,
+               ${mergedColumns.map((c) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE ${c} IS NOT NULL))[1] AS ${c}`).join(',\n               ')}
+             FROM voters_import GROUP BY phone, name_key
            ), up AS (
              INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
              SELECT $1, ${stagedColumns.slice(1).join(', ')}, $2, $2 FROM src ORDER BY line
@@ -1014,6 +1042,22 @@ async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<
         // would get there later; a large import analyzes at once. VACUUM also sets the visibility map, so
         // counting a filtered list is an index-only scan instead of a visit to every matching row.
         if (staged >= ANALYZE_AFTER_ROWS) await client.query('VACUUM (ANALYZE) voters');
+        release();
+        return { imported: Number(result.rows[0]?.imported ?? 0) };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        release(error as Error);
+        throw error;
+      }
+    },
+    preview: async () => {
+      try {
+        stream.end();
+        await finished;
+        const result = await client.query<{ imported: string }>(newIdentities('voters_import', '$1'), [
+          workspaceId,
+        ]);
+        await client.query('ROLLBACK');
         release();
         return { imported: Number(result.rows[0]?.imported ?? 0) };
       } catch (error) {

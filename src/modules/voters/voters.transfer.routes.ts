@@ -18,6 +18,7 @@ const ImportResultSchema = Type.Object({
       'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (the later line wins). imported + updated + failed = the data rows of the file (blank rows aside).',
   }),
   failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
+  dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
   errors: Type.Array(
     Type.Object({
       row: Type.Integer({
@@ -28,6 +29,14 @@ const ImportResultSchema = Type.Object({
     }),
     { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
   ),
+});
+
+const ImportQuery = Type.Object({
+  dry_run: Type.Boolean({
+    default: false,
+    description:
+      '`true`: every check runs and the answer has the same counts and errors (with `dry_run: true`), but nothing is written.',
+  }),
 });
 
 const ExportQuery = Type.Object({
@@ -57,7 +66,11 @@ formula-like value is removed.
 A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
 voter instead of adding another; within one file the later row wins. The file is read to its end before
 anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
-quote, a line of over a million characters) leaves the voters unchanged.`;
+quote, a line of over a million characters) leaves the voters unchanged.
+
+A row that matches a voter changes only what the file says: a column the file lacks leaves that field as it is,
+and so does an empty cell (clear a field with \`PUT /api/voters/{id}\`). \`?dry_run=true\` runs every check and
+answers the same counts and errors with \`dry_run: true\`, writing nothing.`;
 
 const exportDescription = `A file download (\`Content-Disposition: attachment; filename="voters-<YYYY-MM-DD>.csv|xlsx"\`),
 streamed in id order. Columns: id, name, phone, email, constituency, booth, ward, address, created_at,
@@ -105,6 +118,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
         summary: 'Import voters from a CSV file (streamed; re-importing updates instead of duplicating)',
         description: importDescription,
         consumes: ['multipart/form-data'],
+        querystring: ImportQuery,
         body: Type.Object(
           { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
           { required: ['file'] },
@@ -132,14 +146,17 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
         throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });
       }
       const file = part.file;
-      const data = await importer.run(auth.workspaceId, {
-        stream: file,
-        truncated: () => file.truncated,
-      });
+      const dryRun = request.query.dry_run;
+      const result = await importer.run(
+        auth.workspaceId,
+        { stream: file, truncated: () => file.truncated },
+        { dryRun },
+      );
+      const counts = `${result.imported} created, ${result.updated} updated, ${result.failed} failed`;
       return {
         success: true as const,
-        message: `Import finished: ${data.imported} created, ${data.updated} updated, ${data.failed} failed.`,
-        data,
+        message: dryRun ? `Dry run, nothing written: ${counts}.` : `Import finished: ${counts}.`,
+        data: { ...result, dry_run: dryRun },
       };
     },
   );
