@@ -31,6 +31,7 @@ import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { VoterImporter } from './modules/voters/voters.import.ts';
+import { VoterImportJobs } from './modules/voters/voters.import-jobs.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
@@ -159,6 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(votersTransferRoutes, {
     prefix: '/api',
     importer,
+    jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log: app.log }),
     db,
     maxImportBytes: config.import.maxBytes,
     exports: config.export,

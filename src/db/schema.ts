@@ -27,6 +27,8 @@ export interface Database {
   messages: MessageTable;
   idempotency_keys: IdempotencyKeyTable;
   audit_log: AuditLogTable;
+  voter_imports: VoterImportTable;
+  voter_import_files: VoterImportFileTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -387,3 +389,41 @@ export interface AuditLogTable {
   created_at: string;
 }
 export type AuditLogRow = Selectable<AuditLogTable>;
+
+export const voterImportStatuses = ['queued', 'running', 'completed', 'failed'] as const;
+export type VoterImportStatus = (typeof voterImportStatuses)[number];
+
+/** An import job (`Prefer: respond-async`); see migration 011. */
+export interface VoterImportTable {
+  id: Generated<number>;
+  workspace_id: number;
+  user_id: number | null;
+  status: VoterImportStatus;
+  file_name: string;
+  /** Names the stored upload (and `<file_key>.errors`, its errors.csv). */
+  file_key: string;
+  bytes: number;
+  bytes_read: Generated<number>;
+  rows_read: Generated<number>;
+  imported: Generated<number>;
+  updated: Generated<number>;
+  failed: Generated<number>;
+  /** JSON text: the first IMPORT_MAX_ERRORS { row, field, message }. */
+  errors: Generated<string>;
+  message: string | null;
+  attempts: Generated<number>;
+  lease_owner: string | null;
+  /** Epoch milliseconds. */
+  lease_until: number | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+export type VoterImportRow = Selectable<VoterImportTable>;
+
+/** PostgreSQL's store of import files, in chunks. */
+export interface VoterImportFileTable {
+  file_key: string;
+  seq: number;
+  data: Buffer;
+}

@@ -204,14 +204,14 @@ function headerColumns(header: string[]): [VoterField, number][] {
   return columns;
 }
 
-function tooLarge(maxBytes: number): AppError {
+export function tooLarge(maxBytes: number): AppError {
   return new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`, {
     max_bytes: maxBytes,
   });
 }
 
 /** A failure while reading the upload itself (a broken multipart body, the client went away). */
-function readError(error: unknown, maxBytes: number): Error {
+export function readError(error: unknown, maxBytes: number): Error {
   if (error instanceof AppError) return error;
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);

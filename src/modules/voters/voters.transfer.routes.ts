@@ -5,11 +5,23 @@ import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
-import { Success } from '../../http/schemas.ts';
+import { Page, PageQuery, Success } from '../../http/schemas.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import type { Config } from '../../config.ts';
 import { ExportGate, exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
+import type { VoterImportJobs } from './voters.import-jobs.ts';
 import type { VoterImporter } from './voters.import.ts';
+
+const ImportErrors = Type.Array(
+  Type.Object({
+    row: Type.Integer({
+      description: 'Line of the file where the row starts (the header is line 1).',
+    }),
+    field: Type.String(),
+    message: Type.String(),
+  }),
+  { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
+);
 
 const ImportResultSchema = Type.Object({
   imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
@@ -19,17 +31,47 @@ const ImportResultSchema = Type.Object({
   }),
   failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
   dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
-  errors: Type.Array(
-    Type.Object({
-      row: Type.Integer({
-        description: 'Line of the file where the row starts (the header is line 1).',
-      }),
-      field: Type.String(),
-      message: Type.String(),
-    }),
-    { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
-  ),
+  errors: ImportErrors,
 });
+
+const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+
+const ImportJob = Type.Object(
+  {
+    id: Type.String({ pattern: '^imp_[0-9]+$', description: '`imp_<n>`.' }),
+    status: Type.Union(
+      [Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')],
+      {
+        description:
+          '`queued -> running -> completed | failed`. `failed`: the file as a whole could not be imported (`message` says why) and nothing of it was applied.',
+      },
+    ),
+    file_name: Type.String(),
+    bytes: Type.Integer({ description: 'Size of the stored upload.' }),
+    progress: Type.Object({ bytes_read: Type.Integer(), rows_read: Type.Integer() }),
+    imported: Type.Integer(),
+    updated: Type.Integer(),
+    failed: Type.Integer(),
+    errors: ImportErrors,
+    message: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed job failed.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    started_at: NullableTimestamp,
+    finished_at: NullableTimestamp,
+  },
+  { title: 'VoterImportJob' },
+);
+
+const JobParams = Type.Object({
+  import_id: Type.String({ maxLength: 40, description: 'The job id, `imp_<n>`.' }),
+});
+
+/** RFC 7240: whether a Prefer header asks for `respond-async`. */
+function prefersAsync(header: string | string[] | undefined): boolean {
+  const values = Array.isArray(header) ? header : header ? [header] : [];
+  return values.some((value) =>
+    value.split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async'),
+  );
+}
 
 const ImportQuery = Type.Object({
   dry_run: Type.Boolean({
@@ -86,10 +128,11 @@ A workspace runs at most EXPORT_MAX_CONCURRENT (default 2) exports at once: one 
 /** Voter import (multipart CSV) and export (CSV, XLSX). */
 export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
   importer: VoterImporter;
+  jobs: VoterImportJobs;
   db: Db;
   maxImportBytes: number;
   exports: Config['export'];
-}> = async (app, { importer, db, maxImportBytes, exports }) => {
+}> = async (app, { importer, jobs, db, maxImportBytes, exports }) => {
   const tags = ['Voters'];
   const gate = new ExportGate(exports.maxConcurrent);
 
@@ -123,10 +166,21 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
           { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
           { required: ['file'] },
         ),
-        response: { 200: Success(ImportResultSchema) },
+        headers: Type.Object({
+          prefer: Type.Optional(
+            Type.String({
+              description:
+                '`respond-async` (RFC 7240): the upload is stored and the answer is 202 with an import job, run in the background (see `GET /api/voters/imports/{id}`).',
+            }),
+          ),
+        }),
+        response: {
+          200: Success(ImportResultSchema),
+          202: Success(ImportJob, 'The import job, queued. `Location` names it.'),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const auth = authOf(request);
       if (!request.isMultipart()) {
         throw new AppError(
@@ -147,6 +201,21 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
       }
       const file = part.file;
       const dryRun = request.query.dry_run;
+      if (prefersAsync(request.headers.prefer)) {
+        if (dryRun) {
+          file.resume();
+          throw validationError({ dry_run: ['cannot be combined with Prefer: respond-async.'] });
+        }
+        const job = await jobs.enqueue(auth.workspaceId, auth.userId, part.filename, {
+          stream: file,
+          truncated: () => file.truncated,
+        });
+        return reply
+          .code(202)
+          .header('location', `/api/voters/imports/${job.id}`)
+          .header('preference-applied', 'respond-async')
+          .send({ success: true, message: `Import job ${job.id} queued.`, data: job });
+      }
       const result = await importer.run(
         auth.workspaceId,
         { stream: file, truncated: () => file.truncated },
@@ -158,6 +227,65 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
         message: dryRun ? `Dry run, nothing written: ${counts}.` : `Import finished: ${counts}.`,
         data: { ...result, dry_run: dryRun },
       };
+    },
+  );
+
+  app.get(
+    '/voters/imports',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: "List the workspace's voter import jobs, newest first",
+        querystring: PageQuery,
+        response: { 200: Success(Page(ImportJob)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await jobs.list(authOf(request).workspaceId, request.query.page, request.query.per_page),
+    }),
+  );
+
+  app.get(
+    '/voters/imports/:import_id',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: 'Read one voter import job: status, progress, counts, the first errors',
+        params: JobParams,
+        response: { 200: Success(ImportJob) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await jobs.get(authOf(request).workspaceId, request.params.import_id),
+    }),
+  );
+
+  app.get(
+    '/voters/imports/:import_id/errors.csv',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: "A finished import job's failed rows as CSV, ready to fix and upload again",
+        description:
+          "The file's header row plus a last column `error`, then each failed row as it was in the file (a value a spreadsheet would run as a formula gets a leading `'`, which the import removes again) with what was wrong. 409 while the job has not finished.",
+        params: JobParams,
+        produces: ['text/csv'],
+        response: {
+          200: {
+            description: 'The CSV file.',
+            content: { 'text/csv': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const file = await jobs.errorsFile(authOf(request).workspaceId, request.params.import_id);
+      await sendDownload(request, reply, file, exports.idleTimeoutMs);
     },
   );
 
