@@ -13,7 +13,6 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   voters: VoterTable;
   voter_counts: VoterCountTable;
-  voter_changes: VoterChangeTable;
   voter_blocks: VoterBlockTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
@@ -129,8 +128,6 @@ export type VoterRow = Selectable<VoterTable>;
 export interface VoterCountTable {
   workspace_id: number;
   total: number;
-  /** Changes whenever any voter of the workspace is created, changed or deleted (triggers). */
-  version: Generated<number>;
 }
 
 /** Kept by triggers (migration 007): how many of a workspace's voters have an id in each block of 4,096 ids. */
@@ -139,31 +136,6 @@ export interface VoterBlockTable {
   /** id >> 12 */
   block: number;
   total: number;
-}
-
-/**
- * What a small change did to the filtered and searched columns (migration 006): old_* null for a create,
- * new_* for a delete; a delete keeps only old constituency_key, booth and ward.
- */
-export interface VoterChangeTable {
-  workspace_id: number;
-  version: number;
-  voter_id: number;
-  op: 'create' | 'update' | 'delete';
-  /** Unix seconds. */
-  at: number;
-  old_name: string | null;
-  old_email: string | null;
-  old_phone: string | null;
-  old_constituency_key: string | null;
-  old_booth: string | null;
-  old_ward: string | null;
-  new_name: string | null;
-  new_email: string | null;
-  new_phone: string | null;
-  new_constituency_key: string | null;
-  new_booth: string | null;
-  new_ward: string | null;
 }
 
 export interface VoterFtsTable {

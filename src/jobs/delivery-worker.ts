@@ -7,7 +7,6 @@ import type { MessageRow } from '../db/schema.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
-import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
   dueSettlements,
@@ -35,8 +34,6 @@ type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRe
  */
 const MARK_EVERY = 1000;
 const MARK_AFTER_MS = 20;
-/** How often a worker forgets logged voter changes past their time (see pruneVoterChanges). */
-const PRUNE_EVERY_MS = 60_000;
 
 /**
  * The delivery loops. One per channel (a lane): claim a batch of that channel's due messages (a lease; FOR
@@ -56,7 +53,6 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
   private readonly paces = new Map<string, Pace>();
-  private prunedAt = 0;
 
   constructor(
     private readonly deps: {
@@ -134,10 +130,6 @@ export class DeliveryWorker {
   }
 
   private async startAndFill(): Promise<boolean> {
-    if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
-      this.prunedAt = Date.now();
-      await pruneVoterChanges(this.deps.db.kysely);
-    }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();
     return started > 0 || filled;

@@ -4,7 +4,6 @@ import {
   type ExpressionBuilder,
   type Insertable,
   type Kysely,
-  type Selectable,
   type SelectQueryBuilder,
   type Updateable,
   sql,
@@ -19,18 +18,8 @@ import {
 } from 'pg-copy-streams';
 import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { Database, VoterChangeTable, VoterRow, VoterTable } from '../../db/schema.ts';
+import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import {
-  addAnchor,
-  advanceMemo,
-  type ListMemo,
-  listMemos,
-  type Matcher,
-  memoStats,
-  nearestAnchor,
-  type VoterValues,
-} from './voters.memo.ts';
 
 /** The filter object shared by the list, export, segments and broadcasts. */
 export interface VoterFilters {
@@ -101,54 +90,9 @@ function searchCondition(db: Executor, term: string) {
   };
 }
 
-const NON_ASCII = /[^ -~\t\n\r]/;
-
-/**
- * Whether `text` has a letter with case outside ASCII: the database may fold it differently from JavaScript
- * (FTS5's Unicode folding, SQLite's ASCII-only LIKE, PostgreSQL's locale). Devanagari has no case.
- */
-function foldsAmbiguously(text: string): boolean {
-  if (!NON_ASCII.test(text)) return false;
-  for (const ch of text)
-    if (ch.charCodeAt(0) > 0x7f && (ch.toLowerCase() !== ch || ch.toUpperCase() !== ch)) return true;
-  return false;
-}
-
-/**
- * The filters of filteredVoters evaluated on one voter's values, outside the database (to bring remembered
- * totals forward through logged changes). Its twin is the SQL of exactFilters and searchCondition: exact
- * matches compare the same strings, and a search is a substring of the lower-cased name or email (or the
- * phone's digits), which is what the trigram index, LIKE and ILIKE do wherever case folding is plain ASCII.
- * Where it might not be, the answer is undefined (count in the database instead).
- */
-export function voterMatcher(filters: VoterFilters): Matcher {
-  const exact = Object.entries(exactValues(filters)) as [keyof VoterValues, string][];
-  const term = filters.search?.trim() || undefined;
-  const needle = term?.toLowerCase();
-  const digits = term ? phoneDigits(term) : undefined;
-  const termAmbiguous = term !== undefined && foldsAmbiguously(term);
-  return (v: VoterValues) => {
-    if (exact.some(([column, value]) => v[column] !== value)) return false;
-    if (needle === undefined) return true;
-    const { name, email, phone } = v;
-    if (
-      name === null ||
-      termAmbiguous ||
-      foldsAmbiguously(name) ||
-      (email !== null && foldsAmbiguously(email))
-    )
-      return undefined;
-    return (
-      name.toLowerCase().includes(needle) ||
-      (email !== null && email.toLowerCase().includes(needle)) ||
-      (digits && phone !== null ? phone.includes(digits) : false)
-    );
-  };
-}
-
 /**
  * The exact filters as they are compared: trimmed, the constituency lower-cased (as `constituency_key`), an
- * empty one left out. The SQL (exactFilters), the memo key and voterMatcher all start from this.
+ * empty one left out. The SQL (exactFilters) starts from this.
  */
 function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
   const values: ReturnType<typeof exactValues> = {};
@@ -193,7 +137,10 @@ export function filteredVoters(
   return query;
 }
 
-/** Up to this many matches, a PostgreSQL search keeps every matching id with its total (see listMemo). */
+/** A list with a search counts its matches exactly up to this many; above, its total is this figure. */
+export const SEARCH_TOTAL_CAP = 10_000;
+
+/** Up to this many matches, a PostgreSQL search reads every matching id and pages through them. */
 const RARE_MATCHES = 5000;
 
 /** From this offset on, pages without a search are read through a deferred join (see voterPage). */
@@ -209,6 +156,13 @@ const listColumns = [
 ] as const;
 type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
 
+/** What a page is read from: the list's total (capped for a search) and, for a rare PostgreSQL search, every id. */
+interface ListCount {
+  total: number;
+  exact: boolean;
+  ids?: number[] | undefined;
+}
+
 /**
  * One page in id order. On SQLite a search walks the FTS index in rowid (= id) order and joins each hit,
  * so a page costs its own rows, not every match.
@@ -219,10 +173,11 @@ async function voterPage(
   filters: VoterFilters,
   page: number,
   perPage: number,
-  memo: ListMemo,
+  count: ListCount,
 ): Promise<ListRow[]> {
-  const { total } = memo;
-  if ((page - 1) * perPage >= total) return []; // past the end (the total is exact)
+  const { total } = count;
+  const offset = (page - 1) * perPage;
+  if (offset >= total) return []; // past the end (or past the capped total of a search)
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
   if (match) {
@@ -232,53 +187,35 @@ async function voterPage(
       .where(sql<boolean>`voters_fts MATCH ${match}`)
       .where('voters.workspace_id', '=', workspaceId);
     if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
-    return query
-      .select(listColumns)
-      .orderBy('voters_fts.rowid')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute();
+    return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
   }
-  const offset = (page - 1) * perPage;
   if (!term && !hasExactFilters(filters) && offset >= DEFERRED_JOIN_OFFSET)
     return blockPage(db, workspaceId, offset, perPage);
   if (!term && offset >= DEFERRED_JOIN_OFFSET) {
     // A deep page: skip rows inside an index that holds the filter columns and the id, then read only the
     // page's rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever
-    // is nearest: the start, the end (the exact total is known) or a page start found by an earlier request
-    // for the same version of the voters.
+    // end is nearer (the total is exact).
     const fromEnd = total - offset - perPage;
-    const anchor = nearestAnchor(memo, offset);
-    const fromAnchor = anchor ? offset - anchor.position : offset;
     let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
-    if (fromEnd < fromAnchor) {
-      ids = ids
-        .orderBy('voters.id', 'desc')
-        .limit(perPage + Math.min(0, fromEnd))
-        .offset(Math.max(0, fromEnd));
-    } else {
-      if (anchor) ids = ids.where('voters.id', '>=', anchor.id);
-      ids = ids.orderBy('voters.id').limit(perPage).offset(fromAnchor);
-    }
-    const rows = await db
+    ids =
+      fromEnd < offset
+        ? ids
+            .orderBy('voters.id', 'desc')
+            .limit(perPage + Math.min(0, fromEnd))
+            .offset(Math.max(0, fromEnd))
+        : ids.orderBy('voters.id').limit(perPage).offset(offset);
+    return db
       .selectFrom('voters')
-      .select([
-        ...listColumns,
-        sql<number>`(SELECT version FROM voter_counts WHERE workspace_id = ${workspaceId})`.as('version'),
-      ])
+      .select(listColumns)
       .where('voters.id', 'in', ids)
       .orderBy('voters.id')
       .execute();
-    // A page start is remembered only for the version it was read at (the same statement).
-    if (rows[0] && Number(rows[0].version) === memo.version)
-      addAnchor(memo, { position: offset, id: rows[0].id });
-    return rows.map(({ version: _, ...row }) => row);
   }
-  if (memo.ids) {
+  if (count.ids) {
     // A PostgreSQL search with few matches: their ids are known, so a page is a lookup by id. (PostgreSQL
     // cannot estimate how many rows a trigram search matches; walking the primary key until a page is full,
     // below, is right for common terms and slow for rare ones.)
-    const ids = memo.ids.slice(offset, offset + perPage);
+    const ids = count.ids.slice(offset, offset + perPage);
     if (ids.length === 0) return [];
     return db
       .selectFrom('voters')
@@ -329,141 +266,32 @@ async function blockPage(
     .execute();
 }
 
-function memoKey(workspaceId: number, filters: VoterFilters): string {
-  const { constituency_key, booth, ward } = exactValues(filters);
-  return [workspaceId, constituency_key, booth, ward, filters.search?.trim()].join('\u0000');
-}
-
-/** Changes read to bring a remembered list forward; more than this, or an older memo, counts again. */
-const MAX_CHANGES = 1000;
-const MAX_VERSIONS_BEHIND = 256; // voter_changes keeps this many versions (migration 006)
-
-function valuesOf(row: Selectable<VoterChangeTable>, side: 'before' | 'after'): VoterValues | undefined {
-  if (row.op === (side === 'before' ? 'create' : 'delete')) return undefined; // no voter on this side
-  const prefix = side === 'before' ? 'old_' : 'new_';
-  const text = (field: string) => row[`${prefix}${field}` as keyof typeof row] as string | null;
-  return {
-    name: text('name'),
-    email: text('email'),
-    phone: text('phone'),
-    constituency_key: text('constituency_key'),
-    booth: text('booth'),
-    ward: text('ward'),
-  };
-}
-
-/** `memo` brought forward to `version` through the logged changes, or undefined when it cannot be. */
-async function advance(
-  db: Executor,
-  workspaceId: number,
-  filters: VoterFilters,
-  memo: ListMemo,
-  version: number,
-): Promise<ListMemo | undefined> {
-  if (version - memo.version > MAX_VERSIONS_BEHIND) return undefined;
-  const rows = await db
-    .selectFrom('voter_changes')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .where('version', '>', memo.version)
-    .where('version', '<=', version)
-    .orderBy('version')
-    .orderBy('voter_id')
-    .limit(MAX_CHANGES + 1)
-    .execute();
-  if (rows.length > MAX_CHANGES) return undefined;
-  const changes = rows.map((row) => ({
-    version: Number(row.version),
-    voterId: Number(row.voter_id),
-    before: valuesOf(row, 'before'),
-    after: valuesOf(row, 'after'),
-  }));
-  return advanceMemo(memo, version, changes, voterMatcher(filters), RARE_MATCHES);
-}
-
-/** How long logged changes are kept (migration 006 prunes by the same figure). */
-export const VOTER_CHANGES_KEEP_SECONDS = 600;
-
-/**
- * Forgets logged voter changes older than VOTER_CHANGES_KEEP_SECONDS, whichever workspace they belong to:
- * the values before an edit (an old name, a cleared email) are not kept longer. The delivery worker runs
- * it once a minute; the triggers prune each workspace's log as it changes.
- */
-export async function pruneVoterChanges(
-  db: Executor,
-  nowSeconds = Math.floor(Date.now() / 1000),
-): Promise<number> {
-  const result = await db
-    .deleteFrom('voter_changes')
-    .where('at', '<', nowSeconds - VOTER_CHANGES_KEEP_SECONDS)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
-
-/** The workspace's trigger-kept voter count and the version of its voters. */
-async function readCounts(db: Executor, workspaceId: number): Promise<{ total: number; version: number }> {
+/** The workspace's trigger-kept voter count. */
+async function workspaceTotal(db: Executor, workspaceId: number): Promise<number> {
   const row = await db
     .selectFrom('voter_counts')
-    .select(['total', 'version'])
+    .select('total')
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
-  return { total: Number(row?.total ?? 0), version: Number(row?.version ?? 0) };
+  return Number(row?.total ?? 0);
 }
 
 /**
- * The exact number of matching voters, and where some pages start, for the workspace's current voters:
- * worked out once (see ListMemo), then read from memory, and brought forward through small changes. Without
- * filters the total is the trigger-kept count.
- */
-async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters): Promise<ListMemo> {
-  const { total: workspaceTotal, version } = await readCounts(db, workspaceId);
-  const memos = listMemos(db);
-  const key = memoKey(workspaceId, filters);
-  const known = memos?.get(key);
-  if (known && known.version === version) return known;
-  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-  // The unfiltered list has nothing to bring forward: its total is the trigger-kept count, and its deep
-  // pages come from voter_blocks. Reading the change log for it would be work for nothing.
-  if (memos && known && known.version < version && filtered) {
-    const advanced = await advance(db, workspaceId, filters, known, version);
-    if (advanced) {
-      memoStats.advanced += 1;
-      memos.set(key, advanced);
-      return advanced;
-    }
-  }
-  memoStats.computed += 1;
-  const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
-  let ids: number[] | undefined;
-  if (isPostgres(db) && filters.search?.trim() && total <= RARE_MATCHES) {
-    // A rare term on PostgreSQL: every matching id, found through the trigram indexes and then sorted, so
-    // each page is a lookup (walking the primary key until a page is full is right for common terms and
-    // slow for rare ones; PostgreSQL cannot estimate how many rows a trigram search matches). A common term
-    // only counts: counting and sorting its matches in one pass cost twice the count alone.
-    const rows = await filteredVoters(db, workspaceId, filters)
-      .select('voters.id')
-      .orderBy(sql`voters.id + 0`)
-      .execute();
-    if (rows.length === total) ids = rows.map((r) => Number(r.id));
-  }
-  const memo: ListMemo = { version, total, anchors: new Map(), ids };
-  // Remembered only if no change landed while counting: the count then belongs to exactly this version
-  // (brought forward later, a count that had seen a newer change would count it twice).
-  if (memos && (!filtered || (await readCounts(db, workspaceId)).version === version)) memos.set(key, memo);
-  return memo;
-}
-
-/**
- * Counts the voters matching a search or exact filters. A SQLite search with no other filter counts FTS
- * hits directly when the workspace owns every voter row (the usual embedded deployment: one campaign
- * office), skipping a lookup per hit to check the workspace.
+ * Counts the voters matching a search or exact filters, up to `cap + 1` when a cap is given (the count stops
+ * there). A SQLite search with no other filter counts FTS hits directly when the workspace owns every voter
+ * row (the usual embedded deployment: one campaign office), skipping a lookup per hit to check the workspace.
  */
 async function countMatches(
   db: Executor,
   workspaceId: number,
   filters: VoterFilters,
-  workspaceTotal: number,
+  cap?: number,
 ): Promise<number> {
+  const capped = <T extends SelectQueryBuilder<Database, never, object>>(rows: T) =>
+    db
+      .selectFrom(rows.limit(cap! + 1).as('m'))
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .executeTakeFirstOrThrow();
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
   if (match) {
@@ -471,36 +299,70 @@ async function countMatches(
       .selectFrom('voter_counts')
       .select((eb) => eb.fn.sum<number>('total').as('all'))
       .executeTakeFirst();
-    if (workspaceTotal === Number(all?.all ?? 0)) {
-      const row = await db
+    if ((await workspaceTotal(db, workspaceId)) === Number(all?.all ?? 0)) {
+      const hits = db
         .selectFrom('voters_fts')
-        .select((eb) => eb.fn.countAll<number>().as('total'))
         .where(sql<boolean>`voters_fts MATCH ${match}`)
-        .executeTakeFirstOrThrow();
+        .select(sql<number>`1`.as('one'));
+      const row =
+        cap === undefined
+          ? await db
+              .selectFrom('voters_fts')
+              .select((eb) => eb.fn.countAll<number>().as('total'))
+              .where(sql<boolean>`voters_fts MATCH ${match}`)
+              .executeTakeFirstOrThrow()
+          : await capped(hits as never);
       return Number(row.total);
     }
   }
-  const row = await filteredVoters(db, workspaceId, filters)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
+  const matches = filteredVoters(db, workspaceId, filters);
+  const row =
+    cap === undefined
+      ? await matches.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+      : await capped(matches.select(sql<number>`1`.as('one')) as never);
   return Number(row.total);
 }
 
-/** The exact number of the workspace's voters that match `filters`. */
+/** The exact number of the workspace's voters that match `filters` (segments, export planning). */
 export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
-  return (await listMemo(db, workspaceId, filters)).total;
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  return filtered ? countMatches(db, workspaceId, filters) : workspaceTotal(db, workspaceId);
 }
 
+/**
+ * A page of the list and its total. Without a search the total is exact (the trigger-kept count, or a count
+ * over the covering indexes); with one, matches are counted up to SEARCH_TOTAL_CAP and `exact` says whether
+ * the total is the true count.
+ */
 export async function listVoters(
   db: Executor,
   workspaceId: number,
   filters: VoterFilters,
   page: number,
   perPage: number,
-): Promise<{ rows: ListRow[]; total: number }> {
-  const memo = await listMemo(db, workspaceId, filters);
-  const rows = await voterPage(db, workspaceId, filters, page, perPage, memo);
-  return { rows, total: memo.total };
+): Promise<{ rows: ListRow[]; total: number; exact: boolean }> {
+  const term = filters.search?.trim();
+  let count: ListCount;
+  if (term) {
+    const found = await countMatches(db, workspaceId, filters, SEARCH_TOTAL_CAP);
+    count = { total: Math.min(found, SEARCH_TOTAL_CAP), exact: found <= SEARCH_TOTAL_CAP };
+    if (isPostgres(db) && found <= RARE_MATCHES) {
+      // A rare term on PostgreSQL: every matching id, found through the trigram indexes and then sorted, so
+      // each page is a lookup. A common term only counts (capped).
+      const rows = await filteredVoters(db, workspaceId, filters)
+        .select('voters.id')
+        .orderBy(sql`voters.id + 0`)
+        .execute();
+      count = { total: rows.length, exact: true, ids: rows.map((r) => Number(r.id)) };
+    }
+  } else {
+    const total = hasExactFilters(filters)
+      ? await countMatches(db, workspaceId, filters)
+      : await workspaceTotal(db, workspaceId);
+    count = { total, exact: true };
+  }
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, count);
+  return { rows, total: count.total, exact: count.exact };
 }
 
 export async function findVoter(
@@ -901,14 +763,9 @@ async function startSqliteImport(
          ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
          WHERE ${changedCondition('IS NOT')}`,
       );
-      // `bulk` stops the triggers logging each row's change (voter_changes): a list counts again after an
-      // import rather than reading thousands of changes.
-      const setBulk = sqlite.prepare('UPDATE voter_counts SET bulk = ? WHERE workspace_id = ?');
       const chunk = sqlite.transaction((from: number, to: number) => {
-        setBulk.run(1, workspaceId);
         const before = maxId.get() as number;
         upsert.run(workspaceId, now, now, from, to);
-        setBulk.run(0, workspaceId);
         return createdSince.get(before) as number;
       });
       let imported = 0;

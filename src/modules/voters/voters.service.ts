@@ -118,7 +118,7 @@ export class VotersService {
   }
 
   async list(workspaceId: number, filters: VoterFilters, page: number, perPage: number) {
-    const { rows, total } = await listVoters(this.deps.db, workspaceId, filters, page, perPage);
-    return pageResult(rows, total, page, perPage);
+    const { rows, total, exact } = await listVoters(this.deps.db, workspaceId, filters, page, perPage);
+    return { ...pageResult(rows, total, page, perPage), total_exact: exact };
   }
 }
