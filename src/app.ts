@@ -32,6 +32,7 @@ import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { VoterImporter } from './modules/voters/voters.import.ts';
 import { VoterImportJobs } from './modules/voters/voters.import-jobs.ts';
+import { VoterExports } from './modules/voters/voters.export.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
@@ -161,9 +162,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     prefix: '/api',
     importer,
     jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log: app.log }),
-    db,
+    exports: new VoterExports({ db, settings: config.export }),
     maxImportBytes: config.import.maxBytes,
-    exports: config.export,
+    idleTimeoutMs: config.export.idleTimeoutMs,
   });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });

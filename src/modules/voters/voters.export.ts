@@ -4,8 +4,10 @@ import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation
 import { xlsxStream } from '../../lib/xlsx.ts';
 import { exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   copyVotersCsv,
+  countVoters,
   exportColumns,
   exportVoterBatches,
   type ExportRow,
@@ -199,4 +201,44 @@ export function exportVoters(
           );
   }
   return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
+}
+
+/**
+ * What the export route calls: the per-workspace limit, the audit entry and the file. The entry
+ * (`voters.exported`: format, filters, the number of matching voters) is recorded when the export starts,
+ * before any byte leaves: personal data going out is on record even when the download is cut short, and an
+ * export writes nothing else to share a transaction with.
+ */
+export class VoterExports {
+  private readonly gate: ExportGate;
+
+  constructor(private readonly deps: { db: Db; settings: ExportThreadSettings & { maxConcurrent: number } }) {
+    this.gate = new ExportGate(deps.settings.maxConcurrent);
+  }
+
+  /** The file, and `leave` to call once it has been sent (or not). */
+  async start(
+    workspaceId: number,
+    actor: AuditActor,
+    filters: VoterFilters,
+    format: ExportFormat,
+  ): Promise<{ file: ExportFile; leave: () => void }> {
+    const { db, settings } = this.deps;
+    const leave = this.gate.enter(workspaceId);
+    try {
+      const rows = await countVoters(db.kysely, workspaceId, filters);
+      await db.kysely.transaction().execute((trx) =>
+        recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'voters.exported',
+          details: { format, filters, rows },
+        }),
+      );
+      return { file: exportVoters(db, workspaceId, filters, format, settings), leave };
+    } catch (error) {
+      leave();
+      throw error;
+    }
+  }
 }

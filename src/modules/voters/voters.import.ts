@@ -2,6 +2,7 @@ import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { nameKey, startVoterImport, type StagedVoter, type VoterImport } from './voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
 
@@ -39,6 +40,8 @@ export interface ImportOptions {
   /** Awaited after each chunk of the file; a job renews its lease here, and may throw to stop. */
   progress?: (progress: ImportProgress) => Promise<void>;
   failures?: FailedRowSink;
+  /** Record `voters.imported` once the rows are applied (a dry run records nothing). */
+  audit?: { actor: AuditActor; fileName: string };
 }
 
 /** What the import reads: the file part's byte stream, and whether the upload limit cut it short. */
@@ -167,7 +170,21 @@ export class VoterImporter {
       await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
       const { imported } = options.dryRun ? await staging.preview() : await staging.apply(nowIso());
       staging = undefined;
-      return { imported, updated: valid - imported, failed, errors };
+      const result = { imported, updated: valid - imported, failed, errors };
+      if (options.audit && !options.dryRun) {
+        // The rows were applied through the driver's bulk path (COPY, or better-sqlite3 transactions under
+        // Kysely's connection lock), which no Kysely transaction can share: the entry follows at once.
+        const { actor, fileName } = options.audit;
+        await this.deps.db.kysely.transaction().execute((trx) =>
+          recordAudit(trx, {
+            workspaceId,
+            actor,
+            action: 'voters.imported',
+            details: { file_name: fileName, imported, updated: result.updated, failed },
+          }),
+        );
+      }
+      return result;
     } catch (error) {
       await staging?.abort();
       if (error instanceof CsvError) throw fileError(error.message);

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import { IdParams, Success } from '../../http/schemas.ts';
 import {
   CreateVoterBody,
@@ -99,7 +100,7 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       },
     },
     async (request) => {
-      await voters.remove(authOf(request).workspaceId, request.params.id);
+      await voters.remove(authOf(request).workspaceId, request.params.id, actorOf(request));
       return { success: true as const, message: 'Voter deleted.' };
     },
   );

@@ -1,14 +1,13 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { Page, PageQuery, Success } from '../../http/schemas.ts';
 import { validatorCompiler } from '../../http/validation.ts';
-import type { Config } from '../../config.ts';
-import { ExportGate, exportFormats, exportVoters, parseExportFilters } from './voters.export.ts';
+import { exportFormats, parseExportFilters, type VoterExports } from './voters.export.ts';
+import { actorOf } from '../audit/audit.repository.ts';
 import type { VoterImportJobs } from './voters.import-jobs.ts';
 import type { VoterImporter } from './voters.import.ts';
 
@@ -129,12 +128,11 @@ A workspace runs at most EXPORT_MAX_CONCURRENT (default 2) exports at once: one 
 export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
   importer: VoterImporter;
   jobs: VoterImportJobs;
-  db: Db;
+  exports: VoterExports;
   maxImportBytes: number;
-  exports: Config['export'];
-}> = async (app, { importer, jobs, db, maxImportBytes, exports }) => {
+  idleTimeoutMs: number;
+}> = async (app, { importer, jobs, exports, maxImportBytes, idleTimeoutMs }) => {
   const tags = ['Voters'];
-  const gate = new ExportGate(exports.maxConcurrent);
 
   await app.register(multipart, {
     limits: { fileSize: maxImportBytes, files: 1, fields: 20, parts: 20, headerPairs: 100 },
@@ -219,7 +217,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
       const result = await importer.run(
         auth.workspaceId,
         { stream: file, truncated: () => file.truncated },
-        { dryRun },
+        { dryRun, audit: dryRun ? undefined : { actor: actorOf(request), fileName: part.filename } },
       );
       const counts = `${result.imported} created, ${result.updated} updated, ${result.failed} failed`;
       return {
@@ -285,7 +283,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const file = await jobs.errorsFile(authOf(request).workspaceId, request.params.import_id);
-      await sendDownload(request, reply, file, exports.idleTimeoutMs);
+      await sendDownload(request, reply, file, idleTimeoutMs);
     },
   );
 
@@ -313,11 +311,15 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
       const workspaceId = authOf(request).workspaceId;
-      const leave = gate.enter(workspaceId);
+      const { file, leave } = await exports.start(
+        workspaceId,
+        actorOf(request),
+        filters,
+        request.query.format,
+      );
       try {
-        const file = exportVoters(db, workspaceId, filters, request.query.format, exports);
         // The 200 schema documents the file as a string; the bytes go out as they come.
-        await sendDownload(request, reply, file, exports.idleTimeoutMs);
+        await sendDownload(request, reply, file, idleTimeoutMs);
       } finally {
         leave();
       }
