@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
 import type { SheetPiece } from '../../lib/xlsx.ts';
-import type { ExportFormat } from './voters.export.ts';
+import type { ExportFormat } from './voters.export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './voters.export-worker.ts';
 import {
   countVoters,

@@ -2,7 +2,7 @@ import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
 import { xlsxStream } from '../../lib/xlsx.ts';
-import { exportText } from './voters.export-format.ts';
+import { type ExportFormat, exportFormats, exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
@@ -14,15 +14,6 @@ import {
   type VoterFilters,
 } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
-
-export const exportFormats = {
-  csv: { contentType: 'text/csv; charset=utf-8', extension: 'csv' },
-  excel: {
-    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-    extension: 'xlsx',
-  },
-} as const;
-export type ExportFormat = keyof typeof exportFormats;
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
 export interface ExportFile {
