@@ -7,12 +7,11 @@ import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   copyVotersCsv,
-  countVoters,
   exportColumns,
   exportVoterBatches,
   type ExportRow,
-  type VoterFilters,
-} from './voters.repository.ts';
+} from './voters.export.repository.ts';
+import { countVoters, type VoterFilters } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */

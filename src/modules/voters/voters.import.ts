@@ -3,7 +3,8 @@ import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
-import { nameKey, startVoterImport, type StagedVoter, type VoterImport } from './voters.repository.ts';
+import { startVoterImport, type StagedVoter, type VoterImport } from './voters.import.repository.ts';
+import { nameKey } from './voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
 
 export interface ImportRowError {
