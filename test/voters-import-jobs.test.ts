@@ -236,6 +236,34 @@ for (const dialect of dialects) {
       expect(await voterCount(t, owner.user.workspace_id)).toBe(2);
     });
 
+    it('a worker that is stopping hands its job back (queued again, nothing applied); the next run finishes it', async () => {
+      const owner = await register(t.app);
+      const job = await upload(t, owner.token, `name,phone\nHanded Back,${uniquePhone()}\n`);
+      const claimed = await claimImportJob(
+        t.db.kysely,
+        'stopping',
+        Date.now(),
+        60_000,
+        new Date().toISOString(),
+        [owner.user.workspace_id],
+      );
+      const importer = new VoterImporter({
+        db: t.db,
+        defaultCountry: 'IN',
+        maxBytes: t.config.import.maxBytes,
+        maxErrors: 10,
+      });
+      const jobs = new VoterImportJobs({ db: t.db, importer, maxBytes: t.config.import.maxBytes });
+      await jobs.run(claimed!, { owner: 'stopping', lost: () => false, stopping: () => true });
+      const back = await call(t.app, 'GET', `/api/voters/imports/${job.body.data.id}`, {
+        token: owner.token,
+      });
+      expect(back.body.data.status).toBe('queued');
+      expect(await voterCount(t, owner.user.workspace_id)).toBe(0);
+      expect(await loopFor(t, owner).runOnce()).toBe(true);
+      expect(await voterCount(t, owner.user.workspace_id)).toBe(1);
+    });
+
     it('the background loop started and stopped as a process would: it picks queued jobs up by itself', async () => {
       const owner = await register(t.app);
       const loop = loopFor(t, owner);
