@@ -128,9 +128,6 @@ export function filteredVoters(
 /** A list with a search counts its matches exactly up to this many; above, its total is this figure. */
 export const SEARCH_TOTAL_CAP = 10_000;
 
-/** Up to this many matches, a PostgreSQL search reads every matching id and pages through them. */
-const RARE_MATCHES = 5000;
-
 /** From this offset on, pages without a search are read through a deferred join (see voterPage). */
 const DEFERRED_JOIN_OFFSET = 1000;
 
@@ -200,9 +197,7 @@ async function voterPage(
       .execute();
   }
   if (count.ids) {
-    // A PostgreSQL search with few matches: their ids are known, so a page is a lookup by id. (PostgreSQL
-    // cannot estimate how many rows a trigram search matches; walking the primary key until a page is full,
-    // below, is right for common terms and slow for rare ones.)
+    // A PostgreSQL search with at most 10,000 matches: their ids are known, so a page is a lookup by id.
     const ids = count.ids.slice(offset, offset + perPage);
     if (ids.length === 0) return [];
     return db
@@ -331,18 +326,26 @@ export async function listVoters(
 ): Promise<{ rows: ListRow[]; total: number; exact: boolean }> {
   const term = filters.search?.trim();
   let count: ListCount;
-  if (term) {
+  if (term && isPostgres(db)) {
+    // PostgreSQL: the matching ids themselves, at most 10,001 of them, in one pass through the trigram
+    // indexes (the same plan as a capped count, with the id instead of a constant). Up to 10,000 matches the
+    // total is their number and every page a lookup by id (walking the primary key until a page is full is
+    // right for common terms and slow for rare ones: PostgreSQL cannot estimate a trigram search's matches).
+    const rows = await filteredVoters(db, workspaceId, filters)
+      .select('voters.id')
+      .limit(SEARCH_TOTAL_CAP + 1)
+      .execute();
+    count =
+      rows.length > SEARCH_TOTAL_CAP
+        ? { total: SEARCH_TOTAL_CAP, exact: false }
+        : {
+            total: rows.length,
+            exact: true,
+            ids: rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+          };
+  } else if (term) {
     const found = await countMatches(db, workspaceId, filters, SEARCH_TOTAL_CAP);
     count = { total: Math.min(found, SEARCH_TOTAL_CAP), exact: found <= SEARCH_TOTAL_CAP };
-    if (isPostgres(db) && found <= RARE_MATCHES) {
-      // A rare term on PostgreSQL: every matching id, found through the trigram indexes and then sorted, so
-      // each page is a lookup. A common term only counts (capped).
-      const rows = await filteredVoters(db, workspaceId, filters)
-        .select('voters.id')
-        .orderBy(sql`voters.id + 0`)
-        .execute();
-      count = { total: rows.length, exact: true, ids: rows.map((r) => Number(r.id)) };
-    }
   } else {
     const total = hasExactFilters(filters)
       ? await countMatches(db, workspaceId, filters)
