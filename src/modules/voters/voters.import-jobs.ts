@@ -204,7 +204,7 @@ export class VoterImportJobs {
     }
     const done = nowIso();
     await db.kysely.transaction().execute(async (trx) => {
-      const held_ = await updateHeldJob(trx, id, held.owner, {
+      const stillHeld = await updateHeldJob(trx, id, held.owner, {
         status: 'completed',
         bytes_read: Number(job.bytes),
         rows_read: rowsRead,
@@ -217,7 +217,7 @@ export class VoterImportJobs {
         lease_owner: null,
         lease_until: null,
       });
-      if (!held_) return;
+      if (!stillHeld) return;
       await recordAudit(trx, {
         workspaceId: Number(job.workspace_id),
         actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: null },
