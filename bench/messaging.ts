@@ -75,14 +75,9 @@ async function main() {
       : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${VOTERS}) SELECT i FROM s) AS n`;
   const phone =
     db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
-  // A bulk load, as an import is: on SQLite `bulk` stops the triggers logging each row (voter_changes).
-  const bulk = (on: number) =>
-    sql`UPDATE voter_counts SET bulk = ${on} WHERE workspace_id = ${ws}`.execute(db.kysely);
-  if (db.dialect === 'sqlite') await bulk(1);
   await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, ward, created_at, updated_at)
     SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 50 as text), ${now}, ${now}
     FROM ${series}`.execute(db.kysely);
-  if (db.dialect === 'sqlite') await bulk(0);
   // Steady state: a roll imported long before the broadcast (SQLite: its WAL checkpointed; PostgreSQL: analysed).
   const settle = async () => {
     if (db.dialect === 'postgres') await sql`ANALYZE`.execute(db.kysely);

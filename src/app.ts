@@ -33,6 +33,8 @@ import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { VoterImporter } from './modules/voters/voters.import.ts';
+import { VoterImportJobs } from './modules/voters/voters.import-jobs.ts';
+import { VoterExports } from './modules/voters/voters.export.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
@@ -175,9 +177,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(votersTransferRoutes, {
     prefix: '/api',
     importer,
-    db,
+    jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log: app.log }),
+    exports: new VoterExports({ db, settings: config.export }),
     maxImportBytes: config.import.maxBytes,
-    exports: config.export,
+    idleTimeoutMs: config.export.idleTimeoutMs,
   });
   await app.register(votersRoutes, { prefix: '/api', voters });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });

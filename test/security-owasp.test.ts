@@ -11,6 +11,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Role } from '../src/db/schema.ts';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/openapi.ts';
 import { can, permissions } from '../src/http/permissions.ts';
+import { VoterImportLoop } from '../src/jobs/voter-imports.ts';
+import { VoterImportJobs } from '../src/modules/voters/voters.import-jobs.ts';
+import { VoterImporter } from '../src/modules/voters/voters.import.ts';
 import { newWebhookSecret, webhookSecretBox } from '../src/modules/webhooks/webhooks.secrets.ts';
 import {
   type Account,
@@ -21,6 +24,7 @@ import {
   dialects,
   expectError,
   importCsv,
+  multipartBody,
   register,
   type TestApp,
   uniqueEmail,
@@ -127,6 +131,33 @@ for (const dialect of dialects) {
       ids.voters = String(
         (await created('POST', '/api/voters', { name: `${marker} Voter`, phone: uniquePhone() })).id,
       );
+      // A finished voter import job (its errors.csv answers only once the job is done).
+      const upload = multipartBody([
+        { name: 'file', content: `name,phone\n${marker} Imported,${uniquePhone()}\n` },
+      ]);
+      const queued = await t.app.inject({
+        method: 'POST',
+        url: '/api/voters/import',
+        headers: {
+          'content-type': upload.contentType,
+          authorization: `Bearer ${token}`,
+          prefer: 'respond-async',
+        },
+        payload: upload.payload,
+      });
+      ids.import_id = queued.json().data.id;
+      const importer = new VoterImporter({
+        db: t.db,
+        defaultCountry: 'IN',
+        maxBytes: 1 << 20,
+        maxErrors: 10,
+      });
+      await new VoterImportLoop({
+        db: t.db,
+        jobs: new VoterImportJobs({ db: t.db, importer, maxBytes: 1 << 20 }),
+        log: console,
+        workspaceIds: [owner.user.workspace_id],
+      }).runOnce();
       ids.segments = String(
         (await created('POST', '/api/segments', { name: `${marker} Segment`, filters: {} })).id,
       );

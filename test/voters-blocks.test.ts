@@ -126,7 +126,7 @@ for (const dialect of dialects) {
       const real = (await voterIds(t, ws)).length;
       await t.db.kysely
         .updateTable('voter_counts')
-        .set((eb) => ({ total: eb('total', '+', 5000), version: eb('version', '+', 1) }))
+        .set((eb) => ({ total: eb('total', '+', 5000) }))
         .where('workspace_id', '=', ws)
         .execute();
       const beyond = await call(t.app, 'GET', `/api/voters?per_page=100&page=${Math.ceil(real / 100) + 2}`, {
@@ -136,7 +136,7 @@ for (const dialect of dialects) {
       expect(beyond.body.data).toMatchObject({ data: [], total: real + 5000 });
       await t.db.kysely
         .updateTable('voter_counts')
-        .set((eb) => ({ total: eb('total', '-', 5000), version: eb('version', '+', 1) }))
+        .set((eb) => ({ total: eb('total', '-', 5000) }))
         .where('workspace_id', '=', ws)
         .execute();
     }, 120_000);

@@ -384,7 +384,7 @@ for (const dialect of dialects) {
           expect(await totals(solo.app, only.token, '')).toBe(2);
           expect(await totals(solo.app, only.token, 'search=kumar')).toBe(1);
           expect(await totals(solo.app, second.token, '')).toBe(1);
-          // An update changes what matches (totals are remembered per version of the workspace's voters).
+          // An update changes what matches.
           const renamed = await call(solo.app, 'PUT', `/api/voters/${ids[2]}`, {
             token: only.token,
             body: { name: 'Kumar Three' },
@@ -392,25 +392,9 @@ for (const dialect of dialects) {
           expect(renamed.status).toBe(200);
           expect(await totals(solo.app, only.token, 'search=kumar')).toBe(2);
           expect(await totals(solo.app, only.token, 'search=other')).toBe(0);
-          // The version that remembered totals belong to moves with what lists filter and search on only.
-          const version = async () =>
-            Number(
-              (
-                await solo.db.kysely
-                  .selectFrom('voter_counts')
-                  .select('version')
-                  .where('workspace_id', '=', only.user.workspace_id)
-                  .executeTakeFirstOrThrow()
-              ).version,
-            );
-          const before = await version();
           const edit = (body: object) =>
             call(solo.app, 'PUT', `/api/voters/${ids[2]}`, { token: only.token, body });
-          expect((await edit({ address: '12 MG Road' })).status).toBe(200);
-          expect((await edit({ name: 'Kumar Three' })).status).toBe(200); // the same value
-          expect(await version()).toBe(before);
           expect((await edit({ booth: '42' })).status).toBe(200);
-          expect(await version()).toBeGreaterThan(before);
           expect(await totals(solo.app, only.token, 'booth=42')).toBe(1);
         } finally {
           await solo.close();

@@ -11,6 +11,8 @@ import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
 import * as auditLog from './migrations/2026_11_24_008_audit_log.ts';
 import * as messageErrorCode from './migrations/2026_11_24_009_message_error_code.ts';
 import * as teamAccess from './migrations/2026_11_24_010_team_access.ts';
+import * as voterImports from './migrations/2026_11_24_011_voter_imports.ts';
+import * as dropVoterChanges from './migrations/2026_11_24_012_drop_voter_changes.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +26,8 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_008_audit_log': auditLog,
   '2026_11_24_009_message_error_code': messageErrorCode,
   '2026_11_24_010_team_access': teamAccess,
+  '2026_11_24_011_voter_imports': voterImports,
+  '2026_11_24_012_drop_voter_changes': dropVoterChanges,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -13,7 +13,6 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   voters: VoterTable;
   voter_counts: VoterCountTable;
-  voter_changes: VoterChangeTable;
   voter_blocks: VoterBlockTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
@@ -27,6 +26,8 @@ export interface Database {
   messages: MessageTable;
   idempotency_keys: IdempotencyKeyTable;
   audit_log: AuditLogTable;
+  voter_imports: VoterImportTable;
+  voter_import_files: VoterImportFileTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -131,8 +132,6 @@ export type VoterRow = Selectable<VoterTable>;
 export interface VoterCountTable {
   workspace_id: number;
   total: number;
-  /** Changes whenever any voter of the workspace is created, changed or deleted (triggers). */
-  version: Generated<number>;
 }
 
 /** Kept by triggers (migration 007): how many of a workspace's voters have an id in each block of 4,096 ids. */
@@ -141,31 +140,6 @@ export interface VoterBlockTable {
   /** id >> 12 */
   block: number;
   total: number;
-}
-
-/**
- * What a small change did to the filtered and searched columns (migration 006): old_* null for a create,
- * new_* for a delete; a delete keeps only old constituency_key, booth and ward.
- */
-export interface VoterChangeTable {
-  workspace_id: number;
-  version: number;
-  voter_id: number;
-  op: 'create' | 'update' | 'delete';
-  /** Unix seconds. */
-  at: number;
-  old_name: string | null;
-  old_email: string | null;
-  old_phone: string | null;
-  old_constituency_key: string | null;
-  old_booth: string | null;
-  old_ward: string | null;
-  new_name: string | null;
-  new_email: string | null;
-  new_phone: string | null;
-  new_constituency_key: string | null;
-  new_booth: string | null;
-  new_ward: string | null;
 }
 
 export interface VoterFtsTable {
@@ -391,3 +365,41 @@ export interface AuditLogTable {
   created_at: string;
 }
 export type AuditLogRow = Selectable<AuditLogTable>;
+
+export const voterImportStatuses = ['queued', 'running', 'completed', 'failed'] as const;
+export type VoterImportStatus = (typeof voterImportStatuses)[number];
+
+/** An import job (`Prefer: respond-async`); see migration 011. */
+export interface VoterImportTable {
+  id: Generated<number>;
+  workspace_id: number;
+  user_id: number | null;
+  status: VoterImportStatus;
+  file_name: string;
+  /** Names the stored upload (and `<file_key>.errors`, its errors.csv). */
+  file_key: string;
+  bytes: number;
+  bytes_read: Generated<number>;
+  rows_read: Generated<number>;
+  imported: Generated<number>;
+  updated: Generated<number>;
+  failed: Generated<number>;
+  /** JSON text: the first IMPORT_MAX_ERRORS { row, field, message }. */
+  errors: Generated<string>;
+  message: string | null;
+  attempts: Generated<number>;
+  lease_owner: string | null;
+  /** Epoch milliseconds. */
+  lease_until: number | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+export type VoterImportRow = Selectable<VoterImportTable>;
+
+/** PostgreSQL's store of import files, in chunks. */
+export interface VoterImportFileTable {
+  file_key: string;
+  seq: number;
+  data: Buffer;
+}

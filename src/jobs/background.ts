@@ -2,31 +2,45 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/connect.ts';
 import type { Providers } from '../providers/provider.ts';
+import { VoterImporter } from '../modules/voters/voters.import.ts';
+import { VoterImportJobs } from '../modules/voters/voters.import-jobs.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
+import { VoterImportLoop } from './voter-imports.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
  * Every background loop of a process, in one place for server.ts (in-process workers) and worker.ts (the
- * worker process): message delivery and its chores, and webhook delivery. A new loop is added here only.
+ * worker process): message delivery and its chores, webhook delivery, and voter import jobs. A new loop is added here only.
  */
 export class Background {
   readonly delivery: DeliveryWorker;
   private webhooks: WebhookDeliveryWorker | undefined;
+  readonly imports: VoterImportLoop;
 
   constructor(
     private readonly deps: { db: Db; config: Readonly<Config>; providers: Providers; log: FastifyBaseLogger },
   ) {
     this.delivery = new DeliveryWorker(deps);
+    const { db, config, log } = deps;
+    const importer = new VoterImporter({
+      db,
+      defaultCountry: config.defaultCountry,
+      maxBytes: config.import.maxBytes,
+      maxErrors: config.import.maxErrors,
+    });
+    const jobs = new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log });
+    this.imports = new VoterImportLoop({ db, jobs, log });
   }
 
   start(): void {
     const { db, config, log } = this.deps;
     this.webhooks ??= startWebhookDelivery({ db: db.kysely, config, log });
     this.delivery.start();
+    this.imports.start();
   }
 
   /** Stops every loop; each hands back (releases) the work it has claimed but not done. */
   async stop(): Promise<void> {
-    await Promise.all([this.webhooks?.stop(), this.delivery.stop()]);
+    await Promise.all([this.webhooks?.stop(), this.delivery.stop(), this.imports.stop()]);
   }
 }

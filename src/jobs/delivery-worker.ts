@@ -8,7 +8,6 @@ import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
-import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
   dueSettlements,
@@ -39,7 +38,7 @@ type WorkerConfig = Pick<
  */
 const MARK_EVERY = 1000;
 const MARK_AFTER_MS = 20;
-/** How often a worker forgets logged voter changes past their time (see pruneVoterChanges). */
+/** How often a worker deletes audit-log entries past AUDIT_RETENTION_DAYS. */
 const PRUNE_EVERY_MS = 60_000;
 
 /**
@@ -140,7 +139,6 @@ export class DeliveryWorker {
   private async startAndFill(): Promise<boolean> {
     if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
       this.prunedAt = Date.now();
-      await pruneVoterChanges(this.deps.db.kysely);
       // AUDIT_RETENTION_DAYS: bounded batches; a backlog goes over the next rounds.
       const keepMs = this.deps.config.auditRetentionDays * 86_400_000;
       await pruneAuditLog(this.deps.db.kysely, new Date(Date.now() - keepMs).toISOString());

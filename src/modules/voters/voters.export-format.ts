@@ -1,9 +1,17 @@
 import { csvField } from '../../lib/csv.ts';
 import { xlsxRows } from '../../lib/xlsx.ts';
-import type { ExportFormat } from './voters.export.ts';
-import type { ExportRow } from './voters.repository.ts';
+import type { ExportRow } from './voters.export.repository.ts';
 
 // Loaded by the export's worker threads too: its imports stay light (types only from the database layer).
+
+export const exportFormats = {
+  csv: { contentType: 'text/csv; charset=utf-8', extension: 'csv' },
+  excel: {
+    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    extension: 'xlsx',
+  },
+} as const;
+export type ExportFormat = keyof typeof exportFormats;
 
 /** CSV lines (each ending in LF) of a batch of export rows. */
 export function csvLines(rows: readonly ExportRow[]): string {

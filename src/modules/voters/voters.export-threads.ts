@@ -3,15 +3,10 @@ import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
 import type { SheetPiece } from '../../lib/xlsx.ts';
-import type { ExportFormat } from './voters.export.ts';
+import type { ExportFormat } from './voters.export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './voters.export-worker.ts';
-import {
-  countVoters,
-  exportRangeStatement,
-  hasExactFilters,
-  voterIdSpan,
-  type VoterFilters,
-} from './voters.repository.ts';
+import { exportRangeStatement, voterIdSpan } from './voters.export.repository.ts';
+import { countVoters, hasExactFilters, type VoterFilters } from './voters.repository.ts';
 
 export interface ExportThreadSettings {
   /** Worker threads for one export; 0: every export runs in the request's thread. */

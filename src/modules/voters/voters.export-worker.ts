@@ -1,9 +1,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import { sheetPieceSync } from '../../lib/xlsx.ts';
-import type { ExportFormat } from './voters.export.ts';
-import { exportText } from './voters.export-format.ts';
-import type { ExportRow } from './voters.repository.ts';
+import { type ExportFormat, exportText } from './voters.export-format.ts';
+import type { ExportRow } from './voters.export.repository.ts';
 
 /** What an export worker thread is started with (see voters.export-threads.ts). */
 export interface ExportWorkerData {

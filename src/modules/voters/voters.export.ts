@@ -2,25 +2,17 @@ import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
 import { xlsxStream } from '../../lib/xlsx.ts';
-import { exportText } from './voters.export-format.ts';
+import { type ExportFormat, exportFormats, exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   copyVotersCsv,
   exportColumns,
   exportVoterBatches,
   type ExportRow,
-  type VoterFilters,
-} from './voters.repository.ts';
+} from './voters.export.repository.ts';
+import { countVoters, type VoterFilters } from './voters.repository.ts';
 import { VoterFiltersSchema } from './voters.schemas.ts';
-
-export const exportFormats = {
-  csv: { contentType: 'text/csv; charset=utf-8', extension: 'csv' },
-  excel: {
-    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-    extension: 'xlsx',
-  },
-} as const;
-export type ExportFormat = keyof typeof exportFormats;
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
 export interface ExportFile {
@@ -199,4 +191,44 @@ export function exportVoters(
           );
   }
   return { contentType, filename: `voters-${today.toISOString().slice(0, 10)}.${extension}`, body };
+}
+
+/**
+ * What the export route calls: the per-workspace limit, the audit entry and the file. The entry
+ * (`voters.exported`: format, filters, the number of matching voters) is recorded when the export starts,
+ * before any byte leaves: personal data going out is on record even when the download is cut short, and an
+ * export writes nothing else to share a transaction with.
+ */
+export class VoterExports {
+  private readonly gate: ExportGate;
+
+  constructor(private readonly deps: { db: Db; settings: ExportThreadSettings & { maxConcurrent: number } }) {
+    this.gate = new ExportGate(deps.settings.maxConcurrent);
+  }
+
+  /** The file, and `leave` to call once it has been sent (or not). */
+  async start(
+    workspaceId: number,
+    actor: AuditActor,
+    filters: VoterFilters,
+    format: ExportFormat,
+  ): Promise<{ file: ExportFile; leave: () => void }> {
+    const { db, settings } = this.deps;
+    const leave = this.gate.enter(workspaceId);
+    try {
+      const rows = await countVoters(db.kysely, workspaceId, filters);
+      await db.kysely.transaction().execute((trx) =>
+        recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'voters.exported',
+          details: { format, filters, rows },
+        }),
+      );
+      return { file: exportVoters(db, workspaceId, filters, format, settings), leave };
+    } catch (error) {
+      leave();
+      throw error;
+    }
+  }
 }

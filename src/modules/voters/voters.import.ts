@@ -2,7 +2,9 @@ import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
-import { nameKey, startVoterImport, type StagedVoter, type VoterImport } from './voters.repository.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { startVoterImport, type StagedVoter, type VoterImport } from './voters.import.repository.ts';
+import { nameKey } from './voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
 
 export interface ImportRowError {
@@ -19,6 +21,28 @@ export interface ImportResult {
   /** Rows refused; the first IMPORT_MAX_ERRORS problems are in `errors`. */
   failed: number;
   errors: ImportRowError[];
+}
+
+/** How far an import has read its file. */
+export interface ImportProgress {
+  bytes_read: number;
+  rows_read: number;
+}
+
+/** Receives the header and every refused row as the file had them (an import job's errors.csv). */
+export interface FailedRowSink {
+  header(fields: string[]): void;
+  row(fields: string[], error: string): void;
+}
+
+export interface ImportOptions {
+  /** Every check and the same counts, but nothing is written. */
+  dryRun?: boolean;
+  /** Awaited after each chunk of the file; a job renews its lease here, and may throw to stop. */
+  progress?: (progress: ImportProgress) => Promise<void>;
+  failures?: FailedRowSink;
+  /** Record `voters.imported` once the rows are applied (a dry run records nothing). */
+  audit?: { actor: AuditActor; fileName: string };
 }
 
 /** What the import reads: the file part's byte stream, and whether the upload limit cut it short. */
@@ -43,8 +67,10 @@ export class VoterImporter {
     private readonly deps: { db: Db; defaultCountry: string; maxBytes: number; maxErrors: number },
   ) {}
 
-  async run(workspaceId: number, source: ImportSource): Promise<ImportResult> {
+  async run(workspaceId: number, source: ImportSource, options: ImportOptions = {}): Promise<ImportResult> {
     const { maxBytes, maxErrors, defaultCountry } = this.deps;
+    const { failures } = options;
+    let rowsRead = 0;
     const errors: ImportRowError[] = [];
     let failed = 0;
     let valid = 0;
@@ -56,8 +82,10 @@ export class VoterImporter {
       if (!sawHeader) {
         sawHeader = true;
         columns = headerColumns(fields);
+        failures?.header(fields);
         return;
       }
+      rowsRead += 1;
       const input: Partial<Record<VoterField, string>> = {};
       let blank = true;
       for (const [field, index] of columns!) {
@@ -76,6 +104,12 @@ export class VoterImporter {
       }
       if (bad) {
         failed += 1;
+        failures?.row(
+          fields,
+          Object.entries(checked.errors)
+            .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
+            .join('; '),
+        );
         return;
       }
       const v = checked.values;
@@ -117,6 +151,7 @@ export class VoterImporter {
         bytes += next.value.length;
         if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
         feed(decoder.decode(next.value, { stream: true }));
+        await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
         if (batch.length >= STAGE_BATCH) {
           staging ??= await startVoterImport(this.deps.db, workspaceId);
           const rows = batch;
@@ -133,9 +168,24 @@ export class VoterImporter {
       staging ??= await startVoterImport(this.deps.db, workspaceId);
       await staging.stage(batch);
       batch = [];
-      const { imported } = await staging.apply(nowIso());
+      await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
+      const { imported } = options.dryRun ? await staging.preview() : await staging.apply(nowIso());
       staging = undefined;
-      return { imported, updated: valid - imported, failed, errors };
+      const result = { imported, updated: valid - imported, failed, errors };
+      if (options.audit && !options.dryRun) {
+        // The rows were applied through the driver's bulk path (COPY, or better-sqlite3 transactions under
+        // Kysely's connection lock), which no Kysely transaction can share: the entry follows at once.
+        const { actor, fileName } = options.audit;
+        await this.deps.db.kysely.transaction().execute((trx) =>
+          recordAudit(trx, {
+            workspaceId,
+            actor,
+            action: 'voters.imported',
+            details: { file_name: fileName, imported, updated: result.updated, failed },
+          }),
+        );
+      }
+      return result;
     } catch (error) {
       await staging?.abort();
       if (error instanceof CsvError) throw fileError(error.message);
@@ -172,14 +222,14 @@ function headerColumns(header: string[]): [VoterField, number][] {
   return columns;
 }
 
-function tooLarge(maxBytes: number): AppError {
+export function tooLarge(maxBytes: number): AppError {
   return new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`, {
     max_bytes: maxBytes,
   });
 }
 
 /** A failure while reading the upload itself (a broken multipart body, the client went away). */
-function readError(error: unknown, maxBytes: number): Error {
+export function readError(error: unknown, maxBytes: number): Error {
   if (error instanceof AppError) return error;
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);

@@ -1,36 +1,13 @@
-import { once } from 'node:events';
-import type SQLite from 'better-sqlite3';
 import {
   type ExpressionBuilder,
   type Insertable,
-  type Kysely,
-  type Selectable,
   type SelectQueryBuilder,
   type Updateable,
   sql,
 } from 'kysely';
-import type pg from 'pg';
-import { escapeLiteral } from 'pg';
-import {
-  type CopyStreamQuery,
-  type CopyToStreamQuery,
-  from as copyFrom,
-  to as copyTo,
-} from 'pg-copy-streams';
-import type { Db } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { Database, VoterChangeTable, VoterRow, VoterTable } from '../../db/schema.ts';
+import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import {
-  addAnchor,
-  advanceMemo,
-  type ListMemo,
-  listMemos,
-  type Matcher,
-  memoStats,
-  nearestAnchor,
-  type VoterValues,
-} from './voters.memo.ts';
 
 /** The filter object shared by the list, export, segments and broadcasts. */
 export interface VoterFilters {
@@ -101,54 +78,9 @@ function searchCondition(db: Executor, term: string) {
   };
 }
 
-const NON_ASCII = /[^ -~\t\n\r]/;
-
-/**
- * Whether `text` has a letter with case outside ASCII: the database may fold it differently from JavaScript
- * (FTS5's Unicode folding, SQLite's ASCII-only LIKE, PostgreSQL's locale). Devanagari has no case.
- */
-function foldsAmbiguously(text: string): boolean {
-  if (!NON_ASCII.test(text)) return false;
-  for (const ch of text)
-    if (ch.charCodeAt(0) > 0x7f && (ch.toLowerCase() !== ch || ch.toUpperCase() !== ch)) return true;
-  return false;
-}
-
-/**
- * The filters of filteredVoters evaluated on one voter's values, outside the database (to bring remembered
- * totals forward through logged changes). Its twin is the SQL of exactFilters and searchCondition: exact
- * matches compare the same strings, and a search is a substring of the lower-cased name or email (or the
- * phone's digits), which is what the trigram index, LIKE and ILIKE do wherever case folding is plain ASCII.
- * Where it might not be, the answer is undefined (count in the database instead).
- */
-export function voterMatcher(filters: VoterFilters): Matcher {
-  const exact = Object.entries(exactValues(filters)) as [keyof VoterValues, string][];
-  const term = filters.search?.trim() || undefined;
-  const needle = term?.toLowerCase();
-  const digits = term ? phoneDigits(term) : undefined;
-  const termAmbiguous = term !== undefined && foldsAmbiguously(term);
-  return (v: VoterValues) => {
-    if (exact.some(([column, value]) => v[column] !== value)) return false;
-    if (needle === undefined) return true;
-    const { name, email, phone } = v;
-    if (
-      name === null ||
-      termAmbiguous ||
-      foldsAmbiguously(name) ||
-      (email !== null && foldsAmbiguously(email))
-    )
-      return undefined;
-    return (
-      name.toLowerCase().includes(needle) ||
-      (email !== null && email.toLowerCase().includes(needle)) ||
-      (digits && phone !== null ? phone.includes(digits) : false)
-    );
-  };
-}
-
 /**
  * The exact filters as they are compared: trimmed, the constituency lower-cased (as `constituency_key`), an
- * empty one left out. The SQL (exactFilters), the memo key and voterMatcher all start from this.
+ * empty one left out. The SQL (exactFilters) starts from this.
  */
 function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
   const values: ReturnType<typeof exactValues> = {};
@@ -193,8 +125,8 @@ export function filteredVoters(
   return query;
 }
 
-/** Up to this many matches, a PostgreSQL search keeps every matching id with its total (see listMemo). */
-const RARE_MATCHES = 5000;
+/** A list with a search counts its matches exactly up to this many; above, its total is this figure. */
+export const SEARCH_TOTAL_CAP = 10_000;
 
 /** From this offset on, pages without a search are read through a deferred join (see voterPage). */
 const DEFERRED_JOIN_OFFSET = 1000;
@@ -209,6 +141,13 @@ const listColumns = [
 ] as const;
 type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
 
+/** What a page is read from: the list's total (capped for a search) and, for a rare PostgreSQL search, every id. */
+interface ListCount {
+  total: number;
+  exact: boolean;
+  ids?: number[] | undefined;
+}
+
 /**
  * One page in id order. On SQLite a search walks the FTS index in rowid (= id) order and joins each hit,
  * so a page costs its own rows, not every match.
@@ -219,10 +158,11 @@ async function voterPage(
   filters: VoterFilters,
   page: number,
   perPage: number,
-  memo: ListMemo,
+  count: ListCount,
 ): Promise<ListRow[]> {
-  const { total } = memo;
-  if ((page - 1) * perPage >= total) return []; // past the end (the total is exact)
+  const { total } = count;
+  const offset = (page - 1) * perPage;
+  if (offset >= total) return []; // past the end (or past the capped total of a search)
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
   if (match) {
@@ -232,53 +172,33 @@ async function voterPage(
       .where(sql<boolean>`voters_fts MATCH ${match}`)
       .where('voters.workspace_id', '=', workspaceId);
     if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
-    return query
-      .select(listColumns)
-      .orderBy('voters_fts.rowid')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute();
+    return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
   }
-  const offset = (page - 1) * perPage;
   if (!term && !hasExactFilters(filters) && offset >= DEFERRED_JOIN_OFFSET)
     return blockPage(db, workspaceId, offset, perPage);
   if (!term && offset >= DEFERRED_JOIN_OFFSET) {
     // A deep page: skip rows inside an index that holds the filter columns and the id, then read only the
     // page's rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever
-    // is nearest: the start, the end (the exact total is known) or a page start found by an earlier request
-    // for the same version of the voters.
+    // end is nearer (the total is exact).
     const fromEnd = total - offset - perPage;
-    const anchor = nearestAnchor(memo, offset);
-    const fromAnchor = anchor ? offset - anchor.position : offset;
     let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
-    if (fromEnd < fromAnchor) {
-      ids = ids
-        .orderBy('voters.id', 'desc')
-        .limit(perPage + Math.min(0, fromEnd))
-        .offset(Math.max(0, fromEnd));
-    } else {
-      if (anchor) ids = ids.where('voters.id', '>=', anchor.id);
-      ids = ids.orderBy('voters.id').limit(perPage).offset(fromAnchor);
-    }
-    const rows = await db
+    ids =
+      fromEnd < offset
+        ? ids
+            .orderBy('voters.id', 'desc')
+            .limit(perPage + Math.min(0, fromEnd))
+            .offset(Math.max(0, fromEnd))
+        : ids.orderBy('voters.id').limit(perPage).offset(offset);
+    return db
       .selectFrom('voters')
-      .select([
-        ...listColumns,
-        sql<number>`(SELECT version FROM voter_counts WHERE workspace_id = ${workspaceId})`.as('version'),
-      ])
+      .select(listColumns)
       .where('voters.id', 'in', ids)
       .orderBy('voters.id')
       .execute();
-    // A page start is remembered only for the version it was read at (the same statement).
-    if (rows[0] && Number(rows[0].version) === memo.version)
-      addAnchor(memo, { position: offset, id: rows[0].id });
-    return rows.map(({ version: _, ...row }) => row);
   }
-  if (memo.ids) {
-    // A PostgreSQL search with few matches: their ids are known, so a page is a lookup by id. (PostgreSQL
-    // cannot estimate how many rows a trigram search matches; walking the primary key until a page is full,
-    // below, is right for common terms and slow for rare ones.)
-    const ids = memo.ids.slice(offset, offset + perPage);
+  if (count.ids) {
+    // A PostgreSQL search with at most 10,000 matches: their ids are known, so a page is a lookup by id.
+    const ids = count.ids.slice(offset, offset + perPage);
     if (ids.length === 0) return [];
     return db
       .selectFrom('voters')
@@ -329,141 +249,32 @@ async function blockPage(
     .execute();
 }
 
-function memoKey(workspaceId: number, filters: VoterFilters): string {
-  const { constituency_key, booth, ward } = exactValues(filters);
-  return [workspaceId, constituency_key, booth, ward, filters.search?.trim()].join('\u0000');
-}
-
-/** Changes read to bring a remembered list forward; more than this, or an older memo, counts again. */
-const MAX_CHANGES = 1000;
-const MAX_VERSIONS_BEHIND = 256; // voter_changes keeps this many versions (migration 006)
-
-function valuesOf(row: Selectable<VoterChangeTable>, side: 'before' | 'after'): VoterValues | undefined {
-  if (row.op === (side === 'before' ? 'create' : 'delete')) return undefined; // no voter on this side
-  const prefix = side === 'before' ? 'old_' : 'new_';
-  const text = (field: string) => row[`${prefix}${field}` as keyof typeof row] as string | null;
-  return {
-    name: text('name'),
-    email: text('email'),
-    phone: text('phone'),
-    constituency_key: text('constituency_key'),
-    booth: text('booth'),
-    ward: text('ward'),
-  };
-}
-
-/** `memo` brought forward to `version` through the logged changes, or undefined when it cannot be. */
-async function advance(
-  db: Executor,
-  workspaceId: number,
-  filters: VoterFilters,
-  memo: ListMemo,
-  version: number,
-): Promise<ListMemo | undefined> {
-  if (version - memo.version > MAX_VERSIONS_BEHIND) return undefined;
-  const rows = await db
-    .selectFrom('voter_changes')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .where('version', '>', memo.version)
-    .where('version', '<=', version)
-    .orderBy('version')
-    .orderBy('voter_id')
-    .limit(MAX_CHANGES + 1)
-    .execute();
-  if (rows.length > MAX_CHANGES) return undefined;
-  const changes = rows.map((row) => ({
-    version: Number(row.version),
-    voterId: Number(row.voter_id),
-    before: valuesOf(row, 'before'),
-    after: valuesOf(row, 'after'),
-  }));
-  return advanceMemo(memo, version, changes, voterMatcher(filters), RARE_MATCHES);
-}
-
-/** How long logged changes are kept (migration 006 prunes by the same figure). */
-export const VOTER_CHANGES_KEEP_SECONDS = 600;
-
-/**
- * Forgets logged voter changes older than VOTER_CHANGES_KEEP_SECONDS, whichever workspace they belong to:
- * the values before an edit (an old name, a cleared email) are not kept longer. The delivery worker runs
- * it once a minute; the triggers prune each workspace's log as it changes.
- */
-export async function pruneVoterChanges(
-  db: Executor,
-  nowSeconds = Math.floor(Date.now() / 1000),
-): Promise<number> {
-  const result = await db
-    .deleteFrom('voter_changes')
-    .where('at', '<', nowSeconds - VOTER_CHANGES_KEEP_SECONDS)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
-
-/** The workspace's trigger-kept voter count and the version of its voters. */
-async function readCounts(db: Executor, workspaceId: number): Promise<{ total: number; version: number }> {
+/** The workspace's trigger-kept voter count. */
+async function workspaceTotal(db: Executor, workspaceId: number): Promise<number> {
   const row = await db
     .selectFrom('voter_counts')
-    .select(['total', 'version'])
+    .select('total')
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
-  return { total: Number(row?.total ?? 0), version: Number(row?.version ?? 0) };
+  return Number(row?.total ?? 0);
 }
 
 /**
- * The exact number of matching voters, and where some pages start, for the workspace's current voters:
- * worked out once (see ListMemo), then read from memory, and brought forward through small changes. Without
- * filters the total is the trigger-kept count.
- */
-async function listMemo(db: Executor, workspaceId: number, filters: VoterFilters): Promise<ListMemo> {
-  const { total: workspaceTotal, version } = await readCounts(db, workspaceId);
-  const memos = listMemos(db);
-  const key = memoKey(workspaceId, filters);
-  const known = memos?.get(key);
-  if (known && known.version === version) return known;
-  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
-  // The unfiltered list has nothing to bring forward: its total is the trigger-kept count, and its deep
-  // pages come from voter_blocks. Reading the change log for it would be work for nothing.
-  if (memos && known && known.version < version && filtered) {
-    const advanced = await advance(db, workspaceId, filters, known, version);
-    if (advanced) {
-      memoStats.advanced += 1;
-      memos.set(key, advanced);
-      return advanced;
-    }
-  }
-  memoStats.computed += 1;
-  const total = filtered ? await countMatches(db, workspaceId, filters, workspaceTotal) : workspaceTotal;
-  let ids: number[] | undefined;
-  if (isPostgres(db) && filters.search?.trim() && total <= RARE_MATCHES) {
-    // A rare term on PostgreSQL: every matching id, found through the trigram indexes and then sorted, so
-    // each page is a lookup (walking the primary key until a page is full is right for common terms and
-    // slow for rare ones; PostgreSQL cannot estimate how many rows a trigram search matches). A common term
-    // only counts: counting and sorting its matches in one pass cost twice the count alone.
-    const rows = await filteredVoters(db, workspaceId, filters)
-      .select('voters.id')
-      .orderBy(sql`voters.id + 0`)
-      .execute();
-    if (rows.length === total) ids = rows.map((r) => Number(r.id));
-  }
-  const memo: ListMemo = { version, total, anchors: new Map(), ids };
-  // Remembered only if no change landed while counting: the count then belongs to exactly this version
-  // (brought forward later, a count that had seen a newer change would count it twice).
-  if (memos && (!filtered || (await readCounts(db, workspaceId)).version === version)) memos.set(key, memo);
-  return memo;
-}
-
-/**
- * Counts the voters matching a search or exact filters. A SQLite search with no other filter counts FTS
- * hits directly when the workspace owns every voter row (the usual embedded deployment: one campaign
- * office), skipping a lookup per hit to check the workspace.
+ * Counts the voters matching a search or exact filters, up to `cap + 1` when a cap is given (the count stops
+ * there). A SQLite search with no other filter counts FTS hits directly when the workspace owns every voter
+ * row (the usual embedded deployment: one campaign office), skipping a lookup per hit to check the workspace.
  */
 async function countMatches(
   db: Executor,
   workspaceId: number,
   filters: VoterFilters,
-  workspaceTotal: number,
+  cap?: number,
 ): Promise<number> {
+  const capped = <T extends SelectQueryBuilder<Database, never, object>>(rows: T) =>
+    db
+      .selectFrom(rows.limit(cap! + 1).as('m'))
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .executeTakeFirstOrThrow();
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
   if (match) {
@@ -471,36 +282,78 @@ async function countMatches(
       .selectFrom('voter_counts')
       .select((eb) => eb.fn.sum<number>('total').as('all'))
       .executeTakeFirst();
-    if (workspaceTotal === Number(all?.all ?? 0)) {
-      const row = await db
+    if ((await workspaceTotal(db, workspaceId)) === Number(all?.all ?? 0)) {
+      const hits = db
         .selectFrom('voters_fts')
-        .select((eb) => eb.fn.countAll<number>().as('total'))
         .where(sql<boolean>`voters_fts MATCH ${match}`)
-        .executeTakeFirstOrThrow();
+        .select(sql<number>`1`.as('one'));
+      const row =
+        cap === undefined
+          ? await db
+              .selectFrom('voters_fts')
+              .select((eb) => eb.fn.countAll<number>().as('total'))
+              .where(sql<boolean>`voters_fts MATCH ${match}`)
+              .executeTakeFirstOrThrow()
+          : await capped(hits as never);
       return Number(row.total);
     }
   }
-  const row = await filteredVoters(db, workspaceId, filters)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
+  const matches = filteredVoters(db, workspaceId, filters);
+  const row =
+    cap === undefined
+      ? await matches.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+      : await capped(matches.select(sql<number>`1`.as('one')) as never);
   return Number(row.total);
 }
 
-/** The exact number of the workspace's voters that match `filters`. */
+/** The exact number of the workspace's voters that match `filters` (segments, export planning). */
 export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
-  return (await listMemo(db, workspaceId, filters)).total;
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  return filtered ? countMatches(db, workspaceId, filters) : workspaceTotal(db, workspaceId);
 }
 
+/**
+ * A page of the list and its total. Without a search the total is exact (the trigger-kept count, or a count
+ * over the covering indexes); with one, matches are counted up to SEARCH_TOTAL_CAP and `exact` says whether
+ * the total is the true count.
+ */
 export async function listVoters(
   db: Executor,
   workspaceId: number,
   filters: VoterFilters,
   page: number,
   perPage: number,
-): Promise<{ rows: ListRow[]; total: number }> {
-  const memo = await listMemo(db, workspaceId, filters);
-  const rows = await voterPage(db, workspaceId, filters, page, perPage, memo);
-  return { rows, total: memo.total };
+): Promise<{ rows: ListRow[]; total: number; exact: boolean }> {
+  const term = filters.search?.trim();
+  let count: ListCount;
+  if (term && isPostgres(db)) {
+    // PostgreSQL: the matching ids themselves, at most 10,001 of them, in one pass through the trigram
+    // indexes (the same plan as a capped count, with the id instead of a constant). Up to 10,000 matches the
+    // total is their number and every page a lookup by id (walking the primary key until a page is full is
+    // right for common terms and slow for rare ones: PostgreSQL cannot estimate a trigram search's matches).
+    const rows = await filteredVoters(db, workspaceId, filters)
+      .select('voters.id')
+      .limit(SEARCH_TOTAL_CAP + 1)
+      .execute();
+    count =
+      rows.length > SEARCH_TOTAL_CAP
+        ? { total: SEARCH_TOTAL_CAP, exact: false }
+        : {
+            total: rows.length,
+            exact: true,
+            ids: rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+          };
+  } else if (term) {
+    const found = await countMatches(db, workspaceId, filters, SEARCH_TOTAL_CAP);
+    count = { total: Math.min(found, SEARCH_TOTAL_CAP), exact: found <= SEARCH_TOTAL_CAP };
+  } else {
+    const total = hasExactFilters(filters)
+      ? await countMatches(db, workspaceId, filters)
+      : await workspaceTotal(db, workspaceId);
+    count = { total, exact: true };
+  }
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, count);
+  return { rows, total: count.total, exact: count.exact };
 }
 
 export async function findVoter(
@@ -557,484 +410,4 @@ export async function deleteVoter(db: Executor, workspaceId: number, id: number)
     .where('id', '=', id)
     .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
-}
-
-/** The columns of an export, in order. */
-export const exportColumns = [
-  'id',
-  'name',
-  'phone',
-  'email',
-  'constituency',
-  'booth',
-  'ward',
-  'address',
-  'created_at',
-  'updated_at',
-] as const;
-
-export type ExportRow = [
-  number,
-  string,
-  string,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string,
-  string,
-];
-
-// On PostgreSQL the timestamps are formatted by the server (as toISOString would): parsing two timestamptz
-// per row into Dates in JS costs more than the rest of the row.
-const isoUtc = (column: 'created_at' | 'updated_at') =>
-  sql<string>`to_char(${sql.ref(`voters.${column}`)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(
-    column,
-  );
-
-function exportSelection(dialect: Db['dialect']) {
-  const plain = exportColumns.slice(0, 8).map((c) => `voters.${c}` as const);
-  return dialect === 'postgres'
-    ? [...plain, isoUtc('created_at'), isoUtc('updated_at')]
-    : [...plain, 'voters.created_at' as const, 'voters.updated_at' as const];
-}
-
-/**
- * The voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each batch is
- * one short query, so no cursor or iterator stays open between batches: the single SQLite connection stays
- * free for other requests while the consumer is slow, and PostgreSQL holds no connection meanwhile. Rows
- * come from the driver as arrays (no per-row objects): on SQLite a prepared statement in raw mode under
- * Kysely's connection lock, on PostgreSQL rowMode 'array'.
- */
-export async function* exportVoterBatches(
-  db: Db,
-  workspaceId: number,
-  filters: VoterFilters,
-  batchSize = 2000,
-): AsyncGenerator<ExportRow[]> {
-  // The text is the same for every batch (only `after`, the parameter after the filters', moves): built
-  // once, and on SQLite prepared once.
-  const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-    .select(exportSelection(db.dialect))
-    .where('voters.id', '>', -1)
-    .orderBy('voters.id')
-    .limit(batchSize)
-    .compile();
-  const values = [...parameters];
-  const afterAt = values.length - 2;
-  if (values[afterAt] !== -1 || values[afterAt + 1] !== batchSize)
-    throw new Error('unexpected parameter order');
-  let statement: SQLite.Statement | undefined;
-  for (let after = 0; ;) {
-    values[afterAt] = after;
-    let rows: ExportRow[];
-    if (db.raw.dialect === 'sqlite') {
-      const { sqlite } = db.raw;
-      rows = await db.kysely.connection().execute(async () => {
-        statement ??= sqlite.prepare(text).raw(true);
-        return statement.all(...values) as ExportRow[];
-      });
-    } else {
-      rows = (await db.raw.bulk.query<ExportRow>({ text, values, rowMode: 'array' })).rows;
-    }
-    if (rows.length === 0) return;
-    const full = rows.length === batchSize;
-    after = rows[rows.length - 1]![0];
-    // Nothing here refers to the batch while the consumer has it: a paused export holds it only as long
-    // as its consumer does.
-    yield rows;
-    if (!full) return;
-  }
-}
-
-/**
- * A formula guard in SQL with exactly the rules of `guardFormula` (src/lib/csv.ts): a value whose first
- * character after any leading apostrophes is = + - @ tab or CR, and which is not a plain number, gets one
- * more leading apostrophe. The cheap first-character test comes first, so almost every value skips the
- * regular expressions.
- */
-function sqlFormulaGuard(column: string): string {
-  return `CASE WHEN ascii(${column}) IN (61, 43, 45, 64, 9, 13, 39) THEN
-      CASE WHEN ${column} ~ '^''*[-=+@\\t\\r]'
-            AND ltrim(${column}, '''') !~ '^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?$'
-        THEN '''' || ${column} ELSE ${column} END
-    ELSE ${column} END`;
-}
-
-/** A bind parameter of a compiled query as an SQL literal, for the one statement that takes none (COPY). */
-function literal(value: unknown): string {
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  if (typeof value === 'string') return escapeLiteral(value);
-  throw new Error(`cannot inline a ${typeof value} into COPY`);
-}
-
-/**
- * PostgreSQL: the CSV export as the database writes it, `COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER)`,
- * with the formula guard and the timestamps' format in the query, so no row passes through JS. COPY takes
- * no bind parameters: the filter values are inlined as escaped literals. One pooled connection is held
- * until the consumer has taken the last byte (backpressure reaches the server); a consumer that stops
- * early (a client that went away) closes that connection, which ends the COPY on the server.
- */
-export async function* copyVotersCsv(
-  db: Kysely<Database>,
-  pool: pg.Pool,
-  workspaceId: number,
-  filters: VoterFilters,
-): AsyncGenerator<Buffer> {
-  const compiled = filteredVoters(db, workspaceId, filters)
-    .select([
-      'voters.id',
-      // A phone is always E.164 (+ and digits): a plain number, never guarded, and testing a million of
-      // them (every one starts with +) would cost more than the rest of the guard.
-      ...exportColumns
-        .slice(1, 8)
-        .map((c) =>
-          c === 'phone'
-            ? sql.ref<string>('voters.phone').as(c)
-            : sql.raw<string>(sqlFormulaGuard(`voters.${c}`)).as(c),
-        ),
-      isoUtc('created_at'),
-      isoUtc('updated_at'),
-    ])
-    .orderBy('voters.id')
-    .compile();
-  const select = compiled.sql.replace(/\$(\d+)/g, (_, n: string) =>
-    literal(compiled.parameters[Number(n) - 1]),
-  );
-  const client = await pool.connect();
-  let stream: CopyToStreamQuery | undefined;
-  let finished = false;
-  try {
-    stream = client.query(copyTo(`COPY (${select}) TO STDOUT (FORMAT csv, HEADER)`));
-    for await (const chunk of stream) yield chunk as Buffer;
-    finished = true;
-  } finally {
-    if (finished) {
-      client.release();
-    } else {
-      stream?.destroy();
-      client.release(new Error('the CSV export stopped before its end'));
-    }
-  }
-}
-
-/**
- * The workspace's voter count (the trigger-kept one) and its lowest and highest voter id (each one step in
- * the (workspace_id, id) index): what an export split over id ranges is planned from.
- */
-export async function voterIdSpan(
-  db: Executor,
-  workspaceId: number,
-): Promise<{ total: number; min: number | null; max: number | null }> {
-  const ids = (fn: 'min' | 'max') =>
-    db
-      .selectFrom('voters')
-      .where('voters.workspace_id', '=', workspaceId)
-      .select((eb) => eb.fn[fn]<number>('voters.id').as('id'));
-  const row = await db
-    .selectFrom('voter_counts')
-    .where('workspace_id', '=', workspaceId)
-    .select(['total', ids('min').as('min'), ids('max').as('max')])
-    .executeTakeFirst();
-  return {
-    total: Number(row?.total ?? 0),
-    min: row?.min == null ? null : Number(row.min),
-    max: row?.max == null ? null : Number(row.max),
-  };
-}
-
-/**
- * SQLite: the statement of one keyset batch of an export inside an id range, for a thread with its own
- * connection. It is exportVoterBatches' filtered query with an upper bound on the id: the statement's last
- * three parameters (after id, up to id, batch size) are left out of `parameters` for the reader to append.
- */
-export function exportRangeStatement(
-  db: Db,
-  workspaceId: number,
-  filters: VoterFilters,
-): { sql: string; parameters: unknown[] } {
-  const marks = [-1, -2, -3];
-  const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-    .select(exportSelection(db.dialect))
-    .where('voters.id', '>', marks[0]!)
-    .where('voters.id', '<=', marks[1]!)
-    .orderBy('voters.id')
-    .limit(marks[2]!)
-    .compile();
-  const tail = parameters.slice(-3);
-  if (tail.some((value, i) => value !== marks[i])) throw new Error('unexpected parameter order');
-  return { sql: text, parameters: parameters.slice(0, -3) };
-}
-
-/** One checked row of an import file, ready to write. */
-export interface StagedVoter {
-  /** Line of the file where the row starts: the later of two rows with one identity wins. */
-  line: number;
-  name: string;
-  name_key: string;
-  phone: string;
-  email: string | null;
-  constituency: string | null;
-  constituency_key: string | null;
-  booth: string | null;
-  ward: string | null;
-  address: string | null;
-}
-
-/**
- * An import in progress: rows are staged as the file streams in, and only `apply` touches `voters`, so a
- * file refused part-way (413, not UTF-8, ...) is `abort`ed and leaves the voters as they were.
- */
-export interface VoterImport {
-  stage(rows: readonly StagedVoter[]): Promise<void>;
-  /** Upserts the staged rows on the identity (the later line wins); returns how many voters were created. */
-  apply(now: string): Promise<{ imported: number }>;
-  abort(): Promise<void>;
-}
-
-const stagedColumns = [
-  'line',
-  'name',
-  'name_key',
-  'phone',
-  'email',
-  'constituency',
-  'constituency_key',
-  'booth',
-  'ward',
-  'address',
-] as const;
-
-const upsertSet = `name = excluded.name, email = excluded.email, constituency = excluded.constituency,
-  constituency_key = excluded.constituency_key, booth = excluded.booth, ward = excluded.ward,
-  address = excluded.address, updated_at = excluded.updated_at`;
-
-/** A row that would not change is left alone: its updated_at stays, and no search-index work is done. */
-function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
-  return ['name', 'email', 'constituency', 'booth', 'ward', 'address']
-    .map((c) => `voters.${c} ${distinct} excluded.${c}`)
-    .join(' OR ');
-}
-
-export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
-  return db.raw.dialect === 'sqlite'
-    ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
-    : startPostgresImport(db.raw.bulk, workspaceId);
-}
-
-let stagingSeq = 0;
-/** Rows applied per SQLite transaction; between two, other requests get the connection. */
-const SQLITE_APPLY_CHUNK = 20_000;
-/** Page cache while applying an import (KiB). */
-const SQLITE_IMPORT_CACHE_KIB = 65_536;
-
-/**
- * SQLite: rows are staged in a TEMP table (this connection only, outside the database file), each batch in
- * one synchronous transaction taken under Kysely's connection lock; `apply` then runs set-based
- * INSERT ... SELECT ... ON CONFLICT DO UPDATE in chunks of lines, each a synchronous transaction.
- */
-async function startSqliteImport(
-  kysely: Kysely<Database>,
-  sqlite: SQLite.Database,
-  workspaceId: number,
-): Promise<VoterImport> {
-  const table = `temp.voters_import_${++stagingSeq}`;
-  const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
-  const insert = await locked(() => {
-    sqlite.exec(
-      `CREATE TABLE ${table} (line INTEGER PRIMARY KEY, name TEXT, name_key TEXT, phone TEXT, email TEXT,
-        constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT)`,
-    );
-    return sqlite.prepare(
-      `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
-    );
-  });
-  let lastLine = 0;
-  const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
-    for (const r of rows) {
-      insert.run(
-        r.line,
-        r.name,
-        r.name_key,
-        r.phone,
-        r.email,
-        r.constituency,
-        r.constituency_key,
-        r.booth,
-        r.ward,
-        r.address,
-      );
-    }
-  });
-  const drop = () =>
-    locked(() => {
-      sqlite.exec(`DROP TABLE IF EXISTS ${table}`);
-    });
-  return {
-    stage: async (rows) => {
-      if (rows.length === 0) return;
-      await locked(() => stageAll(rows));
-      lastLine = rows[rows.length - 1]!.line;
-    },
-    apply: async (now) => {
-      // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
-      // highest id before the chunk are the ones it created (counted over those rows only, not the table).
-      const maxId = sqlite.prepare('SELECT coalesce(max(id), 0) FROM voters').pluck();
-      const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
-      const upsert = sqlite.prepare(
-        `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
-         SELECT ?, ${stagedColumns.slice(1).join(', ')}, ?, ? FROM ${table}
-         WHERE line >= ? AND line < ? ORDER BY line
-         ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
-         WHERE ${changedCondition('IS NOT')}`,
-      );
-      // `bulk` stops the triggers logging each row's change (voter_changes): a list counts again after an
-      // import rather than reading thousands of changes.
-      const setBulk = sqlite.prepare('UPDATE voter_counts SET bulk = ? WHERE workspace_id = ?');
-      const chunk = sqlite.transaction((from: number, to: number) => {
-        setBulk.run(1, workspaceId);
-        const before = maxId.get() as number;
-        upsert.run(workspaceId, now, now, from, to);
-        setBulk.run(0, workspaceId);
-        return createdSince.get(before) as number;
-      });
-      let imported = 0;
-      // Each row lands in six b-trees (table, five indexes) plus the search index, at scattered places once
-      // they outgrow SQLite's default 2 MiB page cache: a larger cache for the bulk step saves most of the I/O.
-      const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
-      try {
-        for (let from = 0; from <= lastLine; from += SQLITE_APPLY_CHUNK) {
-          imported += await locked(() => {
-            sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`);
-            try {
-              return chunk(from, from + SQLITE_APPLY_CHUNK);
-            } finally {
-              sqlite.pragma(`cache_size = ${cacheSize}`);
-            }
-          });
-        }
-      } finally {
-        await drop();
-      }
-      // An import changes the shape of the tables: fresh statistics keep the planner on the right indexes.
-      // A large one is analyzed in full (about a second at a million voters); after any other, `optimize`
-      // analyzes the tables whose size changed much or that have no statistics yet (the first import into
-      // a new database: without them every search took 1.3-2.6 s until a restart).
-      await locked(() =>
-        lastLine >= ANALYZE_AFTER_ROWS ? sqlite.exec('ANALYZE voters') : sqlite.pragma('optimize = 0x10002'),
-      );
-      return { imported };
-    },
-    abort: drop,
-  };
-}
-
-/** An import of at least this many rows refreshes the table's statistics on PostgreSQL. */
-const ANALYZE_AFTER_ROWS = 10_000;
-
-const COPY_SPECIAL = /[\\\t\n\r]/;
-const COPY_SPECIAL_G = /[\\\t\n\r]/g;
-const copyEscapes: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
-/** A value in COPY's text format. */
-function copyValue(value: string | number | null): string {
-  if (value === null) return '\\N';
-  if (typeof value === 'number') return String(value);
-  return COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL_G, (c) => copyEscapes[c]!) : value;
-}
-
-/**
- * PostgreSQL: one transaction on one pooled connection for the whole import. Rows stream into a temporary
- * table through COPY; `apply` is one set-based upsert (DISTINCT ON keeps the last line of each identity)
- * and COMMIT; `abort` rolls everything back.
- */
-async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<VoterImport> {
-  const client = await pool.connect();
-  let copy: CopyStreamQuery | undefined;
-  let done = false;
-  const release = (error?: Error) => {
-    if (done) return;
-    done = true;
-    client.release(error);
-  };
-  try {
-    await client.query('BEGIN');
-    await client.query(
-      `CREATE TEMP TABLE voters_import (line integer, name text, name_key text, phone text, email text,
-        constituency text, constituency_key text, booth text, ward text, address text) ON COMMIT DROP`,
-    );
-    copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
-  } catch (error) {
-    release(error as Error);
-    throw error;
-  }
-  const stream = copy;
-  let failure: Error | undefined;
-  stream.on('error', (error: Error) => {
-    failure ??= error;
-  });
-  let staged = 0;
-  const finished = new Promise<void>((resolve, reject) => {
-    stream.on('finish', resolve);
-    stream.on('error', reject);
-  });
-  finished.catch(() => {});
-
-  return {
-    stage: async (rows) => {
-      if (failure) throw failure;
-      let text = '';
-      for (const r of rows) {
-        text += `${r.line}\t${copyValue(r.name)}\t${copyValue(r.name_key)}\t${copyValue(r.phone)}\t${copyValue(r.email)}\t${copyValue(r.constituency)}\t${copyValue(r.constituency_key)}\t${copyValue(r.booth)}\t${copyValue(r.ward)}\t${copyValue(r.address)}\n`;
-      }
-      staged += rows.length;
-      if (!stream.write(text)) await once(stream, 'drain');
-    },
-    apply: async (now) => {
-      try {
-        stream.end();
-        await finished;
-        const result = await client.query<{ imported: number }>(
-          `WITH src AS (
-             SELECT DISTINCT ON (phone, name_key) * FROM voters_import ORDER BY phone, name_key, line DESC
-           ), up AS (
-             INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
-             SELECT $1, ${stagedColumns.slice(1).join(', ')}, $2, $2 FROM src ORDER BY line
-             ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
-             WHERE ${changedCondition('IS DISTINCT FROM')}
-             RETURNING (xmax = 0) AS inserted
-           )
-           SELECT count(*) FILTER (WHERE inserted) AS imported FROM up`,
-          [workspaceId, now],
-        );
-        await client.query('COMMIT');
-        // Without fresh statistics after a bulk load the planner guesses a handful of rows per workspace
-        // and picks plans (bitmap scan + sort) that make the export's keyset pages quadratic. Autovacuum
-        // would get there later; a large import analyzes at once. VACUUM also sets the visibility map, so
-        // counting a filtered list is an index-only scan instead of a visit to every matching row.
-        if (staged >= ANALYZE_AFTER_ROWS) await client.query('VACUUM (ANALYZE) voters');
-        release();
-        return { imported: Number(result.rows[0]?.imported ?? 0) };
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        release(error as Error);
-        throw error;
-      }
-    },
-    abort: async () => {
-      if (done) return;
-      try {
-        if (!stream.writableEnded) {
-          stream.end();
-          await finished.catch(() => {});
-        }
-        await client.query('ROLLBACK');
-        release();
-      } catch (error) {
-        // A connection in an unknown state is closed rather than returned to the pool.
-        release(error as Error);
-      }
-    },
-  };
 }

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
-import { IdParams, Page, Success } from '../../http/schemas.ts';
+import { actorOf } from '../audit/audit.repository.ts';
+import { IdParams, Success } from '../../http/schemas.ts';
 import {
   CreateVoterBody,
   CreatedVoter,
@@ -9,7 +10,7 @@ import {
   UpdateVoterBody,
   UpdatedVoter,
   Voter,
-  VoterListItem,
+  VoterPage,
 } from './voters.schemas.ts';
 import type { VotersService } from './voters.service.ts';
 
@@ -23,8 +24,10 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       schema: {
         tags,
         summary: 'List voters, filtered and paged (ordered by id)',
+        description:
+          'With `search`, matches are counted exactly up to 10,000; above that `total` is 10,000 and `total_exact` is false.',
         querystring: ListVotersQuery,
-        response: { 200: Success(Page(VoterListItem)) },
+        response: { 200: Success(VoterPage) },
       },
     },
     async (request) => {
@@ -97,7 +100,7 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       },
     },
     async (request) => {
-      await voters.remove(authOf(request).workspaceId, request.params.id);
+      await voters.remove(authOf(request).workspaceId, request.params.id, actorOf(request));
       return { success: true as const, message: 'Voter deleted.' };
     },
   );

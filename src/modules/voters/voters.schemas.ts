@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { voterLimits } from './voters.rules.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -72,6 +72,15 @@ export const VoterListItem = Type.Object({
   constituency: NullableString,
   booth: NullableString,
   ward: NullableString,
+});
+
+/** A page of voters: the page envelope and whether `total` is the true count. */
+export const VoterPage = Type.Object({
+  ...Page(VoterListItem).properties,
+  total_exact: Type.Boolean({
+    description:
+      'false when a `search` matches more than 10,000 voters: `total` is then 10,000 and `last_page` follows from it. Lists without `search` are always exact.',
+  }),
 });
 
 export const CreatedVoter = Type.Object({

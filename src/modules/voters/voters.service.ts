@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, VoterRow } from '../../db/schema.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   deleteVoter,
   findVoter,
@@ -113,12 +114,16 @@ export class VotersService {
     });
   }
 
-  async remove(workspaceId: number, id: number): Promise<void> {
-    if (!(await deleteVoter(this.deps.db, workspaceId, id))) throw notFound('Voter');
+  async remove(workspaceId: number, id: number, actor: AuditActor): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await deleteVoter(trx, workspaceId, id))) throw notFound('Voter');
+      // Who deleted which voter id; the voter's name and phone are gone with the row and not copied here.
+      await recordAudit(trx, { workspaceId, actor, action: 'voter.deleted', target: { type: 'voter', id } });
+    });
   }
 
   async list(workspaceId: number, filters: VoterFilters, page: number, perPage: number) {
-    const { rows, total } = await listVoters(this.deps.db, workspaceId, filters, page, perPage);
-    return pageResult(rows, total, page, perPage);
+    const { rows, total, exact } = await listVoters(this.deps.db, workspaceId, filters, page, perPage);
+    return { ...pageResult(rows, total, page, perPage), total_exact: exact };
   }
 }

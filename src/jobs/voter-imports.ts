@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { nowIso } from '../db/connect.ts';
+import type { Db } from '../db/connect.ts';
+import { claimImportJob, updateHeldJob } from '../modules/voters/voters.import-jobs.repository.ts';
+import type { VoterImportJobs } from '../modules/voters/voters.import-jobs.ts';
+
+export interface VoterImportLoopDeps {
+  db: Db;
+  jobs: VoterImportJobs;
+  log: Pick<FastifyBaseLogger, 'error'>;
+  /** How often an idle loop looks for a queued job. */
+  pollMs?: number;
+  /** How long a claim holds without a heartbeat; a worker that dies leaves its job to be claimed after it. */
+  leaseMs?: number;
+  workerId?: string;
+  /** Run only these workspaces' jobs (tests sharing one database). Default: all. */
+  workspaceIds?: readonly number[];
+}
+
+/**
+ * The voter import job loop: claims one queued job at a time under a lease (renewed by a heartbeat while it
+ * runs) and runs it. A job whose worker stopped without handing it back (a crash, a kill) is claimed again
+ * once its lease has run out and runs again from its stored file (the import is an upsert: nothing doubles).
+ */
+export class VoterImportLoop {
+  readonly workerId: string;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly deps: VoterImportLoopDeps) {
+    this.workerId = deps.workerId ?? `imports:${randomUUID()}`;
+  }
+
+  private get leaseMs(): number {
+    return this.deps.leaseMs ?? 60_000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  /** Stops claiming; a job in progress stops at its next chunk and is handed back (queued again). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      let ran = false;
+      try {
+        ran = await this.runOnce();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        this.deps.log.error({ err: error }, 'voter import round failed');
+      }
+      if (ran || this.stopped) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, (this.deps.pollMs ?? 1000) * Math.min(2 ** failures, 30));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wake = done;
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Claims and runs one job; false when none was waiting. */
+  async runOnce(): Promise<boolean> {
+    const { db, jobs, workspaceIds } = this.deps;
+    const owner = this.workerId;
+    const job = await claimImportJob(db.kysely, owner, Date.now(), this.leaseMs, nowIso(), workspaceIds);
+    if (!job) return false;
+    let lost = false;
+    const heartbeat = setInterval(
+      () => {
+        updateHeldJob(db.kysely, Number(job.id), owner, { lease_until: Date.now() + this.leaseMs })
+          .then((held) => {
+            if (!held) lost = true;
+          })
+          .catch(() => {});
+      },
+      Math.max(50, Math.floor(this.leaseMs / 3)),
+    );
+    try {
+      await jobs.run(job, {
+        owner,
+        lost: () => lost,
+        stopping: () => this.stopped && this.running !== undefined,
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
+    return true;
+  }
+}

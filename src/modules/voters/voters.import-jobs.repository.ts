@@ -1,0 +1,103 @@
+import type { Insertable, Updateable } from 'kysely';
+import type { Database, VoterImportRow, VoterImportTable } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export async function insertImportJob(
+  db: Executor,
+  values: Insertable<VoterImportTable>,
+): Promise<VoterImportRow> {
+  return db.insertInto('voter_imports').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findImportJob(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<VoterImportRow | undefined> {
+  return db
+    .selectFrom('voter_imports')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** A page of the workspace's jobs, newest first, and how many it has. */
+export async function listImportJobs(
+  db: Executor,
+  workspaceId: number,
+  page: number,
+  perPage: number,
+): Promise<{ rows: VoterImportRow[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('voter_imports')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    db
+      .selectFrom('voter_imports')
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/**
+ * Claims the oldest job that is queued, or running under a lease that ran out (its worker stopped or died):
+ * the UPDATE repeats the condition, so of two workers that picked the same job only one gets it.
+ */
+export async function claimImportJob(
+  db: Executor,
+  owner: string,
+  nowMs: number,
+  leaseMs: number,
+  now: string,
+  workspaceIds?: readonly number[],
+): Promise<VoterImportRow | undefined> {
+  const claimable = (eb: import('kysely').ExpressionBuilder<Database, 'voter_imports'>) =>
+    eb.or([
+      eb('status', '=', 'queued'),
+      eb.and([eb('status', '=', 'running'), eb('lease_until', '<', nowMs)]),
+    ]);
+  let pick = db.selectFrom('voter_imports').select('id').where(claimable);
+  if (workspaceIds) pick = pick.where('workspace_id', 'in', workspaceIds.length ? workspaceIds : [-1]);
+  const candidate = await pick.orderBy('id').limit(1).executeTakeFirst();
+  if (!candidate) return undefined;
+  return db
+    .updateTable('voter_imports')
+    .set((eb) => ({
+      status: 'running',
+      lease_owner: owner,
+      lease_until: nowMs + leaseMs,
+      attempts: eb('attempts', '+', 1),
+      started_at: eb.fn.coalesce('started_at', eb.val(now)),
+      bytes_read: 0,
+      rows_read: 0,
+    }))
+    .where('id', '=', candidate.id)
+    .where(claimable)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Updates a job this worker holds; false when the lease is no longer its own. */
+export async function updateHeldJob(
+  db: Executor,
+  id: number,
+  owner: string,
+  values: Updateable<VoterImportTable>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('voter_imports')
+    .set(values)
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}

@@ -1,0 +1,272 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../db/connect.ts';
+import { nowIso } from '../../db/connect.ts';
+import type { VoterImportRow } from '../../db/schema.ts';
+import { AppError, notFound } from '../../errors.ts';
+import type { Download } from '../../http/download.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { csvField } from '../../lib/csv.ts';
+import { recordAudit } from '../audit/audit.repository.ts';
+import {
+  findImportJob,
+  insertImportJob,
+  listImportJobs,
+  updateHeldJob,
+} from './voters.import-jobs.repository.ts';
+import { type ImportFileStore, importFileStore } from './voters.import-store.ts';
+import {
+  type FailedRowSink,
+  type ImportResult,
+  type ImportSource,
+  readError,
+  tooLarge,
+  type VoterImporter,
+} from './voters.import.ts';
+
+export const importJobId = (id: number) => `imp_${id}`;
+
+/** `imp_<n>` -> n; anything else names no job (404). */
+function parseJobId(publicId: string): number {
+  const match = /^imp_([1-9]\d{0,14})$/.exec(publicId);
+  if (!match) throw notFound('Import job');
+  return Number(match[1]);
+}
+
+export function importJobView(row: VoterImportRow) {
+  return {
+    id: importJobId(Number(row.id)),
+    status: row.status,
+    file_name: row.file_name,
+    bytes: Number(row.bytes),
+    progress: { bytes_read: Number(row.bytes_read), rows_read: Number(row.rows_read) },
+    imported: Number(row.imported),
+    updated: Number(row.updated),
+    failed: Number(row.failed),
+    errors: JSON.parse(row.errors) as ImportResult['errors'],
+    message: row.message,
+    created_at: row.created_at,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+  };
+}
+
+/** What a running job is told by the loop that holds it. */
+export interface HeldJob {
+  owner: string;
+  /** The lease went to another worker: stop, write nothing more. */
+  lost(): boolean;
+  /** The process is shutting down: stop and hand the job back. */
+  stopping(): boolean;
+}
+
+class Interrupted extends Error {}
+
+/** Unexpected failures (database down, ...) are retried this many times before the job is failed. */
+const MAX_ATTEMPTS = 3;
+/** Progress is written at most this often. */
+const PROGRESS_EVERY_MS = 500;
+
+/**
+ * Import jobs (`Prefer: respond-async`): the upload is stored, a `voter_imports` row queued, and a background
+ * loop (src/jobs/voter-imports.ts) runs the same VoterImporter over the stored file, writing progress, the
+ * counts, the first errors and an errors.csv of the failed rows.
+ */
+export class VoterImportJobs {
+  private readonly store: ImportFileStore;
+
+  constructor(
+    private readonly deps: {
+      db: Db;
+      importer: VoterImporter;
+      maxBytes: number;
+      log?: { error(obj: object, msg: string): void };
+    },
+  ) {
+    this.store = importFileStore(deps.db);
+  }
+
+  /** Stores the upload and queues its job. */
+  async enqueue(workspaceId: number, userId: number | null, fileName: string, source: ImportSource) {
+    const { maxBytes, db } = this.deps;
+    const key = `imp-${randomUUID()}`;
+    const writer = await this.store.writer(key);
+    let bytes = 0;
+    try {
+      try {
+        for await (const chunk of source.stream) {
+          bytes += chunk.length;
+          if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
+          await writer.write(chunk);
+        }
+      } catch (error) {
+        throw readError(error, maxBytes);
+      }
+      if (source.truncated()) throw tooLarge(maxBytes);
+      await writer.end();
+    } catch (error) {
+      await writer.end().catch(() => {});
+      await this.store.remove(key).catch(() => {});
+      throw error;
+    }
+    const row = await insertImportJob(db.kysely, {
+      workspace_id: workspaceId,
+      user_id: userId,
+      status: 'queued',
+      file_name: (fileName || 'voters.csv').slice(0, 255),
+      file_key: key,
+      bytes,
+      created_at: nowIso(),
+    });
+    return importJobView(row);
+  }
+
+  async get(workspaceId: number, publicId: string) {
+    const row = await findImportJob(this.deps.db.kysely, workspaceId, parseJobId(publicId));
+    if (!row) throw notFound('Import job');
+    return importJobView(row);
+  }
+
+  async list(workspaceId: number, page: number, perPage: number) {
+    const { rows, total } = await listImportJobs(this.deps.db.kysely, workspaceId, page, perPage);
+    return pageResult(rows.map(importJobView), total, page, perPage);
+  }
+
+  /** The job's errors.csv: the file's header and each failed row as it was, with a last column `error`. */
+  async errorsFile(workspaceId: number, publicId: string): Promise<Download> {
+    const job = await this.get(workspaceId, publicId);
+    if (job.status !== 'completed' && job.status !== 'failed')
+      throw new AppError('conflict', `The import job ${job.id} has not finished yet (it is ${job.status}).`);
+    const row = (await findImportJob(this.deps.db.kysely, workspaceId, parseJobId(publicId)))!;
+    const store = this.store;
+    async function* body(): AsyncGenerator<Uint8Array> {
+      let any = false;
+      try {
+        for await (const chunk of store.read(`${row.file_key}.errors`)) {
+          if (chunk.length === 0) continue;
+          any = true;
+          yield chunk;
+        }
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'ENOENT') throw error;
+      }
+      if (!any) yield Buffer.from('error\n');
+    }
+    return { contentType: 'text/csv; charset=utf-8', filename: `${job.id}-errors.csv`, body: body() };
+  }
+
+  /** Runs a claimed job to its end (or hands it back when interrupted). */
+  async run(job: VoterImportRow, held: HeldJob): Promise<void> {
+    const { db, importer } = this.deps;
+    const id = Number(job.id);
+    const errorsKey = `${job.file_key}.errors`;
+    await this.store.remove(errorsKey);
+    const writer = await this.store.writer(errorsKey);
+    let pending = '';
+    const line = (fields: string[]) => `${fields.map(csvField).join(',')}\n`;
+    const failures: FailedRowSink = {
+      header: (fields) => {
+        pending += line([...fields, 'error']);
+      },
+      row: (fields, error) => {
+        pending += line([...fields, error]);
+      },
+    };
+    const flush = async () => {
+      if (pending === '') return;
+      const bytes = Buffer.from(pending, 'utf8');
+      pending = '';
+      await writer.write(bytes);
+    };
+    let lastWrite = 0;
+    let rowsRead = 0;
+    const progress = async (p: { bytes_read: number; rows_read: number }) => {
+      rowsRead = p.rows_read;
+      if (held.stopping() || held.lost()) throw new Interrupted();
+      if (pending.length >= 1 << 16) await flush();
+      if (Date.now() - lastWrite >= PROGRESS_EVERY_MS) {
+        lastWrite = Date.now();
+        if (!(await updateHeldJob(db.kysely, id, held.owner, p))) throw new Interrupted();
+      }
+    };
+    let result: ImportResult;
+    try {
+      result = await importer.run(
+        Number(job.workspace_id),
+        { stream: this.store.read(job.file_key), truncated: () => false },
+        { progress, failures },
+      );
+      await flush();
+      await writer.end();
+    } catch (error) {
+      await writer.end().catch(() => {});
+      await this.interrupted(job, held, error);
+      return;
+    }
+    const done = nowIso();
+    await db.kysely.transaction().execute(async (trx) => {
+      const stillHeld = await updateHeldJob(trx, id, held.owner, {
+        status: 'completed',
+        bytes_read: Number(job.bytes),
+        rows_read: rowsRead,
+        imported: result.imported,
+        updated: result.updated,
+        failed: result.failed,
+        errors: JSON.stringify(result.errors),
+        message: null,
+        finished_at: done,
+        lease_owner: null,
+        lease_until: null,
+      });
+      if (!stillHeld) return;
+      await recordAudit(trx, {
+        workspaceId: Number(job.workspace_id),
+        actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: null },
+        action: 'voters.imported',
+        target: { type: 'voter_import', id: importJobId(id) },
+        details: {
+          file_name: job.file_name,
+          imported: result.imported,
+          updated: result.updated,
+          failed: result.failed,
+        },
+      });
+    });
+    await this.store.remove(job.file_key).catch(() => {});
+  }
+
+  /** A job that did not finish: failed (the file is refused, or retries are spent), or handed back. */
+  private async interrupted(job: VoterImportRow, held: HeldJob, error: unknown): Promise<void> {
+    const { db, log } = this.deps;
+    const id = Number(job.id);
+    if (error instanceof Interrupted || held.lost() || held.stopping()) {
+      if (!held.lost())
+        await updateHeldJob(db.kysely, id, held.owner, {
+          status: 'queued',
+          lease_owner: null,
+          lease_until: null,
+        });
+      return;
+    }
+    const refused = error instanceof AppError && error.statusCode < 500;
+    if (!refused) log?.error({ err: error, job: importJobId(id) }, 'voter import job failed');
+    if (!refused && Number(job.attempts) < MAX_ATTEMPTS) {
+      // Another try once the lease has run out (or at once by another round of this worker).
+      await updateHeldJob(db.kysely, id, held.owner, {
+        status: 'queued',
+        lease_owner: null,
+        lease_until: null,
+      });
+      return;
+    }
+    await updateHeldJob(db.kysely, id, held.owner, {
+      status: 'failed',
+      message: refused
+        ? (error as AppError).message
+        : 'The import could not be run because of a server error; nothing of it was applied. Upload the file again.',
+      finished_at: nowIso(),
+      lease_owner: null,
+      lease_until: null,
+    });
+    await this.store.remove(job.file_key).catch(() => {});
+  }
+}

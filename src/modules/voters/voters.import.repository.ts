@@ -1,0 +1,320 @@
+import { once } from 'node:events';
+import type SQLite from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type pg from 'pg';
+import { type CopyStreamQuery, from as copyFrom } from 'pg-copy-streams';
+import type { Db } from '../../db/connect.ts';
+import type { Database } from '../../db/schema.ts';
+
+// The import's writes: rows staged as the file streams in, then one set-based upsert.
+
+/** One checked row of an import file, ready to write. */
+export interface StagedVoter {
+  /** Line of the file where the row starts: the later of two rows with one identity wins. */
+  line: number;
+  name: string;
+  name_key: string;
+  phone: string;
+  email: string | null;
+  constituency: string | null;
+  constituency_key: string | null;
+  booth: string | null;
+  ward: string | null;
+  address: string | null;
+}
+
+/**
+ * An import in progress: rows are staged as the file streams in, and only `apply` touches `voters`, so a
+ * file refused part-way (413, not UTF-8, ...) is `abort`ed and leaves the voters as they were.
+ */
+export interface VoterImport {
+  stage(rows: readonly StagedVoter[]): Promise<void>;
+  /**
+   * Upserts the staged rows on the identity (the later line wins; a field a row leaves empty is kept);
+   * returns how many voters were created.
+   */
+  apply(now: string): Promise<{ imported: number }>;
+  /** A dry run: how many voters `apply` would create; then the staged rows are dropped and nothing is written. */
+  preview(): Promise<{ imported: number }>;
+  abort(): Promise<void>;
+}
+
+const stagedColumns = [
+  'line',
+  'name',
+  'name_key',
+  'phone',
+  'email',
+  'constituency',
+  'constituency_key',
+  'booth',
+  'ward',
+  'address',
+] as const;
+
+/** The optional fields: an import row with none of them (an empty cell, or a column the file lacks) keeps it. */
+const mergedColumns = ['email', 'constituency', 'constituency_key', 'booth', 'ward', 'address'] as const;
+
+/** An import changes only what the file says: the name (same identity, maybe other case) and each value given. */
+const upsertSet = [
+  'name = excluded.name',
+  ...mergedColumns.map((c) => `${c} = coalesce(excluded.${c}, voters.${c})`),
+  'updated_at = excluded.updated_at',
+].join(', ');
+
+/** A row that would not change is left alone: its updated_at stays, and no search-index work is done. */
+function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
+  return [
+    `voters.name ${distinct} excluded.name`,
+    ...mergedColumns.map((c) => `(excluded.${c} IS NOT NULL AND voters.${c} ${distinct} excluded.${c})`),
+  ].join(' OR ');
+}
+
+export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
+  return db.raw.dialect === 'sqlite'
+    ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
+    : startPostgresImport(db.raw.bulk, workspaceId);
+}
+
+let stagingSeq = 0;
+/** Rows applied per SQLite transaction; between two, other requests get the connection. */
+const SQLITE_APPLY_CHUNK = 20_000;
+/** Page cache while applying an import (KiB). */
+const SQLITE_IMPORT_CACHE_KIB = 65_536;
+
+/**
+ * SQLite: rows are staged in a TEMP table (this connection only, outside the database file), each batch in
+ * one synchronous transaction taken under Kysely's connection lock; `apply` then runs set-based
+ * INSERT ... SELECT ... ON CONFLICT DO UPDATE in chunks of lines, each a synchronous transaction.
+ */
+async function startSqliteImport(
+  kysely: Kysely<Database>,
+  sqlite: SQLite.Database,
+  workspaceId: number,
+): Promise<VoterImport> {
+  const table = `temp.voters_import_${++stagingSeq}`;
+  const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
+  const insert = await locked(() => {
+    sqlite.exec(
+      `CREATE TABLE ${table} (line INTEGER PRIMARY KEY, name TEXT, name_key TEXT, phone TEXT, email TEXT,
+        constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT)`,
+    );
+    return sqlite.prepare(
+      `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
+    );
+  });
+  let lastLine = 0;
+  const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
+    for (const r of rows) {
+      insert.run(
+        r.line,
+        r.name,
+        r.name_key,
+        r.phone,
+        r.email,
+        r.constituency,
+        r.constituency_key,
+        r.booth,
+        r.ward,
+        r.address,
+      );
+    }
+  });
+  const drop = () =>
+    locked(() => {
+      sqlite.exec(`DROP TABLE IF EXISTS ${table}`);
+    });
+  return {
+    stage: async (rows) => {
+      if (rows.length === 0) return;
+      await locked(() => stageAll(rows));
+      lastLine = rows[rows.length - 1]!.line;
+    },
+    apply: async (now) => {
+      // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
+      // highest id before the chunk are the ones it created (counted over those rows only, not the table).
+      const maxId = sqlite.prepare('SELECT coalesce(max(id), 0) FROM voters').pluck();
+      const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
+      const upsert = sqlite.prepare(
+        `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
+         SELECT ?, ${stagedColumns.slice(1).join(', ')}, ?, ? FROM ${table}
+         WHERE line >= ? AND line < ? ORDER BY line
+         ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
+         WHERE ${changedCondition('IS NOT')}`,
+      );
+      const chunk = sqlite.transaction((from: number, to: number) => {
+        const before = maxId.get() as number;
+        upsert.run(workspaceId, now, now, from, to);
+        return createdSince.get(before) as number;
+      });
+      let imported = 0;
+      // Each row lands in six b-trees (table, five indexes) plus the search index, at scattered places once
+      // they outgrow SQLite's default 2 MiB page cache: a larger cache for the bulk step saves most of the I/O.
+      const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
+      try {
+        for (let from = 0; from <= lastLine; from += SQLITE_APPLY_CHUNK) {
+          imported += await locked(() => {
+            sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`);
+            try {
+              return chunk(from, from + SQLITE_APPLY_CHUNK);
+            } finally {
+              sqlite.pragma(`cache_size = ${cacheSize}`);
+            }
+          });
+        }
+      } finally {
+        await drop();
+      }
+      // An import changes the shape of the tables: fresh statistics keep the planner on the right indexes.
+      // A large one is analyzed in full (about a second at a million voters); after any other, `optimize`
+      // analyzes the tables whose size changed much or that have no statistics yet (the first import into
+      // a new database: without them every search took 1.3-2.6 s until a restart).
+      await locked(() =>
+        lastLine >= ANALYZE_AFTER_ROWS ? sqlite.exec('ANALYZE voters') : sqlite.pragma('optimize = 0x10002'),
+      );
+      return { imported };
+    },
+    preview: async () => {
+      try {
+        const count = sqlite.prepare(newIdentities(table, '?')).pluck();
+        return { imported: await locked(() => count.get(workspaceId) as number) };
+      } finally {
+        await drop();
+      }
+    },
+    abort: drop,
+  };
+}
+
+/** The staged identities that no voter of the workspace has yet: what an apply would create. */
+const newIdentities = (table: string, workspace: string) =>
+  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key FROM ${table}) s
+   WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
+
+/** An import of at least this many rows refreshes the table's statistics on PostgreSQL. */
+const ANALYZE_AFTER_ROWS = 10_000;
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIAL_G = /[\\\t\n\r]/g;
+const copyEscapes: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/** A value in COPY's text format. */
+function copyValue(value: string | number | null): string {
+  if (value === null) return '\\N';
+  if (typeof value === 'number') return String(value);
+  return COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL_G, (c) => copyEscapes[c]!) : value;
+}
+
+/**
+ * PostgreSQL: one transaction on one pooled connection for the whole import. Rows stream into a temporary
+ * table through COPY; `apply` is one set-based upsert (per identity: the last line's name and, per field, the last value
+ * given, as SQLite's upsert in line order gives)
+ * and COMMIT; `abort` rolls everything back.
+ */
+async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<VoterImport> {
+  const client = await pool.connect();
+  let copy: CopyStreamQuery | undefined;
+  let done = false;
+  const release = (error?: Error) => {
+    if (done) return;
+    done = true;
+    client.release(error);
+  };
+  try {
+    await client.query('BEGIN');
+    await client.query(
+      `CREATE TEMP TABLE voters_import (line integer, name text, name_key text, phone text, email text,
+        constituency text, constituency_key text, booth text, ward text, address text) ON COMMIT DROP`,
+    );
+    copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
+  } catch (error) {
+    release(error as Error);
+    throw error;
+  }
+  const stream = copy;
+  let failure: Error | undefined;
+  stream.on('error', (error: Error) => {
+    failure ??= error;
+  });
+  let staged = 0;
+  const finished = new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve);
+    stream.on('error', reject);
+  });
+  finished.catch(() => {});
+
+  return {
+    stage: async (rows) => {
+      if (failure) throw failure;
+      let text = '';
+      for (const r of rows) {
+        text += `${r.line}\t${copyValue(r.name)}\t${copyValue(r.name_key)}\t${copyValue(r.phone)}\t${copyValue(r.email)}\t${copyValue(r.constituency)}\t${copyValue(r.constituency_key)}\t${copyValue(r.booth)}\t${copyValue(r.ward)}\t${copyValue(r.address)}\n`;
+      }
+      staged += rows.length;
+      if (!stream.write(text)) await once(stream, 'drain');
+    },
+    apply: async (now) => {
+      try {
+        stream.end();
+        await finished;
+        const result = await client.query<{ imported: number }>(
+          `WITH src AS (
+             SELECT max(line) AS line, phone, name_key, (array_agg(name ORDER BY line DESC))[1] AS name,
+               ${mergedColumns.map((c) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE ${c} IS NOT NULL))[1] AS ${c}`).join(',\n               ')}
+             FROM voters_import GROUP BY phone, name_key
+           ), up AS (
+             INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
+             SELECT $1, ${stagedColumns.slice(1).join(', ')}, $2, $2 FROM src ORDER BY line
+             ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
+             WHERE ${changedCondition('IS DISTINCT FROM')}
+             RETURNING (xmax = 0) AS inserted
+           )
+           SELECT count(*) FILTER (WHERE inserted) AS imported FROM up`,
+          [workspaceId, now],
+        );
+        await client.query('COMMIT');
+        // Without fresh statistics after a bulk load the planner guesses a handful of rows per workspace
+        // and picks plans (bitmap scan + sort) that make the export's keyset pages quadratic. Autovacuum
+        // would get there later; a large import analyzes at once. VACUUM also sets the visibility map, so
+        // counting a filtered list is an index-only scan instead of a visit to every matching row.
+        if (staged >= ANALYZE_AFTER_ROWS) await client.query('VACUUM (ANALYZE) voters');
+        release();
+        return { imported: Number(result.rows[0]?.imported ?? 0) };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        release(error as Error);
+        throw error;
+      }
+    },
+    preview: async () => {
+      try {
+        stream.end();
+        await finished;
+        const result = await client.query<{ imported: string }>(newIdentities('voters_import', '$1'), [
+          workspaceId,
+        ]);
+        await client.query('ROLLBACK');
+        release();
+        return { imported: Number(result.rows[0]?.imported ?? 0) };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        release(error as Error);
+        throw error;
+      }
+    },
+    abort: async () => {
+      if (done) return;
+      try {
+        if (!stream.writableEnded) {
+          stream.end();
+          await finished.catch(() => {});
+        }
+        await client.query('ROLLBACK');
+        release();
+      } catch (error) {
+        // A connection in an unknown state is closed rather than returned to the pool.
+        release(error as Error);
+      }
+    },
+  };
+}
