@@ -320,7 +320,13 @@ export async function cancelQueuedMessages(
 ) {
   return db
     .updateTable('messages')
-    .set({ status: 'failed', error: 'cancelled', failed_at: now, updated_at: now })
+    .set({
+      status: 'failed',
+      error: 'The campaign was cancelled before this message went out.',
+      error_code: 'cancelled',
+      failed_at: now,
+      updated_at: now,
+    })
     .where('workspace_id', '=', workspaceId)
     .where('campaign_id', '=', campaignId)
     .where('status', '=', 'queued')

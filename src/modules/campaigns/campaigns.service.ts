@@ -313,7 +313,13 @@ export class CampaignsService {
           const extra = await newestQueued(trx, ws, campaign.id, written - campaign.total_recipients);
           await emitMessageEvents(
             trx,
-            await failMessages(trx, extra, 'insufficient credits', t),
+            await failMessages(
+              trx,
+              extra,
+              'Not enough credits when the campaign went out: this message was not sent.',
+              'cancelled',
+              t,
+            ),
             'message.failed',
             t,
           );
