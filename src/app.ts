@@ -21,6 +21,8 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { paymentsRoutes } from './modules/payments/payments.routes.ts';
 import { PaymentsService } from './modules/payments/payments.service.ts';
 import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { creditsRoutes } from './modules/credits/credits.routes.ts';
+import { CreditsService } from './modules/credits/credits.service.ts';
 import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
 import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
 import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
@@ -174,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {

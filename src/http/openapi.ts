@@ -116,6 +116,11 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         },
         { name: 'Messaging', description: 'Send, broadcast and history; credits; Idempotency-Key.' },
         { name: 'Campaigns', description: 'Campaigns, scheduled or sent at once, with live stats.' },
+        {
+          name: 'Credits',
+          description:
+            'The credit ledger: every change to the balance, with its reason (politician, manager).',
+        },
         { name: 'Provider callbacks', description: 'Signed delivery reports from messaging providers.' },
       ],
     },
