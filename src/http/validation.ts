@@ -143,11 +143,25 @@ function message(error: ErrorObject): string | undefined {
   }
 }
 
-/** Ajv's errors as `{ "field.path": ["message", ...] }`, one readable message per problem. */
+/**
+ * Ajv's errors as `{ "field.path": ["message", ...] }`: per field, what to send, once. A union (`anyOf`, e.g.
+ * a string or null) makes every branch report: when the value had the right type for one branch and failed
+ * its rule (a format, a length, an item inside), the other branches' type errors ("must be null.") are noise
+ * and dropped; when it had no branch's type, the types are merged ("must be a string or null.").
+ */
 export function fieldErrors(errors: readonly ErrorObject[], part: string | undefined): FieldErrors {
   // Field names come from the caller: `toString` or `__proto__` must be plain keys, not Object's own.
   const out: FieldErrors = Object.create(null) as FieldErrors;
   const typesByPath = new Map<string, string[]>();
+  // Paths with a problem other than a wrong type, at the path itself or inside it.
+  const ruled = new Set<string>();
+  for (const error of errors) {
+    if (error.keyword === 'anyOf') continue;
+    const segments = fieldPath(error, part).split('.');
+    // A wrong type inside a value (an item, a field) means the value itself had the right type.
+    const own = error.keyword === 'type' ? segments.length - 1 : segments.length;
+    for (let i = 1; i <= own; i += 1) ruled.add(segments.slice(0, i).join('.'));
+  }
   for (const error of errors) {
     const path = fieldPath(error, part);
     if (error.keyword === 'type') {
@@ -160,6 +174,7 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     if (!list.includes(text)) list.push(text);
   }
   for (const [path, types] of typesByPath) {
+    if (ruled.has(path)) continue;
     (out[path] ??= []).unshift(`must be ${describeType([...new Set(types)].join(','))}.`);
   }
   return out;
