@@ -148,14 +148,15 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
   return document;
 }
 
-type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 422 | 429 | 500 | 502 | 503;
+type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 502 | 503;
 
 const errorDescriptions: Record<ErrorStatus, string> = {
-  400: '`bad_request`: malformed JSON or a wrong content type.',
+  400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 100 characters.',
   401: '`unauthorized`: no token, or one that is not valid.',
   402: '`insufficient_credits`: not enough credits; `details` has channel, required and available. Nothing was sent.',
   403: "`forbidden`: the token's role lacks the permission this operation needs.",
   404: "`not_found`: no such row in your workspace (another workspace's rows answer the same).",
+  405: '`method_not_allowed`: the path without its id (`/api/campaigns/`) names operations of other methods.',
   409: '`conflict`: the resource is not in a state that allows this (see the operation), or a duplicate.',
   413: '`payload_too_large`: the body is over the size limit.',
   422: '`validation_error`: `details` maps each invalid field, body or query, to its messages; an unknown field or query parameter is one.',
@@ -181,6 +182,8 @@ const errorResponses = Object.fromEntries(
  */
 const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/auth/register': [409],
+  'POST /api/auth/login': [401],
+  'POST /api/auth/verify-otp': [401],
   'POST /api/users': [409],
   'POST /api/voters': [409],
   'PUT /api/voters/:id': [409],
@@ -222,7 +225,8 @@ function annotateResponses(
     [400, 413].forEach((c) => statuses.add(c as ErrorStatus));
   if (permission && permission !== 'public') statuses.add(401);
   if (permission && permission !== 'public' && permission !== 'authenticated') statuses.add(403);
-  if (url.includes('/:')) statuses.add(404);
+  // A path parameter may be unknown (404), absurdly long (400) or left empty (405 or 404).
+  if (url.includes('/:')) [400, 404, 405].forEach((c) => statuses.add(c as ErrorStatus));
   for (const status of extraStatuses[`${method} ${url}`] ?? []) statuses.add(status);
   for (const status of [...statuses].sort()) response[status] ??= errorResponses[status];
 }
