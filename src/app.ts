@@ -11,7 +11,7 @@ import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { closeQueryString, refuseNul, validatorCompiler } from './http/validation.ts';
+import { closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
@@ -94,7 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(validatorCompilerFor(config.defaultCountry));
   app.addHook('onRoute', closeQueryString);
   trackHandlers(app);
 

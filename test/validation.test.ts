@@ -48,4 +48,29 @@ describe('validation messages name what to send, once per field, for every field
       media_url: ['must be a string or null.'],
     });
   });
+
+  it('a phone that is not a number is reported together with the other fields', async () => {
+    const res = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: '', phone: 'call me', email: 'nope' },
+    });
+    expectError(res, 422, 'validation_error');
+    expect(res.body.details).toEqual({
+      name: ['must not be empty.'],
+      phone: [expect.stringMatching(/^must be a valid phone number/)],
+      email: ['must be a valid email address.'],
+    });
+    // A number without + is read in DEFAULT_COUNTRY (IN) and passes the schema.
+    const ok = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'Ravi', phone: '98123 45678' },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.phone).toBe('+919812345678');
+    const empty = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'R', phone: '' },
+    });
+    expect(empty.body.details.phone).toEqual(['must not be empty.']);
+  });
 });
