@@ -167,4 +167,42 @@ describe('the OpenAPI document', () => {
     },
     300_000,
   );
+
+  // Needs the npm registry, as the lint above.
+  it.runIf(process.env.OPENAPI_LINT === '1')(
+    'openapi-typescript generates a client whose types accept the documented calls',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ces-client-'));
+      try {
+        const run = promisify(execFile);
+        writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc));
+        await run('npx', ['-y', 'openapi-typescript@7.13.0', 'openapi.json', '-o', 'api.d.ts'], { cwd: dir });
+        writeFileSync(join(dir, 'calls.ts'), CLIENT_CALLS);
+        const tsc = join(process.cwd(), 'node_modules', 'typescript', 'bin', 'tsc');
+        const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
+        const checked = await run(
+          process.execPath,
+          [tsc, ...args, '--allowImportingTsExtensions', '--target', 'es2022', 'calls.ts'],
+          { cwd: dir },
+        ).catch((error: { stdout: string }) => ({ stdout: `FAILED ${error.stdout}` }));
+        expect(checked.stdout).toBe('');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
 });
+
+/** Calls a client would make, typed against the generated document: this compiles only if the document is right. */
+const CLIENT_CALLS = `import type { operations, paths } from './api.d.ts';
+type VotersQuery = NonNullable<operations['getVoters']['parameters']['query']>;
+export const onlySearch: VotersQuery = { search: 'patel' };
+type Ledger = operations['getCreditsLedger']['responses'][200]['content']['application/json']['data']['data'][number];
+export const reason: Ledger['reason'] = 'refund';
+type Message = operations['getMessagesId']['responses'][200]['content']['application/json']['data'];
+export const code: Message['error_code'] = 'opted_out';
+type Conflict = operations['postCampaignsIdRetryFailed']['responses'][409]['content']['application/json'];
+export const conflict: Conflict['error_code'] = 'conflict';
+export type Send402 = paths['/api/messages/send']['post']['responses'][402];
+`;
