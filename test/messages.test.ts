@@ -58,7 +58,7 @@ for (const dialect of dialects) {
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     beforeAll(async () => {
       database = await isolatedDatabase(dialect);
-      t = await buildTestApp(dialect, { ...database.env, SANDBOX_DELIVERY_DELAY_MS: '0' });
+      t = await buildTestApp(dialect, { ...database.env, SANDBOX_DELIVERY_DELAY_MS: '0', QUIET_HOURS: '' });
       worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
     });
     afterAll(async () => {

@@ -72,6 +72,7 @@ for (const dialect of dialects) {
       twilio = await fakeTwilio();
       database = await isolatedDatabase(dialect);
       t = await buildProviderTestApp(dialect, {
+        QUIET_HOURS: '',
         ...database.env,
         SMS_PROVIDER: 'twilio',
         WHATSAPP_PROVIDER: 'twilio',
