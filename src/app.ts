@@ -11,7 +11,7 @@ import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { closeQueryString, refuseNul, validatorCompiler } from './http/validation.ts';
+import { closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { AuditService } from './modules/audit/audit.service.ts';
@@ -23,6 +23,8 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { paymentsRoutes } from './modules/payments/payments.routes.ts';
 import { PaymentsService } from './modules/payments/payments.service.ts';
 import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { creditsRoutes } from './modules/credits/credits.routes.ts';
+import { CreditsService } from './modules/credits/credits.service.ts';
 import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
 import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
 import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
@@ -98,7 +100,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(validatorCompilerFor(config.defaultCountry));
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {
@@ -193,6 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {

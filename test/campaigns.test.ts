@@ -26,6 +26,7 @@ for (const dialect of dialects) {
         ...database.env,
         SANDBOX_DELIVERY_DELAY_MS: '0',
         BROADCAST_MAX_RECIPIENTS: '5',
+        QUIET_HOURS: '',
       });
       worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
     });
@@ -355,6 +356,208 @@ for (const dialect of dialects) {
       expect((await credits(owner)).sms_credits).toBe(100);
       await worker.drain();
       expect(t.providers.sms.sent.some((m) => recipients.includes(m.to))).toBe(false);
+    });
+
+    it('PATCH and DELETE change draft and scheduled campaigns only; items echo subject, template, media', async () => {
+      const owner = await register(t.app);
+      const stranger = await register(t.app);
+      const created = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: {
+          name: 'Poster',
+          channel: 'whatsapp',
+          message: 'See the poster',
+          recipients: [uniquePhone()],
+          template_id: 'poster_v1',
+          media_url: 'https://example.org/poster.png',
+        },
+      });
+      const id = created.body.data.id as string;
+      expect(created.body.data).toMatchObject({
+        template_id: 'poster_v1',
+        media_url: 'https://example.org/poster.png',
+        subject: null,
+      });
+      const at = new Date(Date.now() + 3_600_000).toISOString();
+      const two = [uniquePhone(), uniquePhone()];
+      const patched = await call(t.app, 'PATCH', `/api/campaigns/${id}`, {
+        token: owner.token,
+        body: { name: 'Poster 2', message: 'New text', recipients: two, scheduled_at: at, media_url: null },
+      });
+      expect(patched.status).toBe(200);
+      expect(patched.body.data).toMatchObject({
+        id,
+        name: 'Poster 2',
+        message: 'New text',
+        status: 'scheduled',
+        scheduled_at: at,
+        template_id: 'poster_v1',
+        media_url: null,
+      });
+      const unscheduled = await call(t.app, 'PATCH', `/api/campaigns/${id}`, {
+        token: owner.token,
+        body: { scheduled_at: null },
+      });
+      expect(unscheduled.body.data).toMatchObject({ status: 'draft', scheduled_at: null, name: 'Poster 2' });
+      // Bad edits: all fields named at once; the campaign is unchanged.
+      const bad = await call(t.app, 'PATCH', `/api/campaigns/${id}`, {
+        token: owner.token,
+        body: {
+          name: ' ',
+          recipients: ['nope'],
+          scheduled_at: '2020-01-01T00:00:00Z',
+          media_url: 'http://x.org',
+        },
+      });
+      expectError(bad, 422, 'validation_error');
+      expect(Object.keys(bad.body.details).sort()).toEqual([
+        'media_url',
+        'name',
+        'recipients.0',
+        'scheduled_at',
+      ]);
+      for (const body of [{}, { channel: 'sms' }, { recipients: null }]) {
+        expectError(
+          await call(t.app, 'PATCH', `/api/campaigns/${id}`, { token: owner.token, body }),
+          422,
+          'validation_error',
+        );
+      }
+      expect((await campaign(owner, id)).name).toBe('Poster 2');
+      expectError(
+        await call(t.app, 'PATCH', `/api/campaigns/${id}`, { token: stranger.token, body: { name: 'x' } }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await call(t.app, 'DELETE', `/api/campaigns/${id}`, { token: stranger.token }),
+        404,
+        'not_found',
+      );
+      // Once sent: 409 for both, and the send used the edited recipients.
+      const sent = await call(t.app, 'POST', `/api/campaigns/${id}/send`, { token: owner.token });
+      expect(sent.body.data).toMatchObject({ status: 'queued', total_recipients: 2 });
+      expectError(
+        await call(t.app, 'PATCH', `/api/campaigns/${id}`, { token: owner.token, body: { name: 'late' } }),
+        409,
+        'conflict',
+      );
+      expectError(
+        await call(t.app, 'DELETE', `/api/campaigns/${id}`, { token: owner.token }),
+        409,
+        'conflict',
+      );
+      await settled(owner, id);
+      expect(t.providers.whatsapp.sent.filter((m) => two.includes(m.to)).map((m) => m.body)).toEqual([
+        'New text',
+        'New text',
+      ]);
+      // A draft deletes, and is gone.
+      const draft = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: { name: 'Gone', channel: 'sms', message: 'x', recipients: [uniquePhone()] },
+      });
+      const deleted = await call(t.app, 'DELETE', `/api/campaigns/${draft.body.data.id}`, {
+        token: owner.token,
+      });
+      expect(deleted.status).toBe(200);
+      expectError(
+        await call(t.app, 'GET', `/api/campaigns/${draft.body.data.id}`, { token: owner.token }),
+        404,
+        'not_found',
+      );
+    });
+
+    it('GET /campaigns/{id}/messages pages its messages; retry-failed resends only provider failures', async () => {
+      const owner = await register(t.app);
+      const stranger = await register(t.app);
+      const good = [uniquePhone(), uniquePhone()];
+      const failing = ['+919812390000', '+919812400000'];
+      const broadcast = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Vote', recipients: [...good, ...failing] },
+      });
+      const id = broadcast.body.data.campaign_id as string;
+      expectError(
+        await call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token }),
+        409,
+        'conflict',
+      );
+      await settled(owner, id);
+      const messages = await call(t.app, 'GET', `/api/campaigns/${id}/messages?per_page=10`, {
+        token: owner.token,
+      });
+      expect(messages.status).toBe(200);
+      expect(messages.body.data.total).toBe(4);
+      const failed = await call(t.app, 'GET', `/api/campaigns/${id}/messages?status=failed`, {
+        token: owner.token,
+      });
+      expect(failed.body.data.data.map((m: { to: string }) => m.to).sort()).toEqual([...failing].sort());
+      for (const m of failed.body.data.data)
+        expect(m).toMatchObject({ campaign_id: id, error_code: 'undeliverable' });
+      expectError(
+        await call(t.app, 'GET', `/api/campaigns/${id}/messages?status=lost`, { token: owner.token }),
+        422,
+        'validation_error',
+      );
+      expectError(
+        await call(t.app, 'GET', `/api/campaigns/${id}/messages`, { token: stranger.token }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: stranger.token }),
+        404,
+        'not_found',
+      );
+
+      const before = (await credits(owner)).sms_credits;
+      const retry = await call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token });
+      expect(retry.status).toBe(202);
+      expect(retry.body.data).toMatchObject({
+        status: 'queued',
+        total_recipients: 2,
+        channel: 'sms',
+        message: 'Vote',
+      });
+      expect(retry.body.data.id).not.toBe(id);
+      expect(retry.body.data.name).toContain(id);
+      expect((await credits(owner)).sms_credits).toBe(before - 2);
+      await settled(owner, retry.body.data.id);
+      const resent = await call(t.app, 'GET', `/api/campaigns/${retry.body.data.id}/messages`, {
+        token: owner.token,
+      });
+      expect(resent.body.data.data.map((m: { to: string }) => m.to).sort()).toEqual([...failing].sort());
+
+      // A campaign whose failures are only cancellations has nothing to retry; 402 when credits are short.
+      const cancelled = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'x', recipients: [uniquePhone()] },
+      });
+      await worker.campaigns.fillNext();
+      await call(t.app, 'POST', `/api/campaigns/${cancelled.body.data.campaign_id}/cancel`, {
+        token: owner.token,
+      });
+      expectError(
+        await call(t.app, 'POST', `/api/campaigns/${cancelled.body.data.campaign_id}/retry-failed`, {
+          token: owner.token,
+        }),
+        409,
+        'conflict',
+      );
+      await t.db.kysely
+        .updateTable('credit_balances')
+        .set({ balance: 1 })
+        .where('workspace_id', '=', owner.user.workspace_id)
+        .where('channel', '=', 'sms')
+        .execute();
+      const short = await call(t.app, 'POST', `/api/campaigns/${retry.body.data.id}/retry-failed`, {
+        token: owner.token,
+      });
+      expectError(short, 402, 'insufficient_credits');
+      expect(
+        (await call(t.app, 'GET', '/api/campaigns?per_page=100', { token: owner.token })).body.data.total,
+      ).toBe(3);
     });
   });
 }

@@ -58,7 +58,7 @@ for (const dialect of dialects) {
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     beforeAll(async () => {
       database = await isolatedDatabase(dialect);
-      t = await buildTestApp(dialect, { ...database.env, SANDBOX_DELIVERY_DELAY_MS: '0' });
+      t = await buildTestApp(dialect, { ...database.env, SANDBOX_DELIVERY_DELAY_MS: '0', QUIET_HOURS: '' });
       worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
     });
     afterAll(async () => {
@@ -323,6 +323,85 @@ for (const dialect of dialects) {
       expect(
         (await call(t.app, 'GET', '/api/messages/history', { token: other.token })).body.data.total,
       ).toBe(1);
+    });
+
+    it('a failed message says why; GET /api/messages/{id}; history filters campaign_id and to', async () => {
+      const owner = await register(t.app);
+      const other = await register(t.app);
+      const okTo = uniquePhone();
+      const ok = await call(t.app, 'POST', '/api/messages/send', {
+        token: owner.token,
+        body: { channel: 'sms', to: okTo, message: 'fine' },
+      });
+      const bad = await call(t.app, 'POST', '/api/messages/send', {
+        token: owner.token,
+        body: { channel: 'sms', to: '+919812350000', message: 'fails' },
+      });
+      const sent = await call(t.app, 'GET', `/api/messages/${ok.body.data.id}`, { token: owner.token });
+      expect(sent.status).toBe(200);
+      expect(sent.body.data).toMatchObject({ id: ok.body.data.id, status: 'sent', to: okTo });
+      expect(sent.body.data.error_code).toBeNull();
+      expect(sent.body.data.error_message).toBeNull();
+      expect(sent.body.data.updated_at).toMatch(/Z$/);
+      await worker.drain();
+      const failed = await call(t.app, 'GET', `/api/messages/${bad.body.data.id}`, { token: owner.token });
+      expect(failed.body.data).toMatchObject({ status: 'failed', error_code: 'undeliverable' });
+      expect(failed.body.data.error_message).toMatch(/sandbox/);
+      const numeric = bad.body.data.id.slice(4);
+      expect((await call(t.app, 'GET', `/api/messages/${numeric}`, { token: owner.token })).status).toBe(200);
+      // Another workspace's message, an unknown one and a malformed id are all 404.
+      for (const id of [bad.body.data.id, 'msg_999999999', 'nope']) {
+        expectError(
+          await call(t.app, 'GET', `/api/messages/${id}`, {
+            token: id === 'nope' ? owner.token : other.token,
+          }),
+          404,
+          'not_found',
+        );
+      }
+      expectError(await call(t.app, 'GET', `/api/messages/${numeric}`), 401, 'unauthorized');
+
+      // `to` in any form that reads as the same E.164 number.
+      const get = async (q: string) =>
+        (await call(t.app, 'GET', `/api/messages/history${q}`, { token: owner.token })).body.data;
+      const byTo = await get(`?to=${encodeURIComponent(okTo.slice(3))}`);
+      expect(byTo.data.map((m: { id: string }) => m.id)).toEqual([ok.body.data.id]);
+      expect((await get(`?to=${encodeURIComponent(okTo)}`)).total).toBe(1);
+      expect((await get('?to=nobody%40example.com')).total).toBe(0);
+
+      // campaign_id: only that campaign's messages; a cancelled one is not a network refusal.
+      const broadcast = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'rally', recipients: [uniquePhone(), uniquePhone()] },
+      });
+      const campaignId = broadcast.body.data.campaign_id;
+      await worker.campaigns.fillNext();
+      const cancelled = await call(t.app, 'POST', `/api/campaigns/${campaignId}/cancel`, {
+        token: owner.token,
+      });
+      expect(cancelled.status).toBe(200);
+      const ofCampaign = await get(`?campaign_id=${campaignId}`);
+      expect(ofCampaign.total).toBe(2);
+      for (const m of ofCampaign.data) {
+        expect(m).toMatchObject({ campaign_id: campaignId, status: 'failed', error_code: 'cancelled' });
+        expect(m.sent_at).toBeNull();
+        expect(m.error_message).toMatch(/cancelled/);
+      }
+      expect((await get(`?campaign_id=${campaignId}&status=sent`)).total).toBe(0);
+      expectError(
+        await call(t.app, 'GET', '/api/messages/history?campaign_id=twelve', { token: owner.token }),
+        422,
+        'validation_error',
+      );
+      expectError(
+        await call(t.app, 'GET', '/api/messages/history?campaign=camp_1', { token: owner.token }),
+        422,
+        'validation_error',
+      );
+      expect(
+        (await call(t.app, 'GET', `/api/messages/history?campaign_id=${campaignId}`, { token: other.token }))
+          .body.data.total,
+      ).toBe(0);
     });
 
     it('roles: volunteers neither send nor read messages; managers do', async () => {

@@ -42,6 +42,8 @@ async function fakeTwilio(): Promise<{ server: Server; url: string; requests: Tw
           message: `The 'To' number ${to} is not a valid phone number.`,
           status: 400,
         });
+      if (to.endsWith('6100'))
+        return json(400, { code: 21610, message: 'Attempt to send to unsubscribed recipient', status: 400 });
       if (to.endsWith('5030')) return json(503, { code: 20500, message: 'Service unavailable', status: 503 });
       n += 1;
       const calls = (req.url ?? '').endsWith('/Calls.json');
@@ -70,6 +72,7 @@ for (const dialect of dialects) {
       twilio = await fakeTwilio();
       database = await isolatedDatabase(dialect);
       t = await buildProviderTestApp(dialect, {
+        QUIET_HOURS: '',
         ...database.env,
         SMS_PROVIDER: 'twilio',
         WHATSAPP_PROVIDER: 'twilio',
@@ -104,6 +107,8 @@ for (const dialect of dialects) {
       (await call(t.app, 'GET', '/api/messages/history?per_page=100', { token })).body.data.data.find(
         (m: { id: string }) => m.id === id,
       )?.status;
+    const messageOf = async (token: string, id: string) =>
+      (await call(t.app, 'GET', `/api/messages/${id}`, { token })).body.data;
 
     it('sends SMS over the REST API and takes signed status callbacks; forgeries change nothing', async () => {
       const owner = await register(t.app);
@@ -182,6 +187,31 @@ for (const dialect of dialects) {
       expect(await statusOf(owner.token, res.body.data.id)).toBe('delivered');
     });
 
+    it('a failure reported by callback carries the mapped Twilio error code', async () => {
+      const owner = await register(t.app);
+      const codes: Array<[string, string]> = [
+        ['30003', 'undeliverable'],
+        ['21610', 'opted_out'],
+        ['30006', 'invalid_recipient'],
+        ['30007', 'provider_rejected'],
+        ['', 'undeliverable'],
+      ];
+      for (const [code, expected] of codes) {
+        const res = await call(t.app, 'POST', '/api/messages/send', {
+          token: owner.token,
+          body: { channel: 'sms', to: uniquePhone(), message: 'x' },
+        });
+        const id = res.body.data.id as string;
+        const report = {
+          MessageSid: 'SM2',
+          MessageStatus: 'undelivered',
+          ...(code ? { ErrorCode: code } : {}),
+        };
+        expect((await callback(id, report)).status).toBe(200);
+        expect(await messageOf(owner.token, id)).toMatchObject({ status: 'failed', error_code: expected });
+      }
+    });
+
     it('a refusal is 502 provider_error, the message failed and refunded', async () => {
       const owner = await register(t.app);
       const res = await call(t.app, 'POST', '/api/messages/send', {
@@ -190,7 +220,19 @@ for (const dialect of dialects) {
       });
       expectError(res, 502, 'provider_error');
       expect(res.body.details.status).toBe('failed');
-      expect(await statusOf(owner.token, res.body.details.id)).toBe('failed');
+      expect(await messageOf(owner.token, res.body.details.id)).toMatchObject({
+        status: 'failed',
+        error_code: 'invalid_recipient',
+        error_message: expect.stringContaining('21211'),
+      });
+      const optedOut = await call(t.app, 'POST', '/api/messages/send', {
+        token: owner.token,
+        body: { channel: 'sms', to: '+919812346100', message: 'x' },
+      });
+      expectError(optedOut, 502, 'provider_error');
+      expect(await messageOf(owner.token, optedOut.body.details.id)).toMatchObject({
+        error_code: 'opted_out',
+      });
       expect(
         (await call(t.app, 'GET', '/api/user', { token: owner.token })).body.data.credits.sms_credits,
       ).toBe(100);
@@ -230,6 +272,10 @@ for (const dialect of dialects) {
       expect(twilio.requests.filter((r) => r.form.To === down)).toHaveLength(3);
       const c = (await call(t.app, 'GET', `/api/campaigns/${id}`, { token: owner.token })).body.data;
       expect(c.stats).toEqual({ queued: 0, sent: 1, delivered: 0, failed: 1 });
+      const failed = await call(t.app, 'GET', `/api/messages/history?campaign_id=${id}&status=failed`, {
+        token: owner.token,
+      });
+      expect(failed.body.data.data).toMatchObject([{ to: down, error_code: 'undeliverable' }]);
       expect(
         (await call(t.app, 'GET', '/api/user', { token: owner.token })).body.data.credits.sms_credits,
       ).toBe(99);
@@ -327,6 +373,10 @@ for (const dialect of dialects) {
         body: { channel: 'email', to: 'reject@example.com', subject: 'x', message: 'x' },
       });
       expectError(res, 502, 'provider_error');
+      const message = (
+        await call(t.app, 'GET', `/api/messages/${res.body.details.id}`, { token: owner.token })
+      ).body.data;
+      expect(message).toMatchObject({ status: 'failed', error_code: 'invalid_recipient' });
       expect(
         (await call(t.app, 'GET', '/api/user', { token: owner.token })).body.data.credits.email_credits,
       ).toBe(100);

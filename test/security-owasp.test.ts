@@ -183,7 +183,10 @@ for (const dialect of dialects) {
           })
         ).id,
       );
-      await created('POST', '/api/messages/send', { channel: 'sms', to: uniquePhone(), message: marker });
+      ids.messages = String(
+        (await created('POST', '/api/messages/send', { channel: 'sms', to: uniquePhone(), message: marker }))
+          .id,
+      );
     });
     afterAll(() => t.close());
 

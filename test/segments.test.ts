@@ -70,6 +70,53 @@ for (const dialect of dialects) {
       expectError(await call(t.app, 'DELETE', `/api/segments/${id}`, { token: ws.token }), 404, 'not_found');
     });
 
+    it('PATCH renames and replaces the filters; another workspace and volunteers cannot', async () => {
+      const made = await call(t.app, 'POST', '/api/segments', {
+        token: owner.token,
+        body: { name: 'Ward 4', filters: { ward: '4' } },
+      });
+      const id = made.body.data.id as number;
+      const renamed = await call(t.app, 'PATCH', `/api/segments/${id}`, {
+        token: owner.token,
+        body: { name: '  Ward four ' },
+      });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body.data).toMatchObject({ id, name: 'Ward four', filters: { ward: '4' } });
+      const refiltered = await call(t.app, 'PATCH', `/api/segments/${id}`, {
+        token: owner.token,
+        body: { filters: { constituency: 'vadodara' } },
+      });
+      expect(refiltered.body.data).toMatchObject({
+        name: 'Ward four',
+        filters: { constituency: 'vadodara' },
+        voter_count: 1,
+      });
+      const read = await call(t.app, 'GET', `/api/segments/${id}`, { token: owner.token });
+      expect(read.body.data).toMatchObject({ name: 'Ward four', filters: { constituency: 'vadodara' } });
+      for (const body of [{}, { name: ' ' }, { filters: { party: 'x' } }, { colour: 'red' }]) {
+        expectError(
+          await call(t.app, 'PATCH', `/api/segments/${id}`, { token: owner.token, body }),
+          422,
+          'validation_error',
+        );
+      }
+      const stranger = await register(t.app);
+      expectError(
+        await call(t.app, 'PATCH', `/api/segments/${id}`, { token: stranger.token, body: { name: 'Mine' } }),
+        404,
+        'not_found',
+      );
+      const volunteer = await addMember(t.app, owner, 'volunteer');
+      expectError(
+        await call(t.app, 'PATCH', `/api/segments/${id}`, { token: volunteer.token, body: { name: 'V' } }),
+        403,
+        'forbidden',
+      );
+      expect((await call(t.app, 'GET', `/api/segments/${id}`, { token: owner.token })).body.data.name).toBe(
+        'Ward four',
+      );
+    });
+
     it('refuses unknown filter keys and bad fields', async () => {
       const res = await call(t.app, 'POST', '/api/segments', {
         token: owner.token,

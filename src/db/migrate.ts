@@ -13,6 +13,7 @@ import * as messageErrorCode from './migrations/2026_11_24_009_message_error_cod
 import * as teamAccess from './migrations/2026_11_24_010_team_access.ts';
 import * as voterImports from './migrations/2026_11_24_011_voter_imports.ts';
 import * as dropVoterChanges from './migrations/2026_11_24_012_drop_voter_changes.ts';
+import * as messageRecipientIndex from './migrations/2026_11_24_013_message_recipient_index.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_010_team_access': teamAccess,
   '2026_11_24_011_voter_imports': voterImports,
   '2026_11_24_012_drop_voter_changes': dropVoterChanges,
+  '2026_11_24_013_message_recipient_index': messageRecipientIndex,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Bucket } from './rate-limit.ts';
-import type { Permission } from './permissions.ts';
+import { type Permission, rolePermissions } from './permissions.ts';
 import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
 import { ErrorEnvelope } from './schemas.ts';
 import { DOCS_CSP } from './security-headers.ts';
@@ -46,6 +46,14 @@ export function registeredRoutes(app: FastifyInstance): RegisteredRoute[] {
   );
 }
 
+/** The roles holding a permission, for the reader: "politician, manager". */
+function rolesWith(permission: Permission): string {
+  return Object.entries(rolePermissions)
+    .filter(([, granted]) => granted.has(permission))
+    .map(([role]) => role)
+    .join(', ');
+}
+
 /** `post /api/webhooks/:id/deliveries/:delivery_id/retry` -> `postWebhooksIdDeliveriesDeliveryIdRetry`. */
 function operationId(method: string, url: string): string {
   const words = url
@@ -56,11 +64,179 @@ function operationId(method: string, url: string): string {
   return method.toLowerCase() + words.join('');
 }
 
+/** Tags in the order a reader needs them: sign in, the voter roll, reaching voters, then the rest. */
+const tagOrder = [
+  { name: 'Health', description: 'Liveness and readiness, for load balancers and monitors (public).' },
+  {
+    name: 'Authentication',
+    description: 'Register a workspace, sign in by password or OTP, and the signed-in user with the credits.',
+  },
+  { name: 'Users', description: "The workspace's team: managers and volunteers (politician only)." },
+  {
+    name: 'Voters',
+    description: 'The voter roll: create, search and filter, CSV import, CSV and Excel export.',
+  },
+  { name: 'Segments', description: 'Saved voter filters that broadcasts and campaigns send to.' },
+  {
+    name: 'Messaging',
+    description:
+      'Send one message or broadcast to many, message history, and why a message failed (`error_code`). ' +
+      'Send an Idempotency-Key to make retries safe.',
+  },
+  {
+    name: 'Campaigns',
+    description:
+      'Campaigns: draft, scheduled or sent at once, with live stats, their messages and retry-failed.',
+  },
+  {
+    name: 'Credits',
+    description: 'The credit ledger: every change to the balance, with its reason (politician, manager).',
+  },
+  {
+    name: 'Grievances',
+    description: "Constituents' grievances: lifecycle, priority and due dates, assignment.",
+  },
+  { name: 'Payments', description: 'Buying message credits (politician only).' },
+  {
+    name: 'Webhooks',
+    description:
+      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+  },
+  {
+    name: 'Provider callbacks',
+    description:
+      'Signed delivery reports from messaging providers (present when a real provider is configured).',
+  },
+];
+
+const LOGO = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="40" viewBox="0 0 320 40">' +
+    '<text x="0" y="28" font-family="sans-serif" font-size="22" font-weight="bold" fill="#ffffff">' +
+    'Campaign Engagement Service</text></svg>',
+);
+
+interface OpenApiDocument {
+  tags?: Array<{ name: string }>;
+  webhooks?: Record<string, Record<string, Record<string, unknown>>>;
+  paths?: Record<string, Record<string, { tags?: string[]; parameters?: Array<Record<string, unknown>> }>>;
+}
+
+/**
+ * Last touches on the generated document: a query parameter with a default is optional (TypeBox marks it
+ * required because the server fills it in), and a tag no operation uses is left out.
+ */
+function finishDocument(document: OpenApiDocument): OpenApiDocument {
+  const used = new Set<string>();
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      if (typeof operation !== 'object' || operation === null) continue;
+      for (const tag of operation.tags ?? []) used.add(tag);
+      for (const parameter of operation.parameters ?? []) {
+        const schema = parameter.schema as { default?: unknown } | undefined;
+        if (parameter.in === 'query' && schema?.default !== undefined) parameter.required = false;
+      }
+    }
+  }
+  document.tags = (document.tags ?? []).filter((tag) => used.has(tag.name));
+  // The events this service sends: they carry webhook-signature, not a bearer token, and have ids like operations.
+  for (const [event, operations] of Object.entries(document.webhooks ?? {})) {
+    for (const [method, operation] of Object.entries(operations)) {
+      operation.security ??= [];
+      operation.operationId ??= operationId(method, `/webhook/${event}`);
+    }
+  }
+  return document;
+}
+
+type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 502 | 503;
+
+const errorDescriptions: Record<ErrorStatus, string> = {
+  400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 100 characters.',
+  401: '`unauthorized`: no token, or one that is not valid.',
+  402: '`insufficient_credits`: not enough credits; `details` has channel, required and available. Nothing was sent.',
+  403: "`forbidden`: the token's role lacks the permission this operation needs.",
+  404: "`not_found`: no such row in your workspace (another workspace's rows answer the same).",
+  405: '`method_not_allowed`: the path without its id (`/api/campaigns/`) names operations of other methods.',
+  409: '`conflict`: the resource is not in a state that allows this (see the operation), or a duplicate.',
+  413: '`payload_too_large`: the body is over the size limit.',
+  422: '`validation_error`: `details` maps each invalid field, body or query, to its messages; an unknown field or query parameter is one.',
+  429: '`too_many_requests`: over the rate limit; see Retry-After.',
+  500: '`server_error`: an unexpected failure; the message carries the request id.',
+  502: '`provider_error`: the messaging provider refused the message or could not be reached.',
+  503: '`service_unavailable`: the database is unreachable; try again.',
+};
+
+/** The error envelope, once per status, each with what that status means here. */
+const errorResponses = Object.fromEntries(
+  Object.entries(errorDescriptions).map(([status, description]) => [
+    status,
+    // Always JSON, also on an operation whose success is a file (the export).
+    { description, content: { 'application/json': { schema: ErrorEnvelope } } },
+  ]),
+) as unknown as Record<ErrorStatus, Record<string, unknown>>;
+
+/**
+ * Statuses beyond those every route of its kind gives (400/413 with a body, 401/403 by permission, 404 with a
+ * path parameter, 422, 429, 500, 503), by `METHOD url`. Kept here so the document names every status a client
+ * must handle without each module repeating the error envelope.
+ */
+const extraStatuses: Record<string, ErrorStatus[]> = {
+  'POST /api/auth/register': [409],
+  'POST /api/auth/login': [401],
+  'POST /api/auth/verify-otp': [401],
+  'POST /api/users': [409],
+  'POST /api/voters': [409],
+  'PUT /api/voters/:id': [409],
+  'POST /api/messages/send': [402, 409, 502],
+  'POST /api/messages/broadcast': [402, 404, 409],
+  'POST /api/campaigns': [404],
+  'PATCH /api/campaigns/:id': [409],
+  'DELETE /api/campaigns/:id': [409],
+  'POST /api/campaigns/:id/send': [402, 409],
+  'POST /api/campaigns/:id/cancel': [409],
+  'POST /api/campaigns/:id/retry-failed': [402, 409],
+  'POST /api/payments': [409],
+  'POST /api/webhooks/:id/deliveries/:delivery_id/retry': [409],
+  'POST /api/webhooks/:id/test': [409],
+  'POST /api/providers/twilio/status': [403],
+};
+
+const successDescriptions: Record<string, string> = {
+  '200': 'OK.',
+  '201': 'Created.',
+  '202': 'Accepted: queued; follow its progress with the returned id.',
+};
+
+/** The statuses an operation answers: its own (success) ones and the error envelope for each error status. */
+function annotateResponses(
+  method: string,
+  url: string,
+  permission: Permission | undefined,
+  schema: Record<string, unknown>,
+): void {
+  const response = (schema.response ??= {}) as Record<string, Record<string, unknown>>;
+  for (const [status, body] of Object.entries(response)) {
+    if (successDescriptions[status] && body.description === undefined) {
+      response[status] = { ...body, description: successDescriptions[status] };
+    }
+  }
+  const statuses = new Set<ErrorStatus>([422, 429, 500, 503]);
+  if (['POST', 'PUT', 'PATCH'].includes(method) && schema.body)
+    [400, 413].forEach((c) => statuses.add(c as ErrorStatus));
+  if (permission && permission !== 'public') statuses.add(401);
+  if (permission && permission !== 'public' && permission !== 'authenticated') statuses.add(403);
+  // A path parameter may be unknown (404), absurdly long (400) or left empty (405 or 404).
+  if (url.includes('/:')) [400, 404, 405].forEach((c) => statuses.add(c as ErrorStatus));
+  for (const status of extraStatuses[`${method} ${url}`] ?? []) statuses.add(status);
+  for (const status of [...statuses].sort()) response[status] ??= errorResponses[status];
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the TypeBox schemas the routes validate and serialize with, at
- * /api/openapi.json, and a browsable reference at /api/docs. Every route also gets the error envelope as its
- * 4xx/5xx response, an operationId, its permission as `x-permission`, and the bearer security requirement
- * unless public (`security: []`). Every route is also recorded for registeredRoutes().
+ * /api/openapi.json, and a browsable reference at /api/docs. Every route also gets the error envelope for each
+ * error status it can answer, an operationId, its permission as `x-permission` (and once in its description),
+ * and the bearer security requirement unless public (`security: []`). Every route is also recorded for
+ * registeredRoutes().
  */
 export async function installOpenApi(app: FastifyInstance): Promise<void> {
   const table: RouteOptions[] = [];
@@ -70,24 +246,34 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     // A HEAD route shares its GET's schema object: annotate it once.
     if (!route.schema || route.schema.hide || route.method === 'HEAD') return;
     const schema = route.schema as Record<string, unknown>;
-    const response = (schema.response ??= {}) as Record<string, unknown>;
-    response['4xx'] ??= ErrorEnvelope;
-    response['5xx'] ??= ErrorEnvelope;
-    const method = [route.method].flat()[0];
-    if (method && !schema.operationId) schema.operationId = operationId(String(method), route.url);
-    if (route.config?.permission) schema['x-permission'] = route.config.permission;
-    if (route.config?.permission === 'public') schema.security ??= [];
-    if (route.config?.permission && route.config.permission !== 'public') {
+    const method = String([route.method].flat()[0] ?? '').toUpperCase();
+    const permission = route.config?.permission;
+    annotateResponses(method, route.url, permission, schema);
+    if (method && !schema.operationId) schema.operationId = operationId(method, route.url);
+    if (permission) schema['x-permission'] = permission;
+    if (permission === 'public') schema.security ??= [];
+    if (permission && permission !== 'public') {
       schema.security ??= [{ bearerAuth: [] }];
-      const needs = `Requires permission \`${route.config.permission}\`.`;
-      schema.description = schema.description ? `${String(schema.description)}\n\n${needs}` : needs;
+      const needs =
+        permission === 'authenticated'
+          ? 'Any signed-in user.'
+          : `Requires permission \`${permission}\` (${rolesWith(permission)}).`;
+      const text = typeof schema.description === 'string' ? schema.description : '';
+      if (!text.includes(needs)) schema.description = text ? `${text}\n\n${needs}` : needs;
     }
   });
 
   await app.register(swagger, {
+    transformObject: (documents) =>
+      finishDocument((documents as { openapiObject: OpenApiDocument }).openapiObject),
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Campaign Engagement Service API', version: '1.0.0', description },
+      info: {
+        title: 'Campaign Engagement Service API',
+        version: '1.0.0',
+        description,
+        license: { name: 'UNLICENSED (proprietary)', url: 'https://choosealicense.com/no-permission/' },
+      },
       servers: [{ url: '/', description: 'This server' }],
       components: {
         securitySchemes: {
@@ -100,24 +286,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       },
       // The TypeBox schemas inside are JSON Schema, which the OpenAPI types do not model exactly.
       webhooks: webhookEventsOpenApi as never,
-      tags: [
-        { name: 'Health' },
-        { name: 'Authentication' },
-        { name: 'Users' },
-        {
-          name: 'Grievances',
-          description: "Constituents' grievances: lifecycle, priority and due dates, assignment.",
-        },
-        { name: 'Payments', description: 'Buying message credits (politician only).' },
-        {
-          name: 'Webhooks',
-          description:
-            'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
-        },
-        { name: 'Messaging', description: 'Send, broadcast and history; credits; Idempotency-Key.' },
-        { name: 'Campaigns', description: 'Campaigns, scheduled or sent at once, with live stats.' },
-        { name: 'Provider callbacks', description: 'Signed delivery reports from messaging providers.' },
-      ],
+      tags: tagOrder,
     },
   });
 
@@ -133,6 +302,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     await docs.register(swaggerUi, {
       routePrefix: '/api/docs',
       uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
+      logo: { type: 'image/svg+xml', content: LOGO },
+      theme: { title: 'Campaign Engagement Service API' },
       staticCSP: DOCS_CSP,
       transformSpecification: (spec) => spec,
     });

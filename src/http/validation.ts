@@ -3,6 +3,7 @@ import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler, RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { type FieldErrors, validationError } from '../errors.ts';
+import { toE164 } from '../lib/phone.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -12,14 +13,53 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 // (below) so the caller learns every problem at once.
 const shared: Options = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false };
 
+/** The message of a phone that does not read as a possible number (as the voters' rules word it). */
+export const PHONE_MESSAGE =
+  'must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).';
+
+/**
+ * `x-phone: true` on a string schema: the value must read as a possible phone number (in DEFAULT_COUNTRY
+ * when it has no +). Checked with the schema, so a bad phone is reported with every other bad field at once.
+ * An empty string is left to minLength.
+ */
+function addPhoneKeyword(ajv: Ajv, defaultCountry: string | undefined): Ajv {
+  ajv.addKeyword({
+    keyword: 'x-phone',
+    type: 'string',
+    schemaType: 'boolean',
+    errors: true,
+    validate: (wanted: boolean, data: string) =>
+      !wanted ||
+      defaultCountry === undefined ||
+      data.trim() === '' ||
+      toE164(data, defaultCountry) !== undefined,
+  });
+  // `x-not-blank: true`: a string of spaces is as empty as "" (the value is trimmed when stored).
+  ajv.addKeyword({
+    keyword: 'x-not-blank',
+    type: 'string',
+    schemaType: 'boolean',
+    errors: true,
+    validate: (wanted: boolean, data: string) => !wanted || data.trim() !== '',
+  });
+  return ajv;
+}
+
 /**
  * Bodies are checked as sent: a number is not a string, an unknown field is an error. Query strings and
- * path parameters arrive as text, so they are coerced to the declared types.
+ * path parameters arrive as text, so they are coerced to the declared types. `allErrors` variants report
+ * every problem of a small failing value (below).
  */
-const bodyAjv = addFormats(new Ajv({ ...shared, coerceTypes: false }));
-const textAjv = addFormats(new Ajv({ ...shared, coerceTypes: 'array' }));
-const bodyAjvAll = addFormats(new Ajv({ ...shared, allErrors: true, coerceTypes: false }));
-const textAjvAll = addFormats(new Ajv({ ...shared, allErrors: true, coerceTypes: 'array' }));
+function makeAjvs(defaultCountry: string | undefined) {
+  const make = (options: Options) =>
+    addPhoneKeyword(addFormats(new Ajv({ ...shared, ...options })), defaultCountry);
+  return {
+    body: make({ coerceTypes: false }),
+    text: make({ coerceTypes: 'array' }),
+    bodyAll: make({ allErrors: true, coerceTypes: false }),
+    textAll: make({ allErrors: true, coerceTypes: 'array' }),
+  };
+}
 
 /** A failing value with at most this many values (keys, items, leaves) is checked again for every problem. */
 export const FULL_CHECK_MAX_VALUES = 2_000;
@@ -54,26 +94,43 @@ type Check = ((data: unknown, context?: object) => boolean) & {
   schemaEnv?: unknown;
 };
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  const first = ajv.compile(schema as object) as Check;
-  let all: Check | undefined;
-  const check: Check = (data, context) => {
-    if (first(data, context)) return true;
-    check.errors = first.errors;
-    if (fewValues(data, FULL_CHECK_MAX_VALUES)) {
-      all ??= (httpPart === 'body' ? bodyAjvAll : textAjvAll).compile(schema as object) as Check;
-      all(data, context);
-      if (all.errors?.length) check.errors = all.errors;
-    } else if (first.errors) {
-      firstProblemOnly.add(first.errors);
-    }
-    return false;
+function compilerOf(ajvs: ReturnType<typeof makeAjvs>): FastifySchemaCompiler<unknown> {
+  return ({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? ajvs.body : ajvs.text;
+    const first = ajv.compile(schema as object) as Check;
+    let all: Check | undefined;
+    const check: Check = (data, context) => {
+      if (first(data, context)) return true;
+      check.errors = first.errors;
+      if (fewValues(data, FULL_CHECK_MAX_VALUES)) {
+        all ??= (httpPart === 'body' ? ajvs.bodyAll : ajvs.textAll).compile(schema as object) as Check;
+        all(data, context);
+        if (all.errors?.length) check.errors = all.errors;
+      } else if (first.errors) {
+        firstProblemOnly.add(first.errors);
+      }
+      return false;
+    };
+    // Fastify hands ajv functions (those with a schemaEnv) the parent too, so defaults reach the root.
+    check.schemaEnv = first.schemaEnv;
+    return check as ReturnType<FastifySchemaCompiler<unknown>>;
   };
-  // Fastify hands ajv functions (those with a schemaEnv) the parent too, so defaults reach the root.
-  check.schemaEnv = first.schemaEnv;
-  return check as ReturnType<FastifySchemaCompiler<unknown>>;
-};
+}
+
+/** Schemas checked outside a route (no phone rule: `x-phone` passes). */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = compilerOf(makeAjvs(undefined));
+
+const compilers = new Map<string, FastifySchemaCompiler<unknown>>();
+
+/** The app's validator compiler: as validatorCompiler, and `x-phone` strings read in `defaultCountry`. */
+export function validatorCompilerFor(defaultCountry: string): FastifySchemaCompiler<unknown> {
+  let compiler = compilers.get(defaultCountry);
+  if (!compiler) {
+    compiler = compilerOf(makeAjvs(defaultCountry));
+    compilers.set(defaultCountry, compiler);
+  }
+  return compiler;
+}
 
 function fieldPath(error: ErrorObject, part: string | undefined): string {
   const segments = error.instancePath.split('/').filter(Boolean);
@@ -135,6 +192,10 @@ function message(error: ErrorObject): string | undefined {
       return 'has an invalid format.';
     case 'uniqueItems':
       return 'must not repeat items.';
+    case 'x-phone':
+      return PHONE_MESSAGE;
+    case 'x-not-blank':
+      return 'must not be empty.';
     case 'anyOf':
       // Each branch has reported its own error; they are merged below.
       return undefined;
@@ -143,11 +204,25 @@ function message(error: ErrorObject): string | undefined {
   }
 }
 
-/** Ajv's errors as `{ "field.path": ["message", ...] }`, one readable message per problem. */
+/**
+ * Ajv's errors as `{ "field.path": ["message", ...] }`: per field, what to send, once. A union (`anyOf`, e.g.
+ * a string or null) makes every branch report: when the value had the right type for one branch and failed
+ * its rule (a format, a length, an item inside), the other branches' type errors ("must be null.") are noise
+ * and dropped; when it had no branch's type, the types are merged ("must be a string or null.").
+ */
 export function fieldErrors(errors: readonly ErrorObject[], part: string | undefined): FieldErrors {
   // Field names come from the caller: `toString` or `__proto__` must be plain keys, not Object's own.
   const out: FieldErrors = Object.create(null) as FieldErrors;
   const typesByPath = new Map<string, string[]>();
+  // Paths with a problem other than a wrong type, at the path itself or inside it.
+  const ruled = new Set<string>();
+  for (const error of errors) {
+    if (error.keyword === 'anyOf') continue;
+    const segments = fieldPath(error, part).split('.');
+    // A wrong type inside a value (an item, a field) means the value itself had the right type.
+    const own = error.keyword === 'type' ? segments.length - 1 : segments.length;
+    for (let i = 1; i <= own; i += 1) ruled.add(segments.slice(0, i).join('.'));
+  }
   for (const error of errors) {
     const path = fieldPath(error, part);
     if (error.keyword === 'type') {
@@ -160,6 +235,7 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     if (!list.includes(text)) list.push(text);
   }
   for (const [path, types] of typesByPath) {
+    if (ruled.has(path)) continue;
     (out[path] ??= []).unshift(`must be ${describeType([...new Set(types)].join(','))}.`);
   }
   return out;

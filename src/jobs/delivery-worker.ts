@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { type Db, nowIso } from '../db/connect.ts';
-import type { MessageRow } from '../db/schema.ts';
+import type { MessageErrorCode, MessageRow } from '../db/schema.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
@@ -193,7 +193,7 @@ export class DeliveryWorker {
       handovers = [];
       markedAt = performance.now();
     };
-    const failures = new Map<string, number[]>();
+    const failures = new Map<string, { code: MessageErrorCode; ids: number[] }>();
     const provider = providers[channel];
     const pace = this.pace(provider.name);
     for (const [index, row] of rows.entries()) {
@@ -231,13 +231,17 @@ export class DeliveryWorker {
             nowIso(),
           );
         } else {
-          failures.set(reason, [...(failures.get(reason) ?? []), row.id]);
+          // A refusal says why (ProviderError.code); a provider still unreachable after every retry could not deliver.
+          const code = error instanceof ProviderError && !retryable ? error.code : 'undeliverable';
+          const failure = failures.get(reason) ?? { code, ids: [] };
+          failure.ids.push(row.id);
+          failures.set(reason, failure);
         }
       }
       if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
     }
     await mark();
-    for (const [reason, ids] of failures) await this.messages.fail(ids, reason);
+    for (const [reason, { code, ids }] of failures) await this.messages.fail(ids, reason, code);
     return rows.length;
   }
 
@@ -263,6 +267,7 @@ export class DeliveryWorker {
           messageId: m.id,
           status,
           error: status === 'failed' ? 'The sandbox provider fails this recipient.' : undefined,
+          errorCode: status === 'failed' ? ('undeliverable' as const) : undefined,
         };
       });
       await this.messages.applyReports(reports);

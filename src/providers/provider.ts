@@ -1,3 +1,4 @@
+import type { MessageErrorCode } from '../db/schema.ts';
 import { within } from '../lib/time-limit.ts';
 
 export const channels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
@@ -28,6 +29,8 @@ export interface StatusReport {
   messageId: number;
   status: FinalStatus;
   error?: string | undefined;
+  /** Why a failed message failed (default `undeliverable`: the provider reported a failure). */
+  errorCode?: MessageErrorCode | undefined;
 }
 
 /**
@@ -53,6 +56,8 @@ export class ProviderError extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
+    /** The message's `error_code` when this ends it: `provider_rejected` unless the provider said more. */
+    readonly code: MessageErrorCode = 'provider_rejected',
   ) {
     super(message);
     this.name = 'ProviderError';

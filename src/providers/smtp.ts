@@ -43,7 +43,13 @@ export class SmtpProvider implements MessageProvider {
     } catch (error) {
       const code = (error as { responseCode?: number }).responseCode;
       const permanent = typeof code === 'number' && code >= 500;
-      throw new ProviderError(`SMTP: ${(error as Error).message}`.slice(0, 300), !permanent);
+      // 550/551/553: no such mailbox or a malformed address; any other 5xx is the server refusing the email.
+      const recipient = code === 550 || code === 551 || code === 553;
+      throw new ProviderError(
+        `SMTP: ${(error as Error).message}`.slice(0, 300),
+        !permanent,
+        recipient ? 'invalid_recipient' : 'provider_rejected',
+      );
     }
   }
 

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { TwilioSettings } from '../config.ts';
+import type { MessageErrorCode } from '../db/schema.ts';
 import {
   type Channel,
   type FinalStatus,
@@ -75,13 +76,47 @@ export class TwilioProvider implements MessageProvider {
     const payload = (await res.json().catch(() => ({}))) as { sid?: string; message?: string; code?: number };
     if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
     const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${payload.message ?? 'no message'}`;
-    throw new ProviderError(reason, res.status === 429 || res.status >= 500);
+    throw new ProviderError(
+      reason,
+      res.status === 429 || res.status >= 500,
+      twilioErrorCode(payload.code) ?? 'provider_rejected',
+    );
   }
 
   private from(value: string | undefined, setting: string): string {
     if (!value) throw new ProviderError(`${setting} is not set`, false);
     return value;
   }
+}
+
+/**
+ * Twilio error codes (https://www.twilio.com/docs/api/errors) that say more than "refused": the recipient
+ * opted out (STOP), the number is not one a message can reach, or the carrier could not deliver.
+ */
+const TWILIO_ERROR_CODES: Record<number, MessageErrorCode> = {
+  21610: 'opted_out', // the recipient replied STOP
+  63016: 'opted_out', // WhatsApp: outside the allowed window / not opted in
+  21211: 'invalid_recipient', // invalid 'To' number
+  21214: 'invalid_recipient', // 'To' number cannot be reached
+  21217: 'invalid_recipient', // not a valid phone number
+  21401: 'invalid_recipient', // invalid phone number
+  21407: 'invalid_recipient', // not supported for this number
+  21408: 'invalid_recipient', // region not enabled
+  21612: 'invalid_recipient', // 'To' number not reachable from this sender
+  21614: 'invalid_recipient', // 'To' number is not a valid mobile number
+  30005: 'invalid_recipient', // unknown destination handset
+  30006: 'invalid_recipient', // landline or unreachable carrier
+  30003: 'undeliverable', // unreachable destination handset
+  30008: 'undeliverable', // unknown error
+  30034: 'undeliverable', // unregistered sender
+  30004: 'provider_rejected', // message blocked
+  30007: 'provider_rejected', // filtered as spam
+};
+
+/** A Twilio error code (number or text) as our message `error_code`; undefined for codes not listed. */
+export function twilioErrorCode(code: number | string | undefined): MessageErrorCode | undefined {
+  if (code === undefined || code === '') return undefined;
+  return TWILIO_ERROR_CODES[Number(code)];
 }
 
 /** X-Twilio-Signature: base64 HMAC-SHA1 (auth token) of the full URL followed by each POST parameter's name and value, sorted by name. */

@@ -5,6 +5,7 @@ import type {
   CampaignStatus,
   CampaignTable,
   MessageChannel,
+  MessageErrorCode,
   MessageStatus,
 } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -320,11 +321,53 @@ export async function cancelQueuedMessages(
 ) {
   return db
     .updateTable('messages')
-    .set({ status: 'failed', error: 'cancelled', failed_at: now, updated_at: now })
+    .set({
+      status: 'failed',
+      error: 'The campaign was cancelled before this message went out.',
+      error_code: 'cancelled',
+      failed_at: now,
+      updated_at: now,
+    })
     .where('workspace_id', '=', workspaceId)
     .where('campaign_id', '=', campaignId)
     .where('status', '=', 'queued')
     .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
     .returningAll()
     .execute();
+}
+
+/** Distinct recipients of a campaign's messages that failed with one of `codes`, in message order. */
+export async function failedRecipients(
+  db: Executor,
+  workspaceId: number,
+  campaignId: number,
+  codes: MessageErrorCode[],
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('to')
+    .where('workspace_id', '=', workspaceId)
+    .where('campaign_id', '=', campaignId)
+    .where('status', '=', 'failed')
+    .where('error_code', 'in', codes)
+    .groupBy('to')
+    .orderBy((eb) => eb.fn.min('id'))
+    .execute();
+  return rows.map((r) => r.to);
+}
+
+/** Deletes a campaign still in one of `from` statuses (it has no messages yet); false when it moved on. */
+export async function deleteCampaign(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  from: CampaignStatus[],
+): Promise<boolean> {
+  const result = await db
+    .deleteFrom('campaigns')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .where('status', 'in', from)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
 }

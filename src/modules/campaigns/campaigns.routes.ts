@@ -2,7 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { Page, PageQuery, Success } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
-import { Campaign, CampaignParams, CreateCampaignBody } from './campaigns.schemas.ts';
+import { Type } from 'typebox';
+import { MessageItem } from '../messages/messages.schemas.ts';
+import {
+  Campaign,
+  CampaignMessagesQuery,
+  CampaignParams,
+  CreateCampaignBody,
+  UpdateCampaignBody,
+} from './campaigns.schemas.ts';
 import type { CampaignsService } from './campaigns.service.ts';
 
 export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsService }> = async (
@@ -107,6 +115,88 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsSe
         message: 'Campaign cancelled.',
         data: await campaigns.cancel(authOf(request).workspaceId, request.params.id, actorOf(request)),
       };
+    },
+  );
+
+  app.patch(
+    '/campaigns/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Change a draft or scheduled campaign',
+        description:
+          'Only a `draft` or `scheduled` campaign changes (409 `conflict` otherwise); the result is checked as a ' +
+          'new campaign is. Nothing is counted or charged until it is sent.',
+        params: CampaignParams,
+        body: UpdateCampaignBody,
+        response: { 200: Success(Campaign) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      message: 'Campaign updated.',
+      data: await campaigns.update(authOf(request).workspaceId, request.params.id, request.body),
+    }),
+  );
+
+  app.delete(
+    '/campaigns/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a draft or scheduled campaign',
+        description:
+          'Any other status is 409 `conflict`: a campaign that went out stays as the record of it.',
+        params: CampaignParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await campaigns.remove(authOf(request).workspaceId, request.params.id);
+      return { success: true as const, message: 'Campaign deleted.' };
+    },
+  );
+
+  app.get(
+    '/campaigns/:id/messages',
+    {
+      config,
+      schema: {
+        tags,
+        summary: "A campaign's messages, newest first",
+        description: 'Filter `status`. Failed messages say why in `error_code` and `error_message`.',
+        params: CampaignParams,
+        querystring: CampaignMessagesQuery,
+        response: { 200: Success(Page(MessageItem)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await campaigns.messages(authOf(request).workspaceId, request.params.id, request.query),
+    }),
+  );
+
+  app.post(
+    '/campaigns/:id/retry-failed',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Send a completed or cancelled campaign again to the recipients whose messages failed',
+        description:
+          'Creates a new campaign (same channel and content) to the recipients whose messages failed with ' +
+          '`provider_rejected` or `undeliverable` (not `invalid_recipient`, `opted_out`, `silence_period` or ' +
+          '`cancelled`), reserves its credits (402 otherwise) and queues it (202). Another status, or nothing to ' +
+          'retry, is 409 `conflict`.',
+        params: CampaignParams,
+        response: { 202: Success(Campaign) },
+      },
+    },
+    async (request, reply) => {
+      const data = await campaigns.retryFailed(authOf(request).workspaceId, request.params.id);
+      return reply.code(202).send({ success: true, message: 'Retry campaign queued.', data });
     },
   );
 };

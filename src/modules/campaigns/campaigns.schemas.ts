@@ -1,8 +1,10 @@
 import { Type } from 'typebox';
 import { campaignStatuses } from '../../db/schema.ts';
 import { Timestamp } from '../../http/schemas.ts';
+import { PageQuery } from '../../http/schemas.ts';
 import {
   ChannelSchema,
+  MessageStatusSchema,
   MediaUrl,
   MessageText,
   Recipients,
@@ -36,6 +38,38 @@ export const CreateCampaignBody = Type.Object(
   { additionalProperties: false },
 );
 
+const orNull = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T, description: string) =>
+  Type.Optional(Type.Union([schema, Type.Null()], { description }));
+
+export const UpdateCampaignBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    message: Type.Optional(MessageText),
+    recipients: orNull(
+      Recipients,
+      'Replaces the explicit recipients; null removes them (a segment_id must remain).',
+    ),
+    segment_id: orNull(SegmentId, 'Another segment; null removes it (recipients must remain).'),
+    scheduled_at: orNull(
+      Type.String({ format: 'date-time' }),
+      'A future ISO 8601 date-time makes the campaign `scheduled`; null makes it a `draft` again.',
+    ),
+    subject: orNull(Subject, 'Email subject; null removes it.'),
+    template_id: orNull(TemplateId, 'WhatsApp template; null removes it.'),
+    media_url: orNull(MediaUrl, 'An https URL; null removes it.'),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'Only the fields sent change. The channel cannot change: create another campaign instead.',
+  },
+);
+
+export const CampaignMessagesQuery = Type.Object({
+  ...PageQuery.properties,
+  status: Type.Optional(MessageStatusSchema),
+});
+
 export const CampaignParams = Type.Object({
   id: Type.String({ description: '`camp_<n>` (or just `<n>`).', maxLength: 40 }),
 });
@@ -47,6 +81,9 @@ export const Campaign = Type.Object({
   message: Type.String(),
   status: CampaignStatusSchema,
   segment_id: Type.Union([Type.Integer(), Type.Null()]),
+  subject: Type.Union([Type.String(), Type.Null()], { description: 'Email subject.' }),
+  template_id: Type.Union([Type.String(), Type.Null()], { description: 'WhatsApp template.' }),
+  media_url: Type.Union([Type.String(), Type.Null()], { description: 'An https URL sent with the message.' }),
   total_recipients: Type.Integer({ description: 'Counted when the campaign is sent (0 before).' }),
   stats: Type.Object(
     {

@@ -2,13 +2,21 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { CampaignRow, Database, MessageChannel } from '../../db/schema.ts';
+import type {
+  CampaignRow,
+  CampaignStatus,
+  Database,
+  MessageChannel,
+  MessageErrorCode,
+  MessageStatus,
+} from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits, reserveCredits, balances } from '../credits/credits.repository.ts';
-import { emitMessageEvents, refund } from '../messages/messages.service.ts';
+import { listHistory } from '../messages/messages.repository.ts';
+import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
 import {
   addressProblem,
   campaignRef,
@@ -28,7 +36,9 @@ import {
   claimQueuedCampaign,
   completeDrainedCampaigns,
   countSegmentAddresses,
+  deleteCampaign,
   dueScheduledCampaigns,
+  failedRecipients,
   findCampaign,
   insertCampaign,
   insertRecipientMessages,
@@ -55,6 +65,24 @@ export interface CampaignInput extends AudienceInput {
   scheduled_at?: string | undefined;
 }
 
+/** PATCH: every field optional; null clears an optional one (scheduled_at: null makes it a draft again). */
+export interface CampaignPatch {
+  name?: string | undefined;
+  message?: string | undefined;
+  recipients?: string[] | null | undefined;
+  segment_id?: number | string | null | undefined;
+  scheduled_at?: string | null | undefined;
+  subject?: string | null | undefined;
+  template_id?: string | null | undefined;
+  media_url?: string | null | undefined;
+}
+
+/** Only these can be edited or deleted: nothing is counted, charged or queued yet. */
+const EDITABLE: CampaignStatus[] = ['draft', 'scheduled'];
+
+/** Failures worth another try: the provider refused or could not deliver (not a bad address, an opt-out, a cancel). */
+const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable'];
+
 /**
  * Voters are added to the outbox in id ranges of this size: each INSERT ... SELECT stays short (on SQLite, a
  * worker inside the API process holds the event loop for one range at a time, about 0.15 s).
@@ -78,6 +106,9 @@ export function campaignView(row: CampaignRow, counted: Stats | undefined) {
     message: row.message,
     status: row.status,
     segment_id: row.segment_id,
+    subject: row.subject,
+    template_id: row.template_id,
+    media_url: row.media_url,
     total_recipients: row.total_recipients,
     stats,
     scheduled_at: row.scheduled_at,
@@ -123,13 +154,7 @@ export class CampaignsService {
   async create(workspaceId: number, input: CampaignInput) {
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
-    let scheduledAt: string | undefined;
-    if (input.scheduled_at !== undefined) {
-      const at = new Date(input.scheduled_at);
-      if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
-      else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
-      else scheduledAt = at.toISOString();
-    }
+    const scheduledAt = futureTime(input.scheduled_at, errors);
     const audience = await this.audience(workspaceId, input, errors);
     const now = nowIso();
     const row = await insertCampaign(this.deps.db, workspaceId, {
@@ -160,6 +185,121 @@ export class CampaignsService {
     const row = await this.find(this.deps.db, workspaceId, ref);
     const stats = await campaignStats(this.deps.db, workspaceId, [row.id]);
     return campaignView(row, stats.get(row.id));
+  }
+
+  /** Edits a draft or scheduled campaign (409 otherwise); the result is checked as a new one would be. */
+  async update(workspaceId: number, ref: string, patch: CampaignPatch) {
+    const { db } = this.deps;
+    const current = await this.find(db, workspaceId, ref);
+    editable(current);
+    const errors: FieldErrors = {};
+    const name = patch.name ?? current.name;
+    if (name.trim() === '') errors.name = ['must not be empty.'];
+    const keep = <T>(given: T | null | undefined, was: T | null): T | undefined =>
+      given === undefined ? (was ?? undefined) : (given ?? undefined);
+    const input: CampaignInput = {
+      name,
+      channel: current.channel,
+      message: patch.message ?? current.message,
+      recipients: keep(
+        patch.recipients,
+        current.recipients ? (JSON.parse(current.recipients) as string[]) : null,
+      ),
+      segment_id: keep(patch.segment_id, current.segment_id),
+      subject: keep(patch.subject, current.subject),
+      template_id: keep(patch.template_id, current.template_id),
+      media_url: keep(patch.media_url, current.media_url),
+    };
+    const scheduledAt =
+      patch.scheduled_at === undefined
+        ? (current.scheduled_at ?? undefined)
+        : futureTime(patch.scheduled_at ?? undefined, errors);
+    const audience = await this.audience(workspaceId, input, errors);
+    const columns = this.columns(input, audience, nowIso());
+    const row = await updateCampaign(db, workspaceId, current.id, EDITABLE, {
+      name: name.trim(),
+      message: columns.message,
+      subject: columns.subject,
+      media_url: columns.media_url,
+      template_id: columns.template_id,
+      segment_id: columns.segment_id,
+      recipients: columns.recipients,
+      unit_cost: columns.unit_cost,
+      status: scheduledAt ? 'scheduled' : 'draft',
+      scheduled_at: scheduledAt ?? null,
+      updated_at: columns.updated_at,
+    });
+    if (!row) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile; read it again.');
+    return campaignView(row, undefined);
+  }
+
+  /** Deletes a draft or scheduled campaign (409 otherwise). */
+  async remove(workspaceId: number, ref: string): Promise<void> {
+    const current = await this.find(this.deps.db, workspaceId, ref);
+    editable(current);
+    if (!(await deleteCampaign(this.deps.db, workspaceId, current.id, EDITABLE))) {
+      throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile; read it again.');
+    }
+  }
+
+  /** A campaign's messages, newest first, as message history shows them. */
+  async messages(
+    workspaceId: number,
+    ref: string,
+    query: { page: number; per_page: number; status?: MessageStatus | undefined },
+  ) {
+    const campaign = await this.find(this.deps.db, workspaceId, ref);
+    const { rows, total } = await listHistory(
+      this.deps.db,
+      workspaceId,
+      { campaignId: campaign.id, status: query.status },
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(historyItem), total, query.page, query.per_page);
+  }
+
+  /**
+   * A new campaign to the recipients of a completed or cancelled one whose messages failed with
+   * provider_rejected or undeliverable, queued at once (credits reserved, 402 otherwise); nothing to retry is 409.
+   */
+  async retryFailed(workspaceId: number, ref: string) {
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const original = await this.find(trx, workspaceId, ref);
+      if (original.status !== 'completed' && original.status !== 'cancelled') {
+        throw new AppError(
+          'conflict',
+          `The campaign is ${original.status}; only a completed or cancelled campaign's failures can be retried.`,
+          { status: original.status },
+        );
+      }
+      const recipients = await failedRecipients(trx, workspaceId, original.id, RETRYABLE);
+      if (recipients.length === 0) {
+        throw new AppError(
+          'conflict',
+          'No message of this campaign failed with provider_rejected or undeliverable: there is nothing to retry.',
+        );
+      }
+      const now = nowIso();
+      const suffix = ` (retry of ${campaignRef(original.id)})`;
+      const draft = await insertCampaign(trx, workspaceId, {
+        ...this.columns(
+          {
+            channel: original.channel,
+            message: original.message,
+            subject: original.subject ?? undefined,
+            template_id: original.template_id ?? undefined,
+            media_url: original.media_url ?? undefined,
+          },
+          { recipients, segmentId: null },
+          now,
+        ),
+        name: `${original.name.slice(0, 200 - suffix.length)}${suffix}`,
+        status: 'draft',
+      });
+      return this.start(trx, draft, now);
+    });
+    return campaignView(row, undefined);
   }
 
   /** A draft or scheduled campaign goes out now. */
@@ -318,7 +458,13 @@ export class CampaignsService {
           const extra = await newestQueued(trx, ws, campaign.id, written - campaign.total_recipients);
           await emitMessageEvents(
             trx,
-            await failMessages(trx, extra, 'insufficient credits', t),
+            await failMessages(
+              trx,
+              extra,
+              'Not enough credits when the campaign went out: this message was not sent.',
+              'cancelled',
+              t,
+            ),
             'message.failed',
             t,
           );
@@ -428,6 +574,26 @@ export class CampaignsService {
     }
     return queued;
   }
+}
+
+function editable(campaign: CampaignRow): void {
+  if (!EDITABLE.includes(campaign.status)) {
+    throw new AppError(
+      'conflict',
+      `The campaign is ${campaign.status}; only a draft or scheduled campaign can be changed or deleted.`,
+      { status: campaign.status },
+    );
+  }
+}
+
+/** A future ISO 8601 date-time, normalised; adds to `errors` otherwise. */
+function futureTime(value: string | undefined, errors: FieldErrors): string | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
+  else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
+  else return at.toISOString();
+  return undefined;
 }
 
 async function firstVoterId(db: Executor, workspaceId: number): Promise<number> {

@@ -1,5 +1,10 @@
-import { sql } from 'kysely';
-import { type CreditChannel, creditChannels, type LedgerKind } from '../../db/schema.ts';
+import { type Selectable, sql } from 'kysely';
+import {
+  type CreditChannel,
+  creditChannels,
+  type CreditLedgerTable,
+  type LedgerKind,
+} from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
 export type CreditAmounts = Record<CreditChannel, number>;
@@ -123,4 +128,32 @@ export async function refundCredits(
     .insertInto('credit_ledger')
     .values({ workspace_id: workspaceId, channel, kind: 'refund', amount, reference, created_at: now })
     .execute();
+}
+
+/**
+ * A workspace's ledger entries that moved its balance, newest first: every kind but `capture` (a capture only
+ * records that reserved credits became final; the balance moved at the reserve).
+ */
+export async function listLedger(
+  db: Executor,
+  workspaceId: number,
+  channel: CreditChannel | undefined,
+  page: number,
+  perPage: number,
+): Promise<{ rows: Selectable<CreditLedgerTable>[]; total: number }> {
+  let query = db
+    .selectFrom('credit_ledger')
+    .where('workspace_id', '=', workspaceId)
+    .where('kind', '!=', 'capture');
+  if (channel) query = query.where('channel', '=', channel);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
 }

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { TwilioSettings } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
-import { twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
 import { parseRef } from './messages.rules.ts';
 import type { MessagesService } from './messages.service.ts';
 
@@ -63,6 +63,7 @@ export const callbackRoutes: FastifyPluginAsyncTypebox<{
               status === 'failed'
                 ? `Twilio reported ${request.body.MessageStatus ?? request.body.CallStatus}${code ? ` (error ${code})` : ''}`
                 : undefined,
+            errorCode: status === 'failed' ? (twilioErrorCode(code) ?? 'undeliverable') : undefined,
           },
         ]);
       }

@@ -30,6 +30,8 @@ export async function findMessage(
 export interface HistoryFilters {
   channel?: MessageChannel | undefined;
   status?: MessageStatus | undefined;
+  campaignId?: number | undefined;
+  to?: string | undefined;
   /** Inclusive lower bound of created_at (ISO 8601). */
   from?: string | undefined;
   /** Exclusive upper bound of created_at (ISO 8601). */
@@ -46,6 +48,8 @@ export async function listHistory(
   let query = db.selectFrom('messages').where('workspace_id', '=', workspaceId);
   if (filters.channel) query = query.where('channel', '=', filters.channel);
   if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.campaignId !== undefined) query = query.where('campaign_id', '=', filters.campaignId);
+  if (filters.to !== undefined) query = query.where('to', '=', filters.to);
   if (filters.from) query = query.where('created_at', '>=', filters.from);
   if (filters.before) query = query.where('created_at', '<', filters.before);
   const [rows, count] = await Promise.all([

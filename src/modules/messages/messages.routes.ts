@@ -10,6 +10,7 @@ import {
   BroadcastResult,
   HistoryQuery,
   MessageItem,
+  MessageParams,
   SendBody,
   SendResult,
 } from './messages.schemas.ts';
@@ -87,8 +88,9 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         tags,
         summary: "Your workspace's messages, newest first",
         description:
-          'Filters: `channel`, `status`, and `date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; ' +
-          'a date covers its whole UTC day) on when the message was created.',
+          'Filters: `channel`, `status`, `campaign_id`, `to` (a phone, read as E.164, or an email address), and ' +
+          '`date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; a date covers its whole UTC day) on ' +
+          'when the message was created. A failed message says why in `error_code` and `error_message`.',
         querystring: HistoryQuery,
         response: { 200: Success(Page(MessageItem)) },
       },
@@ -97,6 +99,25 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
       return {
         success: true as const,
         data: await messages.history(authOf(request).workspaceId, request.query),
+      };
+    },
+  );
+
+  app.get(
+    '/messages/:id',
+    {
+      config: { permission: 'messages:read' },
+      schema: {
+        tags,
+        summary: 'One message, with why it failed if it did',
+        params: MessageParams,
+        response: { 200: Success(MessageItem) },
+      },
+    },
+    async (request) => {
+      return {
+        success: true as const,
+        data: await messages.get(authOf(request).workspaceId, request.params.id),
       };
     },
   );

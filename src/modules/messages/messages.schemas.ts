@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { messageChannels, messageStatuses } from '../../db/schema.ts';
+import { messageChannels, messageErrorCodes, messageStatuses } from '../../db/schema.ts';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {
@@ -71,10 +71,29 @@ export const BroadcastResult = Type.Object({
   status: Type.Literal('queued'),
 });
 
+export const MessageErrorCodeSchema = Type.Enum([...messageErrorCodes], {
+  description:
+    'Why a failed message failed: `cancelled` (its campaign was cancelled before it went out), ' +
+    '`invalid_recipient` (the provider says the address cannot receive messages), `provider_rejected` ' +
+    '(the provider refused the message), `undeliverable` (the provider reported a failure, or could not be ' +
+    'reached after every retry), `opted_out` (the recipient opted out), `silence_period` (held back by the ' +
+    'silence period before polling).',
+});
+
 export const HistoryQuery = Type.Object({
   ...PageQuery.properties,
   channel: Type.Optional(ChannelSchema),
   status: Type.Optional(MessageStatusSchema),
+  campaign_id: Type.Optional(
+    Type.String({ maxLength: 40, description: 'Only the messages of this campaign (`camp_<n>`).' }),
+  ),
+  to: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 254,
+      description: 'Only messages to this recipient: a phone (read as E.164) or an email address.',
+    }),
+  ),
   date_from: Type.Optional(
     Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),
   ),
@@ -87,7 +106,20 @@ export const MessageItem = Type.Object({
   to: Type.String(),
   message: Type.String(),
   status: MessageStatusSchema,
-  sent_at: Type.Union([Timestamp, Type.Null()], { description: 'When a provider accepted it.' }),
+  error_code: Type.Union([MessageErrorCodeSchema, Type.Null()], {
+    description: 'Why it failed (see MessageErrorCode); null unless `failed`.',
+  }),
+  error_message: Type.Union([Type.String(), Type.Null()], {
+    description: 'The failure in words (a provider error code where one was given); null unless `failed`.',
+  }),
+  sent_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'When a provider accepted it; null for a message that never went out.',
+  }),
   created_at: Timestamp,
+  updated_at: Timestamp,
   campaign_id: Type.Optional(Type.String({ description: '`camp_<n>`, for messages of a campaign.' })),
+});
+
+export const MessageParams = Type.Object({
+  id: Type.String({ maxLength: 40, description: '`msg_<n>` (or just `<n>`).' }),
 });

@@ -2,13 +2,25 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { Database, MessageChannel, MessageRow, MessageStatus } from '../../db/schema.ts';
+import type {
+  Database,
+  MessageChannel,
+  MessageErrorCode,
+  MessageRow,
+  MessageStatus,
+} from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import { AppError, type FieldErrors, validationError } from '../../errors.ts';
+import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
-import { type FinalStatus, type Providers, sendWithin, type StatusReport } from '../../providers/provider.ts';
+import {
+  type FinalStatus,
+  ProviderError,
+  type Providers,
+  sendWithin,
+  type StatusReport,
+} from '../../providers/provider.ts';
 import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
-import { insertMessage, listHistory } from './messages.repository.ts';
+import { findMessage, insertMessage, listHistory } from './messages.repository.ts';
 import {
   addressProblem,
   campaignRef,
@@ -16,6 +28,7 @@ import {
   creditChannel,
   insufficientCredits,
   messageRef,
+  parseRef,
   recipientAddress,
   unitCost,
 } from './messages.rules.ts';
@@ -38,6 +51,8 @@ export interface HistoryInput {
   status?: MessageStatus | undefined;
   date_from?: string | undefined;
   date_to?: string | undefined;
+  campaign_id?: string | undefined;
+  to?: string | undefined;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -59,6 +74,13 @@ function dateBounds(value: string): [string, string] | undefined {
   return undefined;
 }
 
+/** Messages that failed before error codes existed (migration 009) get one from their reason. */
+function legacyErrorCode(error: string | null): MessageErrorCode {
+  if (error === 'cancelled' || error === 'insufficient credits') return 'cancelled';
+  if (error?.startsWith('The sandbox provider fails')) return 'undeliverable';
+  return 'provider_rejected';
+}
+
 export function historyItem(row: MessageRow) {
   return {
     id: messageRef(row.id),
@@ -66,8 +88,11 @@ export function historyItem(row: MessageRow) {
     to: row.to,
     message: row.body,
     status: row.status,
+    error_code: row.status === 'failed' ? (row.error_code ?? legacyErrorCode(row.error)) : null,
+    error_message: row.status === 'failed' ? (row.error ?? null) : null,
     sent_at: row.sent_at,
     created_at: row.created_at,
+    updated_at: row.updated_at,
     ...(row.campaign_id !== null ? { campaign_id: campaignRef(row.campaign_id) } : {}),
   };
 }
@@ -146,7 +171,7 @@ export class MessagesService {
       ]);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      await this.fail([row.id], reason);
+      await this.fail([row.id], reason, error instanceof ProviderError ? error.code : 'provider_rejected');
       this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
       throw new AppError(
         'provider_error',
@@ -165,15 +190,40 @@ export class MessagesService {
     if (query.date_from !== undefined && !from) errors.date_from = [problem];
     if (query.date_to !== undefined && !to) errors.date_to = [problem];
     if (from && to && from[0] >= to[1]) errors.date_to = ['must not be before date_from.'];
+    const campaignId = query.campaign_id !== undefined ? parseRef('camp', query.campaign_id) : undefined;
+    if (query.campaign_id !== undefined && campaignId === undefined) {
+      errors.campaign_id = ['must be a campaign id such as camp_12.'];
+    }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const { rows, total } = await listHistory(
       this.deps.db,
       workspaceId,
-      { channel: query.channel, status: query.status, from: from?.[0], before: to?.[1] },
+      {
+        channel: query.channel,
+        status: query.status,
+        campaignId,
+        to: query.to !== undefined ? this.recipientKey(query.to) : undefined,
+        from: from?.[0],
+        before: to?.[1],
+      },
       query.page,
       query.per_page,
     );
     return pageResult(rows.map(historyItem), total, query.page, query.per_page);
+  }
+
+  async get(workspaceId: number, ref: string) {
+    const id = parseRef('msg', ref);
+    const row = id === undefined ? undefined : await findMessage(this.deps.db, workspaceId, id);
+    if (!row) throw notFound('Message');
+    return historyItem(row);
+  }
+
+  /** A recipient as messages store it: an email lower-cased, a phone in E.164 (as typed when it does not parse). */
+  private recipientKey(raw: string): string {
+    const text = raw.trim();
+    if (text.includes('@')) return text.toLowerCase();
+    return recipientAddress('sms', text, this.deps.config.defaultCountry) ?? text;
   }
 
   /** queued -> sent for what providers accepted. */
@@ -182,11 +232,11 @@ export class MessagesService {
   }
 
   /** queued | sent -> failed, refunding exactly the rows that moved, in one transaction. */
-  async fail(ids: number[], reason: string): Promise<Settled[]> {
+  async fail(ids: number[], reason: string, code: MessageErrorCode): Promise<Settled[]> {
     if (ids.length === 0) return [];
     return this.deps.db.transaction().execute(async (trx) => {
       const now = nowIso();
-      const moved = await failMessages(trx, ids, reason, now);
+      const moved = await failMessages(trx, ids, reason, code, now);
       await refund(trx, moved, now);
       await emitMessageEvents(trx, moved, 'message.failed', now);
       return moved;
@@ -211,12 +261,16 @@ export class MessagesService {
     for (const r of reports) byStatus[r.status].push(r.messageId);
     if (byStatus.delivered.length > 0) await this.deliver(byStatus.delivered);
     const failed = reports.filter((r) => r.status === 'failed');
-    const reasons = new Map<string, number[]>();
+    const groups = new Map<string, { reason: string; code: MessageErrorCode; ids: number[] }>();
     for (const r of failed) {
       const reason = r.error ?? 'The provider reported the message as not delivered.';
-      reasons.set(reason, [...(reasons.get(reason) ?? []), r.messageId]);
+      const code = r.errorCode ?? 'undeliverable';
+      const key = `${code}:${reason}`;
+      const group = groups.get(key) ?? { reason, code, ids: [] };
+      group.ids.push(r.messageId);
+      groups.set(key, group);
     }
-    for (const [reason, ids] of reasons) await this.fail(ids, reason);
+    for (const { reason, code, ids } of groups.values()) await this.fail(ids, reason, code);
   }
 }
 

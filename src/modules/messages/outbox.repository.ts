@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { DialectName } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { MessageChannel, MessageRow } from '../../db/schema.ts';
+import type { MessageChannel, MessageErrorCode, MessageRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
 /**
@@ -105,17 +105,25 @@ export async function scheduleRetry(
 /** A message that reached a final status: the whole row, for refunds and the message.* webhook events. */
 export type Settled = MessageRow;
 
-/** queued | sent -> failed. Returns the rows that moved (only those are refunded). */
+/** queued | sent -> failed, with why. Returns the rows that moved (only those are refunded). */
 export async function failMessages(
   db: Executor,
   ids: number[],
   error: string,
+  code: MessageErrorCode,
   now: string,
 ): Promise<Settled[]> {
   if (ids.length === 0) return [];
   return db
     .updateTable('messages')
-    .set({ status: 'failed', error: error.slice(0, 500), failed_at: now, updated_at: now, claimed_by: null })
+    .set({
+      status: 'failed',
+      error: error.slice(0, 500),
+      error_code: code,
+      failed_at: now,
+      updated_at: now,
+      claimed_by: null,
+    })
     .where('id', 'in', ids)
     .where('status', 'in', ['queued', 'sent'])
     .returningAll()

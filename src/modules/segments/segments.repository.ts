@@ -37,3 +37,18 @@ export async function deleteSegment(db: Executor, workspaceId: number, id: numbe
     .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
+
+export async function updateSegment(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  values: { name?: string; filters?: string; updated_at: string },
+): Promise<SegmentRow | undefined> {
+  return db
+    .updateTable('segments')
+    .set(values)
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
 import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
-import { CreateSegmentBody, Segment, SegmentWithCount } from './segments.schemas.ts';
+import { CreateSegmentBody, Segment, SegmentWithCount, UpdateSegmentBody } from './segments.schemas.ts';
 import type { SegmentsService } from './segments.service.ts';
 
 export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsService }> = async (
@@ -60,6 +60,26 @@ export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsServi
     async (request) => ({
       success: true as const,
       data: await segments.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.patch(
+    '/segments/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Rename a segment or change its filters',
+        description: 'Campaigns already sent keep the voters they counted; later sends use the new filters.',
+        params: IdParams,
+        body: UpdateSegmentBody,
+        response: { 200: Success(SegmentWithCount) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      message: 'Segment updated.',
+      data: await segments.update(authOf(request).workspaceId, request.params.id, request.body),
     }),
   );
 

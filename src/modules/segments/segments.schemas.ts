@@ -10,6 +10,18 @@ export const CreateSegmentBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const UpdateSegmentBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    filters: Type.Optional(VoterFiltersSchema),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'Send `name`, `filters` or both; `filters` replaces the whole filter object.',
+  },
+);
+
 const segmentFields = {
   id: Type.Integer(),
   name: Type.String(),

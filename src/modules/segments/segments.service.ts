@@ -11,6 +11,7 @@ import {
   insertSegment,
   listSegments,
   type SegmentRow,
+  updateSegment,
 } from './segments.repository.ts';
 
 const filterKeys = ['constituency', 'booth', 'ward', 'search'] as const;
@@ -65,6 +66,24 @@ export class SegmentsService {
   async list(workspaceId: number, page: number, perPage: number) {
     const { rows, total } = await listSegments(this.deps.db, workspaceId, page, perPage);
     return pageResult(rows.map(segmentView), total, page, perPage);
+  }
+
+  /** Changes the name and/or the filters (filters are replaced whole); campaigns evaluate them when sent. */
+  async update(
+    workspaceId: number,
+    id: number,
+    input: { name?: string | undefined; filters?: VoterFilters | undefined },
+  ) {
+    const name = input.name?.trim();
+    if (input.name !== undefined && !name) throw validationError({ name: ['must not be empty.'] });
+    const row = await updateSegment(this.deps.db, workspaceId, id, {
+      ...(name ? { name } : {}),
+      ...(input.filters !== undefined ? { filters: JSON.stringify(cleanFilters(input.filters)) } : {}),
+      updated_at: nowIso(),
+    });
+    if (!row) throw notFound('Segment');
+    const view = segmentView(row);
+    return { ...view, voter_count: await countVoters(this.deps.db, workspaceId, view.filters) };
   }
 
   async remove(workspaceId: number, id: number): Promise<void> {

@@ -7,11 +7,12 @@ const StringOrNumber = (maxLength: number, description: string) =>
   Type.Union([Type.String({ maxLength }), Type.Number(), Type.Null()], { description });
 
 const fields = {
-  name: Type.String({ minLength: 1, maxLength: voterLimits.name }),
+  name: Type.String({ minLength: 1, maxLength: voterLimits.name, 'x-not-blank': true }),
   phone: Type.String({
     minLength: 1,
     maxLength: 32,
     description: 'Stored in E.164 (+919812345678); a number without + is read in DEFAULT_COUNTRY.',
+    'x-phone': true,
   }),
   email: Nullable(Type.String({ maxLength: voterLimits.email, format: 'email' })),
   constituency: Nullable(Type.String({ maxLength: voterLimits.constituency })),

@@ -1,20 +1,11 @@
 import { type TSchema, Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
+import { MessageItem } from '../messages/messages.schemas.ts';
 import { ProcessedPayment } from '../payments/payments.schemas.ts';
 
-const MessageData = Type.Object(
-  {
-    id: Type.String({ description: '`msg_<n>`' }),
-    channel: Type.String(),
-    to: Type.String(),
-    message: Type.String(),
-    status: Type.String(),
-    sent_at: Type.Union([Timestamp, Type.Null()]),
-    campaign_id: Type.Union([Type.String({ description: '`camp_<n>`' }), Type.Null()]),
-  },
-  { description: 'The message as GET /api/messages/history shows it.' },
-);
+/** The message as GET /api/messages/{id} shows it (with error_code and error_message once failed). */
+const MessageData = MessageItem;
 
 const PingData = Type.Object({ webhook_id: Type.Integer(), message: Type.String() });
 

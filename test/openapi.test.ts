@@ -1,0 +1,208 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, call, type TestApp } from './helpers.ts';
+
+interface Operation {
+  operationId?: string;
+  tags?: string[];
+  security?: unknown[];
+  description?: string;
+  'x-permission'?: string;
+  parameters?: Array<{ name: string; in: string; required?: boolean; schema?: { default?: unknown } }>;
+  responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }>;
+}
+
+const methods = ['get', 'post', 'put', 'patch', 'delete'];
+
+// The document is built from the route table alone: SQLite, with Twilio configured so its callback is in it.
+describe('the OpenAPI document', () => {
+  let t: TestApp;
+  let doc: {
+    info: { license?: { name: string } };
+    tags: Array<{ name: string; description?: string }>;
+    paths: Record<string, Record<string, Operation>>;
+    webhooks: Record<string, Record<string, Operation>>;
+  };
+  let operations: Array<[string, Operation]>;
+  beforeAll(async () => {
+    t = await buildTestApp('sqlite', {
+      SMS_PROVIDER: 'twilio',
+      TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000000',
+      TWILIO_AUTH_TOKEN: 'token',
+      TWILIO_SMS_FROM: '+15005550006',
+    });
+    doc = (await call(t.app, 'GET', '/api/openapi.json')).body;
+    operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([method]) => methods.includes(method))
+        .map(([method, op]): [string, Operation] => [`${method.toUpperCase()} ${path}`, op]),
+    );
+  });
+  afterAll(() => t.close());
+
+  it('gives every operation a unique operationId, and the events too', () => {
+    const ids = operations.map(([, op]) => op.operationId);
+    for (const [key, op] of operations) expect(op.operationId, key).toMatch(/^[a-z][A-Za-z0-9]+$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const [event, ops] of Object.entries(doc.webhooks)) {
+      for (const op of Object.values(ops)) {
+        expect(op.operationId, event).toBeTruthy();
+        expect(op.security, event).toEqual([]);
+      }
+    }
+  });
+
+  it('public operations say `security: []`; the others need the bearer token and say who may call them', () => {
+    for (const [key, op] of operations) {
+      if (op['x-permission'] === 'public') {
+        expect(op.security, key).toEqual([]);
+        // Only a wrong password or code is a 401 on a public operation.
+        const signIn = ['POST /api/auth/login', 'POST /api/auth/verify-otp'].includes(key);
+        expect(op.responses['401'] !== undefined, key).toBe(signIn);
+      } else {
+        expect(op.security, key).toEqual([{ bearerAuth: [] }]);
+        expect(op.responses['401'], key).toBeDefined();
+        // Said once, not once per registration.
+        const mentions = (op.description ?? '').split(/Requires permission|Any signed-in user/).length - 1;
+        expect(mentions, key).toBe(1);
+      }
+    }
+    expect(doc.paths['/api/healthz']!.get!.security).toEqual([]);
+    expect(doc.paths['/api/auth/login']!.post!.security).toEqual([]);
+    expect(doc.paths['/api/providers/twilio/status']!.post!.security).toEqual([]);
+  });
+
+  it('marks no optional query parameter required (page, per_page, format have defaults)', () => {
+    let checked = 0;
+    for (const [key, op] of operations) {
+      for (const parameter of op.parameters ?? []) {
+        if (parameter.in !== 'query') continue;
+        checked += 1;
+        if (parameter.schema?.default !== undefined)
+          expect(parameter.required, `${key} ${parameter.name}`).toBe(false);
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+    const voters = doc.paths['/api/voters']!.get!.parameters!;
+    for (const name of ['page', 'per_page', 'search']) {
+      expect(voters.find((p) => p.name === name)?.required ?? false, name).toBe(false);
+    }
+    const exportFormat = Object.values(doc.paths['/api/voters/export'] ?? {})
+      .flatMap((op) => op.parameters ?? [])
+      .find((p) => p.name === 'format' && p.in === 'query');
+    if (exportFormat) expect(exportFormat.required ?? false).toBe(false);
+  });
+
+  it('lists for each operation its success and the error envelope of each error it can answer', () => {
+    for (const [key, op] of operations) {
+      const statuses = Object.keys(op.responses);
+      expect(
+        statuses.some((s) => /^2\d\d$/.test(s)),
+        key,
+      ).toBe(true);
+      expect(
+        statuses.filter((s) => !/^\d{3}$/.test(s)),
+        `${key}: no blanket 4XX/5XX`,
+      ).toEqual([]);
+      for (const status of ['422', '429', '500'])
+        expect(op.responses[status], `${key} ${status}`).toBeDefined();
+      if (key.includes('{')) expect(op.responses['404'], key).toBeDefined();
+      for (const [status, response] of Object.entries(op.responses)) {
+        expect(response.description, `${key} ${status}`).not.toBe('Default Response');
+        if (/^[45]/.test(status)) {
+          const schema = response.content?.['application/json']?.schema as { properties?: object };
+          expect(Object.keys(schema?.properties ?? {}), `${key} ${status}`).toContain('error_code');
+        }
+      }
+    }
+    const send = doc.paths['/api/messages/send']!.post!.responses;
+    for (const status of ['201', '402', '403', '409', '502']) expect(send[status], status).toBeDefined();
+    expect(doc.paths['/api/campaigns/{id}']!.patch!.responses['409']).toBeDefined();
+    expect(doc.paths['/api/campaigns/{id}/retry-failed']!.post!.responses['402']).toBeDefined();
+    expect(doc.paths['/api/credits/ledger']!.get!.responses['403']).toBeDefined();
+  });
+
+  it('describes every tag, in a reader order, uses no empty one, and names a licence', () => {
+    const names = doc.tags.map((tag) => tag.name);
+    for (const tag of doc.tags) expect(tag.description, tag.name).toBeTruthy();
+    const used = new Set(operations.flatMap(([, op]) => op.tags ?? []));
+    expect(names.filter((n) => !used.has(n))).toEqual([]);
+    expect([...used].filter((n) => !names.includes(n))).toEqual([]);
+    expect(names.slice(0, 5)).toEqual(['Health', 'Authentication', 'Users', 'Voters', 'Segments']);
+    expect(names.indexOf('Messaging')).toBeLessThan(names.indexOf('Grievances'));
+    expect(doc.info.license?.name).toBeTruthy();
+  });
+
+  it('leaves out the provider callbacks tag when no real provider is configured', async () => {
+    const plain = await buildTestApp('sqlite');
+    try {
+      const document = (await call(plain.app, 'GET', '/api/openapi.json')).body;
+      expect(document.tags.map((tag: { name: string }) => tag.name)).not.toContain('Provider callbacks');
+    } finally {
+      await plain.close();
+    }
+  });
+
+  // Needs the npm registry: `OPENAPI_LINT=1 npx vitest run test/openapi.test.ts` (or .ci/run with it set).
+  it.runIf(process.env.OPENAPI_LINT === '1')(
+    '@redocly/cli lint (recommended rules) finds no error',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ces-openapi-'));
+      try {
+        const file = join(dir, 'openapi.json');
+        writeFileSync(file, JSON.stringify(doc));
+        const run = promisify(execFile);
+        const result = await run('npx', ['-y', '@redocly/cli@2.11.1', 'lint', file, '--format=summary'], {
+          cwd: dir,
+        }).catch((error: { stdout: string; stderr: string }) => error);
+        expect(`${result.stdout}\n${result.stderr}`).not.toMatch(/error\s/);
+        expect(`${result.stdout}\n${result.stderr}`).toMatch(/valid/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
+
+  // Needs the npm registry, as the lint above.
+  it.runIf(process.env.OPENAPI_LINT === '1')(
+    'openapi-typescript generates a client whose types accept the documented calls',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ces-client-'));
+      try {
+        const run = promisify(execFile);
+        writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc));
+        await run('npx', ['-y', 'openapi-typescript@7.13.0', 'openapi.json', '-o', 'api.d.ts'], { cwd: dir });
+        writeFileSync(join(dir, 'calls.ts'), CLIENT_CALLS);
+        const tsc = join(process.cwd(), 'node_modules', 'typescript', 'bin', 'tsc');
+        const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
+        const checked = await run(
+          process.execPath,
+          [tsc, ...args, '--allowImportingTsExtensions', '--target', 'es2022', 'calls.ts'],
+          { cwd: dir },
+        ).catch((error: { stdout: string }) => ({ stdout: `FAILED ${error.stdout}` }));
+        expect(checked.stdout).toBe('');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
+});
+
+/** Calls a client would make, typed against the generated document: this compiles only if the document is right. */
+const CLIENT_CALLS = `import type { operations, paths } from './api.d.ts';
+type VotersQuery = NonNullable<operations['getVoters']['parameters']['query']>;
+export const onlySearch: VotersQuery = { search: 'patel' };
+type Ledger = operations['getCreditsLedger']['responses'][200]['content']['application/json']['data']['data'][number];
+export const reason: Ledger['reason'] = 'refund';
+type Message = operations['getMessagesId']['responses'][200]['content']['application/json']['data'];
+export const code: Message['error_code'] = 'opted_out';
+type Conflict = operations['postCampaignsIdRetryFailed']['responses'][409]['content']['application/json'];
+export const conflict: Conflict['error_code'] = 'conflict';
+export type Send402 = paths['/api/messages/send']['post']['responses'][402];
+`;

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Account, buildTestApp, call, expectError, register, type TestApp } from './helpers.ts';
+
+// The messages depend on the schemas only, not on the database: SQLite is enough.
+describe('validation messages name what to send, once per field, for every field at once', () => {
+  let t: TestApp;
+  let owner: Account;
+  beforeAll(async () => {
+    t = await buildTestApp('sqlite');
+    owner = await register(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('a value of the right type that breaks a rule gets that rule only (no "must be null.")', async () => {
+    const res = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'A', phone: '+919812345678', email: 'not-an-email', booth: 'x'.repeat(30) },
+    });
+    expectError(res, 422, 'validation_error');
+    expect(res.body.details.email).toEqual(['must be a valid email address.']);
+    expect(res.body.details.booth).toEqual(['must be at most 20 characters.']);
+  });
+
+  it('a value of no allowed type names every allowed type in one message', async () => {
+    const res = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'A', phone: '+919812345678', email: 5, booth: { no: 1 } },
+    });
+    expectError(res, 422, 'validation_error');
+    expect(res.body.details.email).toEqual(['must be a string or null.']);
+    expect(res.body.details.booth).toHaveLength(1);
+    expect(res.body.details.booth[0]).toMatch(/^must be a string or a number or null\.$/);
+  });
+
+  it('an item inside a nullable array is named by its path, without a message for the array', async () => {
+    const created = await call(t.app, 'POST', '/api/campaigns', {
+      token: owner.token,
+      body: { name: 'C', channel: 'sms', message: 'x', recipients: ['+919812345678'] },
+    });
+    const res = await call(t.app, 'PATCH', `/api/campaigns/${created.body.data.id}`, {
+      token: owner.token,
+      body: { recipients: [5], subject: '', media_url: 7 },
+    });
+    expectError(res, 422, 'validation_error');
+    expect(res.body.details).toEqual({
+      'recipients.0': ['must be a string.'],
+      subject: ['must not be empty.'],
+      media_url: ['must be a string or null.'],
+    });
+  });
+
+  it('a phone that is not a number is reported together with the other fields', async () => {
+    const res = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: '', phone: 'call me', email: 'nope' },
+    });
+    expectError(res, 422, 'validation_error');
+    expect(res.body.details).toEqual({
+      name: ['must not be empty.'],
+      phone: [expect.stringMatching(/^must be a valid phone number/)],
+      email: ['must be a valid email address.'],
+    });
+    // A number without + is read in DEFAULT_COUNTRY (IN) and passes the schema.
+    const ok = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'Ravi', phone: '98123 45678' },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.phone).toBe('+919812345678');
+    const empty = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'R', phone: '' },
+    });
+    expect(empty.body.details.phone).toEqual(['must not be empty.']);
+  });
+});
