@@ -26,6 +26,8 @@ import { IdempotencyService } from './modules/idempotency/idempotency.service.ts
 import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
 import { messagesRoutes } from './modules/messages/messages.routes.ts';
 import { MessagesService } from './modules/messages/messages.service.ts';
+import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
+import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -174,6 +176,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {

@@ -10,6 +10,7 @@ import * as voterChanges from './migrations/2026_11_21_006_voter_changes.ts';
 import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
 import * as auditLog from './migrations/2026_11_24_008_audit_log.ts';
 import * as messageErrorCode from './migrations/2026_11_24_009_message_error_code.ts';
+import * as consent from './migrations/2026_11_24_014_consent.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_007_voter_blocks': voterBlocks,
   '2026_11_24_008_audit_log': auditLog,
   '2026_11_24_009_message_error_code': messageErrorCode,
+  '2026_11_24_014_consent': consent,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -27,6 +27,9 @@ export interface Database {
   messages: MessageTable;
   idempotency_keys: IdempotencyKeyTable;
   audit_log: AuditLogTable;
+  opt_outs: OptOutTable;
+  silence_periods: SilencePeriodTable;
+  inbound_messages: InboundMessageTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -387,3 +390,44 @@ export interface AuditLogTable {
   created_at: string;
 }
 export type AuditLogRow = Selectable<AuditLogTable>;
+
+export const optOutChannels = ['whatsapp', 'sms', 'email', 'ivr', 'all'] as const;
+export type OptOutChannel = (typeof optOutChannels)[number];
+export const optOutSources = ['manual', 'keyword', 'unsubscribe_link', 'provider'] as const;
+export type OptOutSource = (typeof optOutSources)[number];
+
+export interface OptOutTable {
+  id: Generated<number>;
+  workspace_id: number;
+  /** E.164 phone or lower-cased email. */
+  address: string;
+  channel: OptOutChannel;
+  source: OptOutSource;
+  reason: string | null;
+  created_at: string;
+}
+export type OptOutRow = Selectable<OptOutTable>;
+
+export interface SilencePeriodTable {
+  id: Generated<number>;
+  workspace_id: number;
+  constituency: string;
+  constituency_key: string;
+  starts_at: string;
+  ends_at: string;
+  reason: string | null;
+  created_at: string;
+}
+export type SilencePeriodRow = Selectable<SilencePeriodTable>;
+
+export interface InboundMessageTable {
+  id: Generated<number>;
+  workspace_id: number;
+  channel: MessageChannel;
+  from: string;
+  body: string;
+  keyword: 'stop' | 'start' | null;
+  provider: string;
+  created_at: string;
+}
+export type InboundMessageRow = Selectable<InboundMessageTable>;

@@ -21,6 +21,8 @@ export const permissions = [
   'team:manage',
   'webhooks:manage',
   'payments:manage',
+  /** Opt-outs, templates and silence periods; replies. */
+  'consent:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 

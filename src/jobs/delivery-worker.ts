@@ -7,6 +7,7 @@ import type { MessageRow } from '../db/schema.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
+import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
 import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
@@ -26,7 +27,7 @@ import {
 } from '../providers/provider.ts';
 import { Pace } from './pace.ts';
 
-type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients'>;
+type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients' | 'quietHours'>;
 
 /**
  * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before a
@@ -52,6 +53,8 @@ export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly messages: MessagesService;
   readonly campaigns: CampaignsService;
+  /** Opt-outs, silence periods and quiet hours, checked on every claimed batch. */
+  private readonly gate: DeliveryGate;
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
@@ -64,9 +67,12 @@ export class DeliveryWorker {
       config: WorkerConfig;
       providers: Providers;
       log: FastifyBaseLogger;
+      /** The time the consent rules go by (quiet hours, silence periods) and messages fall due; tests move it. */
+      clock?: () => Date;
     },
   ) {
     const { db, config, providers, log } = deps;
+    this.gate = new DeliveryGate({ db: db.kysely, rules: { quietHours: config.quietHours } });
     this.messages = new MessagesService({ db: db.kysely, config, providers, log });
     this.campaigns = new CampaignsService({ db: db.kysely, config, log });
   }
@@ -169,10 +175,11 @@ export class DeliveryWorker {
   private async sendBatch(channel: Channel): Promise<number> {
     const { db, config, providers } = this.deps;
     const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
-    const now = nowIso();
+    const at = this.deps.clock?.() ?? new Date();
+    const now = at.toISOString();
     const leaseEnds = Date.now() + leaseSeconds * 1000;
     const leaseUntil = new Date(leaseEnds).toISOString();
-    const rows = await claimDue(
+    const claimed = await claimDue(
       db.kysely,
       db.dialect,
       this.id,
@@ -181,6 +188,7 @@ export class DeliveryWorker {
       this.batchSize(channel),
       channel,
     );
+    const rows = await this.gate.screen(claimed, at, this.id);
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -233,7 +241,7 @@ export class DeliveryWorker {
     }
     await mark();
     for (const [reason, ids] of failures) await this.messages.fail(ids, reason);
-    return rows.length;
+    return claimed.length;
   }
 
   /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */

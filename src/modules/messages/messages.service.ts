@@ -19,6 +19,7 @@ import {
   recipientAddress,
   unitCost,
 } from './messages.rules.ts';
+import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
 
@@ -98,6 +99,7 @@ export class MessagesService {
     if (!to) errors.to = [addressProblem(input.channel)];
     contentProblems(input, errors);
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);
+    await refuseOptedOut(db, workspaceId, input.channel, to);
 
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
