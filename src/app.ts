@@ -28,6 +28,8 @@ import { messagesRoutes } from './modules/messages/messages.routes.ts';
 import { MessagesService } from './modules/messages/messages.service.ts';
 import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
 import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
+import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
+import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -178,6 +180,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
   const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
+  const silencePeriods = new SilencePeriodsService({ db: db.kysely });
+  await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {
