@@ -150,6 +150,19 @@ for (const dialect of dialects) {
         ).id,
       );
       await created('POST', '/api/messages/send', { channel: 'sms', to: uniquePhone(), message: marker });
+      ids['opt-outs'] = String(
+        (await created('POST', '/api/opt-outs', { address: uniquePhone(), channel: 'sms', reason: marker }))
+          .id,
+      );
+      ids['silence-periods'] = String(
+        (
+          await created('POST', '/api/silence-periods', {
+            constituency: `${marker} Constituency`,
+            starts_at: '2030-01-01T00:00:00Z',
+            ends_at: '2030-01-03T00:00:00Z',
+          })
+        ).id,
+      );
     });
     afterAll(() => t.close());
 
