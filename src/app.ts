@@ -30,6 +30,8 @@ import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
 import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
 import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
 import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
+import { inboundRoutes, twilioInboundRoutes } from './modules/inbound/inbound.routes.ts';
+import { InboundService } from './modules/inbound/inbound.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -182,6 +184,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
   const silencePeriods = new SilencePeriodsService({ db: db.kysely });
   await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
+  const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  await app.register(inboundRoutes, { prefix: '/api', inbound });
+  if (config.twilio)
+    await app.register(twilioInboundRoutes, { prefix: '/api', inbound, twilio: config.twilio });
   if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
 
   app.addHook('onClose', async () => {

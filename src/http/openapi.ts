@@ -112,10 +112,15 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         {
           name: 'Webhooks',
           description:
-            'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+            'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
         },
         { name: 'Messaging', description: 'Send, broadcast and history; credits; Idempotency-Key.' },
         { name: 'Campaigns', description: 'Campaigns, scheduled or sent at once, with live stats.' },
+        {
+          name: 'Consent',
+          description:
+            'Opt-outs, replies and STOP keywords, templates and election silence periods (politician, manager).',
+        },
         { name: 'Provider callbacks', description: 'Signed delivery reports from messaging providers.' },
       ],
     },

@@ -1,6 +1,7 @@
 import { type TSchema, Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
+import { InboundItem } from '../inbound/inbound.schemas.ts';
 import { ProcessedPayment } from '../payments/payments.schemas.ts';
 
 const MessageData = Type.Object(
@@ -72,5 +73,6 @@ export const webhookEventsOpenApi = {
   'grievance.created': event('grievance.created', Grievance, 'A grievance was recorded'),
   'grievance.resolved': event('grievance.resolved', Grievance, 'A grievance moved to `resolved`'),
   'payment.processed': event('payment.processed', ProcessedPayment, 'A payment added credits'),
+  'message.received': event('message.received', InboundItem, 'A reply came in (POST /api/inbound, Twilio)'),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
 };
