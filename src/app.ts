@@ -32,6 +32,7 @@ import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.
 import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
 import { inboundRoutes, twilioInboundRoutes } from './modules/inbound/inbound.routes.ts';
 import { InboundService } from './modules/inbound/inbound.service.ts';
+import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -182,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
   const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
+  await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
   const silencePeriods = new SilencePeriodsService({ db: db.kysely });
   await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
   const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });

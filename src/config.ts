@@ -65,6 +65,8 @@ export interface Config {
   readonly smtp: SmtpSettings | undefined;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;
+  /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and Twilio callbacks point there. */
+  readonly publicBaseUrl: string | undefined;
 }
 
 /** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */
@@ -413,6 +415,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     twilio: twilio(env, Object.values(providers).includes('twilio')),
     smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
   };
   return Object.freeze(config);
 }

@@ -1,4 +1,6 @@
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
 import {
@@ -15,7 +17,7 @@ import {
   uniqueEmail,
   uniquePhone,
 } from './helpers.ts';
-import { isolatedDatabase, until } from './messaging-helpers.ts';
+import { buildProviderTestApp, isolatedDatabase, until } from './messaging-helpers.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -277,6 +279,105 @@ for (const dialect of dialects) {
         payload: noHeader.payload,
       });
       expect(refused.statusCode).toBe(422);
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`one-click unsubscribe on campaign email (${dialect})`, () => {
+    const received: Array<{ to: string[]; raw: string }> = [];
+    let smtp: SMTPServer;
+    let t: Awaited<ReturnType<typeof buildProviderTestApp>>;
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+    beforeAll(async () => {
+      smtp = new SMTPServer({
+        authOptional: true,
+        disabledCommands: ['STARTTLS', 'AUTH'],
+        logger: false,
+        onData(stream, session, callback) {
+          const chunks: Buffer[] = [];
+          stream.on('data', (c: Buffer) => chunks.push(c));
+          stream.on('end', () => {
+            received.push({
+              to: session.envelope.rcptTo.map((r) => r.address),
+              raw: Buffer.concat(chunks).toString('utf8'),
+            });
+            callback();
+          });
+        },
+      });
+      await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+      database = await isolatedDatabase(dialect);
+      t = await buildProviderTestApp(dialect, {
+        ...database.env,
+        EMAIL_PROVIDER: 'smtp',
+        SMTP_HOST: '127.0.0.1',
+        SMTP_PORT: String((smtp.server.address() as AddressInfo).port),
+        SMTP_FROM: 'Campaign Office <office@example.org>',
+        PUBLIC_BASE_URL: 'https://ces.example.org',
+      });
+    });
+    afterAll(async () => {
+      await t.close();
+      await database.drop();
+      await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    });
+
+    it('carries List-Unsubscribe and List-Unsubscribe-Post; a POST to the link opts the address out of email', async () => {
+      const owner = await register(t.app);
+      const worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
+      const address = uniqueEmail('voter');
+      const res = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'email', subject: 'Rally', message: 'Rally on Sunday', recipients: [address] },
+      });
+      expect(res.status).toBe(202);
+      await until(async () => {
+        await worker.drain();
+        return received.some((m) => m.to.includes(address));
+      }, 'the email to arrive');
+      const mail = received.find((m) => m.to.includes(address))!;
+      const head = mail.raw.split(/\r?\n\r?\n/, 1)[0]!.replace(/\r?\n[ \t]+/g, ' ');
+      expect(head).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
+      const link = /^List-Unsubscribe: <(https:\/\/ces\.example\.org\/api\/unsubscribe\/[^>]+)>$/m.exec(
+        head,
+      )?.[1];
+      expect(link).toBeDefined();
+      const path = new URL(link!).pathname;
+      const post = (url: string) =>
+        call(t.app, 'POST', url, {
+          body: 'List-Unsubscribe=One-Click',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        });
+      // A forged or altered link changes nothing.
+      const [payload, sig] = path.slice('/api/unsubscribe/'.length).split('.') as [string, string];
+      const forged = Buffer.from(`${owner.user.workspace_id}:someone.else@example.com`).toString('base64url');
+      expectError(await post(`/api/unsubscribe/${forged}.${sig}`), 404, 'not_found');
+      expectError(await post(`/api/unsubscribe/${payload}.${sig.slice(0, -2)}AA`), 404, 'not_found');
+      expectError(await post('/api/unsubscribe/nonsense'), 404, 'not_found');
+      // No token needed: the link is the credential.
+      const ok = await post(path);
+      expect(ok.status).toBe(200);
+      expect(ok.body.data).toEqual({ channel: 'email', unsubscribed: true });
+      expect((await post(path)).status).toBe(200);
+      const list = await call(t.app, 'GET', '/api/opt-outs', { token: owner.token });
+      expect(list.body.data.data).toMatchObject([{ address, channel: 'email', source: 'unsubscribe_link' }]);
+      // The next campaign email to that address is not sent.
+      const again = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'email', subject: 'Rally', message: 'Second', recipients: [address] },
+      });
+      const id = Number(String(again.body.data.campaign_id).slice(5));
+      await until(async () => {
+        await worker.drain();
+        const row = await t.db.kysely
+          .selectFrom('messages')
+          .select(['status', 'error_code'])
+          .where('campaign_id', '=', id)
+          .executeTakeFirst();
+        return row?.status === 'failed' && row.error_code === 'opted_out';
+      }, 'the second email to fail as opted out');
+      expect(received.filter((m) => m.to.includes(address))).toHaveLength(1);
     });
   });
 }

@@ -8,6 +8,7 @@ import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
+import { listUnsubscribeHeaders } from '../modules/opt-outs/unsubscribe.ts';
 import { pruneVoterChanges } from '../modules/voters/voters.repository.ts';
 import {
   claimDue,
@@ -27,7 +28,16 @@ import {
 } from '../providers/provider.ts';
 import { Pace } from './pace.ts';
 
-type WorkerConfig = Pick<Config, 'delivery' | 'defaultCountry' | 'broadcastMaxRecipients' | 'quietHours'>;
+type WorkerConfig = Pick<
+  Config,
+  | 'delivery'
+  | 'defaultCountry'
+  | 'broadcastMaxRecipients'
+  | 'quietHours'
+  | 'appKey'
+  | 'publicBaseUrl'
+  | 'port'
+>;
 
 /**
  * Handovers are recorded every MARK_EVERY messages or MARK_AFTER_MS, whichever comes first, and before a
@@ -218,7 +228,7 @@ export class DeliveryWorker {
         break;
       }
       try {
-        const result = await sendWithin(provider, outgoing(row), providerTimeoutMs);
+        const result = await sendWithin(provider, this.withHeaders(row), providerTimeoutMs);
         handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
@@ -242,6 +252,15 @@ export class DeliveryWorker {
     await mark();
     for (const [reason, ids] of failures) await this.messages.fail(ids, reason);
     return claimed.length;
+  }
+
+  /** Campaign email carries the one-click unsubscribe headers (RFC 8058). */
+  private withHeaders(row: MessageRow) {
+    const message = outgoing(row);
+    if (row.channel !== 'email' || row.campaign_id === null) return message;
+    const { appKey, publicBaseUrl, port } = this.deps.config;
+    const base = publicBaseUrl ?? `http://localhost:${port}`;
+    return { ...message, headers: listUnsubscribeHeaders(appKey, base, row.workspace_id, row.to) };
   }
 
   /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */

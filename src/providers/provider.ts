@@ -13,6 +13,8 @@ export interface OutgoingMessage {
   templateId?: string | undefined;
   /** Our id for the message (`msg_<n>`), passed to the provider where it accepts one. */
   reference?: string | undefined;
+  /** Extra email headers (List-Unsubscribe on campaign email); other channels ignore them. */
+  headers?: Record<string, string> | undefined;
 }
 
 export interface SendResult {
