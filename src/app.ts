@@ -33,6 +33,8 @@ import { SilencePeriodsService } from './modules/silence-periods/silence-periods
 import { inboundRoutes, twilioInboundRoutes } from './modules/inbound/inbound.routes.ts';
 import { InboundService } from './modules/inbound/inbound.service.ts';
 import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
+import { templatesRoutes } from './modules/templates/templates.routes.ts';
+import { TemplatesService } from './modules/templates/templates.service.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -186,6 +188,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
   const silencePeriods = new SilencePeriodsService({ db: db.kysely });
   await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
+  await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
   const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(inboundRoutes, { prefix: '/api', inbound });
   if (config.twilio)

@@ -67,6 +67,8 @@ export interface Config {
   readonly quietHours: QuietHours | undefined;
   /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and Twilio callbacks point there. */
   readonly publicBaseUrl: string | undefined;
+  /** DLT_ENFORCE: an SMS needs a tpl_ template with a DLT template id and a sender id. */
+  readonly dltEnforce: boolean;
 }
 
 /** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */
@@ -416,6 +418,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
+    dltEnforce: bool(env, 'DLT_ENFORCE', false),
   };
   return Object.freeze(config);
 }

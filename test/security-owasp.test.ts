@@ -154,6 +154,15 @@ for (const dialect of dialects) {
         (await created('POST', '/api/opt-outs', { address: uniquePhone(), channel: 'sms', reason: marker }))
           .id,
       );
+      ids.templates = String(
+        (
+          await created('POST', '/api/templates', {
+            name: marker,
+            channel: 'sms',
+            body: `${marker} {{name}}`,
+          })
+        ).id,
+      );
       ids['silence-periods'] = String(
         (
           await created('POST', '/api/silence-periods', {
@@ -182,6 +191,7 @@ for (const dialect of dialects) {
         'PATCH /api/segments/:id': { name: 'Taken over' },
         'PATCH /api/campaigns/:id': { name: 'Taken over' },
         'PATCH /api/users/:id': { name: 'Taken over' },
+        'PATCH /api/templates/:id': { name: 'Taken over' },
       };
       return bodies[label(route)];
     };

@@ -11,6 +11,7 @@ import * as voterBlocks from './migrations/2026_11_21_007_voter_blocks.ts';
 import * as auditLog from './migrations/2026_11_24_008_audit_log.ts';
 import * as messageErrorCode from './migrations/2026_11_24_009_message_error_code.ts';
 import * as consent from './migrations/2026_11_24_014_consent.ts';
+import * as templates from './migrations/2026_11_24_015_templates.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_008_audit_log': auditLog,
   '2026_11_24_009_message_error_code': messageErrorCode,
   '2026_11_24_014_consent': consent,
+  '2026_11_24_015_templates': templates,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

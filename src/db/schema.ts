@@ -30,6 +30,7 @@ export interface Database {
   opt_outs: OptOutTable;
   silence_periods: SilencePeriodTable;
   inbound_messages: InboundMessageTable;
+  templates: TemplateTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -431,3 +432,22 @@ export interface InboundMessageTable {
   created_at: string;
 }
 export type InboundMessageRow = Selectable<InboundMessageTable>;
+
+export const templateCategories = ['promotional', 'service', 'transactional'] as const;
+export type TemplateCategory = (typeof templateCategories)[number];
+
+export interface TemplateTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  channel: MessageChannel;
+  body: string;
+  language: string;
+  category: TemplateCategory;
+  dlt_template_id: string | null;
+  sender_id: string | null;
+  subject: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type TemplateRow = Selectable<TemplateTable>;

@@ -37,6 +37,7 @@ type WorkerConfig = Pick<
   | 'appKey'
   | 'publicBaseUrl'
   | 'port'
+  | 'dltEnforce'
 >;
 
 /**
@@ -198,7 +199,7 @@ export class DeliveryWorker {
       this.batchSize(channel),
       channel,
     );
-    const rows = await this.gate.screen(claimed, at, this.id);
+    const { rows, extras } = await this.gate.screen(claimed, at, this.id);
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -228,7 +229,8 @@ export class DeliveryWorker {
         break;
       }
       try {
-        const result = await sendWithin(provider, this.withHeaders(row), providerTimeoutMs);
+        const message = { ...this.withHeaders(row), ...extras.get(row.id) };
+        const result = await sendWithin(provider, message, providerTimeoutMs);
         handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);

@@ -15,6 +15,9 @@ export interface OutgoingMessage {
   reference?: string | undefined;
   /** Extra email headers (List-Unsubscribe on campaign email); other channels ignore them. */
   headers?: Record<string, string> | undefined;
+  /** SMS of a DLT-registered template (TRAI): the template id and header (sender id) it is registered with. */
+  dltTemplateId?: string | undefined;
+  senderId?: string | undefined;
 }
 
 export interface SendResult {

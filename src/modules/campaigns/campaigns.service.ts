@@ -19,6 +19,7 @@ import {
   unitCost,
 } from '../messages/messages.rules.ts';
 import { failMessages } from '../messages/outbox.repository.ts';
+import { withTemplate } from '../templates/templates.service.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import type { VoterFilters } from '../voters/voters.repository.ts';
 import {
@@ -41,7 +42,8 @@ import {
 
 export interface AudienceInput {
   channel: MessageChannel;
-  message: string;
+  /** Required unless template_id names a tpl_ template. */
+  message?: string | undefined;
   recipients?: string[] | undefined;
   segment_id?: number | string | undefined;
   subject?: string | undefined;
@@ -95,12 +97,18 @@ export class CampaignsService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery'>;
+      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery' | 'dltEnforce'>;
       log: FastifyBaseLogger;
     },
   ) {}
 
-  async broadcast(workspaceId: number, input: AudienceInput) {
+  async broadcast(workspaceId: number, given: AudienceInput) {
+    const { template: _template, ...input } = await withTemplate(
+      this.deps.db,
+      workspaceId,
+      given,
+      this.deps.config.dltEnforce,
+    );
     const audience = await this.audience(workspaceId, input, {});
     const now = nowIso();
     const row = await this.deps.db.transaction().execute(async (trx) => {
@@ -118,7 +126,13 @@ export class CampaignsService {
     };
   }
 
-  async create(workspaceId: number, input: CampaignInput) {
+  async create(workspaceId: number, given: CampaignInput) {
+    const { template: _template, ...input } = await withTemplate(
+      this.deps.db,
+      workspaceId,
+      given,
+      this.deps.config.dltEnforce,
+    );
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
     let scheduledAt: string | undefined;
@@ -339,7 +353,7 @@ export class CampaignsService {
   /** Checks recipients (each valid for the channel; deduplicated), the segment and the content. */
   private async audience(
     workspaceId: number,
-    input: AudienceInput,
+    input: AudienceInput & { message: string },
     errors: FieldErrors,
   ): Promise<{ recipients: string[]; segmentId: number | null }> {
     const { config } = this.deps;
@@ -373,7 +387,7 @@ export class CampaignsService {
   }
 
   private columns(
-    input: AudienceInput,
+    input: AudienceInput & { message: string },
     audience: { recipients: string[]; segmentId: number | null },
     now: string,
   ) {
