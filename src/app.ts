@@ -35,6 +35,8 @@ import { InboundService } from './modules/inbound/inbound.service.ts';
 import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
 import { templatesRoutes } from './modules/templates/templates.routes.ts';
 import { TemplatesService } from './modules/templates/templates.service.ts';
+import { CampaignPreview } from './modules/opt-outs/preview.ts';
+import { previewRoutes } from './modules/opt-outs/preview.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -188,6 +190,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
   const silencePeriods = new SilencePeriodsService({ db: db.kysely });
   await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
+  await app.register(previewRoutes, {
+    prefix: '/api',
+    preview: new CampaignPreview({ db: db.kysely, quietHours: config.quietHours }),
+  });
   await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
   const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(inboundRoutes, { prefix: '/api', inbound });

@@ -8,11 +8,12 @@ import {
   buildTestApp,
   call,
   dialects,
+  expectError,
   register,
   type TestApp,
   uniquePhone,
 } from './helpers.ts';
-import { isolatedDatabase } from './messaging-helpers.ts';
+import { insertVoters, isolatedDatabase } from './messaging-helpers.ts';
 
 const silent = pino({ level: 'silent' });
 const kolkata = { ...parseWindow('21:00-10:00')!, timeZone: 'Asia/Kolkata', text: '21:00-10:00' };
@@ -147,6 +148,84 @@ for (const dialect of dialects) {
       expect(await statuses(ivr)).toEqual(['delivered']);
       const campaign = await call(t.app, 'GET', `/api/campaigns/${sms}`, { token: owner.token });
       expect(campaign.body.data.status).toBe('completed');
+    });
+
+    it('previews a campaign: opted out, silence period and quiet hours, at its scheduled time', async () => {
+      const owner = await register(t.app);
+      const ws = owner.user.workspace_id;
+      const phones = Array.from({ length: 5 }, () => uniquePhone());
+      await insertVoters(t, ws, 5, (i) => ({
+        phone: phones[i]!,
+        constituency: ['North', 'North', 'South', 'South', 'South'][i],
+      }));
+      const extra = uniquePhone();
+      for (const address of [phones[0], phones[2], extra]) {
+        await call(t.app, 'POST', '/api/opt-outs', { token: owner.token, body: { address, channel: 'all' } });
+      }
+      const when = ahead('17:00'); // 22:30 IST: inside quiet hours
+      await call(t.app, 'POST', '/api/silence-periods', {
+        token: owner.token,
+        body: {
+          constituency: 'north',
+          starts_at: new Date(when.getTime() - 3_600_000).toISOString(),
+          ends_at: new Date(when.getTime() + 3_600_000).toISOString(),
+        },
+      });
+      const segment = await call(t.app, 'POST', '/api/segments', {
+        token: owner.token,
+        body: { name: 'All', filters: {} },
+      });
+      const created = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: {
+          name: 'Phase 2',
+          channel: 'sms',
+          message: 'Vote on Thursday',
+          segment_id: segment.body.data.id,
+          recipients: [extra, uniquePhone(), phones[4]],
+          scheduled_at: when.toISOString(),
+        },
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.data.id as string;
+      const res = await call(t.app, 'POST', `/api/campaigns/${id}/preview`, { token: owner.token });
+      expect(res.status).toBe(200);
+      const release = new Date(when.getTime() + 86_400_000).toISOString().slice(0, 10) + 'T04:30:00.000Z';
+      // 5 voters + 2 explicit recipients not in the segment = 7; opted out: phones[0], phones[2], extra;
+      // silenced: phones[1] (North); the other 3 go, held until 10:00 IST.
+      expect(res.body.data).toEqual({
+        campaign_id: id,
+        channel: 'sms',
+        evaluated_at: when.toISOString(),
+        total_recipients: 7,
+        opted_out: 3,
+        silence_period: 1,
+        to_send: 3,
+        held: 3,
+        held_until: release,
+        estimated_credits: 3,
+      });
+      // Email: not ruled by silence or quiet hours.
+      const email = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: { name: 'Mail', channel: 'email', subject: 'Hi', message: 'Hi', recipients: ['a@example.com'] },
+      });
+      const mail = await call(t.app, 'POST', `/api/campaigns/${email.body.data.id}/preview`, {
+        token: owner.token,
+      });
+      expect(mail.body.data).toMatchObject({ total_recipients: 1, to_send: 1, held: 0, held_until: null });
+      const stranger = await register(t.app);
+      expectError(
+        await call(t.app, 'POST', `/api/campaigns/${id}/preview`, { token: stranger.token }),
+        404,
+        'not_found',
+      );
+      await call(t.app, 'POST', `/api/campaigns/${email.body.data.id}/send`, { token: owner.token });
+      expectError(
+        await call(t.app, 'POST', `/api/campaigns/${email.body.data.id}/preview`, { token: owner.token }),
+        409,
+        'conflict',
+      );
     });
 
     it('does not hold single sends, nor bulk messages outside the window', async () => {
