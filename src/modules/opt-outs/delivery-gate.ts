@@ -38,6 +38,17 @@ export interface Screened {
   extras: Map<number, Partial<OutgoingMessage>>;
 }
 
+/** Rows per workspace, in order. */
+function byWorkspaceOf(rows: readonly MessageRow[]): Map<number, MessageRow[]> {
+  const groups = new Map<number, MessageRow[]>();
+  for (const row of rows) {
+    const group = groups.get(row.workspace_id);
+    if (group) group.push(row);
+    else groups.set(row.workspace_id, [row]);
+  }
+  return groups;
+}
+
 const templateId = (row: MessageRow) =>
   isTemplateRef(row.template_id) ? Number(row.template_id.slice(4)) : undefined;
 
@@ -60,9 +71,7 @@ export class DeliveryGate {
       held: [],
       holdUntil: quietUntil(rules.quietHours, at),
     };
-    const byWorkspace = new Map<number, MessageRow[]>();
-    for (const row of rows)
-      byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
+    const byWorkspace = byWorkspaceOf(rows);
     const iso = at.toISOString();
     for (const [workspaceId, group] of byWorkspace) {
       const templates = await this.templatesOf(workspaceId, group);
@@ -137,9 +146,7 @@ export class DeliveryGate {
     const templated = rows.filter((r) => templateId(r) !== undefined);
     if (templated.length === 0) return { rows, extras };
     const dropped = new Set<number>();
-    const byWorkspace = new Map<number, MessageRow[]>();
-    for (const row of templated)
-      byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
+    const byWorkspace = byWorkspaceOf(templated);
     for (const [workspaceId, group] of byWorkspace) {
       const templates = await this.templatesOf(workspaceId, group);
       await this.deps.db.transaction().execute(async (trx) => {
