@@ -199,7 +199,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(inboundRoutes, { prefix: '/api', inbound });
   if (config.twilio)
     await app.register(twilioInboundRoutes, { prefix: '/api', inbound, twilio: config.twilio });
-  if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
+  if (config.twilio) {
+    await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio, db: db.kysely });
+  }
 
   app.addHook('onClose', async () => {
     await auth.settled();

@@ -220,5 +220,25 @@ for (const dialect of dialects) {
         (await call(t.app, 'GET', '/api/messages/inbound', { token: owner.token })).body.data.total,
       ).toBe(1);
     });
+
+    it('a Twilio status callback with error 21610 (unsubscribed at Twilio) opts the recipient out, source provider', async () => {
+      const owner = await register(t.app);
+      const phone = uniquePhone();
+      const sent = await call(t.app, 'POST', '/api/messages/send', {
+        token: owner.token,
+        body: { channel: 'sms', to: phone, message: 'Hello' },
+      });
+      const path = `/api/providers/twilio/status?message=${sent.body.data.id}`;
+      const params = { MessageSid: 'SM2', MessageStatus: 'undelivered', ErrorCode: '21610' };
+      const res = await call(t.app, 'POST', path, {
+        body: new URLSearchParams(params).toString(),
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-twilio-signature': sign(`${PUBLIC}${path}`, params),
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(await optOuts(owner)).toMatchObject([{ address: phone, channel: 'sms', source: 'provider' }]);
+    });
   });
 }

@@ -133,3 +133,15 @@ export async function optedOutAddresses(
     .execute();
   return new Set(rows.map((r) => r.address));
 }
+
+/** The workspace, channel and address of a message (any workspace: a provider callback names only the message). */
+export async function findMessageAddress(
+  db: Executor,
+  messageId: number,
+): Promise<{ workspace_id: number; channel: MessageChannel; to: string } | undefined> {
+  return db
+    .selectFrom('messages')
+    .select(['workspace_id', 'channel', 'to'])
+    .where('id', '=', messageId)
+    .executeTakeFirst();
+}

@@ -16,6 +16,7 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   deleteKeywordOptOuts,
   deleteOptOut,
+  findMessageAddress,
   findOptOut,
   listOptOuts,
   optedOutAddresses,
@@ -262,4 +263,27 @@ export async function refuseOptedOut(
       to: [`has opted out of ${channel} messages; nothing was sent.`],
     });
   }
+}
+
+/** Twilio's error for a recipient who has unsubscribed (replied STOP to the sender at Twilio's end). */
+export const TWILIO_UNSUBSCRIBED = '21610';
+
+/**
+ * A provider reported that the recipient of a message has opted out at its end: the address is opted out of
+ * that channel in the message's workspace (`source: "provider"`).
+ */
+export async function optOutByProvider(db: Kysely<Database>, messageId: number): Promise<void> {
+  const message = await findMessageAddress(db, messageId);
+  if (!message) return;
+  await db.transaction().execute(async (trx) => {
+    await addOptOut(
+      trx,
+      message.workspace_id,
+      { userId: null, ip: null },
+      message.to,
+      message.channel,
+      'provider',
+      'The provider reported the recipient as unsubscribed.',
+    );
+  });
 }
