@@ -34,6 +34,8 @@ async function main() {
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'silent',
     SANDBOX_DELIVERY_DELAY_MS: '0',
+    // The bench delivers at any hour: quiet hours (on by default) would hold its bulk messages.
+    QUIET_HOURS: '',
     WORKER_BATCH_SIZE: process.env.BENCH_BATCH ?? '2000',
     RATE_LIMIT_AUTH_PER_MIN: '1000',
   });

@@ -30,6 +30,17 @@ import { IdempotencyService } from './modules/idempotency/idempotency.service.ts
 import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
 import { messagesRoutes } from './modules/messages/messages.routes.ts';
 import { MessagesService } from './modules/messages/messages.service.ts';
+import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
+import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
+import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
+import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
+import { inboundRoutes, twilioInboundRoutes } from './modules/inbound/inbound.routes.ts';
+import { InboundService } from './modules/inbound/inbound.service.ts';
+import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
+import { templatesRoutes } from './modules/templates/templates.routes.ts';
+import { TemplatesService } from './modules/templates/templates.service.ts';
+import { CampaignPreview } from './modules/opt-outs/preview.ts';
+import { previewRoutes } from './modules/opt-outs/preview.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
@@ -196,7 +207,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns });
   await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });
-  if (config.twilio) await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio });
+  const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
+  await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
+  const silencePeriods = new SilencePeriodsService({ db: db.kysely });
+  await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
+  await app.register(previewRoutes, {
+    prefix: '/api',
+    preview: new CampaignPreview({ db: db.kysely, quietHours: config.quietHours }),
+  });
+  await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
+  const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  await app.register(inboundRoutes, { prefix: '/api', inbound });
+  if (config.twilio)
+    await app.register(twilioInboundRoutes, { prefix: '/api', inbound, twilio: config.twilio });
+  if (config.twilio) {
+    await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio, db: db.kysely });
+  }
 
   app.addHook('onClose', async () => {
     await auth.settled();

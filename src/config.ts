@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import { isTimeZone, parseWindow, type QuietHours } from './lib/quiet-hours.ts';
 
 /** Every setting of the service, parsed and checked once at start. Nothing else reads process.env. */
 export interface Config {
@@ -67,6 +68,12 @@ export interface Config {
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
   readonly smtp: SmtpSettings | undefined;
+  /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
+  readonly quietHours: QuietHours | undefined;
+  /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and Twilio callbacks point there. */
+  readonly publicBaseUrl: string | undefined;
+  /** DLT_ENFORCE: an SMS needs a tpl_ template with a DLT template id and a sender id. */
+  readonly dltEnforce: boolean;
 }
 
 /** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */
@@ -416,8 +423,33 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     },
     twilio: twilio(env, Object.values(providers).includes('twilio')),
     smtp: smtp(env, providers.email === 'smtp'),
+    quietHours: quietHours(env),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
+    dltEnforce: bool(env, 'DLT_ENFORCE', false),
   };
   return Object.freeze(config);
+}
+
+/** QUIET_HOURS ("21:00-10:00" by default; empty turns it off) in QUIET_HOURS_TZ (Asia/Kolkata by default). */
+function quietHours(env: Env): QuietHours | undefined {
+  const timeZone = env.QUIET_HOURS_TZ?.trim() || 'Asia/Kolkata';
+  if (!isTimeZone(timeZone)) {
+    throw new ConfigError(
+      'QUIET_HOURS_TZ',
+      `must be an IANA time zone such as Asia/Kolkata, got "${timeZone}"`,
+    );
+  }
+  const raw = env.QUIET_HOURS;
+  if (raw !== undefined && raw.trim() === '') return undefined;
+  const text = raw?.trim() ?? '21:00-10:00';
+  const window = parseWindow(text);
+  if (!window) {
+    throw new ConfigError(
+      'QUIET_HOURS',
+      `must be HH:MM-HH:MM in 24-hour time with different ends, e.g. "21:00-10:00" (empty turns quiet hours off), got "${text}"`,
+    );
+  }
+  return { ...window, timeZone, text };
 }
 
 /** The key file lives beside the SQLite database, or in ./data for PostgreSQL. */

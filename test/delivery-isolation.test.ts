@@ -102,7 +102,11 @@ for (const dialect of dialects) {
       worker.start();
       try {
         await until(
-          async () => (await messages(sms.body.data.campaign_id)).every((m) => m.status === 'delivered'),
+          async () => {
+            // Not before its outbox is filled: an empty list would pass `every` at once.
+            const rows = await messages(sms.body.data.campaign_id);
+            return rows.length === 2 && rows.every((m) => m.status === 'delivered');
+          },
           'the SMS to be delivered',
           10_000,
         );

@@ -18,9 +18,6 @@ const configPath = new URL('../src/config.ts', import.meta.url);
 const PENDING = new Set([
   'REDIS_PREFIX', // runtime (issue 15)
   'CORS_ORIGINS', // runtime (issue 15)
-  'QUIET_HOURS', // consent
-  'QUIET_HOURS_TZ', // consent
-  'DLT_ENFORCE', // consent
 ]);
 
 const envName = /^[A-Z][A-Z0-9_]*$/;

@@ -187,6 +187,28 @@ for (const dialect of dialects) {
         (await created('POST', '/api/messages/send', { channel: 'sms', to: uniquePhone(), message: marker }))
           .id,
       );
+      ids['opt-outs'] = String(
+        (await created('POST', '/api/opt-outs', { address: uniquePhone(), channel: 'sms', reason: marker }))
+          .id,
+      );
+      ids.templates = String(
+        (
+          await created('POST', '/api/templates', {
+            name: marker,
+            channel: 'sms',
+            body: `${marker} {{name}}`,
+          })
+        ).id,
+      );
+      ids['silence-periods'] = String(
+        (
+          await created('POST', '/api/silence-periods', {
+            constituency: `${marker} Constituency`,
+            starts_at: '2030-01-01T00:00:00Z',
+            ends_at: '2030-01-03T00:00:00Z',
+          })
+        ).id,
+      );
     });
     afterAll(() => t.close());
 
@@ -206,6 +228,7 @@ for (const dialect of dialects) {
         'PATCH /api/segments/:id': { name: 'Taken over' },
         'PATCH /api/campaigns/:id': { name: 'Taken over' },
         'PATCH /api/users/:id': { name: 'Taken over' },
+        'PATCH /api/templates/:id': { name: 'Taken over' },
       };
       return bodies[label(route)];
     };

@@ -27,6 +27,7 @@ const allEvents = [
   'grievance.created',
   'grievance.resolved',
   'payment.processed',
+  'message.received',
 ];
 
 async function createHook(t: TestApp, owner: Account, body: Record<string, unknown>) {

@@ -14,6 +14,8 @@ import * as teamAccess from './migrations/2026_11_24_010_team_access.ts';
 import * as voterImports from './migrations/2026_11_24_011_voter_imports.ts';
 import * as dropVoterChanges from './migrations/2026_11_24_012_drop_voter_changes.ts';
 import * as messageRecipientIndex from './migrations/2026_11_24_013_message_recipient_index.ts';
+import * as consent from './migrations/2026_11_24_014_consent.ts';
+import * as templates from './migrations/2026_11_24_015_templates.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -30,6 +32,8 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_011_voter_imports': voterImports,
   '2026_11_24_012_drop_voter_changes': dropVoterChanges,
   '2026_11_24_013_message_recipient_index': messageRecipientIndex,
+  '2026_11_24_014_consent': consent,
+  '2026_11_24_015_templates': templates,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

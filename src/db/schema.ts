@@ -28,6 +28,10 @@ export interface Database {
   audit_log: AuditLogTable;
   voter_imports: VoterImportTable;
   voter_import_files: VoterImportFileTable;
+  opt_outs: OptOutTable;
+  silence_periods: SilencePeriodTable;
+  inbound_messages: InboundMessageTable;
+  templates: TemplateTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -403,3 +407,62 @@ export interface VoterImportFileTable {
   seq: number;
   data: Buffer;
 }
+export const optOutChannels = ['whatsapp', 'sms', 'email', 'ivr', 'all'] as const;
+export type OptOutChannel = (typeof optOutChannels)[number];
+export const optOutSources = ['manual', 'keyword', 'unsubscribe_link', 'provider'] as const;
+export type OptOutSource = (typeof optOutSources)[number];
+
+export interface OptOutTable {
+  id: Generated<number>;
+  workspace_id: number;
+  /** E.164 phone or lower-cased email. */
+  address: string;
+  channel: OptOutChannel;
+  source: OptOutSource;
+  reason: string | null;
+  created_at: string;
+}
+export type OptOutRow = Selectable<OptOutTable>;
+
+export interface SilencePeriodTable {
+  id: Generated<number>;
+  workspace_id: number;
+  constituency: string;
+  constituency_key: string;
+  starts_at: string;
+  ends_at: string;
+  reason: string | null;
+  created_at: string;
+}
+export type SilencePeriodRow = Selectable<SilencePeriodTable>;
+
+export interface InboundMessageTable {
+  id: Generated<number>;
+  workspace_id: number;
+  channel: MessageChannel;
+  from: string;
+  body: string;
+  keyword: 'stop' | 'start' | null;
+  provider: string;
+  created_at: string;
+}
+export type InboundMessageRow = Selectable<InboundMessageTable>;
+
+export const templateCategories = ['promotional', 'service', 'transactional'] as const;
+export type TemplateCategory = (typeof templateCategories)[number];
+
+export interface TemplateTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  channel: MessageChannel;
+  body: string;
+  language: string;
+  category: TemplateCategory;
+  dlt_template_id: string | null;
+  sender_id: string | null;
+  subject: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type TemplateRow = Selectable<TemplateTable>;

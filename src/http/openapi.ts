@@ -98,9 +98,19 @@ const tagOrder = [
   },
   { name: 'Payments', description: 'Buying message credits (politician only).' },
   {
+    name: 'Consent',
+    description:
+      'Opt-outs, replies and STOP keywords, one-click unsubscribe, templates, election silence periods and the campaign preview (politician, manager).',
+  },
+  {
+    name: 'Audit log',
+    description:
+      'Who did what in the workspace: team changes, exports, sends, opt-outs (politician only; read-only).',
+  },
+  {
     name: 'Webhooks',
     description:
-      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
   },
   {
     name: 'Provider callbacks',

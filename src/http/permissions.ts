@@ -22,6 +22,8 @@ export const permissions = [
   'webhooks:manage',
   'payments:manage',
   'audit:read',
+  /** Opt-outs, templates and silence periods; replies. */
+  'consent:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 

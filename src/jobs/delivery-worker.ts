@@ -8,6 +8,8 @@ import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
+import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
+import { listUnsubscribeHeaders } from '../modules/opt-outs/unsubscribe.ts';
 import {
   claimDue,
   dueSettlements,
@@ -28,7 +30,15 @@ import { Pace } from './pace.ts';
 
 type WorkerConfig = Pick<
   Config,
-  'delivery' | 'defaultCountry' | 'broadcastMaxRecipients' | 'auditRetentionDays'
+  | 'delivery'
+  | 'defaultCountry'
+  | 'broadcastMaxRecipients'
+  | 'quietHours'
+  | 'appKey'
+  | 'publicBaseUrl'
+  | 'port'
+  | 'dltEnforce'
+  | 'auditRetentionDays'
 >;
 
 /**
@@ -55,6 +65,8 @@ export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly messages: MessagesService;
   readonly campaigns: CampaignsService;
+  /** Opt-outs, silence periods and quiet hours, checked on every claimed batch. */
+  private readonly gate: DeliveryGate;
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
@@ -67,9 +79,12 @@ export class DeliveryWorker {
       config: WorkerConfig;
       providers: Providers;
       log: FastifyBaseLogger;
+      /** The time the consent rules go by (quiet hours, silence periods) and messages fall due; tests move it. */
+      clock?: () => Date;
     },
   ) {
     const { db, config, providers, log } = deps;
+    this.gate = new DeliveryGate({ db: db.kysely, rules: { quietHours: config.quietHours } });
     this.messages = new MessagesService({ db: db.kysely, config, providers, log });
     this.campaigns = new CampaignsService({ db: db.kysely, config, log });
   }
@@ -174,10 +189,11 @@ export class DeliveryWorker {
   private async sendBatch(channel: Channel): Promise<number> {
     const { db, config, providers } = this.deps;
     const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
-    const now = nowIso();
+    const at = this.deps.clock?.() ?? new Date();
+    const now = at.toISOString();
     const leaseEnds = Date.now() + leaseSeconds * 1000;
     const leaseUntil = new Date(leaseEnds).toISOString();
-    const rows = await claimDue(
+    const claimed = await claimDue(
       db.kysely,
       db.dialect,
       this.id,
@@ -186,6 +202,7 @@ export class DeliveryWorker {
       this.batchSize(channel),
       channel,
     );
+    const { rows, extras } = await this.gate.screen(claimed, at, this.id);
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -215,7 +232,8 @@ export class DeliveryWorker {
         break;
       }
       try {
-        const result = await sendWithin(provider, outgoing(row), providerTimeoutMs);
+        const message = { ...this.withHeaders(row), ...extras.get(row.id) };
+        const result = await sendWithin(provider, message, providerTimeoutMs);
         handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
@@ -242,7 +260,16 @@ export class DeliveryWorker {
     }
     await mark();
     for (const [reason, { code, ids }] of failures) await this.messages.fail(ids, reason, code);
-    return rows.length;
+    return claimed.length;
+  }
+
+  /** Campaign email carries the one-click unsubscribe headers (RFC 8058). */
+  private withHeaders(row: MessageRow) {
+    const message = outgoing(row);
+    if (row.channel !== 'email' || row.campaign_id === null) return message;
+    const { appKey, publicBaseUrl, port } = this.deps.config;
+    const base = publicBaseUrl ?? `http://localhost:${port}`;
+    return { ...message, headers: listUnsubscribeHeaders(appKey, base, row.workspace_id, row.to) };
   }
 
   /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */

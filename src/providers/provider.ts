@@ -14,6 +14,11 @@ export interface OutgoingMessage {
   templateId?: string | undefined;
   /** Our id for the message (`msg_<n>`), passed to the provider where it accepts one. */
   reference?: string | undefined;
+  /** Extra email headers (List-Unsubscribe on campaign email); other channels ignore them. */
+  headers?: Record<string, string> | undefined;
+  /** SMS of a DLT-registered template (TRAI): the template id and header (sender id) it is registered with. */
+  dltTemplateId?: string | undefined;
+  senderId?: string | undefined;
 }
 
 export interface SendResult {

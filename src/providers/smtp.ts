@@ -37,7 +37,10 @@ export class SmtpProvider implements MessageProvider {
         subject: message.subject ?? '',
         text: message.body,
         textEncoding: 'base64',
-        ...(message.reference ? { headers: { 'X-Message-Reference': message.reference } } : {}),
+        headers: {
+          ...message.headers,
+          ...(message.reference ? { 'X-Message-Reference': message.reference } : {}),
+        },
       })) as { messageId: string };
       return { providerMessageId: info.messageId };
     } catch (error) {

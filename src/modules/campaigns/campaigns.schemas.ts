@@ -22,7 +22,7 @@ export const CreateCampaignBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     channel: ChannelSchema,
-    message: MessageText,
+    message: Type.Optional(MessageText),
     recipients: Type.Optional(Recipients),
     segment_id: Type.Optional(SegmentId),
     scheduled_at: Type.Optional(

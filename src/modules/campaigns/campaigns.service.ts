@@ -28,6 +28,7 @@ import {
   unitCost,
 } from '../messages/messages.rules.ts';
 import { failMessages } from '../messages/outbox.repository.ts';
+import { withTemplate } from '../templates/templates.service.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import type { VoterFilters } from '../voters/voters.repository.ts';
 import {
@@ -52,7 +53,8 @@ import {
 
 export interface AudienceInput {
   channel: MessageChannel;
-  message: string;
+  /** Required unless template_id names a tpl_ template. */
+  message?: string | undefined;
   recipients?: string[] | undefined;
   segment_id?: number | string | undefined;
   subject?: string | undefined;
@@ -127,12 +129,18 @@ export class CampaignsService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery'>;
+      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery' | 'dltEnforce'>;
       log: FastifyBaseLogger;
     },
   ) {}
 
-  async broadcast(workspaceId: number, input: AudienceInput, actor: AuditActor) {
+  async broadcast(workspaceId: number, given: AudienceInput, actor: AuditActor) {
+    const { template: _template, ...input } = await withTemplate(
+      this.deps.db,
+      workspaceId,
+      given,
+      this.deps.config.dltEnforce,
+    );
     const audience = await this.audience(workspaceId, input, {});
     const now = nowIso();
     const row = await this.deps.db.transaction().execute(async (trx) => {
@@ -151,7 +159,13 @@ export class CampaignsService {
     };
   }
 
-  async create(workspaceId: number, input: CampaignInput) {
+  async create(workspaceId: number, given: CampaignInput) {
+    const { template: _template, ...input } = await withTemplate(
+      this.deps.db,
+      workspaceId,
+      given,
+      this.deps.config.dltEnforce,
+    );
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
     const scheduledAt = futureTime(input.scheduled_at, errors);
@@ -197,7 +211,7 @@ export class CampaignsService {
     if (name.trim() === '') errors.name = ['must not be empty.'];
     const keep = <T>(given: T | null | undefined, was: T | null): T | undefined =>
       given === undefined ? (was ?? undefined) : (given ?? undefined);
-    const input: CampaignInput = {
+    const edited = {
       name,
       channel: current.channel,
       message: patch.message ?? current.message,
@@ -210,6 +224,17 @@ export class CampaignsService {
       template_id: keep(patch.template_id, current.template_id),
       media_url: keep(patch.media_url, current.media_url),
     };
+    // A tpl_ template given supplies the text, and DLT_ENFORCE is checked, as at create.
+    let input = edited;
+    if (patch.template_id !== undefined) {
+      const { template: _template, ...rendered } = await withTemplate(
+        db,
+        workspaceId,
+        edited,
+        this.deps.config.dltEnforce,
+      );
+      input = rendered;
+    }
     const scheduledAt =
       patch.scheduled_at === undefined
         ? (current.scheduled_at ?? undefined)
@@ -490,7 +515,7 @@ export class CampaignsService {
   /** Checks recipients (each valid for the channel; deduplicated), the segment and the content. */
   private async audience(
     workspaceId: number,
-    input: AudienceInput,
+    input: AudienceInput & { message: string },
     errors: FieldErrors,
   ): Promise<{ recipients: string[]; segmentId: number | null }> {
     const { config } = this.deps;
@@ -524,7 +549,7 @@ export class CampaignsService {
   }
 
   private columns(
-    input: AudienceInput,
+    input: AudienceInput & { message: string },
     audience: { recipients: string[]; segmentId: number | null },
     now: string,
   ) {

@@ -4,6 +4,9 @@ import type { TwilioSettings } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { optOutByProvider, TWILIO_UNSUBSCRIBED } from '../opt-outs/opt-outs.service.ts';
 import { parseRef } from './messages.rules.ts';
 import type { MessagesService } from './messages.service.ts';
 
@@ -15,7 +18,8 @@ import type { MessagesService } from './messages.service.ts';
 export const callbackRoutes: FastifyPluginAsyncTypebox<{
   messages: MessagesService;
   twilio: TwilioSettings;
-}> = async (app, { messages, twilio }) => {
+  db: Kysely<Database>;
+}> = async (app, { messages, twilio, db }) => {
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string' },
@@ -66,6 +70,7 @@ export const callbackRoutes: FastifyPluginAsyncTypebox<{
             errorCode: status === 'failed' ? (twilioErrorCode(code) ?? 'undeliverable') : undefined,
           },
         ]);
+        if (status === 'failed' && code === TWILIO_UNSUBSCRIBED) await optOutByProvider(db, id);
       }
       return { success: true as const, data: { status: status ?? null } };
     },

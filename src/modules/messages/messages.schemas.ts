@@ -16,7 +16,12 @@ export const MediaUrl = Type.String({
   maxLength: 2000,
   description: 'An https URL of an image or document (WhatsApp).',
 });
-export const TemplateId = Type.String({ minLength: 1, maxLength: 200, description: 'WhatsApp template.' });
+export const TemplateId = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description:
+    'A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name.',
+});
 export const SegmentId = Type.Union([RowId, Type.String({ pattern: '^[0-9]{1,15}$' })], {
   description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
 });
@@ -29,7 +34,7 @@ export const SendBody = Type.Object(
       maxLength: 254,
       description: 'E.164 phone for sms, whatsapp and ivr; an email address for email.',
     }),
-    message: MessageText,
+    message: Type.Optional(MessageText),
     subject: Type.Optional(Subject),
     template_id: Type.Optional(TemplateId),
     media_url: Type.Optional(MediaUrl),
@@ -52,7 +57,7 @@ export const Recipients = Type.Array(Type.String({ minLength: 1, maxLength: 254 
 export const BroadcastBody = Type.Object(
   {
     channel: ChannelSchema,
-    message: MessageText,
+    message: Type.Optional(MessageText),
     recipients: Type.Optional(Recipients),
     segment_id: Type.Optional(SegmentId),
     subject: Type.Optional(Subject),

@@ -32,13 +32,16 @@ import {
   recipientAddress,
   unitCost,
 } from './messages.rules.ts';
+import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
+import { dltFields, renderFor, withTemplate } from '../templates/templates.service.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
 
 export interface SendInput {
   channel: MessageChannel;
   to: string;
-  message: string;
+  /** Required unless template_id names a tpl_ template. */
+  message?: string | undefined;
   subject?: string | undefined;
   template_id?: string | undefined;
   media_url?: string | undefined;
@@ -105,7 +108,7 @@ export class MessagesService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'delivery'>;
+      config: Pick<Config, 'defaultCountry' | 'delivery' | 'dltEnforce'>;
       providers: Providers;
       log: FastifyBaseLogger;
     },
@@ -116,13 +119,16 @@ export class MessagesService {
    * credits are reserved before the provider sees it; should this process die before recording the
    * provider's answer, the delivery worker picks the row up when the lease ends.
    */
-  async send(workspaceId: number, input: SendInput) {
+  async send(workspaceId: number, given: SendInput) {
     const { db, config, providers } = this.deps;
     const errors: FieldErrors = {};
+    const { template, ...input } = await withTemplate(db, workspaceId, given, config.dltEnforce);
     const to = recipientAddress(input.channel, input.to, config.defaultCountry);
     if (!to) errors.to = [addressProblem(input.channel)];
     contentProblems(input, errors);
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);
+    await refuseOptedOut(db, workspaceId, input.channel, to);
+    if (template) input.message = await renderFor(db, workspaceId, input.channel, to, input.message);
 
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
@@ -164,6 +170,7 @@ export class MessagesService {
         mediaUrl: input.media_url,
         templateId: input.template_id,
         reference: messageRef(row.id),
+        ...dltFields(template),
       };
       const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
       await this.handedOver([

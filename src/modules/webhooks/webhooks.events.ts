@@ -13,6 +13,8 @@ import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repos
  * - `grievance.created`: the grievance as GET /api/grievances/{id} shows it.
  * - `grievance.resolved`: the grievance, on every move to `resolved` (a reopened one resolves again).
  * - `payment.processed`: `{ payment, credits }`: the payment and the workspace's balance after it.
+ * - `message.received`: a reply, as GET /api/messages/inbound shows it
+ *   (`{ id: "in_<n>", channel, from, body, keyword, created_at }`).
  *
  * Plus `ping`, sent only by POST /api/webhooks/{id}/test and only to that endpoint.
  */
@@ -22,6 +24,7 @@ export const webhookEventTypes = [
   'grievance.created',
   'grievance.resolved',
   'payment.processed',
+  'message.received',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

@@ -2,6 +2,7 @@ import { type TSchema, Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
 import { MessageItem } from '../messages/messages.schemas.ts';
+import { InboundItem } from '../inbound/inbound.schemas.ts';
 import { ProcessedPayment } from '../payments/payments.schemas.ts';
 
 /** The message as GET /api/messages/{id} shows it (with error_code and error_message once failed). */
@@ -63,5 +64,6 @@ export const webhookEventsOpenApi = {
   'grievance.created': event('grievance.created', Grievance, 'A grievance was recorded'),
   'grievance.resolved': event('grievance.resolved', Grievance, 'A grievance moved to `resolved`'),
   'payment.processed': event('payment.processed', ProcessedPayment, 'A payment added credits'),
+  'message.received': event('message.received', InboundItem, 'A reply came in (POST /api/inbound, Twilio)'),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
 };

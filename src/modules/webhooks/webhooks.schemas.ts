@@ -12,6 +12,7 @@ const eventList = (more = '') =>
       Type.Literal('grievance.created'),
       Type.Literal('grievance.resolved'),
       Type.Literal('payment.processed'),
+      Type.Literal('message.received'),
     ]),
     {
       minItems: 1,

@@ -1,0 +1,49 @@
+/**
+ * Template variables: `{{name}}`, `{{first_name}}`, `{{constituency}}`, `{{booth}}`, `{{ward}}` (spaces inside
+ * the braces allowed), rendered from a voter record; a recipient who is not a voter renders them empty.
+ */
+export const templateVariables = ['name', 'first_name', 'constituency', 'booth', 'ward'] as const;
+
+const VARIABLE = /\{\{\s*([^{}]*?)\s*\}\}/g;
+
+/** The variables a body uses that are not allowed, in order of appearance, without repeats. */
+export function unknownVariables(body: string): string[] {
+  const unknown = new Set<string>();
+  for (const match of body.matchAll(VARIABLE)) {
+    const name = match[1] ?? '';
+    if (!(templateVariables as readonly string[]).includes(name)) unknown.add(name);
+  }
+  return [...unknown];
+}
+
+export interface VoterFields {
+  name: string | null;
+  constituency: string | null;
+  booth: string | null;
+  ward: string | null;
+}
+
+export function renderTemplate(body: string, voter: VoterFields | undefined): string {
+  return body.replace(VARIABLE, (_all, name: string) => {
+    if (!voter) return '';
+    switch (name) {
+      case 'name':
+        return voter.name?.trim() ?? '';
+      case 'first_name':
+        return voter.name?.trim().split(/\s+/u)[0] ?? '';
+      case 'constituency':
+        return voter.constituency ?? '';
+      case 'booth':
+        return voter.booth ?? '';
+      case 'ward':
+        return voter.ward ?? '';
+      default:
+        return '';
+    }
+  });
+}
+
+/** True for a template of ours (`tpl_<n>`), as opposed to a WhatsApp provider template name. */
+export function isTemplateRef(value: string | null | undefined): value is string {
+  return typeof value === 'string' && /^tpl_\d{1,15}$/.test(value);
+}

@@ -1,0 +1,64 @@
+import { sql } from 'kysely';
+import type { InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export async function insertInbound(
+  db: Executor,
+  workspaceId: number,
+  values: {
+    channel: MessageChannel;
+    from: string;
+    body: string;
+    keyword: 'stop' | 'start' | null;
+    provider: string;
+    created_at: string;
+  },
+): Promise<InboundMessageRow> {
+  return db
+    .insertInto('inbound_messages')
+    .values({ workspace_id: workspaceId, ...values })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listInbound(
+  db: Executor,
+  workspaceId: number,
+  filters: { channel?: MessageChannel | undefined },
+  page: number,
+  perPage: number,
+): Promise<{ rows: InboundMessageRow[]; total: number }> {
+  const base = db
+    .selectFrom('inbound_messages')
+    .where('workspace_id', '=', workspaceId)
+    .$if(filters.channel !== undefined, (q) => q.where('channel', '=', filters.channel as MessageChannel));
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/**
+ * The workspaces that have messaged `address` on `channel`: a reply to the shared provider number names only
+ * its sender, and belongs to each of them.
+ */
+export async function workspacesThatMessaged(
+  db: Executor,
+  channel: MessageChannel,
+  address: string,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('workspace_id')
+    .distinct()
+    .where('to', '=', address)
+    .where('channel', '=', channel)
+    .execute();
+  return rows.map((r) => Number(r.workspace_id));
+}

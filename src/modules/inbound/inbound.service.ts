@@ -1,0 +1,106 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import type { AuditActor } from '../audit/audit.repository.ts';
+import { addressProblem, recipientAddress } from '../messages/messages.rules.ts';
+import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts';
+import { emitEvent } from '../webhooks/webhooks.events.ts';
+import { consentKeyword } from './inbound.keywords.ts';
+import { insertInbound, listInbound, workspacesThatMessaged } from './inbound.repository.ts';
+
+export interface InboundInput {
+  channel: MessageChannel;
+  from: string;
+  body: string;
+}
+
+export const inboundRef = (id: number) => `in_${id}`;
+
+export function inboundItem(row: InboundMessageRow) {
+  return {
+    id: inboundRef(row.id),
+    channel: row.channel,
+    from: row.from,
+    body: row.body,
+    keyword: row.keyword,
+    created_at: row.created_at,
+  };
+}
+
+/**
+ * Replies: kept, emitted as `message.received`, and read for consent keywords (STOP opts the sender out of
+ * that channel with source `keyword`; START removes a keyword opt-out), all in one transaction.
+ */
+export class InboundService {
+  constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
+
+  /** A reply a workspace reports itself (POST /api/inbound; the sandbox provider's replies). */
+  async receive(workspaceId: number, actor: AuditActor, input: InboundInput, provider = 'api') {
+    const from = recipientAddress(input.channel, input.from, this.deps.defaultCountry);
+    if (!from) throw validationError({ from: [addressProblem(input.channel)] });
+    return this.deps.db.transaction().execute(async (trx) => {
+      const row = await record(trx, workspaceId, actor, { ...input, from }, provider);
+      return inboundItem(row);
+    });
+  }
+
+  /**
+   * A reply that came to the provider's shared number (the Twilio callback): it belongs to every workspace
+   * that has messaged its sender on that channel; one that no workspace messaged is dropped.
+   */
+  async receiveFromProvider(input: InboundInput, provider: string, ip: string | null): Promise<number> {
+    const from = recipientAddress(input.channel, input.from, this.deps.defaultCountry);
+    if (!from) return 0;
+    const workspaces = await workspacesThatMessaged(this.deps.db, input.channel, from);
+    for (const workspaceId of workspaces) {
+      await this.deps.db
+        .transaction()
+        .execute((trx) => record(trx, workspaceId, { userId: null, ip }, { ...input, from }, provider));
+    }
+    return workspaces.length;
+  }
+
+  async list(
+    workspaceId: number,
+    query: { page: number; per_page: number; channel?: MessageChannel | undefined },
+  ) {
+    const { rows, total } = await listInbound(
+      this.deps.db,
+      workspaceId,
+      { channel: query.channel },
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(inboundItem), total, query.page, query.per_page);
+  }
+}
+
+async function record(
+  trx: Executor,
+  workspaceId: number,
+  actor: AuditActor,
+  input: InboundInput,
+  provider: string,
+): Promise<InboundMessageRow> {
+  const now = nowIso();
+  const keyword = consentKeyword(input.body);
+  const row = await insertInbound(trx, workspaceId, {
+    channel: input.channel,
+    from: input.from,
+    body: input.body,
+    keyword,
+    provider,
+    created_at: now,
+  });
+  if (keyword === 'stop') {
+    const reason = 'Replied with an opt-out keyword.';
+    await addOptOut(trx, workspaceId, actor, input.from, input.channel, 'keyword', reason);
+  } else if (keyword === 'start') {
+    await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
+  }
+  await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now);
+  return row;
+}

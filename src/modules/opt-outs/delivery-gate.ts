@@ -1,0 +1,205 @@
+import type { Kysely } from 'kysely';
+import type { Database, MessageChannel, MessageErrorCode, MessageRow, TemplateRow } from '../../db/schema.ts';
+import { type QuietHours, quietUntil } from '../../lib/quiet-hours.ts';
+import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
+import type { OutgoingMessage } from '../../providers/provider.ts';
+import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
+import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules.ts';
+import { emitMessageEvents, refund } from '../messages/messages.service.ts';
+import { failMessages } from '../messages/outbox.repository.ts';
+import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
+import { dltFields } from '../templates/templates.service.ts';
+import {
+  phonesInConstituencies,
+  silencedConstituencies,
+} from '../silence-periods/silence-periods.repository.ts';
+import { failQueuedWithCode, holdUntil } from './consent-outbox.repository.ts';
+import { optedOutAddresses } from './opt-outs.repository.ts';
+
+/** Channels whose bulk messages quiet hours and silence periods apply to (not email). */
+const RULED_CHANNELS: ReadonlySet<MessageChannel> = new Set(['sms', 'whatsapp', 'ivr']);
+
+export interface Screening {
+  /** What may go to the provider now. */
+  send: MessageRow[];
+  optedOut: number[];
+  silenced: number[];
+  held: number[];
+}
+
+/** Decides, per message, what the consent rules say; the caller (or `screen`) acts on it. */
+export interface GateRules {
+  quietHours: QuietHours | undefined;
+}
+
+/** What a claimed batch may send now, and what each message's provider call adds (DLT fields). */
+export interface Screened {
+  rows: MessageRow[];
+  extras: Map<number, Partial<OutgoingMessage>>;
+}
+
+/** Rows per workspace, in order. */
+function byWorkspaceOf(rows: readonly MessageRow[]): Map<number, MessageRow[]> {
+  const groups = new Map<number, MessageRow[]>();
+  for (const row of rows) {
+    const group = groups.get(row.workspace_id);
+    if (group) group.push(row);
+    else groups.set(row.workspace_id, [row]);
+  }
+  return groups;
+}
+
+const templateId = (row: MessageRow) =>
+  isTemplateRef(row.template_id) ? Number(row.template_id.slice(4)) : undefined;
+
+/**
+ * The consent rules at send time, on a batch the delivery worker claimed: an opted-out address fails with
+ * `opted_out` (any message), a bulk message (broadcast or campaign) on sms/whatsapp/ivr to a voter of a
+ * constituency in a silence period fails with `silence_period`, and one inside quiet hours is held (stays
+ * queued) until the window ends. Failed messages are refunded with their message.failed events. Checked per
+ * batch, so an opt-out that arrives while a broadcast drains stops the rest of it.
+ */
+export class DeliveryGate {
+  constructor(private readonly deps: { db: Kysely<Database>; rules: GateRules }) {}
+
+  async decide(rows: readonly MessageRow[], at: Date): Promise<Screening & { holdUntil: Date | undefined }> {
+    const { db, rules } = this.deps;
+    const result: Screening & { holdUntil: Date | undefined } = {
+      send: [],
+      optedOut: [],
+      silenced: [],
+      held: [],
+      holdUntil: quietUntil(rules.quietHours, at),
+    };
+    const byWorkspace = byWorkspaceOf(rows);
+    const iso = at.toISOString();
+    for (const [workspaceId, group] of byWorkspace) {
+      const templates = await this.templatesOf(workspaceId, group);
+      // Service and transactional templates are not held by quiet hours.
+      const exempt = (row: MessageRow) => {
+        const category = templates.get(templateId(row) ?? 0)?.category;
+        return category === 'service' || category === 'transactional';
+      };
+      const stopped = new Map<MessageChannel, Set<string>>();
+      for (const channel of new Set(group.map((r) => r.channel))) {
+        const addresses = group.filter((r) => r.channel === channel).map((r) => r.to);
+        stopped.set(channel, await optedOutAddresses(db, workspaceId, channel, addresses));
+      }
+      const bulk = group.filter((r) => r.campaign_id !== null && RULED_CHANNELS.has(r.channel));
+      let silenced = new Set<string>();
+      if (bulk.length > 0) {
+        const keys = await silencedConstituencies(db, workspaceId, iso);
+        if (keys.length > 0) {
+          silenced = await phonesInConstituencies(
+            db,
+            workspaceId,
+            bulk.map((r) => r.to),
+            keys,
+          );
+        }
+      }
+      for (const row of group) {
+        const isBulk = row.campaign_id !== null && RULED_CHANNELS.has(row.channel);
+        if (stopped.get(row.channel)?.has(row.to)) result.optedOut.push(row.id);
+        else if (isBulk && silenced.has(row.to)) result.silenced.push(row.id);
+        else if (isBulk && result.holdUntil && !exempt(row)) result.held.push(row.id);
+        else result.send.push(row);
+      }
+    }
+    return result;
+  }
+
+  /** Applies the rules to a claimed batch and returns what may be sent now, templates rendered. */
+  async screen(rows: MessageRow[], at: Date, workerId: string): Promise<Screened> {
+    if (rows.length === 0) return { rows, extras: new Map() };
+    const decision = await this.decide(rows, at);
+    const now = new Date().toISOString();
+    await this.fail(decision.optedOut, 'opted_out', 'The recipient has opted out of this channel.', now);
+    await this.fail(
+      decision.silenced,
+      'silence_period',
+      "The recipient's constituency is in a silence period.",
+      now,
+    );
+    if (decision.held.length > 0 && decision.holdUntil) {
+      await holdUntil(this.deps.db, decision.held, workerId, decision.holdUntil.toISOString(), now);
+    }
+    return this.render(decision.send);
+  }
+
+  private async templatesOf(
+    workspaceId: number,
+    rows: readonly MessageRow[],
+  ): Promise<Map<number, TemplateRow>> {
+    const ids = rows.map(templateId).filter((id): id is number => id !== undefined);
+    const found = await findTemplates(this.deps.db, workspaceId, ids);
+    return new Map(found.map((t) => [t.id, t]));
+  }
+
+  /**
+   * Messages of a `tpl_` template carry its body with the variables in it: each is rendered now from its
+   * recipient's voter record, and its cost is trued up to the rendered text (more reserved, or the
+   * difference refunded). One whose extra credits the workspace lacks fails (refunded).
+   */
+  private async render(rows: MessageRow[]): Promise<Screened> {
+    const extras = new Map<number, Partial<OutgoingMessage>>();
+    const templated = rows.filter((r) => templateId(r) !== undefined);
+    if (templated.length === 0) return { rows, extras };
+    const dropped = new Set<number>();
+    const byWorkspace = byWorkspaceOf(templated);
+    for (const [workspaceId, group] of byWorkspace) {
+      const templates = await this.templatesOf(workspaceId, group);
+      await this.deps.db.transaction().execute(async (trx) => {
+        const now = new Date().toISOString();
+        for (const channel of new Set(group.map((r) => r.channel))) {
+          const ofChannel = group.filter((r) => r.channel === channel);
+          const voters = await votersByAddress(
+            trx,
+            workspaceId,
+            channel,
+            ofChannel.map((r) => r.to),
+          );
+          const credit = creditChannel(channel);
+          for (const row of ofChannel) {
+            const body = renderTemplate(row.body, voters.get(row.to));
+            const cost = unitCost(channel, body);
+            const ref = row.campaign_id !== null ? campaignRef(row.campaign_id) : `msg_${row.id}`;
+            if (
+              credit &&
+              cost > row.cost &&
+              !(await reserveCredits(trx, workspaceId, credit, cost - row.cost, ref, now))
+            ) {
+              const moved = await failMessages(
+                trx,
+                [row.id],
+                'Not enough credits for the rendered text.',
+                'cancelled',
+                now,
+              );
+              await refund(trx, moved, now);
+              await emitMessageEvents(trx, moved, 'message.failed', now);
+              dropped.add(row.id);
+              continue;
+            }
+            if (credit && cost < row.cost)
+              await refundCredits(trx, workspaceId, credit, row.cost - cost, ref, now);
+            await setRendered(trx, row.id, body, cost, now);
+            row.body = body;
+            row.cost = cost;
+            extras.set(row.id, dltFields(templates.get(templateId(row) ?? 0)));
+          }
+        }
+      });
+    }
+    return { rows: rows.filter((r) => !dropped.has(r.id)), extras };
+  }
+
+  private async fail(ids: number[], code: MessageErrorCode, reason: string, now: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.deps.db.transaction().execute(async (trx) => {
+      const moved = await failQueuedWithCode(trx, ids, code, reason, now);
+      await refund(trx, moved, now);
+      await emitMessageEvents(trx, moved, 'message.failed', now);
+    });
+  }
+}

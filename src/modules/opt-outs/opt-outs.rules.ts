@@ -1,0 +1,33 @@
+import type { OptOutChannel, OptOutRow } from '../../db/schema.ts';
+import { recipientAddress } from '../messages/messages.rules.ts';
+
+/**
+ * An address as opt-outs keep it (the form messages.to has): E.164 for phones, lower-cased for email. For
+ * `all`, an address with an `@` is an email, anything else a phone.
+ */
+export function optOutAddress(
+  channel: OptOutChannel,
+  raw: string,
+  defaultCountry: string,
+): string | undefined {
+  if (channel === 'all') return recipientAddress(raw.includes('@') ? 'email' : 'sms', raw, defaultCountry);
+  return recipientAddress(channel, raw, defaultCountry);
+}
+
+export function optOutAddressProblem(channel: OptOutChannel): string {
+  if (channel === 'email') return 'must be a valid email address.';
+  if (channel === 'all')
+    return 'must be a valid email address or phone number with country code, e.g. +919812345678.';
+  return 'must be a valid phone number with country code, e.g. +919812345678.';
+}
+
+export function optOutItem(row: OptOutRow) {
+  return {
+    id: row.id,
+    address: row.address,
+    channel: row.channel,
+    source: row.source,
+    reason: row.reason,
+    created_at: row.created_at,
+  };
+}

@@ -1,0 +1,289 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import {
+  type Database,
+  type MessageChannel,
+  type OptOutChannel,
+  optOutChannels,
+  type OptOutSource,
+} from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { AppError, notFound, validationError } from '../../errors.ts';
+import type { Download } from '../../http/download.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { CsvError, CsvReader, csvField, unguardFormula } from '../../lib/csv.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import {
+  deleteKeywordOptOuts,
+  deleteOptOut,
+  findMessageAddress,
+  findOptOut,
+  listOptOuts,
+  optedOutAddresses,
+  optOutsAfter,
+  upsertOptOut,
+} from './opt-outs.repository.ts';
+import { optOutAddress, optOutAddressProblem, optOutItem } from './opt-outs.rules.ts';
+
+export interface CreateOptOutInput {
+  address: string;
+  channel: OptOutChannel;
+  reason?: string | undefined;
+}
+
+const MAX_IMPORT_ERRORS = 1000;
+const EXPORT_PAGE = 2000;
+
+/**
+ * Opt-outs: addresses that must not be messaged on a channel (or on any). Kept in the form messages.to has,
+ * so that `send` and the delivery worker match them exactly.
+ */
+export class OptOutsService {
+  constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
+
+  async create(workspaceId: number, actor: AuditActor, input: CreateOptOutInput) {
+    const address = optOutAddress(input.channel, input.address, this.deps.defaultCountry);
+    if (!address) throw validationError({ address: [optOutAddressProblem(input.channel)] });
+    const reason = input.reason?.trim() || null;
+    return this.deps.db.transaction().execute(async (trx) => {
+      const result = await addOptOut(trx, workspaceId, actor, address, input.channel, 'manual', reason);
+      return { item: optOutItem(result.row), created: result.created };
+    });
+  }
+
+  async list(
+    workspaceId: number,
+    query: {
+      page: number;
+      per_page: number;
+      channel?: OptOutChannel | undefined;
+      address?: string | undefined;
+    },
+  ) {
+    let address: string | undefined;
+    if (query.address !== undefined) {
+      // Either form is accepted: an email lower-cased, anything else read as a phone.
+      address = optOutAddress(query.channel ?? 'all', query.address, this.deps.defaultCountry);
+      if (!address && query.channel && query.channel !== 'all') {
+        address = optOutAddress('all', query.address, this.deps.defaultCountry);
+      }
+      if (!address) throw validationError({ address: [optOutAddressProblem('all')] });
+    }
+    const { rows, total } = await listOptOuts(
+      this.deps.db,
+      workspaceId,
+      { channel: query.channel, address },
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(optOutItem), total, query.page, query.per_page);
+  }
+
+  async remove(workspaceId: number, actor: AuditActor, id: number): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      const row = await findOptOut(trx, workspaceId, id);
+      if (!row || !(await deleteOptOut(trx, workspaceId, id))) throw notFound('Opt-out');
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'opt_out.deleted',
+        target: { type: 'opt_out', id },
+        details: { channel: row.channel, source: row.source },
+      });
+    });
+  }
+
+  /**
+   * A CSV with a header naming `address` and optionally `channel` (default `all`) and `reason`; other columns
+   * (an export's id, source, created_at) are ignored, so an export imports back. All valid rows are added in
+   * one transaction (source `manual`); invalid ones are reported by line.
+   */
+  async import(workspaceId: number, actor: AuditActor, text: string) {
+    const errors: Array<{ row: number; field: string; message: string }> = [];
+    let failed = 0;
+    const fail = (row: number, field: string, message: string) => {
+      failed += 1;
+      if (errors.length < MAX_IMPORT_ERRORS) errors.push({ row, field, message });
+    };
+    const rows: Array<{ line: number; address: string; channel: OptOutChannel; reason: string | null }> = [];
+    let header: string[] | undefined;
+    const reader = new CsvReader((fields, line) => {
+      if (!header) {
+        header = fields.map((f) =>
+          f
+            .trim()
+            .toLowerCase()
+            .replace(/^\uFEFF/, ''),
+        );
+        return;
+      }
+      const at = (name: string) => {
+        const i = header!.indexOf(name);
+        return i >= 0 ? (fields[i] ?? '').trim() : '';
+      };
+      const channel = (at('channel').toLowerCase() || 'all') as OptOutChannel;
+      if (!optOutChannels.includes(channel)) {
+        fail(line, 'channel', `must be one of ${optOutChannels.join(', ')}.`);
+        return;
+      }
+      const address = optOutAddress(channel, unguardFormula(at('address')), this.deps.defaultCountry);
+      if (!address) {
+        fail(line, 'address', optOutAddressProblem(channel));
+        return;
+      }
+      const reason = unguardFormula(at('reason')).slice(0, 500) || null;
+      rows.push({ line, address, channel, reason });
+    });
+    try {
+      reader.push(text);
+      reader.end();
+    } catch (error) {
+      if (error instanceof CsvError) throw validationError({ file: [error.message] });
+      throw error;
+    }
+    if (!header || !header.includes('address')) {
+      throw validationError({ file: ['must be a CSV whose header names an `address` column.'] });
+    }
+    let created = 0;
+    let existing = 0;
+    await this.deps.db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      for (const r of rows) {
+        const result = await upsertOptOut(trx, workspaceId, {
+          address: r.address,
+          channel: r.channel,
+          source: 'manual',
+          reason: r.reason,
+          created_at: now,
+        });
+        if (result.created) created += 1;
+        else existing += 1;
+      }
+      if (created > 0) {
+        await recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'opt_out.created',
+          target: null,
+          details: { imported: created, existing, failed },
+        });
+      }
+    });
+    return { created, existing, failed, errors };
+  }
+
+  /** Every opt-out of the workspace as CSV (id, address, channel, source, reason, created_at), oldest first. */
+  export(workspaceId: number): Download {
+    const db = this.deps.db;
+    const encoder = new TextEncoder();
+    async function* lines(): AsyncGenerator<Uint8Array> {
+      yield encoder.encode('id,address,channel,source,reason,created_at\r\n');
+      let after = 0;
+      for (;;) {
+        const rows = await optOutsAfter(db, workspaceId, after, EXPORT_PAGE);
+        if (rows.length === 0) return;
+        after = rows[rows.length - 1]!.id;
+        yield encoder.encode(
+          rows
+            .map(
+              (r) =>
+                `${[r.id, r.address, r.channel, r.source, r.reason, r.created_at].map(csvField).join(',')}\r\n`,
+            )
+            .join(''),
+        );
+      }
+    }
+    return {
+      contentType: 'text/csv; charset=utf-8',
+      filename: `opt-outs-${nowIso().slice(0, 10)}.csv`,
+      body: lines(),
+    };
+  }
+}
+
+/** Adds an opt-out (or finds the existing one) and records it in the audit log, in the caller's transaction. */
+export async function addOptOut(
+  trx: Executor,
+  workspaceId: number,
+  actor: AuditActor,
+  address: string,
+  channel: OptOutChannel,
+  source: OptOutSource,
+  reason: string | null,
+) {
+  const result = await upsertOptOut(trx, workspaceId, {
+    address,
+    channel,
+    source,
+    reason,
+    created_at: nowIso(),
+  });
+  if (result.created) {
+    await recordAudit(trx, {
+      workspaceId,
+      actor,
+      action: 'opt_out.created',
+      target: { type: 'opt_out', id: result.row.id },
+      details: { channel, source },
+    });
+  }
+  return result;
+}
+
+/** START / UNSTOP: removes the keyword opt-outs of an address on a channel (never a manual one). */
+export async function removeKeywordOptOuts(
+  trx: Executor,
+  workspaceId: number,
+  actor: AuditActor,
+  address: string,
+  channel: MessageChannel,
+): Promise<number> {
+  const removed = await deleteKeywordOptOuts(trx, workspaceId, address, channel);
+  for (const row of removed) {
+    await recordAudit(trx, {
+      workspaceId,
+      actor,
+      action: 'opt_out.deleted',
+      target: { type: 'opt_out', id: row.id },
+      details: { channel: row.channel, source: row.source },
+    });
+  }
+  return removed.length;
+}
+
+/** For `send`: a 422 on `to` when the address is opted out of the channel. */
+export async function refuseOptedOut(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  to: string,
+): Promise<void> {
+  if ((await optedOutAddresses(db, workspaceId, channel, [to])).size > 0) {
+    throw new AppError('validation_error', 'The recipient has opted out of this channel.', {
+      to: [`has opted out of ${channel} messages; nothing was sent.`],
+    });
+  }
+}
+
+/** Twilio's error for a recipient who has unsubscribed (replied STOP to the sender at Twilio's end). */
+export const TWILIO_UNSUBSCRIBED = '21610';
+
+/**
+ * A provider reported that the recipient of a message has opted out at its end: the address is opted out of
+ * that channel in the message's workspace (`source: "provider"`).
+ */
+export async function optOutByProvider(db: Kysely<Database>, messageId: number): Promise<void> {
+  const message = await findMessageAddress(db, messageId);
+  if (!message) return;
+  await db.transaction().execute(async (trx) => {
+    await addOptOut(
+      trx,
+      message.workspace_id,
+      { userId: null, ip: null },
+      message.to,
+      message.channel,
+      'provider',
+      'The provider reported the recipient as unsubscribed.',
+    );
+  });
+}

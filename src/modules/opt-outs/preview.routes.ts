@@ -1,0 +1,51 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authOf } from '../../http/guard.ts';
+import { Success, Timestamp } from '../../http/schemas.ts';
+import { CampaignParams } from '../campaigns/campaigns.schemas.ts';
+import { ChannelSchema } from '../messages/messages.schemas.ts';
+import type { CampaignPreview } from './preview.ts';
+
+const PreviewResult = Type.Object({
+  campaign_id: Type.String({ description: '`camp_<n>`' }),
+  channel: ChannelSchema,
+  evaluated_at: Timestamp,
+  total_recipients: Type.Integer({
+    description: 'Distinct addresses: explicit recipients and segment voters.',
+  }),
+  opted_out: Type.Integer({ description: 'Skipped: opted out of the channel (or of all).' }),
+  silence_period: Type.Integer({
+    description: 'Skipped: voters of a constituency in a silence period then.',
+  }),
+  to_send: Type.Integer({ description: 'What would go out.' }),
+  held: Type.Integer({ description: 'Of to_send, held by quiet hours until held_until.' }),
+  held_until: Type.Union([Timestamp, Type.Null()]),
+  estimated_credits: Type.Integer({
+    description: 'Credits to_send would take (templates: trued up per recipient).',
+  }),
+});
+
+export const previewRoutes: FastifyPluginAsyncTypebox<{ preview: CampaignPreview }> = async (
+  app,
+  { preview },
+) => {
+  app.post(
+    '/campaigns/:id/preview',
+    {
+      config: { permission: 'campaigns:manage' },
+      schema: {
+        tags: ['Campaigns'],
+        summary: 'Preview a draft or scheduled campaign: who would be skipped or held, and why',
+        description:
+          "Evaluated at the campaign's scheduled_at (or now): opt-outs, silence periods in force then, and quiet " +
+          'hours. Nothing is sent or reserved. A campaign in any other status is 409.',
+        params: CampaignParams,
+        response: { 200: Success(PreviewResult) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await preview.preview(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+};

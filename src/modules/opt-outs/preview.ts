@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely';
+import type { CampaignRow, Database, MessageChannel } from '../../db/schema.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { type QuietHours, quietUntil } from '../../lib/quiet-hours.ts';
+import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
+import { findCampaign } from '../campaigns/campaigns.repository.ts';
+import { campaignRef, creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
+import { segmentFilters } from '../segments/segments.service.ts';
+import {
+  phonesInConstituencies,
+  silencedConstituencies,
+} from '../silence-periods/silence-periods.repository.ts';
+import { findTemplate } from '../templates/templates.repository.ts';
+import { optedOutAddresses } from './opt-outs.repository.ts';
+import { segmentConsentCounts } from './preview.repository.ts';
+
+const RULED: ReadonlySet<MessageChannel> = new Set(['sms', 'whatsapp', 'ivr']);
+const CHUNK = 500;
+
+/**
+ * What a draft or scheduled campaign would do if it went out at its time (now, or its scheduled_at): how
+ * many recipients are skipped as opted out or in a silence period, how many quiet hours would hold and until
+ * when, and the credits the rest would take. Nothing is written.
+ */
+export class CampaignPreview {
+  constructor(private readonly deps: { db: Kysely<Database>; quietHours: QuietHours | undefined }) {}
+
+  async preview(workspaceId: number, ref: string, now: Date = new Date()) {
+    const { db } = this.deps;
+    const id = parseRef('camp', ref);
+    const campaign = id === undefined ? undefined : await findCampaign(db, workspaceId, id);
+    if (!campaign) throw notFound('Campaign');
+    if (campaign.status !== 'draft' && campaign.status !== 'scheduled') {
+      throw new AppError(
+        'conflict',
+        `The campaign is ${campaign.status}; only a draft or scheduled one is previewed.`,
+        {
+          status: campaign.status,
+        },
+      );
+    }
+    const at =
+      campaign.scheduled_at && new Date(campaign.scheduled_at) > now ? new Date(campaign.scheduled_at) : now;
+    const ruled = RULED.has(campaign.channel);
+    const keys = ruled ? await silencedConstituencies(db, workspaceId, at.toISOString()) : [];
+    const explicit = JSON.parse(campaign.recipients ?? '[]') as string[];
+    let total = explicit.length;
+    let optedOut = 0;
+    let silenced = 0;
+    for (let i = 0; i < explicit.length; i += CHUNK) {
+      const chunk = explicit.slice(i, i + CHUNK);
+      const stopped = await optedOutAddresses(db, workspaceId, campaign.channel, chunk);
+      optedOut += stopped.size;
+      if (keys.length > 0) {
+        const rest = chunk.filter((a) => !stopped.has(a));
+        silenced += (await phonesInConstituencies(db, workspaceId, rest, keys)).size;
+      }
+    }
+    if (campaign.segment_id !== null) {
+      const filters = await segmentFilters(db, workspaceId, campaign.segment_id);
+      const counts = await segmentConsentCounts(db, workspaceId, campaign.channel, filters, explicit, keys);
+      total += counts.total;
+      optedOut += counts.optedOut;
+      silenced += counts.silenced;
+    }
+    const going = total - optedOut - silenced;
+    const heldUntil =
+      ruled && !(await this.exempt(workspaceId, campaign)) ? quietUntil(this.deps.quietHours, at) : undefined;
+    // Credits on the text as written (a template's variables are rendered empty; the worker trues up).
+    const text = isTemplateRef(campaign.template_id)
+      ? renderTemplate(campaign.message, undefined)
+      : campaign.message;
+    return {
+      campaign_id: campaignRef(campaign.id),
+      channel: campaign.channel,
+      evaluated_at: at.toISOString(),
+      total_recipients: total,
+      opted_out: optedOut,
+      silence_period: silenced,
+      to_send: going,
+      held: heldUntil ? going : 0,
+      held_until: heldUntil?.toISOString() ?? null,
+      estimated_credits: creditChannel(campaign.channel) ? going * unitCost(campaign.channel, text) : 0,
+    };
+  }
+
+  private async exempt(workspaceId: number, campaign: CampaignRow): Promise<boolean> {
+    if (!isTemplateRef(campaign.template_id)) return false;
+    const template = await findTemplate(this.deps.db, workspaceId, Number(campaign.template_id.slice(4)));
+    return template?.category === 'service' || template?.category === 'transactional';
+  }
+}

@@ -1,0 +1,105 @@
+import { sql } from 'kysely';
+import type { SilencePeriodRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export async function insertSilencePeriod(
+  db: Executor,
+  workspaceId: number,
+  values: {
+    constituency: string;
+    constituency_key: string;
+    starts_at: string;
+    ends_at: string;
+    reason: string | null;
+    created_at: string;
+  },
+): Promise<SilencePeriodRow> {
+  return db
+    .insertInto('silence_periods')
+    .values({ workspace_id: workspaceId, ...values })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findSilencePeriod(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<SilencePeriodRow | undefined> {
+  return db
+    .selectFrom('silence_periods')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function deleteSilencePeriod(db: Executor, workspaceId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('silence_periods')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
+}
+
+export async function listSilencePeriods(
+  db: Executor,
+  workspaceId: number,
+  filters: { constituencyKey?: string | undefined },
+  page: number,
+  perPage: number,
+): Promise<{ rows: SilencePeriodRow[]; total: number }> {
+  const base = db
+    .selectFrom('silence_periods')
+    .where('workspace_id', '=', workspaceId)
+    .$if(filters.constituencyKey !== undefined, (q) =>
+      q.where('constituency_key', '=', filters.constituencyKey as string),
+    );
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy('starts_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/** The lower-cased constituencies of a workspace with a silence period in force at `at`. */
+export async function silencedConstituencies(
+  db: Executor,
+  workspaceId: number,
+  at: string,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('silence_periods')
+    .select('constituency_key')
+    .distinct()
+    .where('workspace_id', '=', workspaceId)
+    .where('starts_at', '<=', at)
+    .where('ends_at', '>', at)
+    .execute();
+  return rows.map((r) => r.constituency_key);
+}
+
+/** Of `phones`, those of a voter of the workspace in one of `constituencyKeys`. */
+export async function phonesInConstituencies(
+  db: Executor,
+  workspaceId: number,
+  phones: readonly string[],
+  constituencyKeys: readonly string[],
+): Promise<Set<string>> {
+  if (phones.length === 0 || constituencyKeys.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('voters')
+    .select('phone')
+    .where('workspace_id', '=', workspaceId)
+    .where('phone', 'in', [...new Set(phones)])
+    .where('constituency_key', 'in', [...constituencyKeys])
+    .execute();
+  return new Set(rows.map((r) => r.phone));
+}

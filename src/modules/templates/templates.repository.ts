@@ -1,0 +1,128 @@
+import { sql } from 'kysely';
+import type { MessageChannel, TemplateRow, TemplateTable } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import type { Insertable, Updateable } from 'kysely';
+
+export async function insertTemplate(db: Executor, values: Insertable<TemplateTable>): Promise<TemplateRow> {
+  return db.insertInto('templates').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findTemplate(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<TemplateRow | undefined> {
+  return db
+    .selectFrom('templates')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function findTemplates(
+  db: Executor,
+  workspaceId: number,
+  ids: readonly number[],
+): Promise<TemplateRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('templates')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+}
+
+export async function updateTemplate(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  values: Updateable<TemplateTable>,
+): Promise<TemplateRow | undefined> {
+  return db
+    .updateTable('templates')
+    .set(values)
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function deleteTemplate(db: Executor, workspaceId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('templates')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
+}
+
+export async function listTemplates(
+  db: Executor,
+  workspaceId: number,
+  filters: { channel?: MessageChannel | undefined },
+  page: number,
+  perPage: number,
+): Promise<{ rows: TemplateRow[]; total: number }> {
+  const base = db
+    .selectFrom('templates')
+    .where('workspace_id', '=', workspaceId)
+    .$if(filters.channel !== undefined, (q) => q.where('channel', '=', filters.channel as MessageChannel));
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/** The voters of a workspace by phone (or email, for the email channel), for rendering. */
+export async function votersByAddress(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  addresses: readonly string[],
+): Promise<
+  Map<string, { name: string | null; constituency: string | null; booth: string | null; ward: string | null }>
+> {
+  if (addresses.length === 0) return new Map();
+  const column = channel === 'email' ? 'email' : 'phone';
+  const rows = await db
+    .selectFrom('voters')
+    .select(['phone', 'email', 'name', 'constituency', 'booth', 'ward', 'id'])
+    .where('workspace_id', '=', workspaceId)
+    .where(column, 'in', [...new Set(addresses)])
+    .orderBy('id')
+    .execute();
+  const byAddress = new Map<
+    string,
+    { name: string | null; constituency: string | null; booth: string | null; ward: string | null }
+  >();
+  for (const r of rows) {
+    const key = column === 'email' ? r.email : r.phone;
+    // Several voters may share a phone: the first (oldest) one's record is used.
+    if (key && !byAddress.has(key)) byAddress.set(key, r);
+  }
+  return byAddress;
+}
+
+/** A queued message's rendered text and its cost. */
+export async function setRendered(
+  db: Executor,
+  id: number,
+  body: string,
+  cost: number,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set({ body, cost, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .execute();
+}

@@ -1,0 +1,111 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authOf } from '../../http/guard.ts';
+import { Page, Success } from '../../http/schemas.ts';
+import {
+  CreateTemplateBody,
+  ListTemplatesQuery,
+  TemplateItem,
+  TemplateParams,
+  UpdateTemplateBody,
+} from './templates.schemas.ts';
+import type { TemplatesService } from './templates.service.ts';
+
+export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesService }> = async (
+  app,
+  { templates },
+) => {
+  const tags = ['Consent'];
+  const config = { permission: 'consent:manage' as const };
+
+  app.post(
+    '/templates',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Create a message template',
+        description:
+          'Send, broadcast and campaigns take `template_id: "tpl_<n>"` instead of `message`: each recipient gets the ' +
+          'body rendered from their voter record (variables of a recipient who is not a voter render empty), and ' +
+          'credits are counted on the rendered text.',
+        body: CreateTemplateBody,
+        response: { 201: Success(TemplateItem) },
+      },
+    },
+    async (request, reply) => {
+      const data = await templates.create(authOf(request).workspaceId, request.body);
+      return reply.code(201).send({ success: true, message: 'Template created.', data });
+    },
+  );
+
+  app.get(
+    '/templates',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List templates, newest first',
+        querystring: ListTemplatesQuery,
+        response: { 200: Success(Page(TemplateItem)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await templates.list(authOf(request).workspaceId, request.query),
+    }),
+  );
+
+  app.get(
+    '/templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Read a template',
+        params: TemplateParams,
+        response: { 200: Success(TemplateItem) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await templates.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.patch(
+    '/templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Change a template (messages already queued keep the text they had)',
+        params: TemplateParams,
+        body: UpdateTemplateBody,
+        response: { 200: Success(TemplateItem) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      message: 'Template updated.',
+      data: await templates.update(authOf(request).workspaceId, request.params.id, request.body),
+    }),
+  );
+
+  app.delete(
+    '/templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a template',
+        params: TemplateParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await templates.remove(authOf(request).workspaceId, request.params.id);
+      return { success: true as const, message: 'Template deleted.' };
+    },
+  );
+};

@@ -1,0 +1,216 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, MessageChannel, TemplateCategory, TemplateRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { type FieldErrors, notFound, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import {
+  isTemplateRef,
+  renderTemplate,
+  templateVariables,
+  unknownVariables,
+} from '../../lib/template-render.ts';
+import { parseRef } from '../messages/messages.rules.ts';
+import {
+  deleteTemplate,
+  findTemplate,
+  insertTemplate,
+  listTemplates,
+  updateTemplate,
+  votersByAddress,
+} from './templates.repository.ts';
+
+export interface TemplateInput {
+  name: string;
+  channel: MessageChannel;
+  body: string;
+  language?: string | undefined;
+  category?: TemplateCategory | undefined;
+  dlt_template_id?: string | null | undefined;
+  sender_id?: string | null | undefined;
+  subject?: string | null | undefined;
+}
+
+export const templateRef = (id: number) => `tpl_${id}`;
+
+export function templateItem(row: TemplateRow) {
+  return {
+    id: templateRef(row.id),
+    name: row.name,
+    channel: row.channel,
+    body: row.body,
+    language: row.language,
+    category: row.category,
+    dlt_template_id: row.dlt_template_id,
+    sender_id: row.sender_id,
+    subject: row.subject,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function checkTemplate(input: Partial<TemplateInput>, errors: FieldErrors): void {
+  if (input.name !== undefined && input.name.trim() === '') errors.name = ['must not be empty.'];
+  if (input.body !== undefined) {
+    if (input.body.trim() === '') errors.body = ['must not be empty.'];
+    const unknown = unknownVariables(input.body);
+    if (unknown.length > 0) {
+      errors.body = [
+        `uses ${unknown.map((v) => `{{${v}}}`).join(', ')}: the variables are ${templateVariables.map((v) => `{{${v}}}`).join(', ')}.`,
+      ];
+    }
+  }
+}
+
+const blankToNull = (value: string | null | undefined) =>
+  value === undefined ? undefined : value?.trim() || null;
+
+/** Message templates (`tpl_<n>`) whose voter variables are rendered per recipient. */
+export class TemplatesService {
+  constructor(private readonly deps: { db: Kysely<Database> }) {}
+
+  async create(workspaceId: number, input: TemplateInput) {
+    const errors: FieldErrors = {};
+    checkTemplate(input, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const now = nowIso();
+    const row = await insertTemplate(this.deps.db, {
+      workspace_id: workspaceId,
+      name: input.name.trim(),
+      channel: input.channel,
+      body: input.body,
+      language: input.language?.trim() || 'en',
+      category: input.category ?? 'promotional',
+      dlt_template_id: blankToNull(input.dlt_template_id) ?? null,
+      sender_id: blankToNull(input.sender_id) ?? null,
+      subject: blankToNull(input.subject) ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    return templateItem(row);
+  }
+
+  async list(
+    workspaceId: number,
+    query: { page: number; per_page: number; channel?: MessageChannel | undefined },
+  ) {
+    const { rows, total } = await listTemplates(
+      this.deps.db,
+      workspaceId,
+      { channel: query.channel },
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(templateItem), total, query.page, query.per_page);
+  }
+
+  async get(workspaceId: number, ref: string) {
+    return templateItem(await this.find(this.deps.db, workspaceId, ref));
+  }
+
+  async update(workspaceId: number, ref: string, input: Partial<TemplateInput>) {
+    const errors: FieldErrors = {};
+    checkTemplate(input, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const existing = await this.find(this.deps.db, workspaceId, ref);
+    const row = await updateTemplate(this.deps.db, workspaceId, existing.id, {
+      ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+      ...(input.channel !== undefined ? { channel: input.channel } : {}),
+      ...(input.body !== undefined ? { body: input.body } : {}),
+      ...(input.language !== undefined ? { language: input.language.trim() || 'en' } : {}),
+      ...(input.category !== undefined ? { category: input.category } : {}),
+      ...(input.dlt_template_id !== undefined ? { dlt_template_id: blankToNull(input.dlt_template_id) } : {}),
+      ...(input.sender_id !== undefined ? { sender_id: blankToNull(input.sender_id) } : {}),
+      ...(input.subject !== undefined ? { subject: blankToNull(input.subject) } : {}),
+      updated_at: nowIso(),
+    });
+    if (!row) throw notFound('Template');
+    return templateItem(row);
+  }
+
+  async remove(workspaceId: number, ref: string): Promise<void> {
+    const row = await this.find(this.deps.db, workspaceId, ref);
+    if (!(await deleteTemplate(this.deps.db, workspaceId, row.id))) throw notFound('Template');
+  }
+
+  private async find(db: Executor, workspaceId: number, ref: string): Promise<TemplateRow> {
+    const id = parseRef('tpl', ref);
+    const row = id === undefined ? undefined : await findTemplate(db, workspaceId, id);
+    if (!row) throw notFound('Template');
+    return row;
+  }
+}
+
+interface Content {
+  channel: MessageChannel;
+  message?: string | undefined;
+  subject?: string | undefined;
+  template_id?: string | undefined;
+}
+
+/**
+ * Send, broadcast and campaigns: a `template_id` of ours (`tpl_<n>`) stands in for `message` (its body, with
+ * its variables still in it; rendered per recipient) and, for email, gives the subject unless one is given.
+ * Any other template_id is a WhatsApp provider template, passed on as before. With DLT_ENFORCE an SMS needs a
+ * template of ours with a DLT template id and a sender id. Throws 422 naming the field.
+ */
+export async function withTemplate<T extends Content>(
+  db: Executor,
+  workspaceId: number,
+  input: T,
+  dltEnforce: boolean,
+): Promise<T & { message: string; template?: TemplateRow }> {
+  let template: TemplateRow | undefined;
+  if (isTemplateRef(input.template_id)) {
+    template = await findTemplate(db, workspaceId, Number(input.template_id.slice(4)));
+    if (!template) throw validationError({ template_id: ['is not a template of this workspace.'] });
+    if (template.channel !== input.channel) {
+      throw validationError({
+        template_id: [`is a ${template.channel} template; this message goes by ${input.channel}.`],
+      });
+    }
+  }
+  if (
+    dltEnforce &&
+    input.channel === 'sms' &&
+    (!template || !template.dlt_template_id || !template.sender_id)
+  ) {
+    throw validationError({
+      template_id: [
+        'is required for SMS while DLT_ENFORCE is on: a tpl_<n> template with a dlt_template_id and a sender_id.',
+      ],
+    });
+  }
+  if (template) {
+    return {
+      ...input,
+      message: template.body,
+      subject: input.subject ?? template.subject ?? undefined,
+      template,
+    };
+  }
+  if (input.message === undefined)
+    throw validationError({ message: ['is required unless template_id is a tpl_<n> template.'] });
+  return { ...input, message: input.message };
+}
+
+/** A template body rendered for one recipient (a voter of the workspace by phone, or by email). */
+export async function renderFor(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  to: string,
+  body: string,
+): Promise<string> {
+  const voters = await votersByAddress(db, workspaceId, channel, [to]);
+  return renderTemplate(body, voters.get(to));
+}
+
+/** What a provider is given for a DLT-registered SMS template (TRAI): its template id and header. */
+export function dltFields(template: TemplateRow | undefined) {
+  if (!template || template.channel !== 'sms') return {};
+  return {
+    ...(template.dlt_template_id ? { dltTemplateId: template.dlt_template_id } : {}),
+    ...(template.sender_id ? { senderId: template.sender_id } : {}),
+  };
+}
