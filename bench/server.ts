@@ -1,16 +1,23 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 
 /**
- * What `npm start` runs: its leading NAME=value words (MALLOC_ARENA_MAX) as environment settings, and the
- * arguments of its `node` command (its flags and the entry point).
+ * The environment the deployment kit gives the service (Dockerfile ENV, the systemd unit's Environment=):
+ * glibc reads MALLOC_ARENA_MAX before node starts, so it cannot be set from package.json's scripts (which
+ * run `node` directly, so that SIGTERM reaches it and Windows shells run them).
+ */
+export const deploymentEnv: Record<string, string> = { MALLOC_ARENA_MAX: '2' };
+
+/**
+ * What `npm start` runs: its leading NAME=value words, if any, as environment settings (on top of
+ * deploymentEnv), and the arguments of its `node` command (its flags and the entry point).
  */
 export function npmStart(): { env: Record<string, string>; args: string[] } {
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
     .start;
   const words = start.split(/\s+/);
-  const env: Record<string, string> = {};
+  const env: Record<string, string> = { ...deploymentEnv };
   while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
     const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
     env[name] = value;
@@ -20,11 +27,23 @@ export function npmStart(): { env: Record<string, string>; args: string[] } {
   return { env, args };
 }
 
+let built = false;
+/** `npm run build` once per process: `npm start` runs dist/, which must be the sources as they are now. */
+export function ensureBuilt(): void {
+  if (built) return;
+  const result = spawnSync(process.execPath, ['scripts/build.mjs'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  if (result.status !== 0) throw new Error('npm run build failed');
+  built = true;
+}
+
 /**
- * Starts exactly what `npm start` runs as a child of this process, so a bench can read its memory; `env`
- * goes on top of this process's environment. Its output is this process's.
+ * Starts exactly what `npm start` runs (after building dist/) as a child of this process, so a bench can
+ * read its memory; `env` goes on top of this process's environment. Its output is this process's.
  */
 export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+  ensureBuilt();
   const start = npmStart();
   return spawn(process.execPath, start.args, {
     env: { ...process.env, ...start.env, ...env },

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.ts';
@@ -48,6 +48,8 @@ export interface AppDeps {
   /** Key prefix of the rate-limit counters in Redis (tests isolate themselves with it). */
   rateLimitPrefix?: string;
   logger?: FastifyServerOptions['logger'];
+  /** The process's logger (bootstrap.ts), used instead of `logger`: one destination for the whole process. */
+  loggerInstance?: FastifyBaseLogger;
   /** DNS for the webhook URL checks (SSRF); tests inject their own. */
   webhookResolver?: Resolver;
 }
@@ -78,7 +80,9 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const app = Fastify({
-    logger: deps.logger ?? loggerOptions(config.logLevel),
+    ...(deps.loggerInstance
+      ? { loggerInstance: deps.loggerInstance }
+      : { logger: deps.logger ?? loggerOptions(config.logLevel) }),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,

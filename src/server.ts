@@ -1,5 +1,5 @@
 import { buildApp } from './app.ts';
-import { bootstrap } from './bootstrap.ts';
+import { bootstrap, onStopSignal } from './bootstrap.ts';
 import { Background } from './jobs/background.ts';
 import { within } from './lib/time-limit.ts';
 import { createProviders } from './providers/registry.ts';
@@ -20,7 +20,7 @@ function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
 async function main(): Promise<void> {
   const { config, db, log } = await bootstrap();
   const providers = createProviders(config, log);
-  const app = await buildApp({ config, db, providers });
+  const app = await buildApp({ config, db, providers, loggerInstance: log });
   // The background loops in this process (worker.ts runs the same loops alone).
   const background = config.delivery.inProcess ? new Background({ db, config, providers, log }) : undefined;
 
@@ -54,8 +54,7 @@ async function main(): Promise<void> {
     await by(db.close(), Date.now() + 1000);
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  onStopSignal((signal) => void stop(signal));
 
   await app.listen({ port: config.port, host: config.host });
   background?.start();

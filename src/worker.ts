@@ -1,4 +1,4 @@
-import { bootstrap } from './bootstrap.ts';
+import { bootstrap, onStopSignal } from './bootstrap.ts';
 import { Background } from './jobs/background.ts';
 import { createProviders } from './providers/registry.ts';
 
@@ -19,8 +19,7 @@ async function main(): Promise<void> {
     await db.close();
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
+  onStopSignal(() => void stop());
   background.start();
 }
 
