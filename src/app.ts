@@ -6,6 +6,7 @@ import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
+import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
@@ -45,7 +46,7 @@ export interface AppDeps {
   db: Db;
   /** Defaults to the providers the config names. Tests pass their own to observe what was sent. */
   providers?: Providers;
-  /** Key prefix of the rate-limit counters in Redis (tests isolate themselves with it). */
+  /** Key prefix of the rate-limit counters in Redis; defaults to REDIS_PREFIX + 'rl' (tests pass their own). */
   rateLimitPrefix?: string;
   logger?: FastifyServerOptions['logger'];
   /** The process's logger (bootstrap.ts), used instead of `logger`: one destination for the whole process. */
@@ -114,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   app.addHook('onRequest', async (request, reply) => setSecurityHeaders(request, reply));
+  installCors(app, config.corsOrigins);
+  app.decorate('shuttingDown', false);
   // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.
   app.addHook('preValidation', async (request) => {
     refuseNul([request.params, ''], [request.query, ''], [request.body, '']);
@@ -131,7 +134,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // RateLimits logs once when Redis stops answering and once when it is back; each reconnection error would
   // otherwise be a line (and an unhandled 'error' event without a listener).
   redis?.on('error', (error) => app.log.debug({ err: error }, 'redis error'));
-  const rateLimits = new RateLimits(config, redis, deps.rateLimitPrefix, app.log);
+  const rateLimits = new RateLimits(
+    config,
+    redis,
+    deps.rateLimitPrefix ?? `${config.redisPrefix}rl`,
+    app.log,
+  );
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
@@ -151,7 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
   await installOpenApi(app);
 
-  await app.register(healthRoutes, { prefix: '/api', db });
+  await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
   const importer = new VoterImporter({
