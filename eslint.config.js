@@ -20,5 +20,10 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   // Build scripts run by plain Node.js.
-  { files: ['scripts/**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  {
+    files: ['scripts/**/*.mjs'],
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+    },
+  },
 );
