@@ -1,5 +1,16 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createReadStream, readFileSync, statSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 
 /**
@@ -28,13 +39,49 @@ export function npmStart(): { env: Record<string, string>; args: string[] } {
 }
 
 let built = false;
-/** `npm run build` once per process: `npm start` runs dist/, which must be the sources as they are now. */
+const STAMP = 'dist/.built';
+const LOCK = 'dist.building';
+
+/** The newest modification time under src/ (and of the build's settings), in ms. */
+function newestSource(): number {
+  let newest = Math.max(statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs);
+  for (const entry of readdirSync('src', { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  return newest;
+}
+
+/**
+ * `npm run build` unless dist/ is newer than every source: `npm start` runs dist/, which must be the sources
+ * as they are now. Test files run in parallel, so one builds (holding a lock directory) while the others
+ * wait for it and then find dist/ fresh.
+ */
 export function ensureBuilt(): void {
   if (built) return;
-  const result = spawnSync(process.execPath, ['scripts/build.mjs'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  if (result.status !== 0) throw new Error('npm run build failed');
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= newestSource()) break;
+    try {
+      mkdirSync(LOCK);
+    } catch {
+      if (Date.now() > deadline)
+        throw new Error(`${LOCK} held for three minutes: remove it if no build runs`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      continue;
+    }
+    try {
+      const started = Date.now();
+      const result = spawnSync(process.execPath, ['scripts/build.mjs'], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      if (result.status !== 0) throw new Error('npm run build failed');
+      writeFileSync(STAMP, '');
+      // The stamp says "built from sources no newer than when the build started".
+      utimesSync(STAMP, started / 1000, started / 1000);
+    } finally {
+      rmSync(LOCK, { recursive: true, force: true });
+    }
+    break;
+  }
   built = true;
 }
 
