@@ -16,6 +16,8 @@ import { startReceiver, type Receiver } from './webhook-receivers.ts';
  */
 const RECIPIENTS = Number(process.env.SCALE_OUT_RECIPIENTS ?? 10_000);
 const AUTH_LIMIT = 10;
+/** Each worker's sandbox pace (messages per second). */
+const SEND_RATE = 2000;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -94,7 +96,7 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl)(
         const worker = run('dist/worker.js', {
           ...common,
           SANDBOX_DELIVERY_DELAY_MS: '0',
-          SANDBOX_SEND_RATE: '2000',
+          SANDBOX_SEND_RATE: String(SEND_RATE),
           WORKER_BATCH_SIZE: '200',
           WORKER_LEASE_SECONDS: '3',
           WORKER_POLL_MS: '20',
@@ -236,10 +238,11 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl)(
         for (const s of sends) expect(new Set(s).size).toBe(s.length);
         const all = new Set([...(sends[0] ?? []), ...(sends[1] ?? [])]);
         expect(all.size).toBe(RECIPIENTS);
-        // Handed to the provider twice only inside the documented window: a message the killed worker handed
-        // over in its last moment without recording it; the row then shows the second attempt.
+        // Handed to the provider twice only inside the README's one window: what the killed worker handed over
+        // in its last moment (it records every 20 ms: at SEND_RATE that is 40 messages; a busy machine's late
+        // timers make it more, so allow 100 ms) without recording it; the row then shows the second attempt.
         const twice = (sends[0] ?? []).filter((ref) => sends[1]?.includes(ref));
-        expect(twice.length).toBeLessThanOrEqual(20);
+        expect(twice.length).toBeLessThanOrEqual(SEND_RATE * 0.1);
         for (const ref of twice) {
           const row = await t.db.kysely
             .selectFrom('messages')
