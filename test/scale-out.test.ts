@@ -11,10 +11,12 @@ import { startReceiver, type Receiver } from './webhook-receivers.ts';
  * Scale-out with real OS processes on PostgreSQL + Redis, as deployed: two API processes (no in-process
  * workers) and two `dist/worker.js` processes. A broadcast is delivered once per recipient although one
  * worker is killed with SIGKILL mid-way; the rate limit is counted once across both APIs; each webhook event
- * arrives once. SCALE_OUT_RECIPIENTS sets the broadcast's size (the issue's 50,000; 10,000 by default to
- * keep the suite short on two shared cores).
+ * arrives once. It runs only when SCALE_OUT_RECIPIENTS (the broadcast's size) is set, with PostgreSQL and
+ * Redis: its four processes would otherwise compete with the timing-sensitive tests of a parallel `npm test`
+ * for two shared cores. `.ci/run` runs it after the suite with the issue's 50,000; a developer runs
+ * `SCALE_OUT_RECIPIENTS=10000 npx vitest run test/scale-out.test.ts` (with TEST_DATABASE_URL and TEST_REDIS_URL).
  */
-const RECIPIENTS = Number(process.env.SCALE_OUT_RECIPIENTS ?? 10_000);
+const RECIPIENTS = Number(process.env.SCALE_OUT_RECIPIENTS ?? 0);
 const AUTH_LIMIT = 10;
 /** Each worker's sandbox pace (messages per second). */
 const SEND_RATE = 2000;
@@ -53,7 +55,7 @@ function run(entry: string, env: Record<string, string>): Proc {
   return { child, lines, exited: new Promise((resolve) => child.once('exit', resolve)) };
 }
 
-describe.runIf(process.env.TEST_DATABASE_URL && redisUrl)(
+describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
   'scale-out: two API processes and two workers',
   () => {
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
