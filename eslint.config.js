@@ -15,5 +15,15 @@ export default tseslint.config(
     },
   },
   // Plain JavaScript outside the TypeScript project (a worker thread's entry): linted without type information.
-  { files: ['eslint.config.js', 'vitest.config.ts', 'src/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts', 'src/**/*.mjs', 'scripts/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  // Build scripts run by plain Node.js.
+  {
+    files: ['scripts/**/*.mjs'],
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+    },
+  },
 );

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     await generateVotersCsv(csvPath, rows);
   }
 
-  // `npm start`'s node flags and environment words (MALLOC_ARENA_MAX=2 node --max-old-space-size=192 ...).
+  // `npm start`'s node flags, and the environment the deployment kit sets (MALLOC_ARENA_MAX=2).
   const { env: startEnv, args: startArgs } = npmStart();
   const nodeFlags = startArgs.filter((w) => w.startsWith('--') && !w.endsWith('.ts'));
   const server: ChildProcess = fork(resolve('bench/export-memory.ts'), ['--serve'], {

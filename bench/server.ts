@@ -1,16 +1,34 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 
 /**
- * What `npm start` runs: its leading NAME=value words (MALLOC_ARENA_MAX) as environment settings, and the
- * arguments of its `node` command (its flags and the entry point).
+ * The environment the deployment kit gives the service (Dockerfile ENV, the systemd unit's Environment=):
+ * glibc reads MALLOC_ARENA_MAX before node starts, so it cannot be set from package.json's scripts (which
+ * run `node` directly, so that SIGTERM reaches it and Windows shells run them).
+ */
+export const deploymentEnv: Record<string, string> = { MALLOC_ARENA_MAX: '2' };
+
+/**
+ * What `npm start` runs: its leading NAME=value words, if any, as environment settings (on top of
+ * deploymentEnv), and the arguments of its `node` command (its flags and the entry point).
  */
 export function npmStart(): { env: Record<string, string>; args: string[] } {
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
     .start;
   const words = start.split(/\s+/);
-  const env: Record<string, string> = {};
+  const env: Record<string, string> = { ...deploymentEnv };
   while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
     const [name, value] = (words.shift() as string).split('=', 2) as [string, string];
     env[name] = value;
@@ -20,11 +38,59 @@ export function npmStart(): { env: Record<string, string>; args: string[] } {
   return { env, args };
 }
 
+let built = false;
+const STAMP = 'dist/.built';
+const LOCK = 'dist.building';
+
+/** The newest modification time under src/ (and of the build's settings), in ms. */
+function newestSource(): number {
+  let newest = Math.max(statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs);
+  for (const entry of readdirSync('src', { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  return newest;
+}
+
 /**
- * Starts exactly what `npm start` runs as a child of this process, so a bench can read its memory; `env`
- * goes on top of this process's environment. Its output is this process's.
+ * `npm run build` unless dist/ is newer than every source: `npm start` runs dist/, which must be the sources
+ * as they are now. Test files run in parallel, so one builds (holding a lock directory) while the others
+ * wait for it and then find dist/ fresh.
+ */
+export function ensureBuilt(): void {
+  if (built) return;
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= newestSource()) break;
+    try {
+      mkdirSync(LOCK);
+    } catch {
+      if (Date.now() > deadline)
+        throw new Error(`${LOCK} held for three minutes: remove it if no build runs`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      continue;
+    }
+    try {
+      const started = Date.now();
+      const result = spawnSync(process.execPath, ['scripts/build.mjs'], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      if (result.status !== 0) throw new Error('npm run build failed');
+      writeFileSync(STAMP, '');
+      // The stamp says "built from sources no newer than when the build started".
+      utimesSync(STAMP, started / 1000, started / 1000);
+    } finally {
+      rmSync(LOCK, { recursive: true, force: true });
+    }
+    break;
+  }
+  built = true;
+}
+
+/**
+ * Starts exactly what `npm start` runs (after building dist/) as a child of this process, so a bench can
+ * read its memory; `env` goes on top of this process's environment. Its output is this process's.
  */
 export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+  ensureBuilt();
   const start = npmStart();
   return spawn(process.execPath, start.args, {
     env: { ...process.env, ...start.env, ...env },

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
+import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
@@ -62,9 +63,11 @@ export interface AppDeps {
   db: Db;
   /** Defaults to the providers the config names. Tests pass their own to observe what was sent. */
   providers?: Providers;
-  /** Key prefix of the rate-limit counters in Redis (tests isolate themselves with it). */
+  /** Key prefix of the rate-limit counters in Redis; defaults to REDIS_PREFIX + 'rl' (tests pass their own). */
   rateLimitPrefix?: string;
   logger?: FastifyServerOptions['logger'];
+  /** The process's logger (bootstrap.ts), used instead of `logger`: one destination for the whole process. */
+  loggerInstance?: FastifyBaseLogger;
   /** DNS for the webhook URL checks (SSRF); tests inject their own. */
   webhookResolver?: Resolver;
 }
@@ -95,7 +98,9 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const app = Fastify({
-    logger: deps.logger ?? loggerOptions(config.logLevel),
+    ...(deps.loggerInstance
+      ? { loggerInstance: deps.loggerInstance }
+      : { logger: deps.logger ?? loggerOptions(config.logLevel) }),
     // One line per request (the onResponse hook below) instead of Fastify's two: about 10 µs a request less.
     disableRequestLogging: true,
     trustProxy: config.trustProxy,
@@ -140,6 +145,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   app.addHook('onRequest', async (request, reply) => setSecurityHeaders(request, reply));
+  installCors(app, config.corsOrigins);
+  app.decorate('shuttingDown', false);
   // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.
   app.addHook('preValidation', async (request) => {
     refuseNul([request.params, ''], [request.query, ''], [request.body, '']);
@@ -157,7 +164,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // RateLimits logs once when Redis stops answering and once when it is back; each reconnection error would
   // otherwise be a line (and an unhandled 'error' event without a listener).
   redis?.on('error', (error) => app.log.debug({ err: error }, 'redis error'));
-  const rateLimits = new RateLimits(config, redis, deps.rateLimitPrefix, app.log);
+  const rateLimits = new RateLimits(
+    config,
+    redis,
+    deps.rateLimitPrefix ?? `${config.redisPrefix}rl`,
+    app.log,
+  );
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const users = new UsersService({ db: db.kysely, config });
@@ -177,7 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
   await installOpenApi(app);
 
-  await app.register(healthRoutes, { prefix: '/api', db });
+  await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });

@@ -15,6 +15,10 @@ export interface Config {
   readonly redisUrl: string | undefined;
   /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
   readonly redisTimeoutMs: number;
+  /** Starts every Redis key, so that deployments (and test runs) can share one Redis. */
+  readonly redisPrefix: string;
+  /** Browser origins allowed to call the API (CORS): undefined for none, '*' for any. */
+  readonly corsOrigins: '*' | readonly string[] | undefined;
   readonly logLevel: string;
   readonly trustProxy: boolean;
   /** 32-byte key for HMACs (OTP codes) and for encrypting stored secrets. */
@@ -359,6 +363,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     redisUrl,
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
+    redisPrefix: redisPrefix(env),
+    corsOrigins: corsOrigins(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     appKey: appKey(env, options.keyFile),
@@ -458,4 +464,37 @@ export function defaultKeyFile(env: Env = process.env): string {
   const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
   const dir = path && path !== ':memory:' ? dirname(path) : './data';
   return resolve(dir, 'app.key');
+}
+
+function redisPrefix(env: Env): string {
+  const raw = env.REDIS_PREFIX;
+  if (raw === undefined) return 'ces:';
+  const prefix = raw.trim();
+  if (!/^[A-Za-z0-9:._{}-]{0,64}$/.test(prefix))
+    throw new ConfigError(
+      'REDIS_PREFIX',
+      'must be at most 64 letters, digits or : . _ - { } (e.g. ces:staging:)',
+    );
+  return prefix;
+}
+
+function corsOrigins(env: Env): '*' | string[] | undefined {
+  const raw = env.CORS_ORIGINS?.trim();
+  if (!raw) return undefined;
+  if (raw === '*') return '*';
+  return raw.split(',').map((item) => {
+    const origin = item.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      // reported below
+    }
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `"${origin}" is not an origin: give * or a comma-separated list such as https://app.example.org,http://localhost:5173 (scheme, host and port only, no path or trailing slash)`,
+      );
+    return origin;
+  });
 }

@@ -1,5 +1,5 @@
 import { buildApp } from './app.ts';
-import { bootstrap } from './bootstrap.ts';
+import { bootstrap, onStopSignal } from './bootstrap.ts';
 import { Background } from './jobs/background.ts';
 import { within } from './lib/time-limit.ts';
 import { createProviders } from './providers/registry.ts';
@@ -14,13 +14,14 @@ function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
  * WORKER_IN_PROCESS=false. SIGTERM/SIGINT, in order: stop accepting connections; let requests in flight
  * finish while the workers stop (their unsent claims are released for other workers); close the database
  * only then, so that no handler runs on a closed pool. Requests still running after SHUTDOWN_TIMEOUT_MS
- * (an export to a client that does not read, say) have their connections closed, and the process exits
- * within that time and a little more, whatever is still pending.
+ * less a moment (an export to a client that does not read, say) have their connections closed, and the
+ * process exits within SHUTDOWN_TIMEOUT_MS whatever is still pending. GET /api/readyz answers 503 from the
+ * signal on.
  */
 async function main(): Promise<void> {
   const { config, db, log } = await bootstrap();
   const providers = createProviders(config, log);
-  const app = await buildApp({ config, db, providers });
+  const app = await buildApp({ config, db, providers, loggerInstance: log });
   // The background loops in this process (worker.ts runs the same loops alone).
   const background = config.delivery.inProcess ? new Background({ db, config, providers, log }) : undefined;
 
@@ -28,34 +29,40 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    const started = Date.now();
     const { shutdownTimeoutMs } = config;
     // The last resort: nothing below may keep the process alive past the limit.
     setTimeout(() => {
       app.log.error('shutdown did not finish in time; exiting');
       process.exit(1);
-    }, shutdownTimeoutMs + 2000).unref();
-    const deadline = Date.now() + shutdownTimeoutMs;
+    }, shutdownTimeoutMs).unref();
+    // Requests get the limit less what closing their connections, the workers and the database may take.
+    const requestsBy = started + shutdownTimeoutMs - Math.min(2000, shutdownTimeoutMs * 0.3);
+    const lastBy = started + shutdownTimeoutMs - Math.min(200, shutdownTimeoutMs * 0.05);
     app.log.info({ signal }, 'shutting down');
+    app.shuttingDown = true;
     const closed = app.close();
+    // close() closes the connections idle at that moment; a keep-alive connection whose request ends later
+    // would otherwise stay open (and keep close() waiting) until its client or the keep-alive timeout ends it.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 50);
+    closed.finally(() => clearInterval(idle)).catch(() => {});
     const workers = background ? background.stop() : Promise.resolve();
-    if ((await by(closed, deadline)) === 'late') {
+    if ((await by(closed, requestsBy)) === 'late') {
       app.log.warn('requests still running at SHUTDOWN_TIMEOUT_MS; closing their connections');
       app.server.closeAllConnections();
-      await by(closed, Date.now() + 1000);
+      await by(closed, Math.min(lastBy, Date.now() + 1000));
     }
     // Handlers whose clients went away are not waited for by close(): they still use the database.
-    if ((await by(app.handlersDone(), Math.max(deadline, Date.now() + 1000))) === 'late') {
+    if ((await by(app.handlersDone(), Math.max(requestsBy, Math.min(lastBy, Date.now() + 500)))) === 'late') {
       app.log.warn('request handlers still running at SHUTDOWN_TIMEOUT_MS');
     }
-    if ((await by(workers, Date.now() + Math.max(1000, deadline - Date.now()))) === 'late') {
+    if ((await by(workers, lastBy)) === 'late')
       app.log.warn('the workers did not stop by SHUTDOWN_TIMEOUT_MS');
-    }
     for (const provider of Object.values(providers)) provider.close?.();
-    await by(db.close(), Date.now() + 1000);
+    await by(db.close(), lastBy);
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  onStopSignal((signal) => void stop(signal));
 
   await app.listen({ port: config.port, host: config.host });
   background?.start();

@@ -12,7 +12,8 @@ import { call, uniqueEmail } from './helpers.ts';
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'ces-cli-'));
 const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'cli.db')}`, LOG_LEVEL: 'silent' };
-const ces = (...args: string[]) => run(process.execPath, ['bin/ces.mjs', ...args], { env });
+// The sources through tsx (not bin/ces.mjs, which prefers a build in dist/ that may be older than src/).
+const ces = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env });
 
 describe('operator CLI', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -913,7 +913,7 @@ for (const dialect of dialects) {
         for (const route of callable(t)
           .filter((r) => !r.hidden)
           .slice(0, 10)) {
-          const url = fill(route.url, () => MISSING_ID).replace(/^\/api\//, '/api/v2/');
+          const url = fill(route.url, () => MISSING_ID).replace(/^\/api(?=\/|$)/, '/api/v2');
           expectError(await call(t.app, route.method, url, { token: owner.token }), 404, 'not_found');
         }
       });

@@ -1,8 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Db } from '../../db/connect.ts';
+import { migrations } from '../../db/migrate.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
+import { within } from '../../lib/time-limit.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by server.ts when SIGTERM/SIGINT arrives: GET /api/readyz answers 503 from then on. */
+    shuttingDown: boolean;
+  }
+}
 
 const Health = Type.Object({
   status: Type.Literal('ok'),
@@ -10,7 +21,61 @@ const Health = Type.Object({
   dialect: Type.String({ description: 'sqlite or postgres' }),
 });
 
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
+const Ready = Type.Object({
+  status: Type.Literal('ready'),
+  migrations: Type.Literal('ok'),
+  database: Type.Literal('ok'),
+  redis: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')]),
+});
+
+const Index = Type.Object({
+  name: Type.String(),
+  docs: Type.String({ description: 'The API reference page' }),
+  openapi: Type.String({ description: 'The OpenAPI 3.1 document' }),
+  health: Type.String(),
+  ready: Type.String(),
+});
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{
+  db: Db;
+  redis: Redis | undefined;
+  redisTimeoutMs: number;
+}> = async (app, { db, redis, redisTimeoutMs }) => {
+  let migrated = false;
+  /** True once every migration this build knows is recorded as applied (then it stays true). */
+  const migrationsApplied = async () => {
+    if (migrated) return true;
+    const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(db.kysely);
+    const names = new Set(applied.rows.map((row) => row.name));
+    migrated = Object.keys(migrations).every((name) => names.has(name));
+    return migrated;
+  };
+  const unavailable = (message: string, details: Record<string, string>) =>
+    new AppError('service_unavailable', message, details);
+
+  app.get(
+    '/',
+    {
+      config: { permission: 'public' },
+      schema: {
+        tags: ['Health'],
+        summary: "The API's address: links to its reference (/api/docs) and its OpenAPI document",
+        response: { 200: Success(Index) },
+      },
+    },
+    async () => ({
+      success: true as const,
+      message: 'Campaign Engagement Service API. The reference is at /api/docs.',
+      data: {
+        name: 'Campaign Engagement Service',
+        docs: '/api/docs',
+        openapi: '/api/openapi.json',
+        health: '/api/healthz',
+        ready: '/api/readyz',
+      },
+    }),
+  );
+
   app.get(
     '/healthz',
     {
@@ -34,6 +99,53 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, {
         success: true as const,
         message: 'Service is healthy.',
         data: { status: 'ok' as const, database: 'ok' as const, dialect: db.dialect },
+      };
+    },
+  );
+
+  app.get(
+    '/readyz',
+    {
+      config: { permission: 'public' },
+      schema: {
+        tags: ['Health'],
+        summary:
+          'Readiness: 200 once migrations have run and the database and Redis (where set) answer; 503 service_unavailable otherwise and while shutting down',
+        response: { 200: Success(Ready) },
+      },
+    },
+    async (request) => {
+      if (app.shuttingDown) throw unavailable('The service is shutting down.', { state: 'shutting_down' });
+      try {
+        await db.ping();
+      } catch (error) {
+        request.log.warn({ err: error }, 'readiness: database unreachable');
+        throw unavailable('The database cannot be reached.', { database: 'unreachable' });
+      }
+      let applied = false;
+      try {
+        applied = await migrationsApplied();
+      } catch {
+        // no migration table yet
+      }
+      if (!applied) throw unavailable('The database migrations have not run yet.', { migrations: 'pending' });
+      if (redis) {
+        const answered = await within(
+          redis.status === 'ready' ? redis.ping().then(() => true) : Promise.resolve(false),
+          redisTimeoutMs,
+          () => false,
+        ).catch(() => false);
+        if (!answered) throw unavailable('Redis cannot be reached.', { redis: 'unreachable' });
+      }
+      return {
+        success: true as const,
+        message: 'Service is ready.',
+        data: {
+          status: 'ready' as const,
+          migrations: 'ok' as const,
+          database: 'ok' as const,
+          redis: redis ? ('ok' as const) : ('not_configured' as const),
+        },
       };
     },
   );
