@@ -164,7 +164,7 @@ const errorDescriptions: Record<ErrorStatus, string> = {
   400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 100 characters.',
   401: '`unauthorized`: no token, or one that is not valid.',
   402: '`insufficient_credits`: not enough credits; `details` has channel, required and available. Nothing was sent.',
-  403: "`forbidden`: the token's role lacks the permission this operation needs.",
+  403: "`forbidden`: the token's role lacks the permission this operation needs (register: sign-up is closed; provider callbacks: a bad signature).",
   404: "`not_found`: no such row in your workspace (another workspace's rows answer the same).",
   405: '`method_not_allowed`: the path without its id (`/api/campaigns/`) names operations of other methods.',
   409: '`conflict`: the resource is not in a state that allows this (see the operation), or a duplicate.',
@@ -191,10 +191,18 @@ const errorResponses = Object.fromEntries(
  * must handle without each module repeating the error envelope.
  */
 const extraStatuses: Record<string, ErrorStatus[]> = {
-  'POST /api/auth/register': [409],
+  'POST /api/auth/register': [403, 409],
   'POST /api/auth/login': [401],
   'POST /api/auth/verify-otp': [401],
+  'POST /api/auth/reset-password': [401],
   'POST /api/users': [409],
+  'PATCH /api/users/:id': [409],
+  'DELETE /api/users/:id': [409],
+  'POST /api/voters/import': [413],
+  'GET /api/voters/imports/:import_id/errors.csv': [409],
+  'POST /api/opt-outs/import': [413],
+  'POST /api/campaigns/:id/preview': [409],
+  'POST /api/providers/twilio/inbound': [403],
   'POST /api/voters': [409],
   'PUT /api/voters/:id': [409],
   'POST /api/messages/send': [402, 409, 502],
