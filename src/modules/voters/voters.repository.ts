@@ -8,6 +8,7 @@ import {
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { compiledOnce } from '../../db/compiled-once.ts';
 
 /** The filter object shared by the list, export, segments and broadcasts. */
 export interface VoterFilters {
@@ -356,17 +357,13 @@ export async function listVoters(
   return { rows, total: count.total, exact: count.exact };
 }
 
-export async function findVoter(
-  db: Executor,
-  workspaceId: number,
-  id: number,
-): Promise<VoterRow | undefined> {
-  return db
-    .selectFrom('voters')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+/** `GET /api/voters/{id}` runs this on every call: built and compiled once (db/compiled-once.ts). */
+const voterById = compiledOnce((db, workspaceId: number, id: number) =>
+  db.selectFrom('voters').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id),
+);
+
+export function findVoter(db: Executor, workspaceId: number, id: number): Promise<VoterRow | undefined> {
+  return voterById.first(db, workspaceId, id);
 }
 
 export async function findVoterByIdentity(
