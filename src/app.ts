@@ -126,7 +126,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ? { loggerInstance: deps.loggerInstance }
       : { logger: deps.logger ?? loggerOptions(config.logLevel) }),
     logController: new OneLinePerRequest(),
-    trustProxy: config.trustProxy,
+    // A hop count trusts that many proxies in front, as proxy-addr does with a number.
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {

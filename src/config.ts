@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -20,7 +21,8 @@ export interface Config {
   /** Browser origins allowed to call the API (CORS): undefined for none, '*' for any. */
   readonly corsOrigins: '*' | readonly string[] | undefined;
   readonly logLevel: string;
-  readonly trustProxy: boolean;
+  /** Fastify's `trustProxy`: false, true (every hop), a hop count, or the proxies' addresses/CIDRs. */
+  readonly trustProxy: boolean | number | string[];
   /** 32-byte key for HMACs (OTP codes) and for encrypting stored secrets. */
   readonly appKey: Buffer;
   readonly bodyLimitBytes: number;
@@ -182,6 +184,37 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
+}
+
+/**
+ * TRUST_PROXY: `false` (default); `true` (every hop: the leftmost X-Forwarded-For address, so the proxy must
+ * overwrite the header); a whole number of proxies in front (the address that many hops from the right); or a
+ * comma-separated list of the proxies' addresses or CIDR ranges (the rightmost address that is not one of them).
+ * The last two cannot be spoofed by a client that sends its own X-Forwarded-For.
+ */
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = env.TRUST_PROXY?.trim() ?? '';
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > 10) throw new ConfigError('TRUST_PROXY', `a hop count must be 1-10, got ${raw}`);
+    return hops;
+  }
+  if (/[.:]/.test(raw)) {
+    const list = raw.split(',').map((part) => part.trim());
+    const address = /^[0-9a-fA-F.:]+(\/\d{1,3})?$/;
+    const bad = list.find((part) => !address.test(part) || isIP(part.split('/')[0] ?? '') === 0);
+    if (bad !== undefined)
+      throw new ConfigError('TRUST_PROXY', `"${bad}" is not an IP address or CIDR range (e.g. 10.0.0.0/8)`);
+    return list;
+  }
+  try {
+    return bool(env, 'TRUST_PROXY', false);
+  } catch {
+    throw new ConfigError(
+      'TRUST_PROXY',
+      `must be true, false, a number of proxies (1-10) or a comma-separated list of proxy addresses, got "${raw}"`,
+    );
+  }
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -366,7 +399,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     redisPrefix: redisPrefix(env),
     corsOrigins: corsOrigins(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     appKey: appKey(env, options.keyFile),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     defaultCountry: country,

@@ -42,6 +42,27 @@ describe('rate limits (in memory)', () => {
     }
   });
 
+  it('TRUST_PROXY as a hop count or proxy list: an X-Forwarded-For the client sent does not escape the limit', async () => {
+    for (const trust of ['1', '127.0.0.1']) {
+      const t = await buildTestApp('sqlite', { ...tight, TRUST_PROXY: trust });
+      try {
+        // The proxy (the injected connection, 127.0.0.1) appends what it saw; the client forges the rest.
+        const forged = (i: number) => ({ headers: { 'x-forwarded-for': `10.9.9.${i}, 203.0.113.7` } });
+        for (let i = 0; i < 4; i++)
+          expect((await call(t.app, 'GET', '/api/healthz', forged(i))).status).toBe(200);
+        expectError(await call(t.app, 'GET', '/api/healthz', forged(99)), 429, 'rate_limit_exceeded');
+        // Another real client (the address the proxy appended) has its own count.
+        expect(
+          (await call(t.app, 'GET', '/api/healthz', { headers: { 'x-forwarded-for': '203.0.113.8' } }))
+            .status,
+        ).toBe(200);
+      } finally {
+        await t.close();
+      }
+    }
+    await expect(buildTestApp('sqlite', { TRUST_PROXY: 'proxy.local' })).rejects.toThrow(/TRUST_PROXY/);
+  });
+
   it('public endpoints: counted per client address (X-Forwarded-For only with TRUST_PROXY)', async () => {
     const t = await buildTestApp('sqlite', { ...tight, TRUST_PROXY: 'true' });
     try {
