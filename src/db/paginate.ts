@@ -1,4 +1,4 @@
-import { type Selectable, sql } from 'kysely';
+import { type Selectable, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Executor } from './types.ts';
 
@@ -17,21 +17,33 @@ export async function workspacePage<T extends WorkspaceListTable>(
   perPage: number,
   order: 'asc' | 'desc' = 'asc',
 ): Promise<{ rows: Selectable<Database[T]>[]; total: number }> {
-  const workspace = sql<boolean>`${sql.ref('workspace_id')} = ${workspaceId}`;
-  const [rows, count] = await Promise.all([
+  const { rows, total } = await pageOf(
     db
       .selectFrom(table as WorkspaceListTable)
-      .selectAll()
-      .where(workspace)
-      .orderBy(sql.ref('id'), order)
+      .where(sql<boolean>`${sql.ref('workspace_id')} = ${workspaceId}`),
+    (q) => q.selectAll().orderBy(sql.ref('id'), order),
+    page,
+    perPage,
+  );
+  return { rows: rows as Selectable<Database[T]>[], total };
+}
+
+/**
+ * One page of a filtered query and how many rows it matches in all: `rows` adds the columns and the order to
+ * `filtered` (which selects nothing yet); the count runs on `filtered` alone, beside the page.
+ */
+export async function pageOf<DB, TB extends keyof DB, F, O>(
+  filtered: SelectQueryBuilder<DB, TB, F>,
+  rows: (query: SelectQueryBuilder<DB, TB, F>) => SelectQueryBuilder<DB, TB, O>,
+  page: number,
+  perPage: number,
+): Promise<{ rows: O[]; total: number }> {
+  const [found, count] = await Promise.all([
+    rows(filtered)
       .limit(perPage)
       .offset((page - 1) * perPage)
       .execute(),
-    db
-      .selectFrom(table as WorkspaceListTable)
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where(workspace)
-      .executeTakeFirstOrThrow(),
+    filtered.select(sql<number>`count(*)`.as('total')).executeTakeFirstOrThrow(),
   ]);
-  return { rows: rows as Selectable<Database[T]>[], total: Number(count.total) };
+  return { rows: found as O[], total: Number((count as { total: number }).total) };
 }

@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import type { FastifyRequest } from 'fastify';
 import { nowIso } from '../../db/connect.ts';
 import type { AuditLogRow } from '../../db/schema.ts';
@@ -96,16 +97,7 @@ export async function listAudit(
   if (filters.actorId !== undefined) query = query.where('actor_id', '=', filters.actorId);
   if (filters.from !== undefined) query = query.where('created_at', '>=', filters.from);
   if (filters.before !== undefined) query = query.where('created_at', '<', filters.before);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(query, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }
 
 /**

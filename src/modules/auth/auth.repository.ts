@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import { compiledOnce } from '../../db/compiled-once.ts';
 import type { Role } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -115,16 +116,12 @@ export async function listLiveTokens(
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
-  const [rows, count] = await Promise.all([
-    query
-      .select(['id', 'created_at', 'last_used_at', 'expires_at'])
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(
+    query,
+    (q) => q.select(['id', 'created_at', 'last_used_at', 'expires_at']).orderBy('id', 'desc'),
+    page,
+    perPage,
+  );
 }
 
 /**

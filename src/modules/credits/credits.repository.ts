@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import { type Selectable, sql } from 'kysely';
 import {
   type CreditChannel,
@@ -146,14 +147,5 @@ export async function listLedger(
     .where('workspace_id', '=', workspaceId)
     .where('kind', '!=', 'capture');
   if (channel) query = query.where('channel', '=', channel);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(query, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }

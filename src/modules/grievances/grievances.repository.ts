@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import { type Insertable, type Updateable, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { GrievancePriority, GrievanceRow, GrievanceStatus, GrievanceTable } from '../../db/schema.ts';
@@ -56,16 +57,7 @@ export async function listGrievances(
   perPage: number,
 ): Promise<{ rows: GrievanceRow[]; total: number }> {
   const base = filtered(db, workspaceId, filters, now);
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(base, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }
 
 export async function findGrievance(

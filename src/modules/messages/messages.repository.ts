@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import type { Insertable } from 'kysely';
 import type { MessageChannel, MessageRow, MessageStatus, MessageTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -52,14 +53,5 @@ export async function listHistory(
   if (filters.to !== undefined) query = query.where('to', '=', filters.to);
   if (filters.from) query = query.where('created_at', '>=', filters.from);
   if (filters.before) query = query.where('created_at', '<', filters.before);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(query, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { pageOf } from '../../db/paginate.ts';
 import type { MessageChannel, OptOutChannel, OptOutRow, OptOutSource } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
@@ -87,16 +87,7 @@ export async function listOptOuts(
     .where('workspace_id', '=', workspaceId)
     .$if(filters.channel !== undefined, (q) => q.where('channel', '=', filters.channel as OptOutChannel))
     .$if(filters.address !== undefined, (q) => q.where('address', '=', filters.address as string));
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.n) };
+  return pageOf(base, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }
 
 /** A page of a workspace's opt-outs after id `after`, oldest first (the CSV export). */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { pageOf } from '../../db/paginate.ts';
 import type { SilencePeriodRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
@@ -56,17 +56,7 @@ export async function listSilencePeriods(
     .$if(filters.constituencyKey !== undefined, (q) =>
       q.where('constituency_key', '=', filters.constituencyKey as string),
     );
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('starts_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.n) };
+  return pageOf(base, (q) => q.selectAll().orderBy('starts_at', 'desc').orderBy('id', 'desc'), page, perPage);
 }
 
 /** The lower-cased constituencies of a workspace with a silence period in force at `at`. */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { pageOf } from '../../db/paginate.ts';
 import type { MessageChannel, TemplateRow, TemplateTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import type { Insertable, Updateable } from 'kysely';
@@ -69,16 +69,7 @@ export async function listTemplates(
     .selectFrom('templates')
     .where('workspace_id', '=', workspaceId)
     .$if(filters.channel !== undefined, (q) => q.where('channel', '=', filters.channel as MessageChannel));
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    base.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.n) };
+  return pageOf(base, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }
 
 /** The voters of a workspace by phone (or email, for the email channel), for rendering. */

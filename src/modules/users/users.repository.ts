@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import type { Insertable, Updateable } from 'kysely';
 import type { UserRow, UserTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -34,16 +35,7 @@ export async function listUsers(
 ): Promise<{ rows: UserRow[]; total: number }> {
   let query = db.selectFrom('users').where('workspace_id', '=', workspaceId);
   if (active !== undefined) query = query.where('deactivated_at', active ? 'is' : 'is not', null);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(query, (q) => q.selectAll().orderBy('id'), page, perPage);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import type { Insertable, Updateable } from 'kysely';
 import type { Database, VoterImportRow, VoterImportTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -29,22 +30,12 @@ export async function listImportJobs(
   page: number,
   perPage: number,
 ): Promise<{ rows: VoterImportRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('voter_imports')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('voter_imports')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .where('workspace_id', '=', workspaceId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(
+    db.selectFrom('voter_imports').where('workspace_id', '=', workspaceId),
+    (q) => q.selectAll().orderBy('id', 'desc'),
+    page,
+    perPage,
+  );
 }
 
 /**

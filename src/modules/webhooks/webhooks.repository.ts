@@ -1,3 +1,4 @@
+import { pageOf } from '../../db/paginate.ts';
 import { type Insertable, sql, type Updateable } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { DeliveryStatus, WebhookDeliveryTable, WebhookRow, WebhookTable } from '../../db/schema.ts';
@@ -149,18 +150,12 @@ export async function listDeliveries(
   page: number,
   perPage: number,
 ): Promise<{ rows: DeliveryLogRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    deliveryLog(db, workspaceId, webhookId)
-      .select(logColumns)
-      .orderBy('d.id', 'desc')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    deliveryLog(db, workspaceId, webhookId)
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  return pageOf(
+    deliveryLog(db, workspaceId, webhookId),
+    (q) => q.select(logColumns).orderBy('d.id', 'desc'),
+    page,
+    perPage,
+  );
 }
 
 export async function findDelivery(
