@@ -164,14 +164,16 @@ export async function dueSettlements(
 }
 
 /**
- * Claimed messages a worker will not attempt before its lease ends (its provider was slow): due again at
- * once for any worker, and the claim's attempt is not counted.
+ * Claimed messages a worker will not attempt now: due again at `dueAt` for any worker (at once when its provider
+ * was too slow to reach them before the lease ends; at the end of quiet hours when held), and the claim's attempt
+ * is not counted.
  */
 export async function releaseUnsent(
   db: Executor,
-  ids: number[],
+  ids: readonly number[],
   workerId: string,
   now: string,
+  dueAt: string = now,
 ): Promise<void> {
   if (ids.length === 0) return;
   await db
@@ -179,11 +181,11 @@ export async function releaseUnsent(
     .set((eb) => ({
       claimed_by: null,
       lease_until: null,
-      next_attempt_at: now,
+      next_attempt_at: dueAt,
       attempts: eb('attempts', '-', 1),
       updated_at: now,
     }))
-    .where('id', 'in', ids)
+    .where('id', 'in', [...ids])
     .where('claimed_by', '=', workerId)
     .where('status', '=', 'queued')
     .execute();

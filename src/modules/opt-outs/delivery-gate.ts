@@ -6,14 +6,13 @@ import type { OutgoingMessage } from '../../providers/provider.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
-import { failMessages } from '../messages/outbox.repository.ts';
+import { failMessages, releaseUnsent } from '../messages/outbox.repository.ts';
 import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
 import { dltFields } from '../templates/templates.service.ts';
 import {
   phonesInConstituencies,
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
-import { failQueuedWithCode, holdUntil } from './consent-outbox.repository.ts';
 import { optedOutAddresses } from './opt-outs.repository.ts';
 
 /** Channels whose bulk messages quiet hours and silence periods apply to (not email). */
@@ -122,7 +121,7 @@ export class DeliveryGate {
       now,
     );
     if (decision.held.length > 0 && decision.holdUntil) {
-      await holdUntil(this.deps.db, decision.held, workerId, decision.holdUntil.toISOString(), now);
+      await releaseUnsent(this.deps.db, decision.held, workerId, now, decision.holdUntil.toISOString());
     }
     return this.render(decision.send);
   }
@@ -197,7 +196,7 @@ export class DeliveryGate {
   private async fail(ids: number[], code: MessageErrorCode, reason: string, now: string): Promise<void> {
     if (ids.length === 0) return;
     await this.deps.db.transaction().execute(async (trx) => {
-      const moved = await failQueuedWithCode(trx, ids, code, reason, now);
+      const moved = await failMessages(trx, ids, reason, code, now);
       await refund(trx, moved, now);
       await emitMessageEvents(trx, moved, 'message.failed', now);
     });
