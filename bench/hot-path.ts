@@ -24,7 +24,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { npmStart, waitUntilUp } from './server.ts';
+import { ensureBuilt, npmStart, waitUntilUp } from './server.ts';
 
 const duration = Number(process.env.HOT_PATH_DURATION_S ?? 10);
 const connections = Number(process.env.HOT_PATH_CONNECTIONS ?? 100);
@@ -81,9 +81,11 @@ const children = new Set<ChildProcess>();
 
 /** `npm start`'s node command with `entry` in place of its entry point (the hello world), or as is. */
 function startNode(env: Record<string, string>, entry?: string): ChildProcess {
+  if (!entry) ensureBuilt();
   const start = npmStart();
+  // The hello world is TypeScript: tsx's loader is the one flag it has beyond the service's.
   const args = entry
-    ? [...start.args.slice(0, -1), entry]
+    ? ['--import', 'tsx', ...start.args.slice(0, -1), entry]
     : [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...start.args];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...start.env, ...env },
