@@ -199,7 +199,7 @@ for (const dialect of dialects) {
       });
       const url = `/api/campaigns/${campaign.body.data.id}/cancel`;
       expect((await call(t.app, 'POST', url, { token: owner.token })).status).toBe(200);
-      // The second cancel writes its entry, then is refused (409): the entry goes with it.
+      // The second cancel is refused (409) and records nothing.
       expectError(await call(t.app, 'POST', url, { token: owner.token }), 409, 'conflict');
       expect(await entries(owner, '&action=campaign.cancelled')).toHaveLength(1);
       expectError(
@@ -214,6 +214,32 @@ for (const dialect of dialects) {
         'not_found',
       );
       expect(await entries(owner, '&action=webhook.deleted')).toHaveLength(0);
+    });
+
+    it('a scheduled campaign started by the worker is recorded as sent by the service (no actor)', async () => {
+      const owner = await register(t.app);
+      const res = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: {
+          name: 'Later',
+          channel: 'sms',
+          message: 'Hi',
+          recipients: [uniquePhone()],
+          scheduled_at: new Date(Date.now() + 3_600_000).toISOString(),
+        },
+      });
+      expect(res.status).toBe(201);
+      const id = Number(String(res.body.data.id).slice('camp_'.length));
+      await t.db.kysely
+        .updateTable('campaigns')
+        .set({ scheduled_at: new Date(Date.now() - 1000).toISOString() })
+        .where('id', '=', id)
+        .execute();
+      const worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
+      await worker.round();
+      const sent = await entries(owner, '&action=campaign.sent');
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatchObject({ actor_id: null, actor_name: null, target_id: `camp_${id}` });
     });
 
     it('the worker prunes entries older than AUDIT_RETENTION_DAYS, in bounded batches', async () => {

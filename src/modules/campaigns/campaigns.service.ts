@@ -351,8 +351,6 @@ export class CampaignsService {
     const { db } = this.deps;
     const row = await db.transaction().execute(async (trx) => {
       const campaign = await this.find(trx, workspaceId, ref);
-      // Rolled back with the cancel when it is refused (an already finished campaign).
-      await recordAudit(trx, { workspaceId, actor, action: 'campaign.cancelled', ...auditOf(campaign) });
       const now = nowIso();
       const set = {
         status: 'cancelled' as const,
@@ -360,48 +358,53 @@ export class CampaignsService {
         updated_at: now,
         completed_at: now,
       };
-      switch (campaign.status) {
-        case 'draft':
-        case 'scheduled':
-          return updateCampaign(trx, workspaceId, campaign.id, [campaign.status], set);
-        case 'queued': {
-          if (campaign.lease_until && campaign.lease_until > now) {
-            throw new AppError(
-              'conflict',
-              'The campaign is being prepared for sending; cancel it again in a moment.',
-            );
+      const moved = await (async () => {
+        switch (campaign.status) {
+          case 'draft':
+          case 'scheduled':
+            return updateCampaign(trx, workspaceId, campaign.id, [campaign.status], set);
+          case 'queued': {
+            if (campaign.lease_until && campaign.lease_until > now) {
+              throw new AppError(
+                'conflict',
+                'The campaign is being prepared for sending; cancel it again in a moment.',
+              );
+            }
+            const moved = await updateCampaign(trx, workspaceId, campaign.id, ['queued'], set);
+            const credit = creditChannel(campaign.channel);
+            if (moved && credit) {
+              await refundCredits(
+                trx,
+                workspaceId,
+                credit,
+                campaign.reserved_credits,
+                campaignRef(campaign.id),
+                now,
+              );
+            }
+            return moved;
           }
-          const moved = await updateCampaign(trx, workspaceId, campaign.id, ['queued'], set);
-          const credit = creditChannel(campaign.channel);
-          if (moved && credit) {
-            await refundCredits(
-              trx,
-              workspaceId,
-              credit,
-              campaign.reserved_credits,
-              campaignRef(campaign.id),
-              now,
-            );
+          case 'sending': {
+            const moved = await updateCampaign(trx, workspaceId, campaign.id, ['sending'], set);
+            if (moved) {
+              const stopped = await cancelQueuedMessages(trx, workspaceId, campaign.id, now);
+              await refund(trx, stopped, now);
+              // Cancelled messages end `failed`: their message.failed events go with them.
+              await emitMessageEvents(trx, stopped, 'message.failed', now);
+            }
+            return moved;
           }
-          return moved;
+          default:
+            throw new AppError('conflict', `The campaign is already ${campaign.status}.`, {
+              status: campaign.status,
+            });
         }
-        case 'sending': {
-          const moved = await updateCampaign(trx, workspaceId, campaign.id, ['sending'], set);
-          if (moved) {
-            const stopped = await cancelQueuedMessages(trx, workspaceId, campaign.id, now);
-            await refund(trx, stopped, now);
-            // Cancelled messages end `failed`: their message.failed events go with them.
-            await emitMessageEvents(trx, stopped, 'message.failed', now);
-          }
-          return moved;
-        }
-        default:
-          throw new AppError('conflict', `The campaign is already ${campaign.status}.`, {
-            status: campaign.status,
-          });
-      }
+      })();
+      // A campaign another request moved meanwhile is refused, and nothing (the audit entry included) is kept.
+      if (!moved) throw new AppError('conflict', 'The campaign changed meanwhile; read it again.');
+      await recordAudit(trx, { workspaceId, actor, action: 'campaign.cancelled', ...auditOf(campaign) });
+      return moved;
     });
-    if (!row) throw new AppError('conflict', 'The campaign changed meanwhile; read it again.');
     const stats = await campaignStats(db, workspaceId, [row.id]);
     return campaignView(row, stats.get(row.id));
   }
@@ -414,7 +417,16 @@ export class CampaignsService {
     let started = 0;
     for (const campaign of await dueScheduledCampaigns(db, nowIso(), 20)) {
       try {
-        await db.transaction().execute((trx) => this.start(trx, campaign, nowIso()));
+        await db.transaction().execute(async (trx) => {
+          // Started by its schedule: the service is the actor (actor_id null).
+          await recordAudit(trx, {
+            workspaceId: campaign.workspace_id,
+            actor: { userId: null, ip: null },
+            action: 'campaign.sent',
+            ...auditOf(campaign),
+          });
+          return this.start(trx, campaign, nowIso());
+        });
         started += 1;
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
