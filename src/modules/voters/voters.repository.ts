@@ -186,10 +186,11 @@ async function voterPage(
     ids =
       fromEnd < offset
         ? ids
+            .orderBy('voters.workspace_id', 'desc')
             .orderBy('voters.id', 'desc')
             .limit(perPage + Math.min(0, fromEnd))
             .offset(Math.max(0, fromEnd))
-        : ids.orderBy('voters.id').limit(perPage).offset(offset);
+        : ids.orderBy('voters.workspace_id').orderBy('voters.id').limit(perPage).offset(offset);
     return db
       .selectFrom('voters')
       .select(listColumns)
@@ -209,8 +210,11 @@ async function voterPage(
       .orderBy('voters.id')
       .execute();
   }
+  // Ordered by (workspace_id, id), the same order given the filter: without the constant column PostgreSQL may
+  // walk the primary key through other workspaces' rows instead of the workspace's index.
   return filteredVoters(db, workspaceId, filters)
     .select(listColumns)
+    .orderBy('voters.workspace_id')
     .orderBy('voters.id')
     .limit(perPage)
     .offset(offset)
