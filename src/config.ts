@@ -58,6 +58,8 @@ export interface Config {
     readonly maxBytes: number;
     /** At most this many `{ row, field, message }` entries in an import's answer. */
     readonly maxErrors: number;
+    /** Finished import jobs (the row and its errors.csv) are deleted this many days after they end. */
+    readonly jobRetentionDays: number;
   };
   readonly export: {
     /** Worker threads that read and format one large export of a SQLite file; 0: none. */
@@ -429,6 +431,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     import: {
       maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
       maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+      jobRetentionDays: int(env, 'IMPORT_JOB_RETENTION_DAYS', 30, 1, 36_500),
     },
     export: {
       threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),

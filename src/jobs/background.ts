@@ -29,7 +29,12 @@ export class Background {
       maxErrors: config.import.maxErrors,
     });
     const jobs = new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log });
-    this.imports = new VoterImportLoop({ db, jobs, log });
+    this.imports = new VoterImportLoop({
+      db,
+      jobs,
+      log,
+      retentionDays: config.import.jobRetentionDays,
+    });
   }
 
   start(): void {

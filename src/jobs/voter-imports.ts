@@ -16,7 +16,12 @@ export interface VoterImportLoopDeps {
   workerId?: string;
   /** Run only these workspaces' jobs (tests sharing one database). Default: all. */
   workspaceIds?: readonly number[];
+  /** IMPORT_JOB_RETENTION_DAYS: finished jobs older than this are deleted with their files. Default: 30. */
+  retentionDays?: number;
 }
+
+/** How often an idle loop prunes (retention and leftover files). */
+const PRUNE_EVERY_MS = 60_000;
 
 /**
  * The voter import job loop: claims one queued job at a time under a lease (renewed by a heartbeat while it
@@ -28,6 +33,7 @@ export class VoterImportLoop {
   private running: Promise<void> | undefined;
   private stopped = true;
   private wake: (() => void) | undefined;
+  private prunedAt = 0;
 
   constructor(private readonly deps: VoterImportLoopDeps) {
     this.workerId = deps.workerId ?? `imports:${randomUUID()}`;
@@ -57,6 +63,10 @@ export class VoterImportLoop {
       let ran = false;
       try {
         ran = await this.runOnce();
+        if (!ran && Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
+          this.prunedAt = Date.now();
+          await this.prune();
+        }
         failures = 0;
       } catch (error) {
         failures += 1;
@@ -73,6 +83,11 @@ export class VoterImportLoop {
       });
       this.wake = undefined;
     }
+  }
+
+  /** The retention chore, one bounded round: old finished jobs with their errors.csv, and leftover files. */
+  prune(nowMs = Date.now()) {
+    return this.deps.jobs.prune(this.deps.retentionDays ?? 30, nowMs);
   }
 
   /** Claims and runs one job; false when none was waiting. */

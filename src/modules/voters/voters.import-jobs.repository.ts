@@ -92,3 +92,38 @@ export async function updateHeldJob(
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
+
+/** Up to `limit` jobs that finished before `cutoff` (oldest first): what retention deletes next. */
+export async function finishedImportJobsBefore(
+  db: Executor,
+  cutoff: string,
+  limit: number,
+): Promise<{ id: number; file_key: string }[]> {
+  return db
+    .selectFrom('voter_imports')
+    .select(['id', 'file_key'])
+    .where('status', 'in', ['completed', 'failed'])
+    .where('finished_at', '<', cutoff)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+export async function deleteImportJobs(db: Executor, ids: number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.deleteFrom('voter_imports').where('id', 'in', ids).execute();
+}
+
+/** The status of the job each of these file keys belongs to (keys of no job are absent). */
+export async function importJobStatuses(
+  db: Executor,
+  fileKeys: string[],
+): Promise<Map<string, VoterImportRow['status']>> {
+  if (fileKeys.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('voter_imports')
+    .select(['file_key', 'status'])
+    .where('file_key', 'in', fileKeys)
+    .execute();
+  return new Map(rows.map((row) => [row.file_key, row.status]));
+}

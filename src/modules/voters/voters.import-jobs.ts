@@ -8,7 +8,10 @@ import { pageResult } from '../../http/schemas.ts';
 import { csvField } from '../../lib/csv.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import {
+  deleteImportJobs,
   findImportJob,
+  finishedImportJobsBefore,
+  importJobStatuses,
   insertImportJob,
   listImportJobs,
   updateHeldJob,
@@ -65,6 +68,21 @@ class Interrupted extends Error {}
 const MAX_ATTEMPTS = 3;
 /** Progress is written at most this often. */
 const PROGRESS_EVERY_MS = 500;
+/** Finished jobs deleted per pruning round (their files first, then the rows). */
+const PRUNE_JOBS = 200;
+/** Stored keys looked at per pruning round for leftovers. */
+const PRUNE_KEYS = 500;
+/**
+ * A stored file of no job is a leftover once it is this old: before that it may be an upload still being
+ * received (the file is written before its job's row).
+ */
+const UPLOAD_GRACE_MS = 60 * 60_000;
+
+/** When a file key was made (`imp-<ms in base 36>-<uuid>`); 0 for a key of the first format (`imp-<uuid>`). */
+function keyTime(key: string): number {
+  const match = /^imp-([0-9a-z]{8,9})-[0-9a-f]{8}-/.exec(key);
+  return match ? parseInt(match[1]!, 36) : 0;
+}
 
 /**
  * Import jobs (`Prefer: respond-async`): the upload is stored, a `voter_imports` row queued, and a background
@@ -88,7 +106,7 @@ export class VoterImportJobs {
   /** Stores the upload and queues its job. */
   async enqueue(workspaceId: number, userId: number | null, fileName: string, source: ImportSource) {
     const { maxBytes, db } = this.deps;
-    const key = `imp-${randomUUID()}`;
+    const key = `imp-${Date.now().toString(36)}-${randomUUID()}`;
     const writer = await this.store.writer(key);
     let bytes = 0;
     try {
@@ -203,7 +221,7 @@ export class VoterImportJobs {
       return;
     }
     const done = nowIso();
-    await db.kysely.transaction().execute(async (trx) => {
+    const finished = await db.kysely.transaction().execute(async (trx) => {
       const stillHeld = await updateHeldJob(trx, id, held.owner, {
         status: 'completed',
         bytes_read: Number(job.bytes),
@@ -217,7 +235,7 @@ export class VoterImportJobs {
         lease_owner: null,
         lease_until: null,
       });
-      if (!stillHeld) return;
+      if (!stillHeld) return false;
       await recordAudit(trx, {
         workspaceId: Number(job.workspace_id),
         actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: null },
@@ -230,8 +248,11 @@ export class VoterImportJobs {
           failed: result.failed,
         },
       });
+      return true;
     });
-    await this.store.remove(job.file_key).catch(() => {});
+    // Only once `completed` is committed, and only by the job's holder: a worker that lost the lease leaves the
+    // upload to the one now running the job. A crash in between leaves a leftover that prune() removes.
+    if (finished) await this.store.remove(job.file_key).catch(() => {});
   }
 
   /** A job that did not finish: failed (the file is refused, or retries are spent), or handed back. */
@@ -258,7 +279,7 @@ export class VoterImportJobs {
       });
       return;
     }
-    await updateHeldJob(db.kysely, id, held.owner, {
+    const failed = await updateHeldJob(db.kysely, id, held.owner, {
       status: 'failed',
       message: refused
         ? (error as AppError).message
@@ -267,6 +288,49 @@ export class VoterImportJobs {
       lease_owner: null,
       lease_until: null,
     });
-    await this.store.remove(job.file_key).catch(() => {});
+    if (failed) await this.store.remove(job.file_key).catch(() => {});
   }
+
+  /**
+   * Retention, one bounded round (the worker's chore): jobs finished more than `retentionDays` ago are deleted
+   * with their errors.csv, and stored files no queued or running job needs (an upload whose removal a crash
+   * cut short, a file of no job) are removed. Returns how many jobs and files went, and whether the walk over
+   * the stored keys reached their end in this round (`lap`).
+   */
+  async prune(
+    retentionDays: number,
+    nowMs = Date.now(),
+  ): Promise<{ jobs: number; files: number; lap: boolean }> {
+    const { db } = this.deps;
+    const cutoff = new Date(nowMs - retentionDays * 86_400_000).toISOString();
+    const old = await finishedImportJobsBefore(db.kysely, cutoff, PRUNE_JOBS);
+    for (const job of old) {
+      await this.store.remove(`${job.file_key}.errors`);
+      await this.store.remove(job.file_key);
+    }
+    await deleteImportJobs(
+      db.kysely,
+      old.map((job) => Number(job.id)),
+    );
+
+    // Leftovers: the stored keys are walked PRUNE_KEYS at a time from where the last round stopped.
+    const keys = await this.store.keys(this.pruneAfter, PRUNE_KEYS);
+    this.pruneAfter = keys.length < PRUNE_KEYS ? '' : keys[keys.length - 1]!;
+    const jobKey = (key: string) => key.replace(/\.errors$/, '');
+    const statuses = await importJobStatuses(db.kysely, [...new Set(keys.map(jobKey))]);
+    let files = 0;
+    for (const key of keys) {
+      const status = statuses.get(jobKey(key));
+      const leftover =
+        status === undefined
+          ? nowMs - keyTime(key) > UPLOAD_GRACE_MS
+          : (status === 'completed' || status === 'failed') && !key.endsWith('.errors');
+      if (!leftover) continue;
+      await this.store.remove(key);
+      files += 1;
+    }
+    return { jobs: old.length, files, lap: this.pruneAfter === '' };
+  }
+
+  private pruneAfter = '';
 }

@@ -1,5 +1,5 @@
-import { createReadStream, createWriteStream, mkdirSync, mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -21,6 +21,8 @@ export interface ImportFileStore {
   writer(key: string): Promise<FileWriter>;
   read(key: string): AsyncIterable<Buffer>;
   remove(key: string): Promise<void>;
+  /** Up to `limit` stored keys after `after`, in order (the pruning walks them a batch at a time). */
+  keys(after: string, limit: number): Promise<string[]>;
 }
 
 /**
@@ -29,17 +31,24 @@ export interface ImportFileStore {
  */
 export class DirectoryFileStore implements ImportFileStore {
   private dir: string | undefined;
+  readonly memory: boolean;
 
-  constructor(private readonly databasePath: string) {}
+  constructor(private readonly databasePath: string) {
+    this.memory = databasePath === ':memory:' || databasePath === '';
+  }
 
   private folder(): string {
     if (!this.dir) {
-      const memory = this.databasePath === ':memory:' || this.databasePath === '';
-      this.dir = memory
+      this.dir = this.memory
         ? mkdtempSync(join(tmpdir(), 'ces-imports-'))
         : join(dirname(resolve(this.databasePath)), 'imports');
       mkdirSync(this.dir, { recursive: true });
     }
+    return this.dir;
+  }
+
+  /** The folder, once a file has been stored (tests). */
+  get location(): string | undefined {
     return this.dir;
   }
 
@@ -66,6 +75,26 @@ export class DirectoryFileStore implements ImportFileStore {
 
   async remove(key: string): Promise<void> {
     await rm(this.path(key), { force: true });
+  }
+
+  async keys(after: string, limit: number): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.folder());
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ENOENT') return [];
+      throw error;
+    }
+    return names
+      .filter((name) => name > after && /^[A-Za-z0-9._-]+$/.test(name))
+      .sort()
+      .slice(0, limit);
+  }
+
+  /** Removes an in-memory database's temporary folder (its files die with the database). */
+  dispose(): void {
+    if (this.memory && this.dir) rmSync(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
   }
 }
 
@@ -116,18 +145,45 @@ export class DatabaseFileStore implements ImportFileStore {
   async remove(key: string): Promise<void> {
     await this.db.deleteFrom('voter_import_files').where('file_key', '=', key).execute();
   }
+
+  async keys(after: string, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('voter_import_files')
+      .select('file_key')
+      .where('seq', '=', 0)
+      .where('file_key', '>', after)
+      .orderBy('file_key')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.file_key);
+  }
 }
 
 const stores = new WeakMap<Db, ImportFileStore>();
 
-/** The store of a database, one per connection (an in-memory SQLite database's folder is the process's own). */
+/**
+ * The store of a database, one per connection. An in-memory SQLite database's folder is the process's own:
+ * it is removed when the database is closed.
+ */
 export function importFileStore(db: Db): ImportFileStore {
   let store = stores.get(db);
   if (!store) {
-    store =
-      db.raw.dialect === 'sqlite'
-        ? new DirectoryFileStore(db.raw.sqlite.name)
-        : new DatabaseFileStore(db.kysely);
+    if (db.raw.dialect === 'sqlite') {
+      const directory = new DirectoryFileStore(db.raw.sqlite.name);
+      if (directory.memory) {
+        const close = db.close.bind(db);
+        db.close = async () => {
+          try {
+            await close();
+          } finally {
+            directory.dispose();
+          }
+        };
+      }
+      store = directory;
+    } else {
+      store = new DatabaseFileStore(db.kysely);
+    }
     stores.set(db, store);
   }
   return store;
