@@ -19,7 +19,7 @@ import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
+import { closeEmptyBody, closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
 import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { AuditService } from './modules/audit/audit.service.ts';
@@ -145,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompilerFor(config.defaultCountry));
   app.addHook('onRoute', closeQueryString);
+  app.addHook('onRoute', closeEmptyBody);
   trackHandlers(app);
 
   // JSON only. An empty body is "no body" (logout with a stray Content-Type), and the default parser keeps

@@ -5,6 +5,7 @@ import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { SandboxProvider } from '../src/providers/sandbox.ts';
 import { call, dialects, expectError, register, uniquePhone } from './helpers.ts';
 import { buildProviderTestApp, isolatedDatabase, until } from './messaging-helpers.ts';
 
@@ -383,3 +384,28 @@ for (const dialect of dialects) {
     });
   });
 }
+
+describe('sandbox provider', () => {
+  it('logs the DLT template id and sender id an SMS is given, so an operator can see DLT_ENFORCE at work', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const sandbox = new SandboxProvider('sms', log, 0);
+    await sandbox.send({
+      channel: 'sms',
+      to: '+919812345678',
+      body: 'Namaste',
+      reference: 'msg_1',
+      dltTemplateId: '1107160000000012345',
+      senderId: 'NETAJI',
+    });
+    await sandbox.send({ channel: 'sms', to: '+919812345678', body: 'Plain', reference: 'msg_2' });
+    const sent = lines.filter((l) => l.msg === 'sandbox message');
+    expect(sent[0]).toMatchObject({
+      reference: 'msg_1',
+      dlt_template_id: '1107160000000012345',
+      sender_id: 'NETAJI',
+    });
+    expect(sent[1]).toMatchObject({ reference: 'msg_2' });
+    expect(sent[1]).not.toHaveProperty('dlt_template_id');
+  });
+});

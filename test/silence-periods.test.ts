@@ -93,6 +93,12 @@ for (const dialect of dialects) {
         [{ constituency: 'X', starts_at: at(hour), ends_at: at(hour) }, 'ends_at'],
         [{ constituency: 'X', starts_at: at(2 * hour), ends_at: at(hour) }, 'ends_at'],
         [{ constituency: 'X', starts_at: at(0) }, 'ends_at'],
+        // Not a day of the calendar: refused, not rolled over to 2 March.
+        [
+          { constituency: 'X', starts_at: '2026-01-01T00:00:00Z', ends_at: '2026-02-30T00:00:00Z' },
+          'ends_at',
+        ],
+        [{ constituency: 'X', starts_at: '2026-04-31T00:00:00+05:30', ends_at: at(hour) }, 'starts_at'],
       ];
       for (const [body, field] of cases) {
         const res = await create(owner, body);

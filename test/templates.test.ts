@@ -297,7 +297,12 @@ for (const dialect of dialects) {
             body: { name: 'B', channel: 'sms', body: 'Hello' },
           })
         ).body.data.id;
-        expectError(await send({ template_id: bare }), 422, 'validation_error');
+        const unregistered = await send({ template_id: bare });
+        expectError(unregistered, 422, 'validation_error');
+        expect(unregistered.body.details.template_id).toEqual([
+          `is ${bare}, which has no dlt_template_id and no sender_id: DLT_ENFORCE needs a template registered with both.`,
+        ]);
+        expect(plain.body.details.template_id[0]).toMatch(/^is required for SMS while DLT_ENFORCE is on/);
         const registered = (
           await call(dlt.app, 'POST', '/api/templates', {
             token: owner.token,

@@ -73,4 +73,39 @@ describe('validation messages name what to send, once per field, for every field
     });
     expect(empty.body.details.phone).toEqual(['must not be empty.']);
   });
+
+  it('an operation that takes no body answers a body with fields as 422 naming them; {} and no body are fine', async () => {
+    const created = await call(t.app, 'POST', '/api/campaigns', {
+      token: owner.token,
+      body: { name: 'C', channel: 'sms', message: 'x', recipients: ['+919812345678'] },
+    });
+    const id = created.body.data.id as string;
+    for (const path of [
+      `/api/campaigns/${id}/preview`,
+      `/api/campaigns/${id}/send`,
+      `/api/campaigns/${id}/retry-failed`,
+    ]) {
+      const res = await call(t.app, 'POST', path, { token: owner.token, body: { force: true, x: 1 } });
+      expectError(res, 422, 'validation_error');
+      expect(res.body.details.force).toEqual(['is not an allowed field: this operation takes no body.']);
+      expect(res.body.message).toBe('The request has invalid fields: force, x.');
+    }
+    const array = await call(t.app, 'POST', `/api/campaigns/${id}/preview`, {
+      token: owner.token,
+      body: [1],
+    });
+    expectError(array, 422, 'validation_error');
+    expect(array.body.details.body).toEqual(['must be empty or {}: this operation takes no body.']);
+    expect(
+      (await call(t.app, 'POST', `/api/campaigns/${id}/preview`, { token: owner.token, body: {} })).status,
+    ).toBe(200);
+    expect((await call(t.app, 'POST', `/api/campaigns/${id}/preview`, { token: owner.token })).status).toBe(
+      200,
+    );
+    // The one-click unsubscribe (public) still takes whatever a mail client posts.
+    const unsubscribe = await call(t.app, 'POST', '/api/unsubscribe/bad-token', {
+      body: { 'List-Unsubscribe': 'One-Click' },
+    });
+    expectError(unsubscribe, 404, 'not_found');
+  });
 });

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifySchemaCompiler, RouteOptions } from 'fastify';
+import type { FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { type FieldErrors, validationError } from '../errors.ts';
 import { toE164 } from '../lib/phone.ts';
@@ -288,4 +288,33 @@ export function closeQueryString(route: RouteOptions): void {
   else if (query.type === 'object' && query.additionalProperties === undefined) {
     schema.querystring = { ...query, additionalProperties: false };
   }
+}
+
+/**
+ * An onRoute hook: a signed-in route that declares no body (send, cancel, retry-failed, preview, logout...)
+ * answers a JSON body with fields as a 422 naming each, as a route with a body schema does an unknown field;
+ * an empty body or `{}` is fine. Public routes are left alone (the one-click unsubscribe takes any body).
+ */
+export function closeEmptyBody(route: RouteOptions): void {
+  if (route.schema?.body !== undefined) return;
+  if ((route.config as { permission?: string } | undefined)?.permission === 'public') return;
+  const refuse = async (request: FastifyRequest): Promise<void> => {
+    const body = request.body;
+    // Only a JSON body is judged here; files (imports) and forms go to their own parsers.
+    if (body === undefined || body === null || !/json/i.test(request.headers['content-type'] ?? '')) return;
+    if (typeof body === 'object' && !Array.isArray(body)) {
+      const fields = Object.keys(body);
+      if (fields.length === 0) return;
+      throw validationError(
+        Object.fromEntries(
+          fields.map((f) => [f, ['is not an allowed field: this operation takes no body.']]),
+        ),
+        `The request has invalid fields: ${fields.join(', ')}.`,
+      );
+    }
+    throw validationError({ body: ['must be empty or {}: this operation takes no body.'] });
+  };
+  const existing = route.preValidation;
+  route.preValidation =
+    existing === undefined ? refuse : [...(Array.isArray(existing) ? existing : [existing]), refuse];
 }

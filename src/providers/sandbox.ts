@@ -33,6 +33,8 @@ export class SandboxProvider implements MessageProvider {
         to: message.to,
         body: message.body,
         reference: message.reference,
+        ...(message.dltTemplateId ? { dlt_template_id: message.dltTemplateId } : {}),
+        ...(message.senderId ? { sender_id: message.senderId } : {}),
         provider_message_id: providerMessageId,
       },
       'sandbox message',

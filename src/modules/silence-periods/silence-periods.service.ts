@@ -25,9 +25,14 @@ export function constituencyKey(value: string): string {
   return value.trim().toLowerCase();
 }
 
+/** A date-time with its zone, as an ISO instant; undefined unless its date is a day of the calendar (no 30 February). */
 function instant(value: string): string | undefined {
-  if (!DATE_TIME.test(value.trim())) return undefined;
-  const at = new Date(value.trim());
+  const text = value.trim();
+  if (!DATE_TIME.test(text)) return undefined;
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
+  const at = new Date(text);
   return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
 }
 

@@ -175,9 +175,13 @@ export async function withTemplate<T extends Content>(
     input.channel === 'sms' &&
     (!template || !template.dlt_template_id || !template.sender_id)
   ) {
+    const given = template;
+    const lacking = given && ['dlt_template_id', 'sender_id'].filter((f) => !given[f as 'sender_id']);
     throw validationError({
       template_id: [
-        'is required for SMS while DLT_ENFORCE is on: a tpl_<n> template with a dlt_template_id and a sender_id.',
+        lacking
+          ? `is tpl_${given.id}, which has no ${lacking.join(' and no ')}: DLT_ENFORCE needs a template registered with both.`
+          : 'is required for SMS while DLT_ENFORCE is on: a tpl_<n> template with a dlt_template_id and a sender_id.',
       ],
     });
   }
