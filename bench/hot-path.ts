@@ -21,10 +21,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureBuilt, npmStart, waitUntilUp } from './server.ts';
+import { ensureBuilt, freePort, npmStart, waitUntilUp } from './server.ts';
 
 const duration = Number(process.env.HOT_PATH_DURATION_S ?? 10);
 const connections = Number(process.env.HOT_PATH_CONNECTIONS ?? 100);
@@ -65,17 +64,6 @@ type Autocannon = (options: {
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 // ---------------------------------------------------------------- processes
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 const children = new Set<ChildProcess>();
 

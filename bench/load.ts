@@ -12,8 +12,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { spawnNpmStart, waitUntilUp } from './server.ts';
-import { createServer } from 'node:net';
+import { freePort, spawnNpmStart, waitUntilUp } from './server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -56,17 +55,6 @@ type Autocannon = (options: {
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 // ---------------------------------------------------------------- the server under test
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 let server: ChildProcess | undefined;
 

@@ -13,7 +13,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './server.ts';
 
 const full = process.env.BENCH_FULL === '1';
 const rows = process.env.BENCH_ROWS ?? '20000';
@@ -39,18 +39,6 @@ interface Bench {
 
 /** The unset variables that would make a benchmark pick PostgreSQL when it should run on SQLite. */
 const sqliteEnv = { DATABASE_URL: '', TEST_DATABASE_URL: '', BENCH_DATABASE_URL: '' };
-
-/** A free port on loopback: the voters benchmark's default (3917) may be taken by someone else's run. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Replaced by a port found free just before the benchmark starts (one found earlier may be taken since). */
 const FREE_PORT = '<free port>';

@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   createReadStream,
@@ -145,5 +146,17 @@ export function uploadCsv(
     const file = createReadStream(path);
     file.pipe(req, { end: false });
     file.on('end', () => req.end(tail));
+  });
+}
+
+/** A free port on loopback (a fixed default may be taken by someone else's run). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
   });
 }

@@ -4,6 +4,7 @@ import { type FieldErrors, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { type AuditAction, listAudit } from './audit.repository.ts';
 import { auditView } from './audit.schemas.ts';
+import { dateBounds } from '../../lib/dates.ts';
 
 export interface AuditQueryInput {
   page: number;
@@ -12,25 +13,6 @@ export interface AuditQueryInput {
   actor_id?: number | undefined;
   date_from?: string | undefined;
   date_to?: string | undefined;
-}
-
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-
-/** An ISO 8601 date (a whole UTC day) or date-time as [start, end) bounds; undefined when malformed. */
-function dateBounds(value: string): [string, string] | undefined {
-  const text = value.trim();
-  if (DATE.test(text)) {
-    const start = new Date(`${text}T00:00:00.000Z`);
-    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== text) return undefined;
-    return [start.toISOString(), new Date(start.getTime() + 86_400_000).toISOString()];
-  }
-  if (DATE_TIME.test(text)) {
-    const at = new Date(text);
-    if (Number.isNaN(at.getTime())) return undefined;
-    return [at.toISOString(), new Date(at.getTime() + 1).toISOString()];
-  }
-  return undefined;
 }
 
 /** Reads the audit log. Writing is recordAudit's, in each action's transaction; nothing changes or deletes entries but the worker's retention. */

@@ -36,6 +36,7 @@ import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
 import { dltFields, renderFor, withTemplate } from '../templates/templates.service.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
+import { dateBounds } from '../../lib/dates.ts';
 
 export interface SendInput {
   channel: MessageChannel;
@@ -56,25 +57,6 @@ export interface HistoryInput {
   date_to?: string | undefined;
   campaign_id?: string | undefined;
   to?: string | undefined;
-}
-
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-
-/** An ISO 8601 date (a whole UTC day) or date-time as [start, end) bounds; undefined when malformed. */
-function dateBounds(value: string): [string, string] | undefined {
-  const text = value.trim();
-  if (DATE.test(text)) {
-    const start = new Date(`${text}T00:00:00.000Z`);
-    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== text) return undefined;
-    return [start.toISOString(), new Date(start.getTime() + 86_400_000).toISOString()];
-  }
-  if (DATE_TIME.test(text)) {
-    const at = new Date(text);
-    if (Number.isNaN(at.getTime())) return undefined;
-    return [at.toISOString(), new Date(at.getTime() + 1).toISOString()];
-  }
-  return undefined;
 }
 
 /** Messages that failed before error codes existed (migration 009) get one from their reason. */

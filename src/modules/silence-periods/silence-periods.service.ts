@@ -10,6 +10,7 @@ import {
   insertSilencePeriod,
   listSilencePeriods,
 } from './silence-periods.repository.ts';
+import { instant } from '../../lib/dates.ts';
 
 export interface CreateSilencePeriodInput {
   constituency: string;
@@ -18,22 +19,9 @@ export interface CreateSilencePeriodInput {
   reason?: string | undefined;
 }
 
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-
 /** Trimmed and lower-cased: how a constituency is matched (as voters.constituency_key and the voter filters). */
 export function constituencyKey(value: string): string {
   return value.trim().toLowerCase();
-}
-
-/** A date-time with its zone, as an ISO instant; undefined unless its date is a day of the calendar (no 30 February). */
-function instant(value: string): string | undefined {
-  const text = value.trim();
-  if (!DATE_TIME.test(text)) return undefined;
-  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
-  const date = new Date(Date.UTC(year, month - 1, day));
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
-  const at = new Date(text);
-  return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
 }
 
 export function silencePeriodItem(row: SilencePeriodRow) {
