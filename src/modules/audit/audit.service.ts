@@ -17,18 +17,27 @@ export interface AuditQueryInput {
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
+const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');
+/**
+ * A bound as the stored timestamps are written (and compared, as text): kept within years 0001-9999, since
+ * toISOString writes a year past 9999 as `+010000-...`, which sorts before every real timestamp on SQLite,
+ * and PostgreSQL refuses a year 0 or past 9999 as a timestamp (a 500, not an answer).
+ */
+const iso = (ms: number) => new Date(Math.min(Math.max(ms, FIRST_MS), LAST_MS)).toISOString();
+
 /** An ISO 8601 date (a whole UTC day) or date-time as [start, end) bounds; undefined when malformed. */
 function dateBounds(value: string): [string, string] | undefined {
   const text = value.trim();
   if (DATE.test(text)) {
     const start = new Date(`${text}T00:00:00.000Z`);
     if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== text) return undefined;
-    return [start.toISOString(), new Date(start.getTime() + 86_400_000).toISOString()];
+    return [iso(start.getTime()), iso(start.getTime() + 86_400_000)];
   }
   if (DATE_TIME.test(text)) {
     const at = new Date(text);
     if (Number.isNaN(at.getTime())) return undefined;
-    return [at.toISOString(), new Date(at.getTime() + 1).toISOString()];
+    return [iso(at.getTime()), iso(at.getTime() + 1)];
   }
   return undefined;
 }
