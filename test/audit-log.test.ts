@@ -144,6 +144,10 @@ for (const dialect of dialects) {
       const today = new Date().toISOString().slice(0, 10);
       expect(await entries(owner, `&date_from=${today}&date_to=${today}`)).toHaveLength(4);
       expect(await entries(owner, '&date_to=2020-01-01')).toHaveLength(0);
+      // The widest range the dates allow holds everything (a bound past 9999 is not written `+010000-...`).
+      expect(await entries(owner, '&date_from=0000-01-01&date_to=9999-12-31')).toHaveLength(4);
+      expect(await entries(owner, '&date_to=9999-12-31T23:59:59.999Z')).toHaveLength(4);
+      expect(await entries(owner, `&date_from=${today}&date_to=9999-12-31T20:00:00-05:00`)).toHaveLength(4);
       expect(
         await entries(owner, `&date_from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`),
       ).toHaveLength(0);

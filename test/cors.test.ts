@@ -68,6 +68,17 @@ for (const dialect of dialects) {
       expect(pre.headers.vary).toContain('Origin');
     });
 
+    it('lets a browser send Prefer: respond-async and read the import job Location', async () => {
+      const pre = await preflight(t, FRONT, '/api/voters/import');
+      expect(pre.statusCode).toBe(204);
+      expect(String(pre.headers['access-control-allow-headers']).split(', ')).toContain('prefer');
+      const owner = await register(t.app);
+      const ok = await call(t.app, 'GET', '/api/voters', { token: owner.token, headers: { origin: FRONT } });
+      const exposed = String(ok.headers['access-control-expose-headers']).split(', ');
+      expect(exposed).toContain('location');
+      expect(exposed).toContain('preference-applied');
+    });
+
     it('adds the headers to real answers (errors too) for allowed origins only', async () => {
       const owner = await register(t.app);
       const ok = await call(t.app, 'GET', '/api/voters', { token: owner.token, headers: { origin: FRONT } });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorStatus } from '../src/errors.ts';
 import { buildTestApp, call, type TestApp } from './helpers.ts';
 
 interface Operation {
@@ -123,6 +124,13 @@ describe('the OpenAPI document', () => {
         }
       }
     }
+    // Each error status names the error_code the API really answers with it.
+    for (const [, op] of operations)
+      for (const [status, response] of Object.entries(op.responses)) {
+        const code = /^`(\w+)`/.exec(response.description)?.[1];
+        if (code && /^[45]/.test(status))
+          expect(errorStatus[code as keyof typeof errorStatus], `${status} ${code}`).toBe(Number(status));
+      }
     const send = doc.paths['/api/messages/send']!.post!.responses;
     for (const status of ['201', '402', '403', '409', '502']) expect(send[status], status).toBeDefined();
     expect(doc.paths['/api/campaigns/{id}']!.patch!.responses['409']).toBeDefined();

@@ -227,6 +227,20 @@ describe('token lifetime and registration settings', () => {
     }
   });
 
+  it('TOKEN_TTL_SECONDS past 10 years is refused at start (it would make sign-in fail on an impossible date)', async () => {
+    await expect(buildTestApp('sqlite', { TOKEN_TTL_SECONDS: '900000000000000' })).rejects.toThrow(
+      /TOKEN_TTL_SECONDS must be between 0 and 315360000/,
+    );
+    const t = await buildTestApp('sqlite', { TOKEN_TTL_SECONDS: '315360000' });
+    try {
+      const account = await register(t.app);
+      const res = await call(t.app, 'GET', '/api/user/tokens', { token: account.token });
+      expect(new Date(res.body.data.data[0].expires_at).getUTCFullYear()).toBeGreaterThanOrEqual(2035);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('REGISTRATION=closed answers register with 403 saying sign-up is closed', async () => {
     const t = await buildTestApp('sqlite', { REGISTRATION: 'closed' });
     try {

@@ -110,6 +110,14 @@ for (const dialect of dialects) {
         expectError(res, 422, 'validation_error');
         expect(Object.keys(res.body.details)).toEqual([Object.keys(body)[0]]);
       }
+      // A role outside the list names the list once, as an enum does.
+      const role = await call(t.app, 'PATCH', url, { token: owner.token, body: { role: 'admin' } });
+      expect(role.body.details).toEqual({ role: ['must be one of: politician, manager, volunteer.'] });
+      const added = await call(t.app, 'POST', '/api/users', {
+        token: owner.token,
+        body: { name: 'Q', email: uniqueEmail(), password: 'a fine long phrase', role: 'admin' },
+      });
+      expect(added.body.details).toEqual({ role: ['must be one of: manager, volunteer.'] });
       expectError(
         await call(t.app, 'PATCH', '/api/users/abc', { token: owner.token, body: {} }),
         422,

@@ -13,9 +13,11 @@ const EXPOSED = [
   'deprecation',
   'sunset',
   'link',
+  'location',
+  'preference-applied',
 ].join(', ');
 const METHODS = 'GET, POST, PUT, PATCH, DELETE';
-const HEADERS = 'authorization, content-type, idempotency-key, x-request-id';
+const HEADERS = 'authorization, content-type, idempotency-key, prefer, x-request-id';
 /** How long a browser may keep a preflight's answer. */
 const MAX_AGE_SECONDS = 600;
 

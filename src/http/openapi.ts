@@ -170,10 +170,10 @@ const errorDescriptions: Record<ErrorStatus, string> = {
   409: '`conflict`: the resource is not in a state that allows this (see the operation), or a duplicate.',
   413: '`payload_too_large`: the body is over the size limit.',
   422: '`validation_error`: `details` maps each invalid field, body or query, to its messages; an unknown field or query parameter is one.',
-  429: '`too_many_requests`: over the rate limit; see Retry-After.',
+  429: '`rate_limit_exceeded`: over the rate limit; see Retry-After.',
   500: '`server_error`: an unexpected failure; the message carries the request id.',
   502: '`provider_error`: the messaging provider refused the message or could not be reached.',
-  503: '`service_unavailable`: the database is unreachable; try again.',
+  503: '`service_unavailable`: the database (or Redis, where set) does not answer, or the service is shutting down; try again.',
 };
 
 /** The error envelope, once per status, each with what that status means here. */

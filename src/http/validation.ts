@@ -223,14 +223,28 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     const own = error.keyword === 'type' ? segments.length - 1 : segments.length;
     for (let i = 1; i <= own; i += 1) ruled.add(segments.slice(0, i).join('.'));
   }
+  // A union of constants (`"manager" | "volunteer"`) reports one `const` error per branch: merged below.
+  const constsByPath = new Map<string, unknown[]>();
   for (const error of errors) {
     const path = fieldPath(error, part);
     if (error.keyword === 'type') {
       typesByPath.set(path, [...(typesByPath.get(path) ?? []), String(error.params.type)]);
       continue;
     }
+    if (error.keyword === 'const') {
+      constsByPath.set(path, [...(constsByPath.get(path) ?? []), error.params.allowedValue]);
+      continue;
+    }
     const text = message(error);
     if (!text) continue;
+    const list = (out[path] ??= []);
+    if (!list.includes(text)) list.push(text);
+  }
+  for (const [path, values] of constsByPath) {
+    const text =
+      values.length === 1
+        ? `must be ${JSON.stringify(values[0])}.`
+        : `must be one of: ${[...new Set(values)].map(String).join(', ')}.`;
     const list = (out[path] ??= []);
     if (!list.includes(text)) list.push(text);
   }
