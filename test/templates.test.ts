@@ -160,6 +160,20 @@ for (const dialect of dialects) {
       });
       expectError(wrong, 422, 'validation_error');
       expect(Object.keys(wrong.body.details)).toEqual(['template_id']);
+      // Both a message and a template: which text would go out? 422 on message, for a send and a broadcast.
+      for (const url of ['/api/messages/send', '/api/messages/broadcast']) {
+        const both = await call(t.app, 'POST', url, {
+          token: owner.token,
+          body: {
+            channel: 'sms',
+            ...(url.endsWith('send') ? { to: phone } : { recipients: [phone] }),
+            template_id: tpl,
+            message: 'Hello',
+          },
+        });
+        expectError(both, 422, 'validation_error');
+        expect(Object.keys(both.body.details)).toEqual(['message']);
+      }
       const stranger = await register(t.app);
       expectError(
         await call(t.app, 'POST', '/api/messages/send', {

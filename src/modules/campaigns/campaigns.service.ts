@@ -232,6 +232,7 @@ export class CampaignsService {
         workspaceId,
         edited,
         this.deps.config.dltEnforce,
+        patch.message === undefined,
       );
       input = rendered;
     }

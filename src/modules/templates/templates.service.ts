@@ -152,16 +152,24 @@ interface Content {
  * Send, broadcast and campaigns: a `template_id` of ours (`tpl_<n>`) stands in for `message` (its body, with
  * its variables still in it; rendered per recipient) and, for email, gives the subject unless one is given.
  * Any other template_id is a WhatsApp provider template, passed on as before. With DLT_ENFORCE an SMS needs a
- * template of ours with a DLT template id and a sender id. Throws 422 naming the field.
+ * template of ours with a DLT template id and a sender id. A request that gives both a `message` and a
+ * template of ours is refused (which text would go out?), except where the message is the campaign's stored
+ * one (`storedMessage`: a PATCH that changes the template). Throws 422 naming the field.
  */
 export async function withTemplate<T extends Content>(
   db: Executor,
   workspaceId: number,
   input: T,
   dltEnforce: boolean,
+  storedMessage = false,
 ): Promise<T & { message: string; template?: TemplateRow }> {
   let template: TemplateRow | undefined;
   if (isTemplateRef(input.template_id)) {
+    if (input.message !== undefined && !storedMessage) {
+      throw validationError({
+        message: [`must be left out when template_id is ${input.template_id}: the template gives the text.`],
+      });
+    }
     template = await findTemplate(db, workspaceId, Number(input.template_id.slice(4)));
     if (!template) throw validationError({ template_id: ['is not a template of this workspace.'] });
     if (template.channel !== input.channel) {
