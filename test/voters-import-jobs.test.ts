@@ -147,6 +147,8 @@ for (const dialect of dialects) {
       expect(audit).toHaveLength(1);
       expect(JSON.parse(audit[0]!.details!)).toMatchObject({ file_name: 'roll.csv', imported: 3, failed: 1 });
       expect(Number(audit[0]!.actor_id)).toBe(owner.user.id);
+      // The uploader's address is kept with the job for its audit entry (inject's client is 127.0.0.1).
+      expect(audit[0]!.ip).toBe('127.0.0.1');
     });
 
     it('lists jobs newest first in the page envelope; another workspace sees 404 and an empty list', async () => {

@@ -16,6 +16,7 @@ import * as dropVoterChanges from './migrations/2026_11_24_012_drop_voter_change
 import * as messageRecipientIndex from './migrations/2026_11_24_013_message_recipient_index.ts';
 import * as consent from './migrations/2026_11_24_014_consent.ts';
 import * as templates from './migrations/2026_11_24_015_templates.ts';
+import * as voterImportIp from './migrations/2026_11_24_016_voter_import_ip.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_013_message_recipient_index': messageRecipientIndex,
   '2026_11_24_014_consent': consent,
   '2026_11_24_015_templates': templates,
+  '2026_11_24_016_voter_import_ip': voterImportIp,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -378,6 +378,8 @@ export interface VoterImportTable {
   id: Generated<number>;
   workspace_id: number;
   user_id: number | null;
+  /** The uploader's client address (for the audit entry). */
+  ip: string | null;
   status: VoterImportStatus;
   file_name: string;
   /** Names the stored upload (and `<file_key>.errors`, its errors.csv). */

@@ -104,7 +104,12 @@ export class VoterImportJobs {
   }
 
   /** Stores the upload and queues its job. */
-  async enqueue(workspaceId: number, userId: number | null, fileName: string, source: ImportSource) {
+  async enqueue(
+    workspaceId: number,
+    actor: { userId: number | null; ip: string | null },
+    fileName: string,
+    source: ImportSource,
+  ) {
     const { maxBytes, db } = this.deps;
     const key = `imp-${Date.now().toString(36)}-${randomUUID()}`;
     const writer = await this.store.writer(key);
@@ -128,7 +133,8 @@ export class VoterImportJobs {
     }
     const row = await insertImportJob(db.kysely, {
       workspace_id: workspaceId,
-      user_id: userId,
+      user_id: actor.userId,
+      ip: actor.ip ? actor.ip.slice(0, 100) : null,
       status: 'queued',
       file_name: (fileName || 'voters.csv').slice(0, 255),
       file_key: key,
@@ -238,7 +244,7 @@ export class VoterImportJobs {
       if (!stillHeld) return false;
       await recordAudit(trx, {
         workspaceId: Number(job.workspace_id),
-        actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: null },
+        actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: job.ip },
         action: 'voters.imported',
         target: { type: 'voter_import', id: importJobId(id) },
         details: {

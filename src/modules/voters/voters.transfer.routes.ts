@@ -205,7 +205,7 @@ export const votersTransferRoutes: FastifyPluginAsyncTypebox<{
           file.resume();
           throw validationError({ dry_run: ['cannot be combined with Prefer: respond-async.'] });
         }
-        const job = await jobs.enqueue(auth.workspaceId, auth.userId, part.filename, {
+        const job = await jobs.enqueue(auth.workspaceId, actorOf(request), part.filename, {
           stream: file,
           truncated: () => file.truncated,
         });
