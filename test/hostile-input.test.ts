@@ -54,6 +54,20 @@ for (const dialect of dialects) {
       }
     });
 
+    it('list items with their own valueOf or toString are a 422, not a 500 (Ajv compares unique items with them)', async () => {
+      for (const events of [
+        [{ valueOf: 'a' }, { valueOf: 'b' }],
+        [{ toString: 'a' }, 'grievance.created', { toString: 'b' }],
+        [{ a: 1 }, 'grievance.created', { valueOf: 'f]', hasOwnProperty: 'x' }],
+      ]) {
+        const res = await call(t.app, 'POST', '/api/webhooks', {
+          token: owner.token,
+          body: { url: 'https://example.com/hook', events },
+        });
+        expectEnvelope(res, 422, 'validation_error');
+      }
+    });
+
     it('export filters with constructor or __proto__ keys are a 422 naming them', async () => {
       for (const [filters, field] of [
         ['{"constructor":"x"}', 'filters.constructor'],

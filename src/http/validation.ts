@@ -94,18 +94,41 @@ type Check = ((data: unknown, context?: object) => boolean) & {
   schemaEnv?: unknown;
 };
 
+/**
+ * Runs a compiled check, or answers 'threw': Ajv's comparison of items (`uniqueItems`, through fast-deep-equal)
+ * calls an object's own `valueOf` or `toString` when the request gave it one, and throws when that is not a
+ * function. Such a value is refused like any other (422), never a 500.
+ */
+function safely(check: Check, data: unknown, context?: object): boolean | 'threw' {
+  try {
+    return check(data, context);
+  } catch {
+    return 'threw';
+  }
+}
+
+/** The error of a value whose check threw (see safely). */
+const uncheckable: ErrorObject = {
+  instancePath: '',
+  schemaPath: '#',
+  keyword: 'uncheckable',
+  params: {},
+  message:
+    'holds an object with a key named like a built-in method (such as valueOf or toString) where plain values are expected',
+};
+
 function compilerOf(ajvs: ReturnType<typeof makeAjvs>): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? ajvs.body : ajvs.text;
     const first = ajv.compile(schema as object) as Check;
     let all: Check | undefined;
     const check: Check = (data, context) => {
-      if (first(data, context)) return true;
-      check.errors = first.errors;
-      if (fewValues(data, FULL_CHECK_MAX_VALUES)) {
+      const valid = safely(first, data, context);
+      if (valid === true) return true;
+      check.errors = valid === false ? first.errors : [uncheckable];
+      if (valid === false && fewValues(data, FULL_CHECK_MAX_VALUES)) {
         all ??= (httpPart === 'body' ? ajvs.bodyAll : ajvs.textAll).compile(schema as object) as Check;
-        all(data, context);
-        if (all.errors?.length) check.errors = all.errors;
+        if (safely(all, data, context) === false && all.errors?.length) check.errors = all.errors;
       } else if (first.errors) {
         firstProblemOnly.add(first.errors);
       }
