@@ -68,6 +68,14 @@ for (const dialect of dialects) {
       }
     });
 
+    it('a 404 for a very long path stays small (the path is cut in the message)', async () => {
+      const res = await call(t.app, 'POST', `/api/webhooks/../deliveries/${'x'.repeat(50_000)}/retry`, {
+        token: owner.token,
+      });
+      expectEnvelope(res, 404, 'not_found');
+      expect(JSON.stringify(res.body).length).toBeLessThan(1000);
+    });
+
     it('export filters with constructor or __proto__ keys are a 422 naming them', async () => {
       for (const [filters, field] of [
         ['{"constructor":"x"}', 'filters.constructor'],

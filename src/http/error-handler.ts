@@ -117,19 +117,21 @@ export function installErrorHandling(app: FastifyInstance): void {
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
+    // Echoed in the message: a long path is cut, so a 404 stays small whatever the request.
+    const shown = path.length > 200 ? `${path.slice(0, 200)}...` : path;
     const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }));
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
       return send(
         reply,
         'method_not_allowed',
-        `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`,
+        `${request.method} is not allowed on ${shown}; use ${allowed.join(', ')}.`,
       );
     }
     return send(
       reply,
       'not_found',
-      `No endpoint ${request.method} ${path}. See /api/docs for the API reference.`,
+      `No endpoint ${request.method} ${shown}. See /api/docs for the API reference.`,
     );
   });
 }
