@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureBuilt, freePort, npmStart, waitUntilUp } from './server.ts';
+import { api, ensureBuilt, freePort, importVoters, npmStart, waitUntilUp } from './server.ts';
 
 const duration = Number(process.env.HOT_PATH_DURATION_S ?? 10);
 const connections = Number(process.env.HOT_PATH_CONNECTIONS ?? 100);
@@ -103,20 +103,6 @@ async function stop(child: ChildProcess): Promise<void> {
 
 // ---------------------------------------------------------------- seeding through the API
 
-async function api(base: string, method: string, path: string, token?: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as { data: Record<string, unknown> };
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
 async function seed(base: string): Promise<{ token: string; voterIds: number[]; workspaceId: number }> {
   const stamp = `${Date.now()}${process.pid}`;
   const registered = await api(base, 'POST', '/auth/register', undefined, {
@@ -132,21 +118,7 @@ async function seed(base: string): Promise<{ token: string; voterIds: number[]; 
       `Voter ${i},+9191${String(i).padStart(8, '0')},voter${i}@example.com,Constituency ${i % 20},${i % 100},${i % 30},"House ${i}, Main Road"`,
     );
   }
-  const form = new FormData();
-  form.append('file', new Blob([lines.join('\n')], { type: 'text/csv' }), 'voters.csv');
-  const imported = await fetch(`${base}/voters/import`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}` },
-    body: form,
-  });
-  if (!imported.ok) throw new Error(`import: ${imported.status} ${await imported.text()}`);
-  const voterIds: number[] = [];
-  for (let page = 1; voterIds.length < seededVoters; page++) {
-    const list = await api(base, 'GET', `/voters?per_page=100&page=${page}`, token);
-    const items = list.data as { id: number }[];
-    if (items.length === 0) break;
-    voterIds.push(...items.map((v) => v.id));
-  }
+  const voterIds = await importVoters(base, token, lines);
   if (voterIds.length === 0) throw new Error('no voters were seeded');
   return { token, voterIds, workspaceId };
 }

@@ -12,7 +12,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { freePort, spawnNpmStart, waitUntilUp } from './server.ts';
+import { api, freePort, importVoters, spawnNpmStart, waitUntilUp } from './server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -101,20 +101,6 @@ function rssMb(): number {
 
 // ---------------------------------------------------------------- seeding through the API
 
-async function api(base: string, method: string, path: string, token?: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as { data: Record<string, unknown> };
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
 async function seed(base: string): Promise<{ token: string; voterIds: number[] }> {
   const stamp = `${Date.now()}${process.pid}`;
   const registered = await api(base, 'POST', '/auth/register', undefined, {
@@ -127,21 +113,7 @@ async function seed(base: string): Promise<{ token: string; voterIds: number[] }
   for (let i = 0; i < seededVoters; i++) {
     lines.push(`Voter ${i},+9191${String(i).padStart(8, '0')},Constituency ${i % 20},${i % 100},${i % 30}`);
   }
-  const form = new FormData();
-  form.append('file', new Blob([lines.join('\n')], { type: 'text/csv' }), 'voters.csv');
-  const imported = await fetch(`${base}/voters/import`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}` },
-    body: form,
-  });
-  if (!imported.ok) throw new Error(`import: ${imported.status} ${await imported.text()}`);
-  const voterIds: number[] = [];
-  for (let page = 1; voterIds.length < seededVoters; page++) {
-    const list = await api(base, 'GET', `/voters?per_page=100&page=${page}`, token);
-    const items = list.data as { id: number }[];
-    if (items.length === 0) break;
-    voterIds.push(...items.map((v) => v.id));
-  }
+  const voterIds = await importVoters(base, token, lines);
   // Enough SMS credits for every send of the run (a payment buys at most 1,000,000).
   const payments = Math.ceil((duration * 400) / 1_000_000);
   for (let i = 0; i < payments; i++) await api(base, 'POST', '/payments', token, { sms_credits: 1_000_000 });

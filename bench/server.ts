@@ -160,3 +160,38 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/** One JSON call to the API under test; its `data`, or an error naming the call. */
+export async function api(base: string, method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const json = (await res.json()) as { data: Record<string, unknown> };
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** Imports the CSV `lines` (header first) through the API and reads back the voters' ids, in id order. */
+export async function importVoters(base: string, token: string, lines: string[]): Promise<number[]> {
+  const form = new FormData();
+  form.append('file', new Blob([lines.join('\n')], { type: 'text/csv' }), 'voters.csv');
+  const imported = await fetch(`${base}/voters/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: form,
+  });
+  if (!imported.ok) throw new Error(`import: ${imported.status} ${await imported.text()}`);
+  const voterIds: number[] = [];
+  for (let page = 1; voterIds.length < lines.length - 1; page++) {
+    const list = await api(base, 'GET', `/voters?per_page=100&page=${page}`, token);
+    const items = list.data as { id: number }[];
+    if (items.length === 0) break;
+    voterIds.push(...items.map((v) => v.id));
+  }
+  return voterIds;
+}
