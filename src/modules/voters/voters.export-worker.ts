@@ -53,9 +53,14 @@ export interface ExportChunk {
   last: boolean;
 }
 
-/** `bytes` itself when it has its ArrayBuffer to itself (so that it can be transferred), else a copy. */
-function transferable(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+/**
+ * A copy of zlib's output in an ArrayBuffer of its own, which can be transferred to the request thread. The
+ * Buffer deflateRawSync returns cannot always be: on Node.js 24 its memory is marked untransferable and
+ * postMessage throws DataCloneError (which ended every threaded Excel export there). The deflated piece is
+ * about a tenth of the chunk, so the copy is small.
+ */
+function ownCopy(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes);
 }
 
 /**
@@ -93,7 +98,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
       chunk = { range, bytes: null, crc: 0, size: 0, last };
     } else if (data.format === 'excel') {
       const piece = sheetPieceSync(buffer.subarray(0, used));
-      chunk = { range, bytes: transferable(piece.deflated), crc: piece.crc, size: piece.size, last };
+      chunk = { range, bytes: ownCopy(piece.deflated), crc: piece.crc, size: piece.size, last };
     } else {
       chunk = { range, bytes: buffer.subarray(0, used), crc: 0, size: used, last };
       buffer = spare.pop() ?? new Uint8Array(data.chunkBytes);
