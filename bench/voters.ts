@@ -63,7 +63,7 @@ async function startServer(databaseUrl: string): Promise<void> {
   server.once('exit', (code, signal) => {
     if (server) console.error(`server exited unexpectedly (code ${code}, signal ${signal})`);
   });
-  await waitUntilUp(`${base}/healthz`, 200);
+  await waitUntilUp(`${base}/healthz`, 900);
 }
 
 /** Peak resident memory of the server since the last reset, in MB (Linux VmHWM). */
@@ -184,6 +184,8 @@ CREATE INDEX voters_workspace_idx ON voters (workspace_id, id);
 CREATE INDEX voters_constituency_idx ON voters (workspace_id, constituency_key, ward, booth);
 CREATE INDEX voters_ward_idx ON voters (workspace_id, ward, booth);
 CREATE INDEX voters_booth_idx ON voters (workspace_id, booth);
+CREATE INDEX voters_constituency_id_idx ON voters (workspace_id, constituency_key, id);
+CREATE INDEX voters_ward_id_idx ON voters (workspace_id, ward, id);
 ${sqliteRefImport(plainDb, 1)}`;
   const plainMs = timeCommand('sqlite3', [plainDb], plain);
   return { ms, plainMs };

@@ -17,6 +17,7 @@ import * as messageRecipientIndex from './migrations/2026_11_24_013_message_reci
 import * as consent from './migrations/2026_11_24_014_consent.ts';
 import * as templates from './migrations/2026_11_24_015_templates.ts';
 import * as voterImportIp from './migrations/2026_11_24_016_voter_import_ip.ts';
+import * as voterFilterOrder from './migrations/2026_11_24_017_voter_filter_order.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_014_consent': consent,
   '2026_11_24_015_templates': templates,
   '2026_11_24_016_voter_import_ip': voterImportIp,
+  '2026_11_24_017_voter_filter_order': voterFilterOrder,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
