@@ -322,6 +322,21 @@ export async function countVoters(db: Executor, workspaceId: number, filters: Vo
  * over the covering indexes); with one, matches are counted up to SEARCH_TOTAL_CAP and `exact` says whether
  * the total is the true count.
  */
+/**
+ * Runs a PostgreSQL search with sequential scans turned off for its statement (SET LOCAL, in a transaction of
+ * its own; inside a caller's transaction it runs as it is). pg_trgm's estimate of how many voters match a term
+ * is rough, and with the search's LIMIT a term it overestimates (a common name: 48,889 estimated, about 18,000
+ * real at a million voters) made a sequential scan look as cheap as the trigram indexes: 0.6-1 s reading the
+ * table until 10,001 matches, against 40-65 ms through the indexes.
+ */
+async function withoutSeqScan<T>(db: Executor, run: (ex: Executor) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return run(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
+    return run(trx);
+  });
+}
+
 export async function listVoters(
   db: Executor,
   workspaceId: number,
@@ -336,10 +351,12 @@ export async function listVoters(
     // indexes (the same plan as a capped count, with the id instead of a constant). Up to 10,000 matches the
     // total is their number and every page a lookup by id (walking the primary key until a page is full is
     // right for common terms and slow for rare ones: PostgreSQL cannot estimate a trigram search's matches).
-    const rows = await filteredVoters(db, workspaceId, filters)
-      .select('voters.id')
-      .limit(SEARCH_TOTAL_CAP + 1)
-      .execute();
+    const rows = await withoutSeqScan(db, (ex) =>
+      filteredVoters(ex, workspaceId, filters)
+        .select('voters.id')
+        .limit(SEARCH_TOTAL_CAP + 1)
+        .execute(),
+    );
     count =
       rows.length > SEARCH_TOTAL_CAP
         ? { total: SEARCH_TOTAL_CAP, exact: false }
