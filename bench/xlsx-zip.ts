@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { type Cell, xlsxRows, xlsxStream } from '../src/lib/xlsx.ts';
+import { exportColumns as columns } from '../src/modules/voters/voters.export.repository.ts';
 
 const { values: args } = parseArgs({
   options: { rows: { type: 'string', default: '1000000' }, only: { type: 'string' } },
@@ -22,18 +23,6 @@ const { values: args } = parseArgs({
 const rows = Number(args.rows);
 const BATCH = 2000;
 const libs = createRequire(`${process.env.ZIP_LIBS ?? '/tmp/zipbench/node_modules'}/`);
-const columns = [
-  'id',
-  'name',
-  'phone',
-  'email',
-  'constituency',
-  'booth',
-  'ward',
-  'address',
-  'created_at',
-  'updated_at',
-];
 
 function* batches(): Generator<string> {
   for (let start = 1; start <= rows; start += BATCH) {
