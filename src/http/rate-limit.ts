@@ -46,8 +46,8 @@ class RedisTimeout extends Error {
  * request passes only if both counts allow it. A Redis call that does not answer within `REDIS_TIMEOUT_MS`
  * (or fails) leaves the decision to the memory count, which has seen every request of the window, so a Redis
  * cut mid-minute neither hangs requests nor restarts the counters; the memory count also keeps holding the
- * requests of the outage once Redis is back. After a failure Redis is skipped (no waiting) until a background
- * probe finds it answering; each change is logged once.
+ * requests of the outage once Redis is back. After a failure Redis is skipped (no waiting) until the client
+ * reconnects or a background probe finds it answering; each change is logged once.
  */
 export class RateLimits {
   private readonly memory: Record<Bucket, RateLimiterMemory>;
@@ -64,6 +64,9 @@ export class RateLimits {
     private readonly log: RateLimitLog = silentLog,
   ) {
     this.timeoutMs = config.redisTimeoutMs ?? 500;
+    // A client that (re)connects is used again at once: no request has to wait for the next probe. This is
+    // also what ends the memory-only start of a process whose first requests came before Redis connected.
+    redis?.on('ready', () => this.markUp());
     const each = <T>(make: (bucket: Bucket) => T) =>
       Object.fromEntries(buckets.map((bucket) => [bucket, make(bucket)])) as Record<Bucket, T>;
     this.memory = each(
@@ -136,6 +139,12 @@ export class RateLimits {
     );
   }
 
+  private markUp(): void {
+    if (!this.redisDown) return;
+    this.redisDown = false;
+    this.log.info({}, 'Redis answers again: rate limits are shared through it');
+  }
+
   /** At most one background PING per PROBE_INTERVAL_MS while Redis is down; its answer brings Redis back. */
   private probe(): void {
     const redis = this.redis;
@@ -144,11 +153,7 @@ export class RateLimits {
     this.lastProbe = Date.now();
     const ping = redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`Redis ${redis.status}`));
     this.withTimeout(ping)
-      .then(() => {
-        if (!this.redisDown) return;
-        this.redisDown = false;
-        this.log.info({}, 'Redis answers again: rate limits are shared through it');
-      })
+      .then(() => this.markUp())
       .catch(() => {})
       .finally(() => {
         this.probing = false;

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
@@ -35,6 +36,17 @@ const Index = Type.Object({
   health: Type.String(),
   ready: Type.String(),
 });
+
+/**
+ * True once Redis answers a PING. A client still connecting (just after start, or reconnecting) is given the
+ * caller's time limit to get there rather than being reported down at once; one that has given up is down.
+ */
+async function pingWhenReady(redis: Redis, ms: number): Promise<boolean> {
+  if (redis.status === 'end' || redis.status === 'close') return false;
+  if (redis.status !== 'ready') await once(redis, 'ready', { signal: AbortSignal.timeout(ms) });
+  await redis.ping();
+  return true;
+}
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{
   db: Db;
@@ -131,7 +143,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
       if (!applied) throw unavailable('The database migrations have not run yet.', { migrations: 'pending' });
       if (redis) {
         const answered = await within(
-          redis.status === 'ready' ? redis.ping().then(() => true) : Promise.resolve(false),
+          pingWhenReady(redis, redisTimeoutMs),
           redisTimeoutMs,
           () => false,
         ).catch(() => false);
