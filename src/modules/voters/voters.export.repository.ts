@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import type SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
@@ -166,6 +167,76 @@ export async function* copyVotersCsv(
     } else {
       stream?.destroy();
       client.release(new Error('the CSV export stopped before its end'));
+    }
+  }
+}
+
+// COPY's text format: one line per row, fields split by tabs, NULL as \N, and a backslash before b f n r t v
+// and itself for the characters those stand for.
+const COPY_ESCAPE = /\\(.)/g;
+const copyUnescapes: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+function copyField(field: string): string | null {
+  if (field === '\\N') return null;
+  return field.includes('\\') ? field.replace(COPY_ESCAPE, (_, c: string) => copyUnescapes[c] ?? c) : field;
+}
+
+/**
+ * PostgreSQL: the export's rows for the Excel sheet from one `COPY (SELECT ...) TO STDOUT` in text format,
+ * a batch per piece the server sends (a few hundred rows). Reading rows this way instead of in keyset
+ * batches through the driver skips node-postgres' per-row work (and its garbage), which bounded the Excel
+ * export on PostgreSQL. The connection is held and released as in copyVotersCsv.
+ */
+export async function* copyVoterRows(
+  db: Kysely<Database>,
+  pool: pg.Pool,
+  workspaceId: number,
+  filters: VoterFilters,
+): AsyncGenerator<ExportRow[]> {
+  const compiled = filteredVoters(db, workspaceId, filters)
+    .select(exportSelection('postgres'))
+    .orderBy('voters.id')
+    .compile();
+  const select = compiled.sql.replace(/\$(\d+)/g, (_, n: string) =>
+    literal(compiled.parameters[Number(n) - 1]),
+  );
+  const client = await pool.connect();
+  let stream: CopyToStreamQuery | undefined;
+  let finished = false;
+  try {
+    stream = client.query(copyTo(`COPY (${select}) TO STDOUT`));
+    const decoder = new StringDecoder('utf8');
+    let rest = '';
+    for await (const chunk of stream) {
+      const text = rest + decoder.write(chunk as Buffer);
+      const end = text.lastIndexOf('\n');
+      rest = text.slice(end + 1);
+      if (end < 0) continue;
+      const rows: ExportRow[] = [];
+      for (const line of text.slice(0, end).split('\n')) {
+        const f = line.split('\t');
+        rows.push([
+          Number(f[0]),
+          copyField(f[1]!) as string,
+          copyField(f[2]!) as string,
+          copyField(f[3]!),
+          copyField(f[4]!),
+          copyField(f[5]!),
+          copyField(f[6]!),
+          copyField(f[7]!),
+          f[8]!,
+          f[9]!,
+        ]);
+      }
+      yield rows;
+    }
+    if (rest + decoder.end() !== '') throw new Error('COPY ended inside a row');
+    finished = true;
+  } finally {
+    if (finished) {
+      client.release();
+    } else {
+      stream?.destroy();
+      client.release(new Error('the Excel export stopped before its end'));
     }
   }
 }

@@ -1,11 +1,12 @@
 import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
-import { xlsxStream } from '../../lib/xlsx.ts';
+import { xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
 import { type ExportFormat, exportFormats, exportText } from './voters.export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
+  copyVoterRows,
   copyVotersCsv,
   exportColumns,
   exportVoterBatches,
@@ -150,6 +151,10 @@ async function* exportPieces<T>(
   }
 }
 
+async function* sheetRows(batches: AsyncGenerator<ExportRow[]>): AsyncGenerator<string> {
+  for await (const rows of batches) yield xlsxRows(rows);
+}
+
 /**
  * A streamed export of the workspace's voters that match `filters`: rows are read in id order, one batch
  * at a time, as the client takes the bytes (the consumer pulls the generator, so a slow client slows the
@@ -165,8 +170,12 @@ export function exportVoters(
 ): ExportFile {
   const { contentType, extension } = exportFormats[format];
   let body: AsyncGenerator<Buffer>;
-  if (format === 'csv' && db.raw.dialect === 'postgres') {
-    body = copyVotersCsv(db.kysely, db.raw.bulk, workspaceId, filters);
+  if (db.raw.dialect === 'postgres') {
+    // The database writes the CSV itself; the sheet's rows come from COPY too (see copyVoterRows).
+    body =
+      format === 'csv'
+        ? copyVotersCsv(db.kysely, db.raw.bulk, workspaceId, filters)
+        : xlsxStream(exportColumns, sheetRows(copyVoterRows(db.kysely, db.raw.bulk, workspaceId, filters)));
   } else {
     body =
       format === 'csv'
