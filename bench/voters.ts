@@ -354,6 +354,8 @@ async function main(): Promise<void> {
       xlsxRuns.push(performance.now() - started);
     }
     const [refExportMs, csvMs, xlsxMs] = [refRuns, csvRuns, xlsxRuns].map(median) as [number, number, number];
+    const runs = (values: number[]) => values.map((ms) => seconds(ms)).join(', ');
+    console.log(`export runs (s): reference ${runs(refRuns)}; CSV ${runs(csvRuns)}; Excel ${runs(xlsxRuns)}`);
     const exportRss = peakRssMb();
 
     console.log('latency ...');

@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import type SQLite from 'better-sqlite3';
-import { type Kysely, sql } from 'kysely';
+import { type Compilable, type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { type CopyToStreamQuery, to as copyTo } from 'pg-copy-streams';
@@ -123,10 +123,7 @@ function literal(value: unknown): string {
 
 /**
  * PostgreSQL: the CSV export as the database writes it, `COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER)`,
- * with the formula guard and the timestamps' format in the query, so no row passes through JS. COPY takes
- * no bind parameters: the filter values are inlined as escaped literals. One pooled connection is held
- * until the consumer has taken the last byte (backpressure reaches the server); a consumer that stops
- * early (a client that went away) closes that connection, which ends the COPY on the server.
+ * with the formula guard and the timestamps' format in the query, so no row passes through JS (see copyOut).
  */
 export async function* copyVotersCsv(
   db: Kysely<Database>,
@@ -134,7 +131,7 @@ export async function* copyVotersCsv(
   workspaceId: number,
   filters: VoterFilters,
 ): AsyncGenerator<Buffer> {
-  const compiled = filteredVoters(db, workspaceId, filters)
+  const query = filteredVoters(db, workspaceId, filters)
     .select([
       'voters.id',
       // A phone is always E.164 (+ and digits): a plain number, never guarded, and testing a million of
@@ -149,8 +146,18 @@ export async function* copyVotersCsv(
       isoUtc('created_at'),
       isoUtc('updated_at'),
     ])
-    .orderBy('voters.id')
-    .compile();
+    .orderBy('voters.id');
+  yield* copyOut(pool, query, '(FORMAT csv, HEADER)');
+}
+
+/**
+ * `COPY (query) TO STDOUT options` as the server sends it. COPY takes no bind parameters: the filter values
+ * are inlined as escaped literals. One pooled connection is held until the consumer has taken the last byte
+ * (backpressure reaches the server); a consumer that stops early (a client that went away) closes that
+ * connection, which ends the COPY on the server.
+ */
+async function* copyOut(pool: pg.Pool, query: Compilable, options: string): AsyncGenerator<Buffer> {
+  const compiled = query.compile();
   const select = compiled.sql.replace(/\$(\d+)/g, (_, n: string) =>
     literal(compiled.parameters[Number(n) - 1]),
   );
@@ -158,7 +165,7 @@ export async function* copyVotersCsv(
   let stream: CopyToStreamQuery | undefined;
   let finished = false;
   try {
-    stream = client.query(copyTo(`COPY (${select}) TO STDOUT (FORMAT csv, HEADER)`));
+    stream = client.query(copyTo(`COPY (${select}) TO STDOUT ${options}`));
     for await (const chunk of stream) yield chunk as Buffer;
     finished = true;
   } finally {
@@ -166,7 +173,7 @@ export async function* copyVotersCsv(
       client.release();
     } else {
       stream?.destroy();
-      client.release(new Error('the CSV export stopped before its end'));
+      client.release(new Error('the export stopped before its end'));
     }
   }
 }
@@ -184,7 +191,7 @@ function copyField(field: string): string | null {
  * PostgreSQL: the export's rows for the Excel sheet from one `COPY (SELECT ...) TO STDOUT` in text format,
  * a batch per piece the server sends (a few hundred rows). Reading rows this way instead of in keyset
  * batches through the driver skips node-postgres' per-row work (and its garbage), which bounded the Excel
- * export on PostgreSQL. The connection is held and released as in copyVotersCsv.
+ * export on PostgreSQL. The connection is held and released as copyOut says.
  */
 export async function* copyVoterRows(
   db: Kysely<Database>,
@@ -192,53 +199,35 @@ export async function* copyVoterRows(
   workspaceId: number,
   filters: VoterFilters,
 ): AsyncGenerator<ExportRow[]> {
-  const compiled = filteredVoters(db, workspaceId, filters)
+  const query = filteredVoters(db, workspaceId, filters)
     .select(exportSelection('postgres'))
-    .orderBy('voters.id')
-    .compile();
-  const select = compiled.sql.replace(/\$(\d+)/g, (_, n: string) =>
-    literal(compiled.parameters[Number(n) - 1]),
-  );
-  const client = await pool.connect();
-  let stream: CopyToStreamQuery | undefined;
-  let finished = false;
-  try {
-    stream = client.query(copyTo(`COPY (${select}) TO STDOUT`));
-    const decoder = new StringDecoder('utf8');
-    let rest = '';
-    for await (const chunk of stream) {
-      const text = rest + decoder.write(chunk as Buffer);
-      const end = text.lastIndexOf('\n');
-      rest = text.slice(end + 1);
-      if (end < 0) continue;
-      const rows: ExportRow[] = [];
-      for (const line of text.slice(0, end).split('\n')) {
-        const f = line.split('\t');
-        rows.push([
-          Number(f[0]),
-          copyField(f[1]!) as string,
-          copyField(f[2]!) as string,
-          copyField(f[3]!),
-          copyField(f[4]!),
-          copyField(f[5]!),
-          copyField(f[6]!),
-          copyField(f[7]!),
-          f[8]!,
-          f[9]!,
-        ]);
-      }
-      yield rows;
+    .orderBy('voters.id');
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  for await (const chunk of copyOut(pool, query, '')) {
+    const text = rest + decoder.write(chunk);
+    const end = text.lastIndexOf('\n');
+    rest = text.slice(end + 1);
+    if (end < 0) continue;
+    const rows: ExportRow[] = [];
+    for (const line of text.slice(0, end).split('\n')) {
+      const f = line.split('\t');
+      rows.push([
+        Number(f[0]),
+        copyField(f[1]!) as string,
+        copyField(f[2]!) as string,
+        copyField(f[3]!),
+        copyField(f[4]!),
+        copyField(f[5]!),
+        copyField(f[6]!),
+        copyField(f[7]!),
+        f[8]!,
+        f[9]!,
+      ]);
     }
-    if (rest + decoder.end() !== '') throw new Error('COPY ended inside a row');
-    finished = true;
-  } finally {
-    if (finished) {
-      client.release();
-    } else {
-      stream?.destroy();
-      client.release(new Error('the Excel export stopped before its end'));
-    }
+    yield rows;
   }
+  if (rest + decoder.end() !== '') throw new Error('COPY ended inside a row');
 }
 
 /**
