@@ -145,8 +145,9 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
       });
 
     it('enforces the rate limit once across both API processes', { timeout: 60_000, retry: 2 }, async () => {
-      // Longer than the limiter's Redis probe interval (1 s): if an earlier request (readyz included) found
-      // Redis not answering, each API counts alone until its probe brings Redis back.
+      // Longer than the limiter's Redis probe interval (1 s): if an earlier Redis call timed out on a busy
+      // machine, each API counts alone until a probe brings Redis back. (A client that was still connecting
+      // is taken up again at its 'ready' event.)
       await new Promise((resolve) => setTimeout(resolve, 1500));
       // A client address of its own for each attempt (the APIs trust one proxy hop), so that a retry starts
       // from an empty count.
