@@ -109,6 +109,41 @@ for (const dialect of dialects) {
       });
     });
 
+    it("a channel's claim reads its own channel's due messages from the index, not the whole queue", async () => {
+      // The claim's pick, as claimDue builds it: with the channel first in the due index, an idle lane does
+      // not walk another channel's queue (a 1,000,000-SMS broadcast made each email claim read all of it).
+      const pick = t.db.kysely
+        .selectFrom('messages')
+        .select('id')
+        .where('status', '=', 'queued')
+        .where('next_attempt_at', '<=', new Date().toISOString())
+        .where('channel', '=', 'email')
+        .orderBy('next_attempt_at')
+        .orderBy('id')
+        .limit(50)
+        .compile();
+      const raw = t.db.raw;
+      if (raw.dialect === 'sqlite') {
+        const rows = raw.sqlite.prepare(`EXPLAIN QUERY PLAN ${pick.sql}`).all(...pick.parameters) as {
+          detail: string;
+        }[];
+        const plan = rows.map((r) => r.detail).join('\n');
+        expect(plan).toContain('messages_due_channel_idx');
+        expect(plan).not.toMatch(/TEMP B-TREE/);
+      } else {
+        // PostgreSQL's planner picks by the statistics of a test database, which is too small to prefer any
+        // index: the index itself is checked instead.
+        const { rows } = await raw.pool.query<{ indexname: string; indexdef: string }>(
+          `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'messages' AND indexname LIKE 'messages_due%'`,
+        );
+        expect(rows).toHaveLength(1);
+        expect(rows[0]!.indexname).toBe('messages_due_channel_idx');
+        expect(rows[0]!.indexdef).toMatch(
+          /\(channel, next_attempt_at, id\) WHERE \(\(?status\)?::text = 'queued'/,
+        );
+      }
+    });
+
     it('stopping a worker releases its unsent claims at once', async () => {
       const paced = await buildTestApp(dialect, {
         ...database.env,
