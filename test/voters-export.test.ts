@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xlsxRows } from '../src/lib/xlsx.ts';
 import { exportVoters as exportVotersFile } from '../src/modules/voters/voters.export.ts';
-import { type ExportRow, exportVoterBatches } from '../src/modules/voters/voters.export.repository.ts';
+import type { ExportRow } from '../src/modules/voters/voters.export.repository.ts';
 import {
   addMember,
   buildTestApp,
@@ -292,9 +292,27 @@ for (const dialect of dialects) {
       const sheet = unzip((await exportVoters(t.app, tricky.token, { format: 'excel' })).bytes)
         .get('xl/worksheets/sheet1.xml')!
         .toString('utf8');
-      // The rows as the keyset reader gets them from the driver, formatted by the same function.
-      const rows: ExportRow[] = [];
-      for await (const batch of exportVoterBatches(t.db, tricky.user.workspace_id, {})) rows.push(...batch);
+      // The rows as a plain query reads them, formatted by the same function.
+      const iso = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value));
+      const rows: ExportRow[] = (
+        await t.db.kysely
+          .selectFrom('voters')
+          .selectAll()
+          .where('workspace_id', '=', tricky.user.workspace_id)
+          .orderBy('id')
+          .execute()
+      ).map((v) => [
+        Number(v.id),
+        v.name,
+        v.phone,
+        v.email,
+        v.constituency,
+        v.booth,
+        v.ward,
+        v.address,
+        iso(v.created_at),
+        iso(v.updated_at),
+      ]);
       expect(rows).toHaveLength(bodies.length);
       expect(rows[0]![1]).toBe('Tab\there');
       expect(sheet).toContain(`</row>${xlsxRows(rows)}</sheetData>`);

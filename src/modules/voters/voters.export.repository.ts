@@ -53,11 +53,11 @@ function exportSelection(dialect: Db['dialect']) {
 }
 
 /**
- * The voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each batch is
- * one short query, so no cursor or iterator stays open between batches: the single SQLite connection stays
- * free for other requests while the consumer is slow, and PostgreSQL holds no connection meanwhile. Rows
- * come from the driver as arrays (no per-row objects): on SQLite a prepared statement in raw mode under
- * Kysely's connection lock, on PostgreSQL rowMode 'array'.
+ * SQLite: the voters matching `filters`, in id order, as batches of rows (keyset pagination on id). Each
+ * batch is one short query, so no cursor or iterator stays open between batches: the single connection stays
+ * free for other requests while the consumer is slow. Rows come from a prepared statement in raw mode (arrays,
+ * no per-row objects) under Kysely's connection lock. PostgreSQL reads an export through COPY instead
+ * (copyVotersCsv, copyVoterRows).
  */
 export async function* exportVoterBatches(
   db: Db,
@@ -65,8 +65,10 @@ export async function* exportVoterBatches(
   filters: VoterFilters,
   batchSize = 2000,
 ): AsyncGenerator<ExportRow[]> {
+  if (db.raw.dialect !== 'sqlite') throw new Error('a PostgreSQL export reads through COPY');
+  const { sqlite } = db.raw;
   // The text is the same for every batch (only `after`, the parameter after the filters', moves): built
-  // once, and on SQLite prepared once.
+  // and prepared once.
   const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
     .select(exportSelection(db.dialect))
     .where('voters.id', '>', -1)
@@ -80,16 +82,10 @@ export async function* exportVoterBatches(
   let statement: SQLite.Statement | undefined;
   for (let after = 0; ;) {
     values[afterAt] = after;
-    let rows: ExportRow[];
-    if (db.raw.dialect === 'sqlite') {
-      const { sqlite } = db.raw;
-      rows = await db.kysely.connection().execute(async () => {
-        statement ??= sqlite.prepare(text).raw(true);
-        return statement.all(...values) as ExportRow[];
-      });
-    } else {
-      rows = (await db.raw.bulk.query<ExportRow>({ text, values, rowMode: 'array' })).rows;
-    }
+    const rows = await db.kysely.connection().execute(async () => {
+      statement ??= sqlite.prepare(text).raw(true);
+      return statement.all(...values) as ExportRow[];
+    });
     if (rows.length === 0) return;
     const full = rows.length === batchSize;
     after = rows[rows.length - 1]![0];
