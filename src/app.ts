@@ -79,6 +79,9 @@ export interface AppDeps {
   webhookResolver?: Resolver;
 }
 
+/** The longest path parameter the router accepts (frameworkErrors answers longer ones with 400). */
+export const MAX_PATH_PARAM = 2048;
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Personal data stays out of the logs: requests are logged by method and path only, without query or headers. */
@@ -138,7 +141,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     rewriteUrl: (req) => rewriteVersionedUrl(req.url ?? '/'),
-    routerOptions: { ignoreTrailingSlash: true },
+    // A path parameter may be as long as a one-click unsubscribe token of a 254-character address (ids are
+    // bounded by their schemas); the router's default of 100 refused those links before the route ran.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM },
     clientErrorHandler,
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -211,12 +211,12 @@ for (const dialect of dialects) {
       expect((await call(t.app, 'GET', '/api/healthz?', {})).status).toBe(200);
     });
 
-    it('a path segment over 100 characters, or not UTF-8, is a 400 bad_request with the envelope', async () => {
-      const long = await call(t.app, 'GET', `/api/voters/${'1'.repeat(101)}`, { token: owner.token });
+    it('a path segment over 2,048 characters, or not UTF-8, is a 400 bad_request with the envelope', async () => {
+      const long = await call(t.app, 'GET', `/api/voters/${'1'.repeat(2049)}`, { token: owner.token });
       expectEnvelope(long, 400, 'bad_request');
-      expect(long.raw).not.toContain('1'.repeat(101));
-      expect(long.body.message).toMatch(/longer than 100 characters/);
-      const id = await call(t.app, 'GET', `/api/voters/${'1'.repeat(100)}`, { token: owner.token });
+      expect(long.raw).not.toContain('1'.repeat(2049));
+      expect(long.body.message).toMatch(/longer than 2,048 characters/);
+      const id = await call(t.app, 'GET', `/api/voters/${'1'.repeat(2048)}`, { token: owner.token });
       expectEnvelope(id, 422, 'validation_error');
 
       for (const path of ['/api/voters/%ED%A0%80', '/api/voters/%FF', '/api/nowhere/%C0%AF']) {

@@ -294,6 +294,8 @@ for (const dialect of dialects) {
         authOptional: true,
         disabledCommands: ['STARTTLS', 'AUTH'],
         logger: false,
+        // smtp-server refuses paths over 253 octets; RFC 5321's 256-octet path holds a 254-character address.
+        lenientAddressParsing: true,
         onData(stream, session, callback) {
           const chunks: Buffer[] = [];
           stream.on('data', (c: Buffer) => chunks.push(c));
@@ -378,6 +380,73 @@ for (const dialect of dialects) {
         return row?.status === 'failed' && row.error_code === 'opted_out';
       }, 'the second email to fail as opted out');
       expect(received.filter((m) => m.to.includes(address))).toHaveLength(1);
+    });
+
+    it('a 254-character address unsubscribes through its link, posted as multipart, text/plain or nothing; GET shows a page; the body has the link', async () => {
+      const owner = await register(t.app);
+      const worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
+      const local = `v${Date.now()}`.padEnd(64, 'x');
+      const domain = `${'d'.repeat(62)}.${'e'.repeat(62)}.${'f'.repeat(51)}.example.org`;
+      const address = `${local}@${domain}`;
+      expect(address).toHaveLength(254);
+      const res = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'email', subject: 'Rally', message: 'Rally on Sunday', recipients: [address] },
+      });
+      expect(res.status).toBe(202);
+      await until(async () => {
+        await worker.drain();
+        return received.some((m) => m.to.includes(address));
+      }, 'the email to arrive');
+      const mail = received.find((m) => m.to.includes(address))!;
+      const [head, ...rest] = mail.raw.split(/\r?\n\r?\n/);
+      const link = /^List-Unsubscribe: ?<([^>]+)>$/m.exec(head!.replace(/\r?\n[ \t]+/g, ''))?.[1];
+      expect(link).toBeDefined();
+      expect(new URL(link!).pathname.length).toBeGreaterThan(300);
+      // The body (base64) ends with the same link, visible to a person.
+      const text = Buffer.from(rest.join('\n').replace(/\s+/g, ''), 'base64').toString('utf8');
+      expect(text).toContain('Rally on Sunday');
+      expect(text.trimEnd().endsWith(link!)).toBe(true);
+      const path = new URL(link!).pathname;
+
+      // GET: a page naming the address, with a button that posts; it changes nothing.
+      const pageRes = await call(t.app, 'GET', path);
+      expect(pageRes.status).toBe(200);
+      expect(pageRes.headers['content-type']).toMatch(/^text\/html/);
+      expect(pageRes.raw).toContain(address);
+      expect(pageRes.raw).toMatch(/<form method="post"><button type="submit">/);
+      const before = await call(t.app, 'GET', '/api/opt-outs', { token: owner.token });
+      expect(before.body.data.data).toEqual([]);
+      const bad = await call(t.app, 'GET', `${path.slice(0, -3)}AAA`, { headers: { accept: 'text/html' } });
+      expect(bad.status).toBe(404);
+      expect(bad.headers['content-type']).toMatch(/^text\/html/);
+      expectError(await call(t.app, 'GET', `${path.slice(0, -3)}AAA`), 404, 'not_found');
+
+      // POST as multipart/form-data (what RFC 8058 says mail clients send), text/plain, or no body at all.
+      const multipart = multipartBody([{ name: 'List-Unsubscribe', value: 'One-Click' }]);
+      const viaMultipart = await t.app.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': multipart.contentType },
+        payload: multipart.payload,
+      });
+      expect(viaMultipart.statusCode).toBe(200);
+      expect(viaMultipart.json().data).toEqual({ channel: 'email', unsubscribed: true });
+      const plain = await call(t.app, 'POST', path, {
+        body: 'List-Unsubscribe=One-Click',
+        headers: { 'content-type': 'text/plain' },
+      });
+      expect(plain.status).toBe(200);
+      expect((await t.app.inject({ method: 'POST', url: path })).statusCode).toBe(200);
+      // A browser's form post from the page gets the confirmation page.
+      const browser = await call(t.app, 'POST', path, {
+        body: '',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+      });
+      expect(browser.status).toBe(200);
+      expect(browser.raw).toContain('You are unsubscribed');
+      const list = await call(t.app, 'GET', '/api/opt-outs', { token: owner.token });
+      expect(list.body.data.data).toMatchObject([{ address, channel: 'email', source: 'unsubscribe_link' }]);
     });
   });
 }

@@ -3,6 +3,7 @@
  * matrix, the workspace boundary and the inventory are checked from the route table itself
  * (registeredRoutes), so a new route is covered without anyone remembering to add it here.
  */
+import { unsubscribeToken } from '../src/modules/opt-outs/unsubscribe.ts';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -200,6 +201,8 @@ for (const dialect of dialects) {
           })
         ).id,
       );
+      // The one-click unsubscribe page of an address of the owner's workspace (public, signed link).
+      ids.token = unsubscribeToken(t.config.appKey, owner.user.workspace_id, `${marker}@example.org`);
       ids['silence-periods'] = String(
         (
           await created('POST', '/api/silence-periods', {

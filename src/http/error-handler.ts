@@ -36,7 +36,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 
 /**
  * Fastify's router refuses some paths before any route or hook runs: a percent-encoding that is not UTF-8
- * (`/api/voters/%ED%A0%80`) and a path segment over the router's 100 characters (Fastify's own answer is a 414
+ * (`/api/voters/%ED%A0%80`) and a path segment over the router's 2,048 characters (Fastify's own answer is a 414
  * that echoes the path). Both get the envelope and X-Request-Id, as 400 `bad_request` (the contract's codes
  * have no 414); the path is not echoed.
  */
@@ -45,7 +45,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   setSecurityHeaders(request, reply);
   const message =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? 'A path segment is longer than 100 characters: ids are short, e.g. /api/voters/42.'
+      ? 'A path segment is longer than 2,048 characters: ids are short, e.g. /api/voters/42.'
       : error.code === 'FST_ERR_BAD_URL'
         ? 'The path is not valid: a percent-encoded part of it is not UTF-8.'
         : 'The request could not be routed.';

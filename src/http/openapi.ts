@@ -161,7 +161,7 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
 type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 502 | 503;
 
 const errorDescriptions: Record<ErrorStatus, string> = {
-  400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 100 characters.',
+  400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 2,048 characters.',
   401: '`unauthorized`: no token, or one that is not valid.',
   402: '`insufficient_credits`: not enough credits; `details` has channel, required and available. Nothing was sent.',
   403: "`forbidden`: the token's role lacks the permission this operation needs (register: sign-up is closed; provider callbacks: a bad signature).",

@@ -9,7 +9,11 @@ import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
 import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
-import { listUnsubscribeHeaders } from '../modules/opt-outs/unsubscribe.ts';
+import {
+  listUnsubscribeHeaders,
+  unsubscribeFooter,
+  unsubscribeUrl,
+} from '../modules/opt-outs/unsubscribe.ts';
 import {
   claimDue,
   dueSettlements,
@@ -263,13 +267,20 @@ export class DeliveryWorker {
     return claimed.length;
   }
 
-  /** Campaign email carries the one-click unsubscribe headers (RFC 8058). */
+  /**
+   * Campaign email carries the one-click unsubscribe headers (RFC 8058), and its body ends with the same link
+   * for a person to click (a GET shows a page with the button).
+   */
   private withHeaders(row: MessageRow) {
     const message = outgoing(row);
     if (row.channel !== 'email' || row.campaign_id === null) return message;
     const { appKey, publicBaseUrl, port } = this.deps.config;
     const base = publicBaseUrl ?? `http://localhost:${port}`;
-    return { ...message, headers: listUnsubscribeHeaders(appKey, base, row.workspace_id, row.to) };
+    return {
+      ...message,
+      body: message.body + unsubscribeFooter(unsubscribeUrl(appKey, base, row.workspace_id, row.to)),
+      headers: listUnsubscribeHeaders(appKey, base, row.workspace_id, row.to),
+    };
   }
 
   /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */

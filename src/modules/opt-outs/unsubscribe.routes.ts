@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
@@ -8,20 +9,84 @@ import { addOptOut } from './opt-outs.service.ts';
 import { readUnsubscribeToken } from './unsubscribe.ts';
 
 /**
- * The one-click unsubscribe endpoint every campaign email's List-Unsubscribe header points at. Mail clients
- * POST `List-Unsubscribe=One-Click` (form-encoded) to it; the address is opted out of email with source
- * `unsubscribe_link`, without signing in. A GET changes nothing (link scanners follow links).
+ * The longest token accepted: a 254-character address of 4-byte UTF-8 characters, its workspace id and the
+ * signature, base64url-encoded, fit in it (the router's MAX_PATH_PARAM in app.ts allows it).
+ */
+const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 2048 }) });
+
+const html = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
+
+/** The page a person sees on following the link: which address and channel, and a button that posts. */
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${html(title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}
+button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:.3rem;background:#b3261e;color:#fff;cursor:pointer}
+button:focus{outline:3px solid #1a73e8;outline-offset:2px}</style></head>
+<body><main><h1>${html(title)}</h1>${body}</main></body></html>`;
+}
+
+/**
+ * The one-click unsubscribe endpoint every campaign email's List-Unsubscribe header and footer point at. Mail
+ * clients POST `List-Unsubscribe=One-Click` (RFC 8058: multipart/form-data or a form); any body of any type is
+ * accepted and ignored. The address is opted out of email with source `unsubscribe_link`, without signing in.
+ * A GET changes nothing (link scanners follow links): it shows the person a page with a button that posts.
  */
 export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>; appKey: Buffer }> = async (
   app,
   { db, appKey },
 ) => {
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
-    (_request, body, done) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
-      done(null, Object.fromEntries(new URLSearchParams(text)));
+  // Any body, of any content type (multipart/form-data, a form, text/plain, JSON, none): read and ignored.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
+
+  app.get(
+    '/unsubscribe/:token',
+    {
+      config: { permission: 'public' },
+      schema: {
+        tags: ['Consent'],
+        summary: 'The page of a one-click unsubscribe link (for a person who clicks it)',
+        description:
+          'An HTML page naming the address and the channel, with a button that posts the one-click request. ' +
+          'Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser ' +
+          '(`Accept: text/html`), the error envelope otherwise.',
+        security: [],
+        params: Token,
+        response: {
+          200: { description: 'The page', content: { 'text/html': { schema: Type.String() } } },
+        },
+      },
+    },
+    async (request, reply) => {
+      const target = readUnsubscribeToken(appKey, request.params.token);
+      if (!target) {
+        // A person (a browser asks for HTML) reads a page; any other client gets the error envelope.
+        if (!/\btext\/html\b/.test(request.headers.accept ?? '')) throw notFound('Unsubscribe link');
+        return (reply as FastifyReply)
+          .code(404)
+          .header('content-security-policy', PAGE_CSP)
+          .type('text/html; charset=utf-8')
+          .send(
+            page(
+              'This unsubscribe link is not valid',
+              '<p>The link is incomplete or was altered. Copy the whole link from the email and try again.</p>',
+            ),
+          );
+      }
+      reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
+      return page(
+        'Unsubscribe from campaign email',
+        `<p>Stop all campaign email to <strong>${html(target.email)}</strong> from this office.</p>
+<form method="post"><button type="submit">Unsubscribe ${html(target.email)} from email</button></form>`,
+      );
     },
   );
 
@@ -33,16 +98,19 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
         tags: ['Consent'],
         summary: 'One-click unsubscribe from campaign email (RFC 8058; the signed link of List-Unsubscribe)',
         description:
-          'Mail clients send `List-Unsubscribe=One-Click` as a form; any body is accepted. Opts the address out of ' +
-          'email in the workspace that sent it (`source: "unsubscribe_link"`); repeating it changes nothing.',
+          'Mail clients send `List-Unsubscribe=One-Click` as multipart/form-data or a form; any body of any type ' +
+          'is accepted. Opts the address out of email in the workspace that sent it (`source: ' +
+          '"unsubscribe_link"`); repeating it changes nothing. Answers JSON, or the confirmation page when the ' +
+          "request came from the link's page (a browser form post, `Accept: text/html`). The token fits any " +
+          'address (up to 2,048 characters).',
         security: [],
-        params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 700 }) }),
+        params: Token,
         response: {
           200: Success(Type.Object({ channel: Type.Literal('email'), unsubscribed: Type.Literal(true) })),
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const target = readUnsubscribeToken(appKey, request.params.token);
       if (!target) throw notFound('Unsubscribe link');
       await db.transaction().execute(async (trx) => {
@@ -62,6 +130,18 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
           'One-click unsubscribe link.',
         );
       });
+      if (/\btext\/html\b/.test(request.headers.accept ?? '')) {
+        return reply
+          .header('content-security-policy', PAGE_CSP)
+          .type('text/html; charset=utf-8')
+          .serializer((payload: unknown) => String(payload))
+          .send(
+            page(
+              'You are unsubscribed',
+              `<p>No more campaign email will be sent to <strong>${html(target.email)}</strong>.</p>`,
+            ) as never,
+          );
+      }
       return {
         success: true as const,
         message: 'You are unsubscribed: no more email will be sent to this address.',

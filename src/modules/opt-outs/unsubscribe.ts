@@ -29,6 +29,11 @@ export function readUnsubscribeToken(
   return match ? { workspaceId: Number(match[1]), email: match[2]! } : undefined;
 }
 
+/** The one-click unsubscribe URL of `email` in a workspace: POST opts out, GET shows a page with a button. */
+export function unsubscribeUrl(appKey: Buffer, baseUrl: string, workspaceId: number, email: string): string {
+  return `${baseUrl}${UNSUBSCRIBE_PATH}/${unsubscribeToken(appKey, workspaceId, email)}`;
+}
+
 /** The RFC 8058 headers of a campaign email to `email` of a workspace. */
 export function listUnsubscribeHeaders(
   appKey: Buffer,
@@ -37,7 +42,12 @@ export function listUnsubscribeHeaders(
   email: string,
 ): Record<string, string> {
   return {
-    'List-Unsubscribe': `<${baseUrl}${UNSUBSCRIBE_PATH}/${unsubscribeToken(appKey, workspaceId, email)}>`,
+    'List-Unsubscribe': `<${unsubscribeUrl(appKey, baseUrl, workspaceId, email)}>`,
     'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
   };
+}
+
+/** The visible footer every campaign email's body ends with: the same link, for a person to click. */
+export function unsubscribeFooter(url: string): string {
+  return `\n\n--\nTo stop receiving these emails, unsubscribe: ${url}`;
 }
