@@ -36,6 +36,30 @@ export async function upsertOptOut(
   return { row: existing, created: false };
 }
 
+export interface OptOutInsert {
+  workspace_id: number;
+  address: string;
+  channel: OptOutChannel;
+  source: OptOutSource;
+  reason: string | null;
+  created_at: string;
+}
+
+/**
+ * Adds opt-outs in one statement, skipping each address already opted out of that channel (and a repeat
+ * within `rows`); returns how many were added.
+ */
+export async function insertOptOutsIgnoringExisting(db: Executor, rows: OptOutInsert[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const added = await db
+    .insertInto('opt_outs')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['workspace_id', 'address', 'channel']).doNothing())
+    .returning('id')
+    .execute();
+  return added.length;
+}
+
 export async function findOptOut(
   db: Executor,
   workspaceId: number,

@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { type CopyStreamQuery, from as copyFrom } from 'pg-copy-streams';
 import type { Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
+import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
 
 // The import's writes: rows staged as the file streams in, then one set-based upsert.
 
@@ -77,8 +78,9 @@ export async function startVoterImport(db: Db, workspaceId: number): Promise<Vot
 }
 
 let stagingSeq = 0;
-/** Rows applied per SQLite transaction; between two, other requests get the connection. */
-const SQLITE_APPLY_CHUNK = 20_000;
+/** Lines applied by the first SQLite transaction; the next ones are sized by time (ChunkPacer). */
+const SQLITE_APPLY_FIRST_CHUNK = 1_000;
+const SQLITE_APPLY_MAX_CHUNK = 20_000;
 /** Page cache while applying an import (KiB). */
 const SQLITE_IMPORT_CACHE_KIB = 65_536;
 
@@ -133,7 +135,9 @@ async function startSqliteImport(
     apply: async (now) => {
       // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
       // highest id before the chunk are the ones it created (counted over those rows only, not the table).
-      const maxId = sqlite.prepare('SELECT coalesce(max(id), 0) FROM voters').pluck();
+      // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
+      // b-tree instead of a scan of the whole table in every chunk.
+      const maxId = sqlite.prepare('SELECT max(id) FROM voters').pluck();
       const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
       const upsert = sqlite.prepare(
         `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
@@ -143,35 +147,37 @@ async function startSqliteImport(
          WHERE ${changedCondition('IS NOT')}`,
       );
       const chunk = sqlite.transaction((from: number, to: number) => {
-        const before = maxId.get() as number;
+        const before = (maxId.get() as number | null) ?? 0;
         upsert.run(workspaceId, now, now, from, to);
         return createdSince.get(before) as number;
       });
       let imported = 0;
       // Each row lands in six b-trees (table, five indexes) plus the search index, at scattered places once
       // they outgrow SQLite's default 2 MiB page cache: a larger cache for the bulk step saves most of the I/O.
+      // Chunks are sized to hold the process about CHUNK_TARGET_MS each, and other requests run between two.
       const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
+      const pacer = new ChunkPacer(SQLITE_APPLY_FIRST_CHUNK, 100, SQLITE_APPLY_MAX_CHUNK);
+      // The large cache stays for the whole apply (shrinking it between chunks would drop the cached pages).
+      await locked(() => sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`));
       try {
-        for (let from = 0; from <= lastLine; from += SQLITE_APPLY_CHUNK) {
-          imported += await locked(() => {
-            sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`);
-            try {
-              return chunk(from, from + SQLITE_APPLY_CHUNK);
-            } finally {
-              sqlite.pragma(`cache_size = ${cacheSize}`);
-            }
-          });
+        for (let from = 0; from <= lastLine;) {
+          const size = pacer.size;
+          const { result, ms } = await locked(() => timed(() => chunk(from, from + size)));
+          imported += result;
+          from += size;
+          await pacer.pause(size, ms);
         }
       } finally {
+        await locked(() => sqlite.pragma(`cache_size = ${cacheSize}`));
         await drop();
       }
       // An import changes the shape of the tables: fresh statistics keep the planner on the right indexes.
-      // A large one is analyzed in full (about a second at a million voters); after any other, `optimize`
-      // analyzes the tables whose size changed much or that have no statistics yet (the first import into
-      // a new database: without them every search took 1.3-2.6 s until a restart).
-      await locked(() =>
-        lastLine >= ANALYZE_AFTER_ROWS ? sqlite.exec('ANALYZE voters') : sqlite.pragma('optimize = 0x10002'),
-      );
+      // A large one is analyzed in full, one index at a time with other requests served between two (ANALYZE
+      // of the whole table held the process for about a second at a million voters); after any other,
+      // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
+      // import into a new database: without them every search took 1.3-2.6 s until a restart).
+      if (lastLine >= ANALYZE_AFTER_ROWS) await analyzeByIndex(sqlite, locked, 'voters');
+      else await locked(() => sqlite.pragma('optimize = 0x10002'));
       return { imported };
     },
     preview: async () => {
@@ -184,6 +190,24 @@ async function startSqliteImport(
     },
     abort: drop,
   };
+}
+
+/**
+ * ANALYZE of a table, one index at a time (the statistics are the same as `ANALYZE table`'s), letting other
+ * requests run between two: each index's pass is a fraction of the table's.
+ */
+export async function analyzeByIndex(
+  sqlite: SQLite.Database,
+  locked: <T>(fn: () => T) => Promise<T>,
+  table: string,
+): Promise<void> {
+  const indexes = await locked(
+    () => sqlite.prepare(`SELECT name FROM pragma_index_list('${table}')`).pluck().all() as string[],
+  );
+  for (const index of indexes) {
+    await locked(() => sqlite.exec(`ANALYZE "${index.replace(/"/g, '""')}"`));
+    await yieldToOthers();
+  }
 }
 
 /** The staged identities that no voter of the workspace has yet: what an apply would create. */

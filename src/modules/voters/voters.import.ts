@@ -1,3 +1,4 @@
+import { yieldToOthers } from '../../lib/pacing.ts';
 import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
@@ -157,6 +158,8 @@ export class VoterImporter {
           const rows = batch;
           batch = [];
           await staging.stage(rows);
+          // A file already buffered streams without a wait for I/O: let other requests in between batches.
+          await yieldToOthers();
         }
       }
       if (source.truncated()) throw tooLarge(maxBytes);
