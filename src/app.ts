@@ -239,7 +239,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
-  await app.register(campaignsRoutes, { prefix: '/api', campaigns });
+  await app.register(campaignsRoutes, { prefix: '/api', campaigns, idempotency });
   await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });
   const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });

@@ -561,5 +561,63 @@ for (const dialect of dialects) {
         (await call(t.app, 'GET', '/api/campaigns?per_page=100', { token: owner.token })).body.data.total,
       ).toBe(3);
     });
+
+    it('retry-failed runs once: parallel calls make one retry, a later one is 409 naming it, Idempotency-Key replays, audited', async () => {
+      const owner = await register(t.app);
+      const failing = [`+91981${String(Date.now()).slice(-3)}0000`];
+      const broadcast = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Vote', recipients: [uniquePhone(), ...failing] },
+      });
+      const id = broadcast.body.data.campaign_id as string;
+      await settled(owner, id);
+      const before = (await credits(owner)).sms_credits;
+      const key = { 'idempotency-key': `retry-${id}` };
+      const answers = await Promise.all([
+        call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token }),
+        call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token }),
+        call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token, headers: key }),
+      ]);
+      const accepted = answers.filter((a) => a.status === 202);
+      expect(accepted).toHaveLength(1);
+      for (const a of answers.filter((x) => x.status !== 202)) expectError(a, 409, 'conflict');
+      const retryId = accepted[0]!.body.data.id as string;
+      const later = await call(t.app, 'POST', `/api/campaigns/${id}/retry-failed`, { token: owner.token });
+      expectError(later, 409, 'conflict');
+      expect(later.body.details.retry_campaign_id).toBe(retryId);
+      expect(later.body.message).toContain(retryId);
+      expect((await credits(owner)).sms_credits).toBe(before - 1);
+      const audit = await call(t.app, 'GET', '/api/audit-log?action=campaign.retried', {
+        token: owner.token,
+      });
+      expect(audit.status).toBe(200);
+      expect(audit.body.data.data).toHaveLength(1);
+      expect(audit.body.data.data[0]).toMatchObject({
+        action: 'campaign.retried',
+        target_id: id,
+        details: { retry_campaign_id: retryId, recipients: 1 },
+      });
+
+      // With an Idempotency-Key, a repeat gets the first answer (a 202 or the 409) and does nothing again.
+      const other = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Vote', recipients: failing },
+      });
+      const otherId = other.body.data.campaign_id as string;
+      await settled(owner, otherId);
+      const headers = { 'idempotency-key': `retry-${otherId}` };
+      const first = await call(t.app, 'POST', `/api/campaigns/${otherId}/retry-failed`, {
+        token: owner.token,
+        headers,
+      });
+      const again = await call(t.app, 'POST', `/api/campaigns/${otherId}/retry-failed`, {
+        token: owner.token,
+        headers,
+      });
+      expect(first.status).toBe(202);
+      expect(again.status).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.data.id).toBe(first.body.data.id);
+    });
   });
 }

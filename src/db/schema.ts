@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 /**
  * Row types of every table. Timestamps are ISO 8601 UTC strings on both dialects (connect.ts makes
@@ -309,6 +309,8 @@ export interface CampaignTable {
   updated_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** The campaign whose failures this one retries (retry-failed); at most one retry that is not cancelled. */
+  retry_of: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type CampaignRow = Selectable<CampaignTable>;
 

@@ -19,6 +19,8 @@ export const auditActions = [
   'broadcast.created',
   'campaign.sent',
   'campaign.cancelled',
+  /** retry-failed: a new campaign to the original's failed recipients. */
+  'campaign.retried',
   'webhook.created',
   'webhook.updated',
   'webhook.deleted',

@@ -336,6 +336,21 @@ export async function cancelQueuedMessages(
     .execute();
 }
 
+/** The retry of a campaign (retry-failed) that is not cancelled, if any. */
+export async function findRetryOf(
+  db: Executor,
+  workspaceId: number,
+  campaignId: number,
+): Promise<CampaignRow | undefined> {
+  return db
+    .selectFrom('campaigns')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('retry_of', '=', campaignId)
+    .where('status', '<>', 'cancelled')
+    .executeTakeFirst();
+}
+
 /** Distinct recipients of a campaign's messages that failed with one of `codes`, in message order. */
 export async function failedRecipients(
   db: Executor,

@@ -11,12 +11,14 @@ import {
   CreateCampaignBody,
   UpdateCampaignBody,
 } from './campaigns.schemas.ts';
+import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.routes.ts';
+import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import type { CampaignsService } from './campaigns.service.ts';
 
-export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsService }> = async (
-  app,
-  { campaigns },
-) => {
+export const campaignsRoutes: FastifyPluginAsyncTypebox<{
+  campaigns: CampaignsService;
+  idempotency: IdempotencyService;
+}> = async (app, { campaigns, idempotency }) => {
   const tags = ['Campaigns'];
   const config = { permission: 'campaigns:manage' as const };
 
@@ -188,15 +190,24 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{ campaigns: CampaignsSe
         description:
           'Creates a new campaign (same channel and content) to the recipients whose messages failed with ' +
           '`provider_rejected` or `undeliverable` (not `invalid_recipient`, `opted_out`, `silence_period` or ' +
-          '`cancelled`), reserves its credits (402 otherwise) and queues it (202). Another status, or nothing to ' +
-          'retry, is 409 `conflict`.',
+          '`cancelled`), reserves its credits (402 otherwise) and queues it (202); audited as `campaign.retried`. ' +
+          'Another status, or nothing to retry, is 409 `conflict`. A campaign is retried once: while its retry ' +
+          'exists and is not cancelled, another call is 409 naming it in `details.retry_campaign_id` (retry that ' +
+          "campaign's failures instead). With `Idempotency-Key`, a repeat gets the first answer again.",
+        headers: IdempotencyHeaders,
         params: CampaignParams,
         response: { 202: Success(Campaign) },
       },
     },
-    async (request, reply) => {
-      const data = await campaigns.retryFailed(authOf(request).workspaceId, request.params.id);
-      return reply.code(202).send({ success: true, message: 'Retry campaign queued.', data });
-    },
+    (request, reply) =>
+      answerOnce(
+        idempotency,
+        request,
+        reply,
+        `/campaigns/${request.params.id}/retry-failed`,
+        202,
+        'Retry campaign queued.',
+        (workspaceId) => campaigns.retryFailed(workspaceId, request.params.id, actorOf(request)),
+      ),
   );
 };

@@ -1,3 +1,4 @@
+import { ChunkPacer } from '../../lib/pacing.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../../config.ts';
@@ -11,6 +12,7 @@ import type {
   MessageStatus,
 } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
@@ -40,6 +42,7 @@ import {
   deleteCampaign,
   dueScheduledCampaigns,
   failedRecipients,
+  findRetryOf,
   findCampaign,
   insertCampaign,
   insertRecipientMessages,
@@ -86,10 +89,11 @@ const EDITABLE: CampaignStatus[] = ['draft', 'scheduled'];
 const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable'];
 
 /**
- * Voters are added to the outbox in id ranges of this size: each INSERT ... SELECT stays short (on SQLite, a
- * worker inside the API process holds the event loop for one range at a time, about 0.15 s).
+ * Voters are added to the outbox in id ranges sized by time (ChunkPacer, about 70 ms each): each INSERT ...
+ * SELECT stays short, and on SQLite a worker inside the API process lets other requests run between two.
  */
-const FILL_CHUNK = 25_000;
+const FILL_FIRST_CHUNK = 5_000;
+const FILL_MAX_CHUNK = 100_000;
 
 function emptyStats(): Stats {
   return { queued: 0, sent: 0, delivered: 0, failed: 0 };
@@ -288,43 +292,79 @@ export class CampaignsService {
   /**
    * A new campaign to the recipients of a completed or cancelled one whose messages failed with
    * provider_rejected or undeliverable, queued at once (credits reserved, 402 otherwise); nothing to retry is 409.
+   * A campaign is retried once: while its retry exists and is not cancelled, another is 409 naming it (retry
+   * that campaign's failures instead), also when two requests race (a unique index). Audited as
+   * `campaign.retried`.
    */
-  async retryFailed(workspaceId: number, ref: string) {
-    const row = await this.deps.db.transaction().execute(async (trx) => {
-      const original = await this.find(trx, workspaceId, ref);
-      if (original.status !== 'completed' && original.status !== 'cancelled') {
-        throw new AppError(
-          'conflict',
-          `The campaign is ${original.status}; only a completed or cancelled campaign's failures can be retried.`,
-          { status: original.status },
-        );
-      }
-      const recipients = await failedRecipients(trx, workspaceId, original.id, RETRYABLE);
-      if (recipients.length === 0) {
-        throw new AppError(
-          'conflict',
-          'No message of this campaign failed with provider_rejected or undeliverable: there is nothing to retry.',
-        );
-      }
-      const now = nowIso();
-      const suffix = ` (retry of ${campaignRef(original.id)})`;
-      const draft = await insertCampaign(trx, workspaceId, {
-        ...this.columns(
-          {
-            channel: original.channel,
-            message: original.message,
-            subject: original.subject ?? undefined,
-            template_id: original.template_id ?? undefined,
-            media_url: original.media_url ?? undefined,
+  async retryFailed(workspaceId: number, ref: string, actor: AuditActor) {
+    const alreadyRetried = (retry: CampaignRow) =>
+      new AppError(
+        'conflict',
+        `This campaign's failures were already retried as ${campaignRef(retry.id)} (${retry.status}): retry that campaign's failures instead, or cancel it first.`,
+        { retry_campaign_id: campaignRef(retry.id), status: retry.status },
+      );
+    const attempt = () =>
+      this.deps.db.transaction().execute(async (trx) => {
+        const original = await this.find(trx, workspaceId, ref);
+        if (original.status !== 'completed' && original.status !== 'cancelled') {
+          throw new AppError(
+            'conflict',
+            `The campaign is ${original.status}; only a completed or cancelled campaign's failures can be retried.`,
+            { status: original.status },
+          );
+        }
+        const retry = await findRetryOf(trx, workspaceId, original.id);
+        if (retry) throw alreadyRetried(retry);
+        const recipients = await failedRecipients(trx, workspaceId, original.id, RETRYABLE);
+        if (recipients.length === 0) {
+          throw new AppError(
+            'conflict',
+            'No message of this campaign failed with provider_rejected or undeliverable: there is nothing to retry.',
+          );
+        }
+        const now = nowIso();
+        const suffix = ` (retry of ${campaignRef(original.id)})`;
+        const draft = await insertCampaign(trx, workspaceId, {
+          ...this.columns(
+            {
+              channel: original.channel,
+              message: original.message,
+              subject: original.subject ?? undefined,
+              template_id: original.template_id ?? undefined,
+              media_url: original.media_url ?? undefined,
+            },
+            { recipients, segmentId: null },
+            now,
+          ),
+          name: `${original.name.slice(0, 200 - suffix.length)}${suffix}`,
+          status: 'draft',
+          retry_of: original.id,
+        });
+        const started = await this.start(trx, draft, now);
+        await recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'campaign.retried',
+          target: { type: 'campaign', id: campaignRef(original.id) },
+          details: {
+            retry_campaign_id: campaignRef(started.id),
+            channel: started.channel,
+            recipients: started.total_recipients,
           },
-          { recipients, segmentId: null },
-          now,
-        ),
-        name: `${original.name.slice(0, 200 - suffix.length)}${suffix}`,
-        status: 'draft',
+        });
+        return started;
       });
-      return this.start(trx, draft, now);
-    });
+    let row: CampaignRow;
+    try {
+      row = await attempt();
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      // Another request made the retry between this one's check and its insert.
+      const id = parseRef('camp', ref);
+      const retry = id === undefined ? undefined : await findRetryOf(this.deps.db, workspaceId, id);
+      if (retry) throw alreadyRetried(retry);
+      throw error;
+    }
     return campaignView(row, undefined);
   }
 
@@ -462,12 +502,21 @@ export class CampaignsService {
     const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
     await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now);
     if (campaign.segment_id !== null && campaign.voter_id_limit !== null) {
-      const filters = await segmentFilters(db, ws, campaign.segment_id).catch(() => undefined);
+      // A segment deleted since the campaign was queued fills nothing; any other failure (a database timeout, a
+      // reset connection) stops this fill, and the campaign, still queued, is filled again once its lease ends.
+      const filters = await segmentFilters(db, ws, campaign.segment_id).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'not_found') return undefined;
+        throw error;
+      });
       if (filters) {
         const first = await firstVoterId(db, ws);
-        for (let after = first - 1; after < campaign.voter_id_limit; after += FILL_CHUNK) {
-          const upTo = Math.min(after + FILL_CHUNK, campaign.voter_id_limit);
+        const pacer = new ChunkPacer(FILL_FIRST_CHUNK, 500, FILL_MAX_CHUNK);
+        for (let after = first - 1; after < campaign.voter_id_limit;) {
+          const upTo = Math.min(after + pacer.size, campaign.voter_id_limit);
+          const started = performance.now();
           await insertSegmentMessages(db, ws, campaign, filters, after, upTo);
+          await pacer.pause(upTo - after, performance.now() - started);
+          after = upTo;
           // Still filling: keep the claim (another worker would otherwise start over beside this one).
           const renewed = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
           await updateCampaign(db, ws, campaign.id, ['queued'], { lease_until: renewed });
