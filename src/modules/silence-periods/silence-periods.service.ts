@@ -1,3 +1,4 @@
+import { placeKey, placeText } from '../../lib/place.ts';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, SilencePeriodRow } from '../../db/schema.ts';
@@ -19,10 +20,8 @@ export interface CreateSilencePeriodInput {
   reason?: string | undefined;
 }
 
-/** Trimmed and lower-cased: how a constituency is matched (as voters.constituency_key and the voter filters). */
-export function constituencyKey(value: string): string {
-  return value.trim().toLowerCase();
-}
+/** How a constituency is matched (as voters.constituency_key and the voter filters): lib/place.ts. */
+export const constituencyKey = placeKey;
 
 export function silencePeriodItem(row: SilencePeriodRow) {
   return {
@@ -44,7 +43,7 @@ export class SilencePeriodsService {
 
   async create(workspaceId: number, actor: AuditActor, input: CreateSilencePeriodInput) {
     const errors: FieldErrors = {};
-    const constituency = input.constituency.trim();
+    const constituency = placeText(input.constituency);
     if (constituency === '') errors.constituency = ['must not be empty.'];
     const problem = 'must be an ISO 8601 date-time with a time zone, e.g. 2026-12-01T17:00:00+05:30.';
     const startsAt = instant(input.starts_at);

@@ -1,3 +1,4 @@
+import { placeKey } from '../../lib/place.ts';
 import { yieldToOthers } from '../../lib/pacing.ts';
 import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
@@ -122,7 +123,7 @@ export class VoterImporter {
         phone: v.phone!,
         email: v.email ?? null,
         constituency: v.constituency ?? null,
-        constituency_key: v.constituency?.toLowerCase() ?? null,
+        constituency_key: v.constituency ? placeKey(v.constituency) : null,
         booth: v.booth ?? null,
         ward: v.ward ?? null,
         address: v.address ?? null,

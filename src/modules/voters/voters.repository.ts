@@ -1,3 +1,4 @@
+import { placeKey, placeText } from '../../lib/place.ts';
 import {
   type ExpressionBuilder,
   type Insertable,
@@ -80,15 +81,16 @@ function searchCondition(db: Executor, term: string) {
 }
 
 /**
- * The exact filters as they are compared: trimmed, the constituency lower-cased (as `constituency_key`), an
- * empty one left out. The SQL (exactFilters) starts from this.
+ * The exact filters as they are compared: in the place-name form voters are stored in (lib/place.ts), the
+ * constituency case-folded (as `constituency_key`), an empty one left out. The SQL (exactFilters) starts
+ * from this.
  */
 function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
   const values: ReturnType<typeof exactValues> = {};
-  const constituency = filters.constituency?.trim();
-  const booth = filters.booth?.trim();
-  const ward = filters.ward?.trim();
-  if (constituency) values.constituency_key = constituency.toLowerCase();
+  const constituency = filters.constituency && placeKey(filters.constituency);
+  const booth = filters.booth && placeText(filters.booth);
+  const ward = filters.ward && placeText(filters.ward);
+  if (constituency) values.constituency_key = constituency;
   if (booth) values.booth = booth;
   if (ward) values.ward = ward;
   return values;

@@ -1,5 +1,6 @@
 import type { FieldErrors } from '../../errors.ts';
 import { toE164 } from '../../lib/phone.ts';
+import { placeText } from '../../lib/place.ts';
 
 /** Field limits of the contract, shared by the HTTP schemas and the CSV import. */
 export const voterLimits = {
@@ -72,7 +73,11 @@ export function checkVoter(
       if (!options.partial && (field === 'name' || field === 'phone')) fail(field, 'is required.');
       continue;
     }
-    const value = text(raw);
+    let value = text(raw);
+    // Place names in one form (lib/place.ts): `North  Delhi` and `North\u00a0Delhi` are one constituency.
+    if (value && (field === 'constituency' || field === 'booth' || field === 'ward')) {
+      value = placeText(value) || null;
+    }
     if (value === undefined) {
       fail(
         field,

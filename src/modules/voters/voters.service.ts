@@ -1,3 +1,4 @@
+import { placeKey } from '../../lib/place.ts';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -58,7 +59,7 @@ export class VotersService {
         ...values,
         email: values.email ?? null,
         constituency: values.constituency ?? null,
-        constituency_key: values.constituency?.toLowerCase() ?? null,
+        constituency_key: values.constituency ? placeKey(values.constituency) : null,
         booth: values.booth ?? null,
         ward: values.ward ?? null,
         address: values.address ?? null,
@@ -96,7 +97,7 @@ export class VotersService {
         ...values,
         ...(values.name !== undefined ? { name_key: key } : {}),
         ...(values.constituency !== undefined
-          ? { constituency_key: values.constituency?.toLowerCase() ?? null }
+          ? { constituency_key: values.constituency ? placeKey(values.constituency) : null }
           : {}),
         updated_at: nowIso(),
       };

@@ -1,0 +1,32 @@
+/**
+ * One normalisation for place names (constituency, booth, ward), used wherever they are stored or compared:
+ * voters (created, updated, imported), voter filters, segments, silence periods and the campaign preview. Rolls
+ * are messy: `North  Delhi` (two spaces), `North\u00a0Delhi` (a no-break space) and `North Delhi\u200b` (a
+ * zero-width space) are one constituency, and a silence period for "North Delhi" must hold for all of them.
+ *
+ * - `placeText`: Unicode NFKC (compatibility forms such as full-width letters become the plain ones), format
+ *   characters (zero-width spaces and joiners, the BOM, soft hyphens, bidi marks) dropped, every run of
+ *   whitespace of any kind one space, trimmed. What is stored and shown.
+ * - `placeKey`: `placeText`, case-folded: what is compared (voters.constituency_key, silence periods' keys,
+ *   filters on constituency).
+ */
+export function placeText(value: string): string {
+  // Printable ASCII without a double space: only the ends can change (most rows of a roll).
+  if (PLAIN.test(value) && !value.includes('  ')) return value.trim();
+  return value.normalize('NFKC').replace(INVISIBLE, '').replace(SPACES, ' ').trim();
+}
+
+export function placeKey(value: string): string {
+  return placeText(value).toLowerCase();
+}
+
+const PLAIN = /^[\x20-\x7e]*$/;
+/** Unicode format characters (category Cf): zero-width space/joiners, BOM, soft hyphen, bidi controls. */
+const INVISIBLE = /\p{Cf}/gu;
+/** Any whitespace, Unicode's included (no-break, ideographic, line and paragraph separators...). */
+const SPACES = /[\s\p{Zs}]+/gu;
+
+/** A stored place name that may not be in `placeText` form (for the migration that normalises old rows). */
+export function mayNeedPlaceNormalising(value: string): boolean {
+  return !(PLAIN.test(value) && !value.includes('  ') && value === value.trim());
+}
