@@ -53,6 +53,10 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
   let proxy: FaultProxy;
   let t: TestApp;
   let owner: Account;
+  let transactionGate: { entered: () => void; held: Promise<void> } = {
+    entered: () => {},
+    held: Promise.resolve(),
+  };
 
   beforeAll(async () => {
     const target = new URL(pgUrl!);
@@ -65,6 +69,16 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
     // A statement that runs longer than DB_STATEMENT_TIMEOUT_MS on a healthy server.
     t.app.get('/api/test-slow', { config: { permission: 'public' } }, async () => {
       await sql`select pg_sleep(5)`.execute(t.db.kysely);
+      return { success: true, data: null };
+    });
+    // A transaction held open (transactionGate) while the proxy resets the connection.
+    t.app.post('/api/test-reset-in-transaction', { config: { permission: 'public' } }, async () => {
+      await t.db.kysely.transaction().execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        transactionGate.entered();
+        await transactionGate.held;
+        await sql`select 1`.execute(trx);
+      });
       return { success: true, data: null };
     });
     owner = await register(t.app);
@@ -85,6 +99,20 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
     const down = await load(t, owner, 10);
     expect(down.every((s) => s === 503)).toBe(true);
     expectError(await call(t.app, 'GET', '/api/healthz'), 503, 'service_unavailable');
+    proxy.set('pass');
+    await recovered(t, owner);
+  });
+
+  it('a reset inside a transaction: the ROLLBACK\'s "not queryable" error is a database outage (503), not a 500', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const inside = new Promise<void>((resolve) => (transactionGate = { entered: resolve, held }));
+    const answer = call(t.app, 'POST', '/api/test-reset-in-transaction');
+    await inside;
+    proxy.set('reset');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    expectError(await answer, 503, 'service_unavailable');
     proxy.set('pass');
     await recovered(t, owner);
   });

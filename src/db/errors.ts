@@ -7,7 +7,8 @@ export function isUniqueViolation(error: unknown): boolean {
 /**
  * True when a driver error means "the database cannot answer now" rather than a bug: it cannot be reached,
  * the connection was reset, a time limit passed (pool acquire, connect, statement_timeout, read timeout),
- * a SQLite file is locked by another process, or the database was closed at shutdown. The API answers
+ * a SQLite file is locked by another process, or the database was closed at shutdown. (node-postgres says
+ * "Client has encountered a connection error and is not queryable" to a ROLLBACK after a reset: a reset.) The API answers
  * these with 503 `service_unavailable`.
  */
 export function isDatabaseUnavailable(error: { code?: unknown; message?: string }): boolean {
@@ -27,7 +28,7 @@ export function isDatabaseUnavailable(error: { code?: unknown; message?: string 
       'SQLITE_BUSY',
       'SQLITE_LOCKED',
     ].includes(code) ||
-    /database connection is not open|Cannot use a pool after calling end|Connection terminated|timeout exceeded when trying to connect|Query read timeout|driver has already been destroyed|Client was closed and is not queryable/i.test(
+    /database connection is not open|Cannot use a pool after calling end|Connection terminated|timeout exceeded when trying to connect|Query read timeout|driver has already been destroyed|Client was closed and is not queryable|Client has encountered a connection error and is not queryable/i.test(
       error.message ?? '',
     )
   );
