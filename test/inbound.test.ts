@@ -204,10 +204,14 @@ for (const dialect of dialects) {
       expect(ok.status).toBe(200);
       expect(ok.headers['content-type']).toMatch(/^text\/xml/);
       expect(ok.raw).toContain('<Response>');
+      // Twilio retries and replays of the same validly signed request (same MessageSid) are stored once.
+      for (let i = 0; i < 2; i++)
+        expect((await post(params, sign(`${PUBLIC}${path}`, params))).status).toBe(200);
       for (const account of [owner, other]) {
         expect(await optOuts(account)).toMatchObject([{ address: phone, channel: 'sms', source: 'keyword' }]);
         const inbound = await call(t.app, 'GET', '/api/messages/inbound', { token: account.token });
         expect(inbound.body.data.data).toMatchObject([{ from: phone, body: 'STOP', keyword: 'stop' }]);
+        expect(inbound.body.data.total).toBe(1);
       }
       expect(await optOuts(bystander)).toEqual([]);
       expect(

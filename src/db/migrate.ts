@@ -21,6 +21,7 @@ import * as voterFilterOrder from './migrations/2026_11_24_017_voter_filter_orde
 import * as messageDueByChannel from './migrations/2026_11_25_018_message_due_by_channel.ts';
 import * as campaignRetryOf from './migrations/2026_11_25_019_campaign_retry_of.ts';
 import * as placeNames from './migrations/2026_11_25_020_place_names.ts';
+import * as inboundProviderId from './migrations/2026_11_25_021_inbound_provider_id.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_018_message_due_by_channel': messageDueByChannel,
   '2026_11_25_019_campaign_retry_of': campaignRetryOf,
   '2026_11_25_020_place_names': placeNames,
+  '2026_11_25_021_inbound_provider_id': inboundProviderId,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -448,6 +448,8 @@ export interface InboundMessageTable {
   body: string;
   keyword: 'stop' | 'start' | null;
   provider: string;
+  /** The provider's id of the message (Twilio's MessageSid): a replayed callback is stored once. */
+  provider_message_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
 }
 export type InboundMessageRow = Selectable<InboundMessageTable>;

@@ -11,14 +11,17 @@ export async function insertInbound(
     body: string;
     keyword: 'stop' | 'start' | null;
     provider: string;
+    provider_message_id?: string | null | undefined;
     created_at: string;
   },
-): Promise<InboundMessageRow> {
+): Promise<InboundMessageRow | undefined> {
+  // A message the provider already delivered here (same provider id) is not stored again: undefined.
   return db
     .insertInto('inbound_messages')
     .values({ workspace_id: workspaceId, ...values })
+    .onConflict((oc) => oc.columns(['workspace_id', 'provider', 'provider_message_id']).doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
 export async function listInbound(

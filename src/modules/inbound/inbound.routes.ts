@@ -83,7 +83,7 @@ export const twilioInboundRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         tags: ['Provider callbacks'],
         summary: 'Twilio incoming SMS / WhatsApp message (signed with X-Twilio-Signature)',
-        description: `Form fields From, Body (WhatsApp senders as \`whatsapp:+91...\`). ${keywordsNote}`,
+        description: `Form fields From, Body, MessageSid (WhatsApp senders as \`whatsapp:+91...\`); a replay of a MessageSid already received changes nothing. ${keywordsNote}`,
         security: [],
         body: Type.Record(Type.String(), Type.String()),
         produces: ['text/xml'],
@@ -115,6 +115,8 @@ export const twilioInboundRoutes: FastifyPluginAsyncTypebox<{
           channel: whatsapp ? 'whatsapp' : 'sms',
           from: whatsapp ? rawFrom.slice('whatsapp:'.length) : rawFrom,
           body: (request.body.Body ?? '').slice(0, 5000),
+          // Twilio retries and replays carry the same MessageSid: the message is stored once.
+          providerMessageId: (request.body.MessageSid ?? request.body.SmsSid)?.slice(0, 64) || undefined,
         },
         'twilio',
         request.ip ?? null,

@@ -15,6 +15,8 @@ export interface InboundInput {
   channel: MessageChannel;
   from: string;
   body: string;
+  /** The provider's id of the message (Twilio's MessageSid), when a provider delivered it. */
+  providerMessageId?: string | undefined;
 }
 
 export const inboundRef = (id: number) => `in_${id}`;
@@ -43,7 +45,8 @@ export class InboundService {
     if (!from) throw validationError({ from: [addressProblem(input.channel)] });
     return this.deps.db.transaction().execute(async (trx) => {
       const row = await record(trx, workspaceId, actor, { ...input, from }, provider);
-      return inboundItem(row);
+      // The API's own inbound route carries no provider id, so its rows are never replays.
+      return inboundItem(row!);
     });
   }
 
@@ -84,7 +87,7 @@ async function record(
   actor: AuditActor,
   input: InboundInput,
   provider: string,
-): Promise<InboundMessageRow> {
+): Promise<InboundMessageRow | undefined> {
   const now = nowIso();
   const keyword = consentKeyword(input.body);
   const row = await insertInbound(trx, workspaceId, {
@@ -93,8 +96,11 @@ async function record(
     body: input.body,
     keyword,
     provider,
+    provider_message_id: input.providerMessageId ?? null,
     created_at: now,
   });
+  // A replay of a message already received (same provider id): nothing is stored, opted out or emitted again.
+  if (!row) return undefined;
   if (keyword === 'stop') {
     const reason = 'Replied with an opt-out keyword.';
     await addOptOut(trx, workspaceId, actor, input.from, input.channel, 'keyword', reason);
