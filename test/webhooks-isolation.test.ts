@@ -111,6 +111,61 @@ for (const dialect of dialects) {
       }
     });
 
+    it('endpoints that never answer in other workspaces cannot starve a workspace of the global slots; the breaker pauses them', async () => {
+      // The issue's attack, scaled down: WEBHOOK_MAX_IN_FLIGHT 4, two workspaces of two hanging endpoints each
+      // fill it, five events each; before, the third workspace's delivery waited for their whole backlog.
+      const capped = await buildTestApp(dialect, {
+        ...env,
+        WEBHOOK_MAX_IN_FLIGHT: '4',
+        WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '2',
+        WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '1',
+        WEBHOOK_TIMEOUT_SECONDS: '1',
+        WEBHOOK_RETRY_SCHEDULE: '0,0,0,0',
+      });
+      const hang = await hangingReceiver();
+      const ok: Receiver = await startReceiver();
+      const attackers = [await register(capped.app), await register(capped.app)];
+      const victim = await register(capped.app);
+      const worker = workerFor(
+        capped,
+        [...attackers, victim].map((a) => a.user.workspace_id),
+      );
+      try {
+        const hooks: Array<{ id: number }> = [];
+        for (const [i, attacker] of attackers.entries()) {
+          for (const j of [0, 1]) hooks.push(await createHook(capped, attacker, `${hang.url}/${i}/${j}`));
+          for (let k = 0; k < 5; k += 1) await grievance(capped, attacker, `Flood ${k}`);
+        }
+        await createHook(capped, victim, ok.url);
+        worker.start();
+        await until(() => hang.held.length === 4);
+        // Every slot is held by a hanging attempt; the victim's event comes after the attackers' backlog.
+        const started = Date.now();
+        await grievance(capped, victim, 'Water supply cut');
+        await until(() => ok.received.length === 1, 10_000);
+        // A slot frees within WEBHOOK_TIMEOUT_SECONDS, and the workspace with nothing in flight gets it first.
+        expect(Date.now() - started).toBeLessThan(3_000);
+        // After three timeouts in a row each hanging endpoint is paused, and says so.
+        await until(async () => {
+          const list = await call(capped.app, 'GET', '/api/webhooks', { token: attackers[0]!.token });
+          return list.body.data.data.every((h: { paused_until: string | null }) => h.paused_until !== null);
+        }, 15_000);
+        const paused = await call(capped.app, 'GET', '/api/webhooks', { token: attackers[0]!.token });
+        for (const h of paused.body.data.data) expect(Date.parse(h.paused_until)).toBeGreaterThan(Date.now());
+        // PATCH active=true lifts the pause.
+        const lifted = await call(capped.app, 'PATCH', `/api/webhooks/${hooks[0]!.id}`, {
+          token: attackers[0]!.token,
+          body: { active: true },
+        });
+        expect(lifted.body.data.paused_until).toBeNull();
+      } finally {
+        await hang.close();
+        await ok.close();
+        await worker.stop();
+        await capped.close();
+      }
+    }, 40_000);
+
     it('WEBHOOK_MAX_IN_FLIGHT bounds the attempts open in one worker, whatever the endpoints', async () => {
       const capped = await buildTestApp(dialect, { ...env, WEBHOOK_MAX_IN_FLIGHT: '2' });
       const hang = await hangingReceiver();

@@ -22,6 +22,7 @@ import * as messageDueByChannel from './migrations/2026_11_25_018_message_due_by
 import * as campaignRetryOf from './migrations/2026_11_25_019_campaign_retry_of.ts';
 import * as placeNames from './migrations/2026_11_25_020_place_names.ts';
 import * as inboundProviderId from './migrations/2026_11_25_021_inbound_provider_id.ts';
+import * as webhookBreaker from './migrations/2026_11_25_022_webhook_breaker.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_019_campaign_retry_of': campaignRetryOf,
   '2026_11_25_020_place_names': placeNames,
   '2026_11_25_021_inbound_provider_id': inboundProviderId,
+  '2026_11_25_022_webhook_breaker': webhookBreaker,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -175,6 +175,10 @@ export interface WebhookTable {
   /** Set when the endpoint stops receiving (a 410 answer, or PATCH active=false). */
   disabled_at: string | null;
   disabled_reason: string | null;
+  /** Consecutive attempts that got no answer in time (the circuit breaker; 0 after any answer). */
+  timeout_streak: ColumnType<number, number | undefined, number>;
+  /** The breaker paused the endpoint until then: its deliveries wait, their retries unspent. */
+  paused_until: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }

@@ -11,6 +11,7 @@ import {
   loadClaimed,
   recordAttempt,
   releaseClaims,
+  recordEndpointHealth,
   updateWebhook,
 } from '../modules/webhooks/webhooks.repository.ts';
 import { webhookSecretBox } from '../modules/webhooks/webhooks.secrets.ts';
@@ -239,6 +240,20 @@ export class WebhookDeliveryWorker {
         last_error: outcome.error,
         updated_at: at,
       });
+      if (recorded) {
+        const health = await recordEndpointHealth(
+          trx,
+          delivery.webhook_id,
+          outcome.timedOut === true,
+          finished,
+        );
+        if (health.pausedUntil) {
+          log.warn(
+            { webhook_id: delivery.webhook_id, paused_until: health.pausedUntil },
+            'webhook endpoint paused: it keeps timing out',
+          );
+        }
+      }
       if (recorded && outcome.gone) {
         await updateWebhook(trx, delivery.workspace_id, delivery.webhook_id, {
           disabled_at: at,

@@ -201,9 +201,11 @@ export interface DueEndpoint {
 }
 
 /**
- * Enabled endpoints with due, unheld deliveries whose endpoint and workspace are under their in-flight caps
- * (counted across every worker from the live leases), those waiting longest first. Each endpoint is one
- * row, however many deliveries it has waiting: one slow receiver's backlog cannot crowd the others out.
+ * Enabled endpoints, not paused by the circuit breaker, with due, unheld deliveries whose endpoint and
+ * workspace are under their in-flight caps (counted across every worker from the live leases). The
+ * workspaces holding the fewest slots come first (a workspace with nothing in flight before any that holds
+ * some, whatever their backlogs), then those waiting longest. Each endpoint is one row, however many
+ * deliveries it has waiting: one slow receiver's backlog cannot crowd the others out.
  */
 export async function dueEndpoints(
   db: Executor,
@@ -226,11 +228,12 @@ export async function dueEndpoints(
         MIN(CASE WHEN ${live} THEN NULL ELSE d.next_attempt_at END) AS oldest
       FROM webhook_deliveries d
       INNER JOIN webhooks w ON w.id = d.webhook_id
-      WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} AND w.disabled_at IS NULL ${only}
+      WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} AND w.disabled_at IS NULL
+        AND (w.paused_until IS NULL OR w.paused_until <= ${now}) ${only}
       GROUP BY d.webhook_id, d.workspace_id
     ) endpoints
     WHERE due > 0 AND held < ${caps.perEndpoint} AND workspace_held < ${caps.perWorkspace}
-    ORDER BY oldest, webhook_id
+    ORDER BY workspace_held, oldest, webhook_id
     LIMIT ${limit}`.execute(db);
   return rows.map((r) => ({
     webhook_id: Number(r.webhook_id),
@@ -353,4 +356,44 @@ export async function releaseClaims(db: Executor, workerId: string): Promise<voi
     .set({ claimed_by: null, lease_until: null })
     .where('claimed_by', '=', workerId)
     .execute();
+}
+
+/** Consecutive timeouts after which the circuit breaker pauses an endpoint, and its pauses (doubling). */
+export const BREAKER_AFTER_TIMEOUTS = 3;
+const BREAKER_PAUSE_MS = 30_000;
+const BREAKER_MAX_PAUSE_MS = 30 * 60_000;
+
+/**
+ * The circuit breaker's count after an attempt. An answer (any status) closes it; an attempt that got no
+ * answer in time counts, and from BREAKER_AFTER_TIMEOUTS in a row the endpoint is paused, 30 s then doubling
+ * with each further timeout up to 30 min: its deliveries wait (their retries unspent) instead of each holding
+ * a slot for the whole timeout. When the pause ends, the next attempts are the probe.
+ */
+export async function recordEndpointHealth(
+  db: Executor,
+  webhookId: number,
+  timedOut: boolean,
+  now: Date,
+): Promise<{ pausedUntil: string | null }> {
+  if (!timedOut) {
+    await db
+      .updateTable('webhooks')
+      .set({ timeout_streak: 0, paused_until: null })
+      .where('id', '=', webhookId)
+      .where((eb) => eb.or([eb('timeout_streak', '>', 0), eb('paused_until', 'is not', null)]))
+      .execute();
+    return { pausedUntil: null };
+  }
+  const row = await db
+    .updateTable('webhooks')
+    .set((eb) => ({ timeout_streak: eb('timeout_streak', '+', 1) }))
+    .where('id', '=', webhookId)
+    .returning('timeout_streak')
+    .executeTakeFirst();
+  const streak = row?.timeout_streak ?? 0;
+  if (streak < BREAKER_AFTER_TIMEOUTS) return { pausedUntil: null };
+  const pause = Math.min(BREAKER_PAUSE_MS * 2 ** (streak - BREAKER_AFTER_TIMEOUTS), BREAKER_MAX_PAUSE_MS);
+  const pausedUntil = new Date(now.getTime() + pause).toISOString();
+  await db.updateTable('webhooks').set({ paused_until: pausedUntil }).where('id', '=', webhookId).execute();
+  return { pausedUntil };
 }

@@ -63,6 +63,12 @@ export const Webhook = Type.Object({
   disabled_reason: Type.Union([Type.String(), Type.Null()], {
     description: 'Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH.',
   }),
+  paused_until: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'Set while the circuit breaker holds the endpoint: after 3 attempts in a row with no answer within ' +
+      'WEBHOOK_TIMEOUT_SECONDS its deliveries wait (retries unspent) until then; 30 s, doubling with each ' +
+      'further timeout up to 30 min. Any answer clears it; so does PATCH active=true.',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -12,6 +12,8 @@ export interface AttemptOutcome {
   error: string | null;
   /** The receiver answered 410 Gone: the endpoint is to be disabled. */
   gone: boolean;
+  /** No answer within WEBHOOK_TIMEOUT_SECONDS (the attempt held its slot the whole time): the circuit breaker counts these. */
+  timedOut?: boolean;
 }
 
 export interface SignedRequest {
@@ -89,7 +91,7 @@ export async function sendSigned(request: SignedRequest, options: SenderOptions)
       lookup: guardedLookup(options.resolver, options.allowPrivate),
     });
     const timer = setTimeout(() => {
-      finish(fail(`timed out after ${options.timeoutMs / 1000} s`));
+      finish({ ...fail(`timed out after ${options.timeoutMs / 1000} s`), timedOut: true });
       req.destroy();
     }, options.timeoutMs);
     req.on('response', (res) => {

@@ -29,6 +29,7 @@ export function webhookView(row: WebhookRow) {
     description: row.description,
     active: row.disabled_at === null,
     disabled_reason: row.disabled_reason,
+    paused_until: row.paused_until,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -133,6 +134,7 @@ export class WebhooksService {
         ...(url !== undefined ? { url } : {}),
         ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
         ...(input.description !== undefined ? { description: input.description?.trim() || null } : {}),
+        ...(input.active === true ? { paused_until: null, timeout_streak: 0 } : {}),
         ...(enable ? { disabled_at: null, disabled_reason: null } : {}),
         ...(disable ? { disabled_at: now, disabled_reason: 'turned off through the API' } : {}),
         updated_at: now,
