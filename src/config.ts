@@ -92,6 +92,10 @@ export interface DatabaseSettings {
   readonly acquireTimeoutMs: number;
   /** PostgreSQL: connections of the separate pool that voter imports and exports use. */
   readonly bulkPoolSize: number;
+  /** PostgreSQL: of those, the most one workspace holds at once (the rest of its files wait their turn). */
+  readonly bulkPerWorkspace: number;
+  /** How long an import or export waits for a bulk connection before answering 503. */
+  readonly bulkQueueTimeoutMs: number;
 }
 
 export interface WebhookSettings {
@@ -264,10 +268,16 @@ function databaseUrl(env: Env): string {
 }
 
 export function databaseSettings(env: Env): DatabaseSettings {
+  const bulkPoolSize = int(env, 'DB_BULK_POOL_SIZE', 4, 1, 100);
   return {
     statementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
     acquireTimeoutMs: int(env, 'DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
-    bulkPoolSize: int(env, 'DB_BULK_POOL_SIZE', 4, 1, 100),
+    bulkPoolSize,
+    bulkPerWorkspace: Math.min(
+      bulkPoolSize,
+      int(env, 'DB_BULK_PER_WORKSPACE', Math.max(1, Math.floor(bulkPoolSize / 4)), 1, 100),
+    ),
+    bulkQueueTimeoutMs: int(env, 'DB_BULK_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }
 

@@ -77,6 +77,9 @@ for (const dialect of dialects) {
         ...(dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dir, 'ces.db')}` } : {}),
         EXPORT_THREADS: '0',
         DB_BULK_POOL_SIZE: '2',
+        // These tests fill the bulk pool from one workspace on purpose (the fair share is tested below).
+        DB_BULK_PER_WORKSPACE: '2',
+        DB_BULK_QUEUE_TIMEOUT_MS: '1000',
         DB_POOL_ACQUIRE_TIMEOUT_MS: '1000',
       };
       patient = await buildTestApp(dialect, { ...shared, EXPORT_MAX_CONCURRENT: '2' });
@@ -144,7 +147,7 @@ for (const dialect of dialects) {
         );
         expect(answers.every((r) => r.status === 200)).toBe(true);
         expect((await call(patient.app, 'GET', '/api/healthz')).status).toBe(200);
-        // The bulk pool is full: one more export waits DB_POOL_ACQUIRE_TIMEOUT_MS, then 503.
+        // The bulk pool is full: one more export waits DB_BULK_QUEUE_TIMEOUT_MS, then 503.
         const before = Date.now();
         expectError(await exportVoters(patient.app, third.token), 503, 'service_unavailable');
         expect(Date.now() - before).toBeLessThan(3000);
@@ -161,6 +164,57 @@ for (const dialect of dialects) {
         expect(await until(() => raw.bulk.totalCount - raw.bulk.idleCount === 0, 5000)).toBe(true);
         expect((await exportVoters(patient.app, third.token, { format: 'excel' })).status).toBe(200);
       },
+    );
+
+    it.skipIf(dialect !== 'postgres')(
+      'PostgreSQL: two workspaces that never read their exports cannot starve the others of the bulk pool',
+      async () => {
+        // The issue's case: a pool of 4, two workspaces each open 2 exports and never read. Each holds one
+        // connection (DB_BULK_PER_WORKSPACE defaults to a quarter of the pool); their second exports queue.
+        const fair = await buildTestApp(dialect, {
+          APP_KEY,
+          EXPORT_THREADS: '0',
+          DB_BULK_POOL_SIZE: '4',
+          DB_BULK_QUEUE_TIMEOUT_MS: '3000',
+          EXPORT_MAX_CONCURRENT: '2',
+        });
+        try {
+          const raw = fair.db.raw;
+          if (raw.dialect !== 'postgres') throw new Error('postgres only');
+          const hog = await register(fair.app);
+          const seeded = await importCsv(fair.app, hog.token, bigCsv());
+          expect(seeded.status).toBe(200);
+          const opened = [bulky, hog, bulky, hog].map((account) => openPaused(fair, account.token));
+          const [first, second] = await Promise.all(opened.slice(0, 2));
+          sockets.push(first!.socket, second!.socket);
+          expect([first!.head, second!.head]).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+          expect(await until(() => raw.bulk.totalCount - raw.bulk.idleCount === 2, 2000)).toBe(true);
+
+          // Everyone else's imports and exports go on meanwhile.
+          const before = Date.now();
+          const theirs = await exportVoters(fair.app, other.token);
+          expect(theirs.status).toBe(200);
+          const imported = await importCsv(fair.app, other.token, 'name,phone\nAnother One,9812300009\n');
+          expect(imported.status).toBe(200);
+          expect(Date.now() - before).toBeLessThan(2500);
+
+          // The hogs' second exports waited their turn, then were told to come back (503, Retry-After).
+          const queued = await Promise.all(opened.slice(2));
+          for (const q of queued) {
+            sockets.push(q.socket);
+            expect(q.head).toBe('HTTP/1.1 503 Service Unavailable');
+          }
+          // A queued export is served as soon as its workspace's connection is free.
+          const waiting = exportVoters(fair.app, hog.token);
+          second!.socket.destroy();
+          expect((await waiting).status).toBe(200);
+          first!.socket.destroy();
+          expect(await until(() => raw.bulk.totalCount - raw.bulk.idleCount === 0, 5000)).toBe(true);
+        } finally {
+          await fair.close();
+        }
+      },
+      60_000,
     );
 
     it('EXPORT_IDLE_TIMEOUT_MS: an export whose client stops reading is ended and gives back what it held', async () => {

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type DatabaseSettings, databaseSettings } from '../config.ts';
+import { FairGate } from '../lib/fair-gate.ts';
 import { within } from '../lib/time-limit.ts';
 import type { Database } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
@@ -26,7 +27,17 @@ export interface Db {
    */
   readonly raw:
     | { readonly dialect: 'sqlite'; readonly sqlite: SQLite.Database }
-    | { readonly dialect: 'postgres'; readonly pool: pg.Pool; readonly bulk: pg.Pool };
+    | {
+        readonly dialect: 'postgres';
+        readonly pool: pg.Pool;
+        readonly bulk: pg.Pool;
+        /**
+         * A connection of `bulk` for one workspace's import or export, shared fairly (FairGate): at most
+         * DB_BULK_PER_WORKSPACE per workspace, the others queued by workspace in turn for up to
+         * DB_BULK_QUEUE_TIMEOUT_MS (then 503). Releasing the client gives the slot back.
+         */
+        bulkFor(workspaceId: number): Promise<pg.PoolClient>;
+      };
   /**
    * Cheap round trip used by the health check; throws when the database cannot be reached or has not
    * answered within `timeoutMs`.
@@ -117,12 +128,34 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
       query_timeout: settings.statementTimeoutMs + READ_TIMEOUT_MARGIN_MS,
     });
     const bulk = pgPool(databaseUrl, { ...timeouts, max: settings.bulkPoolSize });
+    const gate = new FairGate(
+      settings.bulkPoolSize,
+      settings.bulkPerWorkspace,
+      settings.bulkQueueTimeoutMs,
+      'The connections for imports and exports (DB_BULK_POOL_SIZE)',
+    );
+    const bulkFor = async (workspaceId: number): Promise<pg.PoolClient> => {
+      const leave = await gate.acquire(workspaceId);
+      let client: pg.PoolClient;
+      try {
+        client = await bulk.connect();
+      } catch (error) {
+        leave();
+        throw error;
+      }
+      const release = client.release.bind(client);
+      client.release = (error?: Error | boolean) => {
+        leave();
+        release(error);
+      };
+      return client;
+    };
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const pingWithin = Math.min(PING_TIMEOUT_MS, settings.acquireTimeoutMs);
     return {
       kysely,
       dialect: 'postgres',
-      raw: { dialect: 'postgres', pool, bulk },
+      raw: { dialect: 'postgres', pool, bulk, bulkFor },
       ping: async (timeoutMs = pingWithin) => {
         await within(sql`select 1`.execute(kysely), timeoutMs, () => {
           throw Object.assign(new Error('the database health check timed out'), { code: 'ETIMEDOUT' });

@@ -117,13 +117,16 @@ function literal(value: unknown): string {
   throw new Error(`cannot inline a ${typeof value} into COPY`);
 }
 
+/** A bulk-pool connection for a workspace (Db.raw.bulkFor: shared fairly between workspaces). */
+export type BulkConnections = (workspaceId: number) => Promise<pg.PoolClient>;
+
 /**
  * PostgreSQL: the CSV export as the database writes it, `COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER)`,
  * with the formula guard and the timestamps' format in the query, so no row passes through JS (see copyOut).
  */
 export async function* copyVotersCsv(
   db: Kysely<Database>,
-  pool: pg.Pool,
+  pool: BulkConnections,
   workspaceId: number,
   filters: VoterFilters,
 ): AsyncGenerator<Buffer> {
@@ -143,7 +146,7 @@ export async function* copyVotersCsv(
       isoUtc('updated_at'),
     ])
     .orderBy('voters.id');
-  yield* copyOut(pool, query, '(FORMAT csv, HEADER)');
+  yield* copyOut(pool, workspaceId, query, '(FORMAT csv, HEADER)');
 }
 
 /**
@@ -152,12 +155,17 @@ export async function* copyVotersCsv(
  * (backpressure reaches the server); a consumer that stops early (a client that went away) closes that
  * connection, which ends the COPY on the server.
  */
-async function* copyOut(pool: pg.Pool, query: Compilable, options: string): AsyncGenerator<Buffer> {
+async function* copyOut(
+  connectFor: BulkConnections,
+  workspaceId: number,
+  query: Compilable,
+  options: string,
+): AsyncGenerator<Buffer> {
   const compiled = query.compile();
   const select = compiled.sql.replace(/\$(\d+)/g, (_, n: string) =>
     literal(compiled.parameters[Number(n) - 1]),
   );
-  const client = await pool.connect();
+  const client = await connectFor(workspaceId);
   let stream: CopyToStreamQuery | undefined;
   let finished = false;
   try {
@@ -191,7 +199,7 @@ function copyField(field: string): string | null {
  */
 export async function* copyVoterRows(
   db: Kysely<Database>,
-  pool: pg.Pool,
+  pool: BulkConnections,
   workspaceId: number,
   filters: VoterFilters,
 ): AsyncGenerator<ExportRow[]> {
@@ -200,7 +208,7 @@ export async function* copyVoterRows(
     .orderBy('voters.id');
   const decoder = new StringDecoder('utf8');
   let rest = '';
-  for await (const chunk of copyOut(pool, query, '')) {
+  for await (const chunk of copyOut(pool, workspaceId, query, '')) {
     const text = rest + decoder.write(chunk);
     const end = text.lastIndexOf('\n');
     rest = text.slice(end + 1);

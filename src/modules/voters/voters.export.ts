@@ -174,8 +174,8 @@ export function exportVoters(
     // The database writes the CSV itself; the sheet's rows come from COPY too (see copyVoterRows).
     body =
       format === 'csv'
-        ? copyVotersCsv(db.kysely, db.raw.bulk, workspaceId, filters)
-        : xlsxStream(exportColumns, sheetRows(copyVoterRows(db.kysely, db.raw.bulk, workspaceId, filters)));
+        ? copyVotersCsv(db.kysely, db.raw.bulkFor, workspaceId, filters)
+        : xlsxStream(exportColumns, sheetRows(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)));
   } else {
     body =
       format === 'csv'

@@ -74,7 +74,7 @@ function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
   return db.raw.dialect === 'sqlite'
     ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
-    : startPostgresImport(db.raw.bulk, workspaceId);
+    : startPostgresImport(db.raw.bulkFor, workspaceId);
 }
 
 let stagingSeq = 0;
@@ -235,8 +235,11 @@ function copyValue(value: string | number | null): string {
  * given, as SQLite's upsert in line order gives)
  * and COMMIT; `abort` rolls everything back.
  */
-async function startPostgresImport(pool: pg.Pool, workspaceId: number): Promise<VoterImport> {
-  const client = await pool.connect();
+async function startPostgresImport(
+  connectFor: (workspaceId: number) => Promise<pg.PoolClient>,
+  workspaceId: number,
+): Promise<VoterImport> {
+  const client = await connectFor(workspaceId);
   let copy: CopyStreamQuery | undefined;
   let done = false;
   const release = (error?: Error) => {
