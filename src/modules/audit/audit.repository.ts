@@ -57,24 +57,26 @@ export interface AuditEntry {
  * change does. The actor's name is copied from `users` at write time.
  */
 export async function recordAudit(db: Executor, entry: AuditEntry): Promise<void> {
+  await auditInsert(db, entry).execute();
+}
+
+/** The INSERT of an audit entry, to execute or to compile for a driver's own connection (the bulk import). */
+export function auditInsert(db: Executor, entry: AuditEntry) {
   const { actor } = entry;
-  await db
-    .insertInto('audit_log')
-    .values((eb) => ({
-      workspace_id: entry.workspaceId,
-      action: entry.action,
-      actor_id: actor.userId,
-      actor_name:
-        actor.userId === null
-          ? null
-          : eb.selectFrom('users').select('name').where('id', '=', actor.userId).limit(1),
-      target_type: entry.target?.type ?? null,
-      target_id: entry.target ? String(entry.target.id) : null,
-      ip: actor.ip ? actor.ip.slice(0, 100) : null,
-      details: entry.details ? JSON.stringify(entry.details) : null,
-      created_at: nowIso(),
-    }))
-    .execute();
+  return db.insertInto('audit_log').values((eb) => ({
+    workspace_id: entry.workspaceId,
+    action: entry.action,
+    actor_id: actor.userId,
+    actor_name:
+      actor.userId === null
+        ? null
+        : eb.selectFrom('users').select('name').where('id', '=', actor.userId).limit(1),
+    target_type: entry.target?.type ?? null,
+    target_id: entry.target ? String(entry.target.id) : null,
+    ip: actor.ip ? actor.ip.slice(0, 100) : null,
+    details: entry.details ? JSON.stringify(entry.details) : null,
+    created_at: nowIso(),
+  }));
 }
 
 export interface AuditFilters {

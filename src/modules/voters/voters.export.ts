@@ -175,7 +175,10 @@ export function exportVoters(
     body =
       format === 'csv'
         ? copyVotersCsv(db.kysely, db.raw.bulkFor, workspaceId, filters)
-        : xlsxStream(exportColumns, sheetRows(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)));
+        : xlsxStream(
+            exportColumns,
+            sheetRows(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)),
+          );
   } else {
     body =
       format === 'csv'

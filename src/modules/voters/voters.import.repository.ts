@@ -6,6 +6,7 @@ import { type CopyStreamQuery, from as copyFrom } from 'pg-copy-streams';
 import type { Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
+import { type AuditEntry, auditInsert, recordAudit } from '../audit/audit.repository.ts';
 
 // The import's writes: rows staged as the file streams in, then one set-based upsert.
 
@@ -32,9 +33,11 @@ export interface VoterImport {
   stage(rows: readonly StagedVoter[]): Promise<void>;
   /**
    * Upserts the staged rows on the identity (the later line wins; a field a row leaves empty is kept);
-   * returns how many voters were created.
+   * returns how many voters were created. `audit` gives the audit entry for that count, written with the
+   * rows: in the same transaction on PostgreSQL (the rows are committed with their entry or not at all), right
+   * after the last chunk on SQLite.
    */
-  apply(now: string): Promise<{ imported: number }>;
+  apply(now: string, audit?: (imported: number) => AuditEntry): Promise<{ imported: number }>;
   /** A dry run: how many voters `apply` would create; then the staged rows are dropped and nothing is written. */
   preview(): Promise<{ imported: number }>;
   abort(): Promise<void>;
@@ -74,7 +77,7 @@ function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
   return db.raw.dialect === 'sqlite'
     ? startSqliteImport(db.kysely, db.raw.sqlite, workspaceId)
-    : startPostgresImport(db.raw.bulkFor, workspaceId);
+    : startPostgresImport(db.kysely, db.raw.bulkFor, workspaceId);
 }
 
 let stagingSeq = 0;
@@ -132,7 +135,7 @@ async function startSqliteImport(
       await locked(() => stageAll(rows));
       lastLine = rows[rows.length - 1]!.line;
     },
-    apply: async (now) => {
+    apply: async (now, audit) => {
       // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
       // highest id before the chunk are the ones it created (counted over those rows only, not the table).
       // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
@@ -176,6 +179,7 @@ async function startSqliteImport(
       // of the whole table held the process for about a second at a million voters); after any other,
       // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
       // import into a new database: without them every search took 1.3-2.6 s until a restart).
+      if (audit) await recordAudit(kysely, audit(imported));
       if (lastLine >= ANALYZE_AFTER_ROWS) await analyzeByIndex(sqlite, locked, 'voters');
       else await locked(() => sqlite.pragma('optimize = 0x10002'));
       return { imported };
@@ -215,6 +219,21 @@ const newIdentities = (table: string, workspace: string) =>
   `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key FROM ${table}) s
    WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
 
+/** VACUUM (ANALYZE) of the voters after a large PostgreSQL import, in the background (see apply). */
+function vacuumLater(connectFor: (workspaceId: number) => Promise<pg.PoolClient>, workspaceId: number): void {
+  void (async () => {
+    const client = await connectFor(workspaceId);
+    try {
+      await client.query('VACUUM (ANALYZE) voters');
+      client.release();
+    } catch (error) {
+      client.release(error as Error);
+    }
+  })().catch(() => {
+    // A pool closed at shutdown, or no connection free: autovacuum gets there later.
+  });
+}
+
 /** An import of at least this many rows refreshes the table's statistics on PostgreSQL. */
 const ANALYZE_AFTER_ROWS = 10_000;
 
@@ -236,6 +255,7 @@ function copyValue(value: string | number | null): string {
  * and COMMIT; `abort` rolls everything back.
  */
 async function startPostgresImport(
+  kysely: Kysely<Database>,
   connectFor: (workspaceId: number) => Promise<pg.PoolClient>,
   workspaceId: number,
 ): Promise<VoterImport> {
@@ -280,7 +300,7 @@ async function startPostgresImport(
       staged += rows.length;
       if (!stream.write(text)) await once(stream, 'drain');
     },
-    apply: async (now) => {
+    apply: async (now, audit) => {
       try {
         stream.end();
         await finished;
@@ -299,14 +319,21 @@ async function startPostgresImport(
            SELECT count(*) FILTER (WHERE inserted) AS imported FROM up`,
           [workspaceId, now],
         );
+        const imported = Number(result.rows[0]?.imported ?? 0);
+        if (audit) {
+          const entry = auditInsert(kysely, audit(imported)).compile();
+          await client.query(entry.sql, entry.parameters as unknown[]);
+        }
         await client.query('COMMIT');
+        release();
         // Without fresh statistics after a bulk load the planner guesses a handful of rows per workspace
         // and picks plans (bitmap scan + sort) that make the export's keyset pages quadratic. Autovacuum
         // would get there later; a large import analyzes at once. VACUUM also sets the visibility map, so
-        // counting a filtered list is an index-only scan instead of a visit to every matching row.
-        if (staged >= ANALYZE_AFTER_ROWS) await client.query('VACUUM (ANALYZE) voters');
-        release();
-        return { imported: Number(result.rows[0]?.imported ?? 0) };
+        // counting a filtered list is an index-only scan instead of a visit to every matching row. It runs
+        // after the answer, on a connection of its own: the import's client is not kept waiting for it (nor
+        // is a shutdown that would cut it short with the rows committed).
+        if (staged >= ANALYZE_AFTER_ROWS) vacuumLater(connectFor, workspaceId);
+        return { imported };
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
         release(error as Error);

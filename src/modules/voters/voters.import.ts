@@ -4,7 +4,7 @@ import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
-import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import type { AuditActor } from '../audit/audit.repository.ts';
 import { startVoterImport, type StagedVoter, type VoterImport } from './voters.import.repository.ts';
 import { nameKey } from './voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
@@ -173,22 +173,21 @@ export class VoterImporter {
       await staging.stage(batch);
       batch = [];
       await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
-      const { imported } = options.dryRun ? await staging.preview() : await staging.apply(nowIso());
+      const audit = options.audit;
+      const { imported } = options.dryRun
+        ? await staging.preview()
+        : await staging.apply(
+            nowIso(),
+            audit &&
+              ((created) => ({
+                workspaceId,
+                actor: audit.actor,
+                action: 'voters.imported',
+                details: { file_name: audit.fileName, imported: created, updated: valid - created, failed },
+              })),
+          );
       staging = undefined;
       const result = { imported, updated: valid - imported, failed, errors };
-      if (options.audit && !options.dryRun) {
-        // The rows were applied through the driver's bulk path (COPY, or better-sqlite3 transactions under
-        // Kysely's connection lock), which no Kysely transaction can share: the entry follows at once.
-        const { actor, fileName } = options.audit;
-        await this.deps.db.kysely.transaction().execute((trx) =>
-          recordAudit(trx, {
-            workspaceId,
-            actor,
-            action: 'voters.imported',
-            details: { file_name: fileName, imported, updated: result.updated, failed },
-          }),
-        );
-      }
       return result;
     } catch (error) {
       await staging?.abort();
