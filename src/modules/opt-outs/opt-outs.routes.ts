@@ -6,17 +6,22 @@ import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { IdParams, Page, Success } from '../../http/schemas.ts';
 import { validatorCompiler } from '../../http/validation.ts';
+import { FairGate } from '../../lib/fair-gate.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import { CreateOptOutBody, ImportOptOutsResult, ListOptOutsQuery, OptOutItem } from './opt-outs.schemas.ts';
 import type { OptOutsService } from './opt-outs.service.ts';
 
 /** Largest opt-out CSV accepted (about 10 MB, some 200,000 rows). */
 const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
+/** Opt-out imports running at once in the process, and per workspace; how long one waits for its turn. */
+const IMPORTS_AT_ONCE = 2;
+const IMPORT_TURN_WAIT_MS = 30_000;
 
 export const optOutsRoutes: FastifyPluginAsyncTypebox<{
   optOuts: OptOutsService;
   idleTimeoutMs: number;
 }> = async (app, { optOuts, idleTimeoutMs }) => {
+  const importTurns = new FairGate(IMPORTS_AT_ONCE, 1, IMPORT_TURN_WAIT_MS, 'Opt-out imports');
   const tags = ['Consent'];
   const config = { permission: 'consent:manage' as const };
   await app.register(multipart, {
@@ -97,7 +102,9 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
         description:
           'Header row naming `address`, and optionally `channel` (one of the four or `all`; `all` when absent or ' +
           'empty) and `reason`; other columns are ignored, so an export imports back. Valid rows are added ' +
-          '(source `manual`), existing ones left as they are, invalid ones reported by line.',
+          '(source `manual`), existing ones left as they are, invalid ones reported by line. Rows are added a few ' +
+          'hundred at a time; imports run one per workspace and two in the process at once, the others wait ' +
+          'their turn (503 with Retry-After after 30 s).',
         consumes: ['multipart/form-data'],
         body: Type.Object(
           { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
@@ -129,7 +136,16 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
         }
         throw new AppError('bad_request', 'The multipart body could not be read.');
       }
-      const data = await optOuts.import(authOf(request).workspaceId, actorOf(request), text);
+      // Opt-out imports take turns: one per workspace and OPT_OUT_IMPORTS_AT_ONCE in the process at a time, the
+      // rest queued by workspace (503 after a while), so parallel uploads cannot pile up their work.
+      const { workspaceId } = authOf(request);
+      const leave = await importTurns.acquire(workspaceId);
+      let data;
+      try {
+        data = await optOuts.import(workspaceId, actorOf(request), text);
+      } finally {
+        leave();
+      }
       return {
         success: true as const,
         message: `Import finished: ${data.created} created, ${data.existing} existing, ${data.failed} failed.`,
