@@ -109,27 +109,38 @@ for (const dialect of dialects) {
       });
     });
 
-    it("a channel's claim reads its own channel's due messages from the index, not the whole queue", async () => {
-      // The claim's pick, as claimDue builds it: with the channel first in the due index, an idle lane does
-      // not walk another channel's queue (a 1,000,000-SMS broadcast made each email claim read all of it).
+    it("a channel's claim reads its own channel's due messages, per workspace, from the index, not the whole queue", async () => {
+      // The claim's pick, as claimDue builds it for one workspace's share (claimDueFairly): with the channel and
+      // the workspace first in the due index, an idle lane does not walk another channel's queue (a
+      // 1,000,000-SMS broadcast made each email claim read all of it), nor a workspace another's.
       const pick = t.db.kysely
         .selectFrom('messages')
         .select('id')
         .where('status', '=', 'queued')
         .where('next_attempt_at', '<=', new Date().toISOString())
         .where('channel', '=', 'email')
+        .where('workspace_id', '=', 1)
         .orderBy('next_attempt_at')
         .orderBy('id')
         .limit(50)
         .compile();
       const raw = t.db.raw;
       if (raw.dialect === 'sqlite') {
-        const rows = raw.sqlite.prepare(`EXPLAIN QUERY PLAN ${pick.sql}`).all(...pick.parameters) as {
-          detail: string;
-        }[];
-        const plan = rows.map((r) => r.detail).join('\n');
-        expect(plan).toContain('messages_due_channel_idx');
-        expect(plan).not.toMatch(/TEMP B-TREE/);
+        const plan = (query: string, parameters: readonly unknown[]) =>
+          (raw.sqlite.prepare(`EXPLAIN QUERY PLAN ${query}`).all(...parameters) as { detail: string }[])
+            .map((r) => r.detail)
+            .join('\n');
+        const claim = plan(pick.sql, pick.parameters);
+        expect(claim).toContain('messages_due_workspace_idx');
+        expect(claim).not.toMatch(/TEMP B-TREE/);
+        // The loose scan for the workspaces with due messages: one seek per workspace on the same index.
+        const seek = plan(
+          `SELECT workspace_id FROM messages WHERE status = 'queued' AND channel = ? AND workspace_id > ?
+           AND next_attempt_at <= ? ORDER BY channel, workspace_id LIMIT 1`,
+          ['email', 0, new Date().toISOString()],
+        );
+        expect(seek).toContain('messages_due_workspace_idx');
+        expect(seek).not.toMatch(/TEMP B-TREE/);
       } else {
         // PostgreSQL's planner picks by the statistics of a test database, which is too small to prefer any
         // index: the index itself is checked instead.
@@ -137,9 +148,9 @@ for (const dialect of dialects) {
           `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'messages' AND indexname LIKE 'messages_due%'`,
         );
         expect(rows).toHaveLength(1);
-        expect(rows[0]!.indexname).toBe('messages_due_channel_idx');
+        expect(rows[0]!.indexname).toBe('messages_due_workspace_idx');
         expect(rows[0]!.indexdef).toMatch(
-          /\(channel, next_attempt_at, id\) WHERE \(\(?status\)?::text = 'queued'/,
+          /\(channel, workspace_id, next_attempt_at, id\) WHERE \(\(?status\)?::text = 'queued'/,
         );
       }
     });

@@ -15,7 +15,7 @@ import {
   unsubscribeUrl,
 } from '../modules/opt-outs/unsubscribe.ts';
 import {
-  claimDue,
+  claimDueFairly,
   dueSettlements,
   type Handover,
   releaseClaims,
@@ -53,6 +53,8 @@ type WorkerConfig = Pick<
  * against 30,718 messages/s).
  */
 const MARK_EVERY = 1000;
+/** How long a lane reuses its scan for the workspaces with due messages (a new one waits at most this). */
+const WORKSPACE_SCAN_EVERY_MS = 1000;
 const MARK_AFTER_MS = 5;
 /** How often a worker deletes audit-log entries past AUDIT_RETENTION_DAYS. */
 const PRUNE_EVERY_MS = 60_000;
@@ -77,6 +79,10 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
   private readonly paces = new Map<string, Pace>();
+  /** Per channel, the last workspace a claim served: the next scan starts after it (claimDueFairly). */
+  private readonly fairCursor = new Map<Channel, number>();
+  /** Per channel, the workspaces with due messages found by the last scan, and when. */
+  private readonly dueWorkspaces = new Map<Channel, { ids: readonly number[]; at: number }>();
   private prunedAt = 0;
 
   constructor(
@@ -199,7 +205,13 @@ export class DeliveryWorker {
     const now = at.toISOString();
     const leaseEnds = Date.now() + leaseSeconds * 1000;
     const leaseUntil = new Date(leaseEnds).toISOString();
-    const claimed = await claimDue(
+    const known = this.dueWorkspaces.get(channel);
+    const fresh = known !== undefined && at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS;
+    const {
+      rows: claimed,
+      last,
+      workspaces,
+    } = await claimDueFairly(
       db.kysely,
       db.dialect,
       this.id,
@@ -207,7 +219,14 @@ export class DeliveryWorker {
       leaseUntil,
       this.batchSize(channel),
       channel,
+      this.fairCursor.get(channel) ?? 0,
+      fresh ? known.ids : undefined,
     );
+    this.fairCursor.set(channel, last);
+    // Scanned now and found some: kept for a second. Reused and nothing came of it: scan again next time.
+    if (!fresh && workspaces.length > 0)
+      this.dueWorkspaces.set(channel, { ids: workspaces, at: at.getTime() });
+    else if (claimed.length === 0) this.dueWorkspaces.delete(channel);
     const { rows, extras } = await this.gate.screen(claimed, at, this.id);
     let handovers: Handover[] = [];
     let markedAt = performance.now();

@@ -1,0 +1,64 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { buildTestApp, call, dialects, register, type TestApp, uniquePhone } from './helpers.ts';
+import { isolatedDatabase } from './messaging-helpers.ts';
+
+const silent = pino({ level: 'silent' });
+
+/**
+ * A channel's lane is shared between workspaces: a workspace's large broadcast, queued first, does not hold
+ * another workspace's message on the same channel until it has drained. Each claim splits its batch between
+ * the workspaces with due messages and hands their messages over in turn.
+ */
+for (const dialect of dialects) {
+  describe(`delivery lanes shared between workspaces (${dialect})`, () => {
+    let t: TestApp;
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+    beforeAll(async () => {
+      database = await isolatedDatabase(dialect);
+      t = await buildTestApp(dialect, { ...database.env, WORKER_BATCH_SIZE: '100' });
+    });
+    afterAll(async () => {
+      await t.close();
+      await database.drop();
+    });
+
+    it('a message queued after another workspace’s 2,000-message broadcast goes out in the first batches', async () => {
+      const big = await register(t.app);
+      const small = await register(t.app);
+      const many = Array.from({ length: 2000 }, () => uniquePhone());
+      await t.db.kysely
+        .updateTable('credit_balances')
+        .set({ balance: 10_000 })
+        .where('workspace_id', '=', big.user.workspace_id)
+        .where('channel', '=', 'sms')
+        .execute();
+      const first = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: big.token,
+        body: { channel: 'sms', message: 'Rally', recipients: many },
+      });
+      expect(first.status).toBe(202);
+      const worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
+      // The big broadcast is filled and its first batch goes out before the small workspace sends anything.
+      await worker.round();
+      const lone = uniquePhone();
+      const second = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: small.token,
+        body: { channel: 'sms', message: 'Ward meeting', recipients: [lone] },
+      });
+      expect(second.status).toBe(202);
+      // A lane reuses its scan for the workspaces with due messages for a second.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const sent = t.providers.sms.sent;
+      const before = sent.length;
+      for (let i = 0; i < 3 && !sent.some((m) => m.to === lone); i++) await worker.round();
+      const at = sent.findIndex((m) => m.to === lone);
+      expect(at, 'the small workspace’s message was handed over').toBeGreaterThanOrEqual(0);
+      // Within the first batch after it was queued, not after the big broadcast's remaining ~1,900.
+      expect(at - before).toBeLessThan(100);
+      await worker.drain();
+      expect(sent.filter((m) => many.includes(m.to))).toHaveLength(2000);
+    });
+  });
+}
