@@ -387,7 +387,7 @@ export interface LoadConfigOptions {
 
 export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): Readonly<Config> {
   // At most 10 years: a larger lifetime gives an expiry date past what a timestamp can hold.
-  const ttl = int(env, 'TOKEN_TTL_SECONDS', 2_592_000, 0, 315_360_000);
+  const ttl = int(env, 'TOKEN_TTL_SECONDS', 0, 0, 315_360_000);
   const country = (env.DEFAULT_COUNTRY?.trim() || 'IN').toUpperCase();
   if (!/^[A-Z]{2}$/.test(country))
     throw new ConfigError('DEFAULT_COUNTRY', 'must be a two-letter country code');

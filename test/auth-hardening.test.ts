@@ -24,6 +24,32 @@ for (const dialect of dialects) {
       }
     });
 
+    it('every 401 carries WWW-Authenticate: Bearer; an Authorization header of another scheme is told so', async () => {
+      const t = await buildTestApp(dialect);
+      try {
+        const none = await call(t.app, 'GET', '/api/user');
+        expectError(none, 401, 'unauthorized');
+        expect(none.headers['www-authenticate']).toBe('Bearer');
+        const basic = await call(t.app, 'GET', '/api/user', {
+          headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+        });
+        expectError(basic, 401, 'unauthorized');
+        expect(basic.headers['www-authenticate']).toBe('Bearer');
+        expect(basic.body.message).toMatch(/Basic scheme: send Authorization: Bearer/);
+        const forged = await call(t.app, 'GET', '/api/user', { token: '1|nope' });
+        expectError(forged, 401, 'unauthorized');
+        expect(forged.headers['www-authenticate']).toBe('Bearer');
+        expect(forged.body.message).toMatch(/invalid, expired or revoked/);
+        const login = await call(t.app, 'POST', '/api/auth/login', {
+          body: { email: uniqueEmail(), password: 'not the password' },
+        });
+        expectError(login, 401, 'unauthorized');
+        expect(login.headers['www-authenticate']).toBe('Bearer');
+      } finally {
+        await t.close();
+      }
+    });
+
     it('judges at most OTP_MAX_ATTEMPTS of many parallel verify-otp guesses on one code', async () => {
       const t = await buildTestApp(dialect);
       try {

@@ -14,7 +14,8 @@ for (const dialect of dialects) {
   describe(`passwords and sessions (${dialect})`, () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await buildTestApp(dialect);
+      // A lifetime set on purpose (the default, 0, is no expiry: see the test below).
+      t = await buildTestApp(dialect, { TOKEN_TTL_SECONDS: '2592000' });
     });
     afterAll(() => t.close());
 
@@ -128,6 +129,18 @@ for (const dialect of dialects) {
         );
       } finally {
         await local.close();
+      }
+    });
+
+    it('by default tokens do not expire (TOKEN_TTL_SECONDS=0, as the specification says)', async () => {
+      const plain = await buildTestApp(dialect);
+      try {
+        const account = await register(plain.app);
+        const res = await call(plain.app, 'GET', '/api/user/tokens', { token: account.token });
+        expect(res.status).toBe(200);
+        expect(res.body.data.data.map((i: { expires_at: string | null }) => i.expires_at)).toEqual([null]);
+      } finally {
+        await plain.close();
       }
     });
 

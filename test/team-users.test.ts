@@ -117,7 +117,7 @@ for (const dialect of dialects) {
         token: owner.token,
         body: { name: 'Q', email: uniqueEmail(), password: 'a fine long phrase', role: 'admin' },
       });
-      expect(added.body.details).toEqual({ role: ['must be one of: manager, volunteer.'] });
+      expect(added.body.details).toEqual({ role: ['must be one of: politician, manager, volunteer.'] });
       expectError(
         await call(t.app, 'PATCH', '/api/users/abc', { token: owner.token, body: {} }),
         422,

@@ -81,6 +81,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) {
       if (error.headers) reply.headers(error.headers);
+      // Every 401 names the scheme it wants (RFC 9110 section 11.6.1).
+      if (error.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
       return send(reply, error.code, error.message, error.details);
     }
     if (error.validation) {

@@ -100,11 +100,14 @@ export function installGuard(
       // Only failures count here, so a shared address's signed-in users are not held back by someone's
       // guessing; past the limit the answer is 429 instead of 401.
       await limitRequest(deps.rateLimits, reply, 'failedAuth', `ip:${request.ip}`);
+      const given = request.headers.authorization;
       throw new AppError(
         'unauthorized',
-        request.headers.authorization
-          ? 'The access token is invalid, expired or revoked. Sign in again to get a new one.'
-          : 'Authentication required: send Authorization: Bearer <access token>.',
+        !given
+          ? 'Authentication required: send Authorization: Bearer <access token>.'
+          : !/^Bearer\s/i.test(given)
+            ? `The Authorization header uses the ${/^\S+/.exec(given)?.[0]?.slice(0, 20) ?? 'wrong'} scheme: send Authorization: Bearer <access token>.`
+            : 'The access token is invalid, expired or revoked. Sign in again to get a new one.',
       );
     }
     request.auth = auth;

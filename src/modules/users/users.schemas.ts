@@ -42,9 +42,7 @@ export const CreateUserBody = Type.Object(
     email: Email,
     password: Password,
     phone: Type.Optional(Phone),
-    role: Type.Union([Type.Literal('manager'), Type.Literal('volunteer')], {
-      description: 'Team members are managers or volunteers; the politician is the one who registered.',
-    }),
+    role: { ...RoleSchema, description: 'Any role, politician included (as PATCH allows).' },
   },
   { additionalProperties: false },
 );

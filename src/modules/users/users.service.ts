@@ -90,11 +90,7 @@ export class UsersService {
     }
   }
 
-  async createMember(
-    workspaceId: number,
-    input: NewUser & { role: 'manager' | 'volunteer' },
-    actor: AuditActor,
-  ) {
+  async createMember(workspaceId: number, input: NewUser & { role: Role }, actor: AuditActor) {
     const clean = await this.prepare(input);
     const row = await this.deps.db.transaction().execute(async (trx) => {
       const row = await this.insert(trx, workspaceId, clean, input.role, nowIso());
