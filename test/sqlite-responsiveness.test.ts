@@ -36,6 +36,35 @@ parentPort.on('message', () => { stop = true; });
 })();
 `;
 
+/**
+ * The client that uploads: a worker thread of its own, which builds the CSV and posts it, so the file's tens of
+ * megabytes (and their garbage collection) are not in the server's heap, as they would not be in production.
+ */
+const UPLOADER = `
+const { parentPort, workerData } = require('node:worker_threads');
+(async () => {
+  const { url, token, kind, rows, bytes } = workerData;
+  const lines = [];
+  if (kind === 'voters') {
+    lines.push('name,phone,constituency,booth,ward');
+    for (let i = 0; i < rows; i++)
+      lines.push('Voter ' + i + ',+9198' + String(i).padStart(8, '0') + ',Constituency ' + (i % 300) + ',' + (i % 1000) + ',' + (i % 50));
+  } else {
+    lines.push('address,channel,reason');
+    let size = lines[0].length + 1;
+    for (let i = 0; size < bytes - 100; i++) {
+      const line = '+9197' + String(i).padStart(8, '0') + ',sms,asked';
+      lines.push(line);
+      size += line.length + 1;
+    }
+  }
+  const form = new FormData();
+  form.append('file', new Blob([lines.join('\\n') + '\\n'], { type: 'text/csv' }), 'file.csv');
+  const res = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer ' + token }, body: form });
+  parentPort.postMessage({ status: res.status, body: await res.json(), rows: lines.length - 1 });
+})();
+`;
+
 const ROWS = Number(process.env.RESPONSIVENESS_ROWS ?? 200_000);
 const MAX_WAIT_MS = 250;
 
@@ -71,52 +100,51 @@ describe('SQLite stays responsive during another workspace’s bulk work', () =>
     return result;
   }
 
-  async function upload(token: string, path: string, csv: string): Promise<Response> {
-    const form = new FormData();
-    form.append('file', new Blob([csv], { type: 'text/csv' }), 'file.csv');
-    return fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}` },
-      body: form,
+  /** Uploads from its own thread (UPLOADER); resolves with the answer. */
+  async function upload(
+    token: string,
+    path: string,
+    file: { kind: 'voters'; rows: number } | { kind: 'opt-outs'; bytes: number },
+  ): Promise<{ status: number; body: { data: Record<string, number> }; rows: number }> {
+    const uploader = new Worker(UPLOADER, {
+      eval: true,
+      workerData: { url: `${base}${path}`, token, ...file },
     });
+    const [answer] = (await once(uploader, 'message')) as [
+      { status: number; body: { data: Record<string, number> }; rows: number },
+    ];
+    await uploader.terminate();
+    return answer;
   }
 
   it(`a ${ROWS.toLocaleString('en')}-row voter import`, async () => {
     const owner = await register(t.app);
-    let csv = 'name,phone,constituency,booth,ward\n';
-    for (let i = 0; i < ROWS; i++) {
-      csv += `Voter ${i},+9198${String(i).padStart(8, '0')},Constituency ${i % 300},${i % 1000},${i % 50}\n`;
-    }
-    let status = 0;
+    let answer: Awaited<ReturnType<typeof upload>> | undefined;
     const { max, polls } = await longestWait(async () => {
-      const res = await upload(owner.token, '/api/voters/import', csv);
-      status = res.status;
-      const body = (await res.json()) as { data: { imported: number } };
-      expect(body.data.imported).toBe(ROWS);
+      answer = await upload(owner.token, '/api/voters/import', { kind: 'voters', rows: ROWS });
     });
-    expect(status).toBe(200);
+    expect(answer?.status).toBe(200);
+    expect(answer?.body.data.imported).toBe(ROWS);
     console.log(
       `voter import of ${ROWS} rows: longest GET /api wait ${max.toFixed(0)} ms over ${polls} polls`,
     );
     expect(polls).toBeGreaterThan(10);
     expect(max).toBeLessThanOrEqual(MAX_WAIT_MS);
-  }, 300_000);
+  }, 600_000);
 
   it('an opt-out import of 10 MB', async () => {
     const owner = await register(t.app);
-    let csv = 'address,channel,reason\n';
-    for (let i = 0; csv.length < 10 * 1024 * 1024 - 100; i++) {
-      csv += `+9197${String(i).padStart(8, '0')},sms,asked\n`;
-    }
-    const lines = csv.split('\n').length - 2;
+    let answer: Awaited<ReturnType<typeof upload>> | undefined;
     const { max, polls } = await longestWait(async () => {
-      const res = await upload(owner.token, '/api/opt-outs/import', csv);
-      const body = (await res.json()) as { data: { created: number } };
-      expect(res.status).toBe(200);
-      expect(body.data.created).toBe(lines);
+      answer = await upload(owner.token, '/api/opt-outs/import', {
+        kind: 'opt-outs',
+        bytes: 10 * 1024 * 1024,
+      });
     });
+    expect(answer?.status).toBe(200);
+    expect(answer?.body.data.created).toBe(answer?.rows);
     console.log(
-      `opt-out import of ${lines} rows: longest GET /api wait ${max.toFixed(0)} ms over ${polls} polls`,
+      `opt-out import of ${answer?.rows} rows: longest GET /api wait ${max.toFixed(0)} ms over ${polls} polls`,
     );
     expect(polls).toBeGreaterThan(10);
     expect(max).toBeLessThanOrEqual(MAX_WAIT_MS);
