@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import { defaultKeyFile, loadConfig } from './config.ts';
@@ -10,6 +12,7 @@ import { hashPassword, passwordProblem } from './modules/auth/auth.passwords.ts'
 import { revokeUserTokens } from './modules/auth/auth.repository.ts';
 import { account, setPassword } from './modules/auth/auth.service.ts';
 import { addCredits, balances } from './modules/credits/credits.repository.ts';
+import { creditsView } from './modules/credits/credits.schemas.ts';
 import { findUser, findUserByEmail } from './modules/users/users.repository.ts';
 import { recordCreated, UsersService } from './modules/users/users.service.ts';
 import { userView } from './modules/users/users.schemas.ts';
@@ -20,8 +23,9 @@ import { defaultWorkspaceName } from './modules/workspaces/workspaces.rules.ts';
 const OPERATOR: AuditActor = { userId: null, ip: null };
 
 const help: Record<string, string> = {
-  migrate: `migrate
-      Apply every pending database migration.`,
+  migrate: `migrate [--create]
+      Apply every pending database migration. A SQLite database that does not exist yet is made only with
+      --create (any command takes it).`,
   'create-workspace': `create-workspace --name N --email E --password P [--phone +91...] [--workspace-name W]
       Create a workspace (with the signup credits) and its first user, a politician. For REGISTRATION=closed.
       The password may also come from CES_PASSWORD.`,
@@ -48,8 +52,30 @@ ${Object.values(help)
   .map((text) => `  ${text}`)
   .join('\n')}
 
-Settings come from the same environment as the server (DATABASE_URL, ...).
+Settings come from the same environment as the server (DATABASE_URL, ...). The CLI says which database it
+uses (on standard error) and never creates a SQLite database that does not exist unless given --create.
 Audit-log entries of these commands have no actor (actor_id null).`;
+
+/** Which database the settings name: a SQLite file's absolute path, or a PostgreSQL server and database. */
+function databaseOf(env: NodeJS.ProcessEnv): { label: string; file?: string; setting: string } {
+  const given = env.DATABASE_URL?.trim();
+  const url = given || 'sqlite:./data/campaign.db';
+  const setting = given
+    ? 'DATABASE_URL'
+    : 'DATABASE_URL unset: the default sqlite:./data/campaign.db, in the current directory';
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length) || ':memory:';
+    if (path === ':memory:') return { label: 'SQLite in memory', setting };
+    const file = resolve(path);
+    return { label: `SQLite ${file}`, file, setting };
+  }
+  try {
+    const parsed = new URL(url);
+    return { label: `PostgreSQL ${parsed.host}${parsed.pathname}`, setting };
+  } catch {
+    return { label: 'PostgreSQL', setting };
+  }
+}
 
 function fail(message: string): never {
   console.error(message);
@@ -110,6 +136,19 @@ async function main(): Promise<void> {
     console.log(`Usage: ces ${help[command]}`);
     return;
   }
+  // The database the service would use from the same settings, said out loud; a SQLite file that does not
+  // exist is not made unless asked (--create): run from the wrong folder, the CLI would otherwise create an
+  // empty database and a new key, and report success.
+  const create = rest.includes('--create');
+  rest.splice(0, rest.length, ...rest.filter((arg) => arg !== '--create'));
+  const database = databaseOf(process.env);
+  if (database.file && !existsSync(database.file) && !create) {
+    fail(
+      `No database at ${database.file} (${database.setting}). Run ces with the settings the service runs with ` +
+        '(the same DATABASE_URL, or from its working directory), or pass --create to make a new database there.',
+    );
+  }
+  console.error(`Database: ${database.label}${database.file && !existsSync(database.file) ? ' (new)' : ''}`);
   const config = loadConfig(process.env, { keyFile: defaultKeyFile() });
   const db = connect(config.databaseUrl, config.database);
   try {
@@ -225,8 +264,12 @@ async function main(): Promise<void> {
         await db.kysely
           .transaction()
           .execute((trx) => addCredits(trx, workspaceId, amounts, 'grant', 'cli', nowIso()));
+        // The balance in the API's own names (GET /api/credits): sms_credits, whatsapp_credits, email_credits.
         console.log(
-          JSON.stringify({ workspace_id: workspaceId, balance: await balances(db.kysely, workspaceId) }),
+          JSON.stringify({
+            workspace_id: workspaceId,
+            balance: creditsView(await balances(db.kysely, workspaceId)),
+          }),
         );
         break;
       }

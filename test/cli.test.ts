@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +17,21 @@ const ces = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'sr
 
 describe('operator CLI', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('never creates a database unless asked: where none exists it names the path and exits non-zero', async () => {
+    const file = join(dir, 'cli.db');
+    const refused = await ces('migrate').catch((error: { code: number; stderr: string }) => error);
+    expect((refused as { code: number }).code).toBe(1);
+    expect((refused as { stderr: string }).stderr).toContain(`No database at ${file}`);
+    expect((refused as { stderr: string }).stderr).toContain('--create');
+    expect(existsSync(file)).toBe(false);
+    const created = await ces('migrate', '--create');
+    expect(created.stdout).toContain('Migrations applied (sqlite)');
+    expect(created.stderr).toContain(`Database: SQLite ${file} (new)`);
+    expect(existsSync(file)).toBe(true);
+    // From then on it says which database it uses.
+    expect((await ces('migrate')).stderr).toContain(`Database: SQLite ${file}`);
+  });
 
   it('migrates, creates users and grants credits that the API then shows', async () => {
     expect((await ces('migrate')).stdout).toContain('Migrations applied (sqlite)');
@@ -57,7 +72,7 @@ describe('operator CLI', () => {
         )
       ).stdout,
     );
-    expect(granted.balance).toEqual({ sms: 600, whatsapp: 100, email: 107 });
+    expect(granted.balance).toEqual({ sms_credits: 600, whatsapp_credits: 100, email_credits: 107 });
 
     const config = loadConfig({ DATABASE_URL: env.DATABASE_URL, LOG_LEVEL: 'silent' });
     const db = connect(config.databaseUrl);

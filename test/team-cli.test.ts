@@ -18,7 +18,7 @@ for (const dialect of dialects) {
       run(process.execPath, ['bin/ces.mjs', ...args], { env: { ...env, ...extra } });
     let t: TestApp;
     beforeAll(async () => {
-      await ces(['migrate']);
+      await ces(['migrate', '--create']);
       t = await buildTestApp(dialect, { DATABASE_URL: databaseUrl });
     }, 60_000);
     afterAll(async () => {
