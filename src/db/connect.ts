@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
@@ -167,7 +167,7 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
     };
   }
   const path = databaseUrl.slice('sqlite:'.length) || ':memory:';
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') keepPrivate(path);
   const sqlite = new SQLite(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
@@ -195,6 +195,24 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
     },
     close: () => kysely.destroy(),
   };
+}
+
+/**
+ * The SQLite database holds voters' personal data: its file is readable by the service's user alone (0600),
+ * whatever the umask, created so before SQLite opens it and set so on every start for an older file. SQLite
+ * creates the WAL and shared-memory files with the database file's permissions; those already there are set
+ * too. A new folder for it is 0700.
+ */
+function keepPrivate(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, 'a', 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') throw error;
+    }
+  }
 }
 
 export function nowIso(): string {

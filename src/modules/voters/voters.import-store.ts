@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { chmod, readdir, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -42,7 +42,7 @@ export class DirectoryFileStore implements ImportFileStore {
       this.dir = this.memory
         ? mkdtempSync(join(tmpdir(), 'ces-imports-'))
         : join(dirname(resolve(this.databasePath)), 'imports');
-      mkdirSync(this.dir, { recursive: true });
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     }
     return this.dir;
   }
@@ -58,8 +58,10 @@ export class DirectoryFileStore implements ImportFileStore {
   }
 
   async writer(key: string): Promise<FileWriter> {
-    const out = createWriteStream(this.path(key));
+    // Uploads and errors.csv hold voters' personal data: the service's user alone reads them, whatever the umask.
+    const out = createWriteStream(this.path(key), { mode: 0o600 });
     await once(out, 'open');
+    await chmod(this.path(key), 0o600);
     return {
       write: async (chunk) => {
         if (!out.write(chunk)) await once(out, 'drain');
