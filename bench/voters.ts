@@ -170,7 +170,17 @@ INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, co
   const refDb = join(work, 'reference.db');
   execFileSync(
     process.execPath,
-    ['bin/ces.mjs', 'create-user', '--name', 'Ref', '--email', 'ref@example.com', '--password', 'reference1'],
+    [
+      'bin/ces.mjs',
+      'create-user',
+      '--create',
+      '--name',
+      'Ref',
+      '--email',
+      'ref@example.com',
+      '--password',
+      'reference1',
+    ],
     {
       env: { ...process.env, DATABASE_URL: `sqlite:${refDb}` },
       stdio: 'ignore',

@@ -109,7 +109,7 @@ for (const dialect of dialects) {
         ['bin/ces.mjs', 'grant-credits', '--workspace', String(owner.user.workspace_id), '--whatsapp', '7'],
         { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' } },
       );
-      expect(JSON.parse(granted.stdout).balance.whatsapp).toBe(107);
+      expect(JSON.parse(granted.stdout).balance.whatsapp_credits).toBe(107);
 
       const res = await ledger(owner.token);
       expect(res.status).toBe(200);
