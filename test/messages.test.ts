@@ -89,7 +89,7 @@ for (const dialect of dialects) {
         status: 'delivered',
       });
       expect(history.body.data.data[0].sent_at).toMatch(/Z$/);
-      expect(history.body.data.data[0]).not.toHaveProperty('campaign_id');
+      expect(history.body.data.data[0].campaign_id).toBeNull();
     });
 
     it('charges SMS per segment, WhatsApp and email per message, IVR nothing', async () => {

@@ -122,7 +122,9 @@ export const MessageItem = Type.Object({
   }),
   created_at: Timestamp,
   updated_at: Timestamp,
-  campaign_id: Type.Optional(Type.String({ description: '`camp_<n>`, for messages of a campaign.' })),
+  campaign_id: Type.Union([Type.String(), Type.Null()], {
+    description: '`camp_<n>` for a message of a campaign or broadcast; null for a single send.',
+  }),
 });
 
 export const MessageParams = Type.Object({

@@ -78,7 +78,7 @@ export function historyItem(row: MessageRow) {
     sent_at: row.sent_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
-    ...(row.campaign_id !== null ? { campaign_id: campaignRef(row.campaign_id) } : {}),
+    campaign_id: row.campaign_id !== null ? campaignRef(row.campaign_id) : null,
   };
 }
 

@@ -7,7 +7,7 @@ import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repos
  * `{ type, timestamp, data }`, `timestamp` being when the event happened):
  *
  * - `message.delivered`, `message.failed`: the message as GET /api/messages/history shows it
- *   (`{ id: "msg_<n>", channel, to, message, status, sent_at, created_at, campaign_id }`, `campaign_id` absent for a
+ *   (`{ id: "msg_<n>", channel, to, message, status, sent_at, created_at, campaign_id }`, `campaign_id` null for a
  *   single send), emitted in the transaction that moves the message to that status. Messages a
  *   campaign cancel stops (they end `failed` with the error `cancelled`) emit no event.
  * - `grievance.created`: the grievance as GET /api/grievances/{id} shows it.
