@@ -13,6 +13,8 @@ export interface Config {
   readonly database: DatabaseSettings;
   /** On SIGTERM/SIGINT: how long requests in flight and the workers get to finish before the process exits. */
   readonly shutdownTimeoutMs: number;
+  /** After SIGTERM, how long readyz answers 503 while every other request is still served (load balancers). */
+  readonly shutdownDrainMs: number;
   readonly redisUrl: string | undefined;
   /** A Redis call that has not answered by then is left aside: rate limits count in memory until it answers. */
   readonly redisTimeoutMs: number;
@@ -407,6 +409,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     databaseUrl: databaseUrl(env),
     database: databaseSettings(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
     redisUrl,
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     redisPrefix: redisPrefix(env),

@@ -16,7 +16,8 @@ function by<T>(promise: Promise<T>, deadline: number): Promise<T | 'late'> {
  * only then, so that no handler runs on a closed pool. Requests still running after SHUTDOWN_TIMEOUT_MS
  * less a moment (an export to a client that does not read, say) have their connections closed, and the
  * process exits within SHUTDOWN_TIMEOUT_MS whatever is still pending. GET /api/readyz answers 503 from the
- * signal on.
+ * signal on; with SHUTDOWN_DRAIN_MS set, the listener stays open (and everything else is served) that long first,
+ * and SHUTDOWN_TIMEOUT_MS counts from the end of the drain.
  */
 async function main(): Promise<void> {
   const { config, db, log } = await bootstrap();
@@ -29,6 +30,13 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    app.shuttingDown = true;
+    if (config.shutdownDrainMs > 0) {
+      // The drain: readyz answers 503 so that load balancers take this process out, while every other request is
+      // still served on the open listener; then the shutdown goes on as before.
+      app.log.info({ signal, drain_ms: config.shutdownDrainMs }, 'draining: readyz answers 503');
+      await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+    }
     const started = Date.now();
     const { shutdownTimeoutMs } = config;
     // The last resort: nothing below may keep the process alive past the limit.
@@ -40,7 +48,6 @@ async function main(): Promise<void> {
     const requestsBy = started + shutdownTimeoutMs - Math.min(2000, shutdownTimeoutMs * 0.3);
     const lastBy = started + shutdownTimeoutMs - Math.min(200, shutdownTimeoutMs * 0.05);
     app.log.info({ signal }, 'shutting down');
-    app.shuttingDown = true;
     const closed = app.close();
     // close() closes the connections idle at that moment; a keep-alive connection whose request ends later
     // would otherwise stay open (and keep close() waiting) until its client or the keep-alive timeout ends it.

@@ -205,6 +205,46 @@ describe('graceful shutdown of the built processes', () => {
   );
 
   it(
+    'SHUTDOWN_DRAIN_MS: after SIGTERM readyz answers 503 while every other request is still served, then the listener closes',
+    { timeout: 60_000 },
+    async () => {
+      const port = await freePort();
+      const server = start(
+        ['dist/server.js'],
+        {
+          DATABASE_URL: `sqlite:${join(dir, 'drain.db')}`,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          SHUTDOWN_DRAIN_MS: '1500',
+          RATE_LIMIT_PUBLIC_PER_MIN: '100000',
+        },
+        { direct: true },
+      );
+      running.push(server);
+      await waitUp(port);
+      expect((await fetch(`http://127.0.0.1:${port}/api/readyz`)).status).toBe(200);
+      const signalled = Date.now();
+      server.child.kill('SIGTERM');
+      await until(
+        async () => (await fetch(`http://127.0.0.1:${port}/api/readyz`)).status === 503,
+        'readyz to answer 503',
+        1000,
+      );
+      // Still draining: everything else is served.
+      const health = await fetch(`http://127.0.0.1:${port}/api/healthz`);
+      expect(health.status).toBe(200);
+      const index = await fetch(`http://127.0.0.1:${port}/api`);
+      expect(index.status).toBe(200);
+      expect(Date.now() - signalled).toBeLessThan(1500);
+      // Then the listener closes and the process exits.
+      await until(async () => refusesConnections(port), 'new connections refused', 5000);
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(1400);
+      await server.exited;
+      expect(server.lines.some((l) => l.msg === 'draining: readyz answers 503')).toBe(true);
+    },
+  );
+
+  it(
     'SIGTERM to node itself exits within SHUTDOWN_TIMEOUT_MS even with a request that never finishes and idle keep-alive connections',
     { timeout: 60_000 },
     async () => {
