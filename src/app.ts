@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
+import { DatabaseOutage } from './db/outage.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
@@ -169,6 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => setSecurityHeaders(request, reply));
   installCors(app, config.corsOrigins);
   app.decorate('shuttingDown', false);
+  app.decorate('databaseOutage', new DatabaseOutage(db, app.log));
   // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.
   app.addHook('preValidation', async (request) => {
     refuseNul([request.params, ''], [request.query, ''], [request.body, '']);
@@ -260,6 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   app.addHook('onClose', async () => {
+    app.databaseOutage.close();
     await auth.settled();
     redis?.disconnect();
   });

@@ -137,6 +137,27 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
     expect((await call(t.app, 'GET', '/api/healthz')).status).toBe(200);
   });
 
+  it('once a request has found the database not answering, the next ones answer 503 at once until a background check finds it back', async () => {
+    proxy.set('stall');
+    // The first request finds the stall, after its own time limit.
+    expectError(await call(t.app, 'GET', '/api/voters', { token: owner.token }), 503, 'service_unavailable');
+    // The next ones do not wait for a timeout of their own.
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => call(t.app, 'GET', '/api/voters?per_page=5', { token: owner.token })),
+    );
+    expect(Date.now() - started).toBeLessThan(500);
+    for (const answer of answers) {
+      expectError(answer, 503, 'service_unavailable');
+      expect(answer.headers['retry-after']).toBe('1');
+    }
+    // What needs no database is still served.
+    expect((await call(t.app, 'GET', '/api')).status).toBe(200);
+    proxy.set('pass');
+    // The background check finds it answering within about a second, and requests go through again.
+    await recovered(t, owner, 5000);
+  });
+
   it('a stall, a reset and a stall again under load: the process survives and recovers each time', async () => {
     for (const fault of ['stall', 'reset', 'stall'] as const) {
       const during = load(t, owner, 20);
@@ -172,7 +193,8 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
     } finally {
       for (const client of held) client.release();
     }
-    expect((await call(t.app, 'GET', '/api/voters', { token: owner.token })).status).toBe(200);
+    // Answered again once the background check has found the database answering (within about a second).
+    await recovered(t, owner, 3000);
   });
 });
 

@@ -97,6 +97,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (known) return send(reply, known[0], known[1]);
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');
+      request.server.databaseOutage?.report();
+      reply.header('retry-after', '1');
       return send(
         reply,
         'service_unavailable',

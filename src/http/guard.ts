@@ -61,6 +61,9 @@ export async function limitRequest(
  * its rate-limit bucket, and checks the route's declared permission against the caller's role. At ready it
  * refuses to start when any route has not declared a permission.
  */
+/** Routes that never touch the database: served while it is down. */
+const WITHOUT_DATABASE = /^\/api(\/(healthz|readyz|docs.*|openapi\.json))?\/?$/;
+
 export function installGuard(
   app: FastifyInstance,
   deps: { rateLimits: RateLimits; authenticate: Authenticate },
@@ -85,6 +88,20 @@ export function installGuard(
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    // A database known not to answer: refuse at once what needs it (not the index, the docs or the health
+    // checks, which report the state themselves).
+    if (
+      app.databaseOutage?.isDown &&
+      !request.is404 &&
+      !WITHOUT_DATABASE.test(request.routeOptions.url ?? '')
+    ) {
+      throw new AppError(
+        'service_unavailable',
+        'The database does not answer right now; try again in a moment.',
+        undefined,
+        { 'retry-after': '1' },
+      );
+    }
     // Unknown paths and methods (404, 405) are public answers, counted as such per client address.
     if (request.is404) {
       await limitRequest(deps.rateLimits, reply, 'public', `ip:${request.ip}`);

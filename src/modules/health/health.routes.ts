@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Set by server.ts when SIGTERM/SIGINT arrives: GET /api/readyz answers 503 from then on. */
     shuttingDown: boolean;
+    /** The database known not to answer: requests that need it are refused at once (src/db/outage.ts). */
+    databaseOutage: import('../../db/outage.ts').DatabaseOutage;
   }
 }
 
