@@ -98,4 +98,16 @@ export const Campaign = Type.Object({
   created_at: Timestamp,
   started_at: Type.Union([Timestamp, Type.Null()]),
   completed_at: Type.Union([Timestamp, Type.Null()]),
+  held_until: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'While the campaign is held, when the window ends and its messages go out again; null when not held.',
+  }),
+  held_reason: Type.Union([Type.Literal('quiet_hours'), Type.Literal('silence_period'), Type.Null()], {
+    description:
+      '`quiet_hours`: a queued or sending sms, whatsapp or ivr campaign (not a service or transactional ' +
+      'template) inside QUIET_HOURS: its messages are held until held_until. `silence_period`: such a campaign ' +
+      'while a silence period of the workspace is in force (and not quiet hours): messages to voters of those ' +
+      'constituencies fail with error_code silence_period until held_until, when the last of those periods ' +
+      'ends; the others go out. null otherwise.',
+  }),
 });

@@ -1,4 +1,8 @@
 import { ChunkPacer } from '../../lib/pacing.ts';
+import { quietUntil } from '../../lib/quiet-hours.ts';
+import { isTemplateRef } from '../../lib/template-render.ts';
+import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
+import { findTemplate } from '../templates/templates.repository.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../../config.ts';
@@ -99,7 +103,14 @@ function emptyStats(): Stats {
   return { queued: 0, sent: 0, delivered: 0, failed: 0 };
 }
 
-export function campaignView(row: CampaignRow, counted: Stats | undefined) {
+/** Why a campaign's messages are not going out now, and until when (campaign items' held_until, held_reason). */
+export interface Held {
+  held_until: string | null;
+  held_reason: 'quiet_hours' | 'silence_period' | null;
+}
+const notHeld: Held = { held_until: null, held_reason: null };
+
+export function campaignView(row: CampaignRow, counted: Stats | undefined, held: Held = notHeld) {
   const stats = { ...(counted ?? emptyStats()) };
   if (row.status === 'queued') {
     // Credits are reserved but the outbox is still being filled: what is not there yet is queued.
@@ -121,8 +132,12 @@ export function campaignView(row: CampaignRow, counted: Stats | undefined) {
     created_at: row.created_at,
     started_at: row.started_at,
     completed_at: row.completed_at,
+    ...held,
   };
 }
+
+/** Channels whose bulk messages quiet hours and silence periods rule (not email). */
+const RULED: ReadonlySet<string> = new Set(['sms', 'whatsapp', 'ivr']);
 
 /**
  * Campaigns and broadcasts (a broadcast is a campaign sent at once). Sending one counts its recipients in
@@ -133,7 +148,10 @@ export class CampaignsService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'broadcastMaxRecipients' | 'delivery' | 'dltEnforce'>;
+      config: Pick<
+        Config,
+        'defaultCountry' | 'broadcastMaxRecipients' | 'delivery' | 'dltEnforce' | 'quietHours'
+      >;
       log: FastifyBaseLogger;
     },
   ) {}
@@ -181,7 +199,7 @@ export class CampaignsService {
       status: scheduledAt ? 'scheduled' : 'draft',
       scheduled_at: scheduledAt ?? null,
     });
-    return campaignView(row, undefined);
+    return campaignView(row, undefined, await this.held(row));
   }
 
   async list(workspaceId: number, page: number, perPage: number) {
@@ -191,18 +209,16 @@ export class CampaignsService {
       workspaceId,
       rows.map((r) => r.id),
     );
-    return pageResult(
-      rows.map((r) => campaignView(r, stats.get(r.id))),
-      total,
-      page,
-      perPage,
-    );
+    const now = new Date();
+    const items = [];
+    for (const r of rows) items.push(campaignView(r, stats.get(r.id), await this.held(r, now)));
+    return pageResult(items, total, page, perPage);
   }
 
   async get(workspaceId: number, ref: string) {
     const row = await this.find(this.deps.db, workspaceId, ref);
     const stats = await campaignStats(this.deps.db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id));
+    return campaignView(row, stats.get(row.id), await this.held(row));
   }
 
   /** Edits a draft or scheduled campaign (409 otherwise); the result is checked as a new one would be. */
@@ -260,7 +276,7 @@ export class CampaignsService {
       updated_at: columns.updated_at,
     });
     if (!row) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile; read it again.');
-    return campaignView(row, undefined);
+    return campaignView(row, undefined, await this.held(row));
   }
 
   /** Deletes a draft or scheduled campaign (409 otherwise). */
@@ -365,7 +381,7 @@ export class CampaignsService {
       if (retry) throw alreadyRetried(retry);
       throw error;
     }
-    return campaignView(row, undefined);
+    return campaignView(row, undefined, await this.held(row));
   }
 
   /** A draft or scheduled campaign goes out now. */
@@ -384,7 +400,7 @@ export class CampaignsService {
       await recordAudit(trx, { workspaceId, actor, action: 'campaign.sent', ...auditOf(campaign) });
       return this.start(trx, campaign, nowIso());
     });
-    return campaignView(row, undefined);
+    return campaignView(row, undefined, await this.held(row));
   }
 
   /** Stops what has not gone out and refunds it. */
@@ -447,7 +463,7 @@ export class CampaignsService {
       return moved;
     });
     const stats = await campaignStats(db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id));
+    return campaignView(row, stats.get(row.id), await this.held(row));
   }
 
   // ---- Used by the delivery worker. ----
@@ -563,6 +579,26 @@ export class CampaignsService {
 
   async completeDrained(): Promise<number> {
     return completeDrainedCampaigns(this.deps.db, nowIso());
+  }
+
+  /**
+   * Whether a queued or sending campaign's messages are held now, and until when: quiet hours first (the
+   * delivery gate holds them, unless the template is a service or transactional one), then a silence period of
+   * the workspace in force (messages to its constituencies' voters fail until it ends).
+   */
+  async held(row: CampaignRow, at = new Date()): Promise<Held> {
+    if ((row.status !== 'queued' && row.status !== 'sending') || !RULED.has(row.channel)) return notHeld;
+    const { db, config } = this.deps;
+    const quiet = quietUntil(config.quietHours, at);
+    if (quiet) {
+      const template = isTemplateRef(row.template_id)
+        ? await findTemplate(db, row.workspace_id, Number(row.template_id.slice(4)))
+        : undefined;
+      if (template?.category !== 'service' && template?.category !== 'transactional')
+        return { held_until: quiet.toISOString(), held_reason: 'quiet_hours' };
+    }
+    const silence = await silenceInForceUntil(db, row.workspace_id, at.toISOString());
+    return silence ? { held_until: silence, held_reason: 'silence_period' } : notHeld;
   }
 
   // ---- Internals. ----

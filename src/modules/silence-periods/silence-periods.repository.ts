@@ -76,6 +76,22 @@ export async function silencedConstituencies(
   return rows.map((r) => r.constituency_key);
 }
 
+/** When the last silence period of the workspace in force at `at` ends; undefined when none is. */
+export async function silenceInForceUntil(
+  db: Executor,
+  workspaceId: number,
+  at: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('silence_periods')
+    .select((eb) => eb.fn.max('ends_at').as('until'))
+    .where('workspace_id', '=', workspaceId)
+    .where('starts_at', '<=', at)
+    .where('ends_at', '>', at)
+    .executeTakeFirst();
+  return row?.until ? new Date(row.until).toISOString() : undefined;
+}
+
 /** Of `phones`, those of a voter of the workspace in one of `constituencyKeys`. */
 export async function phonesInConstituencies(
   db: Executor,
