@@ -76,8 +76,14 @@ export function errorBody(code: ErrorCode, message: string, details?: Record<str
   return { success: false as const, error_code: code, message, ...(details ? { details } : {}) };
 }
 
-export function validationError(fields: FieldErrors, message = 'The request has invalid fields.'): AppError {
-  return new AppError('validation_error', message, fields);
+export function validationError(fields: FieldErrors, message?: string): AppError {
+  // The message names the fields, as the schema's own 422s do, so that a caller reading only it knows what to fix.
+  const names = Object.keys(fields).slice(0, 10).map(shownPath);
+  return new AppError(
+    'validation_error',
+    message ?? `The request has invalid fields: ${names.join(', ')}${Object.keys(fields).length > 10 ? ', ...' : ''}.`,
+    fields,
+  );
 }
 
 export function notFound(what: string): AppError {

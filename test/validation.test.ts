@@ -11,6 +11,29 @@ describe('validation messages name what to send, once per field, for every field
   });
   afterAll(() => t.close());
 
+  it('no validator wording reaches a caller: an empty update names what to send; checks after the schema name their field', async () => {
+    const voter = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'Empty Update', phone: '9810000050' },
+    });
+    expect(voter.status).toBe(201);
+    const empty = await call(t.app, 'PUT', `/api/voters/${voter.body.data.id}`, {
+      token: owner.token,
+      body: {},
+    });
+    expectError(empty, 422, 'validation_error');
+    expect(JSON.stringify(empty.body)).not.toMatch(/must NOT have|properties/);
+    expect(Object.values(empty.body.details).flat()).toEqual(['must name at least one field to change.']);
+    // A phone check made after the schema (here: a number no country has) names the field in the message.
+    const phone = await call(t.app, 'POST', '/api/voters', {
+      token: owner.token,
+      body: { name: 'Bad Phone', phone: '12' },
+    });
+    expectError(phone, 422, 'validation_error');
+    expect(phone.body.message).toMatch(/phone/);
+    expect(phone.body.details.phone[0]).toMatch(/without \+ is read in DEFAULT_COUNTRY/);
+  });
+
   it('a value of the right type that breaks a rule gets that rule only (no "must be null.")', async () => {
     const res = await call(t.app, 'POST', '/api/voters', {
       token: owner.token,

@@ -215,6 +215,12 @@ function message(error: ErrorObject): string | undefined {
       return 'has an invalid format.';
     case 'uniqueItems':
       return 'must not repeat items.';
+    case 'minProperties':
+      return p.limit === 1
+        ? 'must name at least one field to change.'
+        : `must name at least ${String(p.limit)} fields.`;
+    case 'maxProperties':
+      return `must name at most ${String(p.limit)} fields.`;
     case 'x-phone':
       return PHONE_MESSAGE;
     case 'x-not-blank':
@@ -223,7 +229,8 @@ function message(error: ErrorObject): string | undefined {
       // Each branch has reported its own error; they are merged below.
       return undefined;
     default:
-      return error.message ? `${error.message}.` : 'is invalid.';
+      // Never the validator's own wording (it speaks of schemas, not of what to send).
+      return 'is invalid.';
   }
 }
 

@@ -21,7 +21,7 @@ export function recipientAddress(
 export function addressProblem(channel: MessageChannel): string {
   return channel === 'email'
     ? 'must be a valid email address.'
-    : 'must be a valid phone number with country code, e.g. +919812345678.';
+    : 'must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).';
 }
 
 /** Credits one message costs: SMS per segment, WhatsApp and email one, IVR none. */

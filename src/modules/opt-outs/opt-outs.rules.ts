@@ -17,8 +17,8 @@ export function optOutAddress(
 export function optOutAddressProblem(channel: OptOutChannel): string {
   if (channel === 'email') return 'must be a valid email address.';
   if (channel === 'all')
-    return 'must be a valid email address or phone number with country code, e.g. +919812345678.';
-  return 'must be a valid phone number with country code, e.g. +919812345678.';
+    return 'must be a valid email address or phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).';
+  return 'must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).';
 }
 
 export function optOutItem(row: OptOutRow) {
