@@ -85,7 +85,7 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
       return page(
         'Unsubscribe from campaign email',
         `<p>Stop all campaign email to <strong>${html(target.email)}</strong> from this office.</p>
-<form method="post"><button type="submit">Unsubscribe ${html(target.email)} from email</button></form>`,
+<form method="post"><button type="submit">Unsubscribe from email</button></form>`,
       );
     },
   );
