@@ -261,11 +261,9 @@ export async function insertSegmentMessages(
   upToId: number,
 ): Promise<number> {
   const column = addressColumn(campaign.channel);
-  const select = filteredVoters(db, workspaceId, filters)
+  const select = filteredVoters(db, workspaceId, filters, { after: afterId, upTo: upToId })
     .crossJoin('campaigns')
     .where('campaigns.id', '=', campaign.id)
-    .where('voters.id', '>', afterId)
-    .where('voters.id', '<=', upToId)
     .where(column, 'is not', null)
     .select([
       'campaigns.workspace_id',
