@@ -81,7 +81,8 @@ export function validationError(fields: FieldErrors, message?: string): AppError
   const names = Object.keys(fields).slice(0, 10).map(shownPath);
   return new AppError(
     'validation_error',
-    message ?? `The request has invalid fields: ${names.join(', ')}${Object.keys(fields).length > 10 ? ', ...' : ''}.`,
+    message ??
+      `The request has invalid fields: ${names.join(', ')}${Object.keys(fields).length > 10 ? ', ...' : ''}.`,
     fields,
   );
 }

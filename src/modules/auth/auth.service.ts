@@ -265,7 +265,9 @@ export class AuthService {
     const phone = toE164(input, this.deps.config.defaultCountry);
     if (!phone)
       throw validationError({
-        phone: ['must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).'],
+        phone: [
+          'must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).',
+        ],
       });
     return phone;
   }

@@ -1,5 +1,6 @@
 import { pageOf } from '../../db/paginate.ts';
-import type { MessageChannel, OptOutChannel, OptOutRow, OptOutSource } from '../../db/schema.ts';
+import type { Insertable } from 'kysely';
+import type { MessageChannel, OptOutChannel, OptOutRow, OptOutSource, OptOutTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface OptOutFilters {
@@ -36,14 +37,7 @@ export async function upsertOptOut(
   return { row: existing, created: false };
 }
 
-export interface OptOutInsert {
-  workspace_id: number;
-  address: string;
-  channel: OptOutChannel;
-  source: OptOutSource;
-  reason: string | null;
-  created_at: string;
-}
+export type OptOutInsert = Insertable<OptOutTable>;
 
 /**
  * Adds opt-outs in one statement, skipping each address already opted out of that channel (and a repeat

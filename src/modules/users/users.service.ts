@@ -53,7 +53,10 @@ export class UsersService {
     let phone: string | undefined;
     if (input.phone !== undefined) {
       phone = toE164(input.phone, this.deps.config.defaultCountry);
-      if (!phone) errors.phone = ['must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).'];
+      if (!phone)
+        errors.phone = [
+          'must be a valid phone number, e.g. +919812345678 (a number without + is read in DEFAULT_COUNTRY).',
+        ];
     }
     const weak = passwordProblem(input.password, { email: input.email, phone: phone ?? input.phone, name });
     if (weak) errors.password = [weak];
