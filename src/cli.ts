@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
-import { defaultKeyFile, loadConfig } from './config.ts';
+import { DEFAULT_DATABASE_URL, defaultKeyFile, loadConfig } from './config.ts';
 import { connect, nowIso } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { type Database, roles, type Role, type UserRow } from './db/schema.ts';
@@ -59,10 +59,10 @@ Audit-log entries of these commands have no actor (actor_id null).`;
 /** Which database the settings name: a SQLite file's absolute path, or a PostgreSQL server and database. */
 function databaseOf(env: NodeJS.ProcessEnv): { label: string; file?: string; setting: string } {
   const given = env.DATABASE_URL?.trim();
-  const url = given || 'sqlite:./data/campaign.db';
+  const url = given || DEFAULT_DATABASE_URL;
   const setting = given
     ? 'DATABASE_URL'
-    : 'DATABASE_URL unset: the default sqlite:./data/campaign.db, in the current directory';
+    : `DATABASE_URL unset: the default ${DEFAULT_DATABASE_URL}, in the current directory`;
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || ':memory:';
     if (path === ':memory:') return { label: 'SQLite in memory', setting };

@@ -260,7 +260,7 @@ function date(env: Env, name: string): Date | undefined {
 }
 
 function databaseUrl(env: Env): string {
-  const raw = env.DATABASE_URL?.trim() || 'sqlite:./data/campaign.db';
+  const raw = env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL;
   if (raw.startsWith('sqlite:') || raw.startsWith('postgres://') || raw.startsWith('postgresql://'))
     return raw;
   throw new ConfigError(
@@ -508,9 +508,12 @@ function quietHours(env: Env): QuietHours | undefined {
   return { ...window, timeZone, text };
 }
 
+/** The database when DATABASE_URL is unset: a SQLite file under the current directory. */
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/campaign.db';
+
 /** The key file lives beside the SQLite database, or in ./data for PostgreSQL. */
 export function defaultKeyFile(env: Env = process.env): string {
-  const url = env.DATABASE_URL?.trim() || 'sqlite:./data/campaign.db';
+  const url = env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL;
   const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
   const dir = path && path !== ':memory:' ? dirname(path) : './data';
   return resolve(dir, 'app.key');

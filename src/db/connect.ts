@@ -11,6 +11,9 @@ import { withStatementCache } from './sqlite-statements.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
+/** A bulk-pool connection for one workspace (Db.raw.bulkFor: shared fairly between workspaces). */
+export type BulkConnections = (workspaceId: number) => Promise<pg.PoolClient>;
+
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly dialect: DialectName;
@@ -36,7 +39,7 @@ export interface Db {
          * DB_BULK_PER_WORKSPACE per workspace, the others queued by workspace in turn for up to
          * DB_BULK_QUEUE_TIMEOUT_MS (then 503). Releasing the client gives the slot back.
          */
-        bulkFor(workspaceId: number): Promise<pg.PoolClient>;
+        readonly bulkFor: BulkConnections;
       };
   /**
    * Cheap round trip used by the health check; throws when the database cannot be reached or has not
@@ -134,7 +137,7 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
       settings.bulkQueueTimeoutMs,
       'The connections for imports and exports (DB_BULK_POOL_SIZE)',
     );
-    const bulkFor = async (workspaceId: number): Promise<pg.PoolClient> => {
+    const bulkFor: BulkConnections = async (workspaceId) => {
       const leave = await gate.acquire(workspaceId);
       let client: pg.PoolClient;
       try {

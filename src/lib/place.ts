@@ -25,8 +25,3 @@ const PLAIN = /^[\x20-\x7e]*$/;
 const INVISIBLE = /\p{Cf}/gu;
 /** Any whitespace, Unicode's included (no-break, ideographic, line and paragraph separators...). */
 const SPACES = /[\s\p{Zs}]+/gu;
-
-/** A stored place name that may not be in `placeText` form (for the migration that normalises old rows). */
-export function mayNeedPlaceNormalising(value: string): boolean {
-  return !(PLAIN.test(value) && !value.includes('  ') && value === value.trim());
-}

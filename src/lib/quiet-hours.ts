@@ -73,3 +73,11 @@ export function quietUntil(quiet: QuietHours | undefined, at: Date): Date | unde
   const left = (end - now + 86_400) % 86_400;
   return new Date(at.getTime() - at.getMilliseconds() + left * 1000);
 }
+
+/** The channels whose bulk messages (broadcasts and campaigns) quiet hours and silence periods rule: not email. */
+export const RULED_CHANNELS: ReadonlySet<string> = new Set(['sms', 'whatsapp', 'ivr']);
+
+/** Service and transactional templates are not held by quiet hours. */
+export function exemptFromQuietHours(templateCategory: string | undefined): boolean {
+  return templateCategory === 'service' || templateCategory === 'transactional';
+}

@@ -1,5 +1,5 @@
 import { ChunkPacer } from '../../lib/pacing.ts';
-import { quietUntil } from '../../lib/quiet-hours.ts';
+import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { isTemplateRef } from '../../lib/template-render.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
@@ -136,9 +136,6 @@ export function campaignView(row: CampaignRow, counted: Stats | undefined, held:
   };
 }
 
-/** Channels whose bulk messages quiet hours and silence periods rule (not email). */
-const RULED: ReadonlySet<string> = new Set(['sms', 'whatsapp', 'ivr']);
-
 /**
  * Campaigns and broadcasts (a broadcast is a campaign sent at once). Sending one counts its recipients in
  * the database (explicit recipients and a segment, deduplicated), reserves all their credits at once and
@@ -209,9 +206,12 @@ export class CampaignsService {
       workspaceId,
       rows.map((r) => r.id),
     );
+    // The workspace's silence periods in force, read once for the page (and only if a campaign needs them).
     const now = new Date();
+    let silence: Promise<string | undefined> | undefined;
+    const silenceOnce = () => (silence ??= silenceInForceUntil(this.deps.db, workspaceId, now.toISOString()));
     const items = [];
-    for (const r of rows) items.push(campaignView(r, stats.get(r.id), await this.held(r, now)));
+    for (const r of rows) items.push(campaignView(r, stats.get(r.id), await this.held(r, now, silenceOnce)));
     return pageResult(items, total, page, perPage);
   }
 
@@ -586,19 +586,20 @@ export class CampaignsService {
    * delivery gate holds them, unless the template is a service or transactional one), then a silence period of
    * the workspace in force (messages to its constituencies' voters fail until it ends).
    */
-  async held(row: CampaignRow, at = new Date()): Promise<Held> {
-    if ((row.status !== 'queued' && row.status !== 'sending') || !RULED.has(row.channel)) return notHeld;
+  async held(row: CampaignRow, at = new Date(), silence?: () => Promise<string | undefined>): Promise<Held> {
+    if ((row.status !== 'queued' && row.status !== 'sending') || !RULED_CHANNELS.has(row.channel))
+      return notHeld;
     const { db, config } = this.deps;
     const quiet = quietUntil(config.quietHours, at);
     if (quiet) {
       const template = isTemplateRef(row.template_id)
         ? await findTemplate(db, row.workspace_id, Number(row.template_id.slice(4)))
         : undefined;
-      if (template?.category !== 'service' && template?.category !== 'transactional')
+      if (!exemptFromQuietHours(template?.category))
         return { held_until: quiet.toISOString(), held_reason: 'quiet_hours' };
     }
-    const silence = await silenceInForceUntil(db, row.workspace_id, at.toISOString());
-    return silence ? { held_until: silence, held_reason: 'silence_period' } : notHeld;
+    const until = await (silence ?? (() => silenceInForceUntil(db, row.workspace_id, at.toISOString())))();
+    return until ? { held_until: until, held_reason: 'silence_period' } : notHeld;
   }
 
   // ---- Internals. ----

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, MessageChannel, MessageErrorCode, MessageRow, TemplateRow } from '../../db/schema.ts';
-import { type QuietHours, quietUntil } from '../../lib/quiet-hours.ts';
+import { exemptFromQuietHours, type QuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
 import type { OutgoingMessage } from '../../providers/provider.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
@@ -14,9 +14,6 @@ import {
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
 import { optedOutAddresses } from './opt-outs.repository.ts';
-
-/** Channels whose bulk messages quiet hours and silence periods apply to (not email). */
-const RULED_CHANNELS: ReadonlySet<MessageChannel> = new Set(['sms', 'whatsapp', 'ivr']);
 
 export interface Screening {
   /** What may go to the provider now. */
@@ -75,10 +72,7 @@ export class DeliveryGate {
     for (const [workspaceId, group] of byWorkspace) {
       const templates = await this.templatesOf(workspaceId, group);
       // Service and transactional templates are not held by quiet hours.
-      const exempt = (row: MessageRow) => {
-        const category = templates.get(templateId(row) ?? 0)?.category;
-        return category === 'service' || category === 'transactional';
-      };
+      const exempt = (row: MessageRow) => exemptFromQuietHours(templates.get(templateId(row) ?? 0)?.category);
       const stopped = new Map<MessageChannel, Set<string>>();
       for (const channel of new Set(group.map((r) => r.channel))) {
         const addresses = group.filter((r) => r.channel === channel).map((r) => r.to);

@@ -136,7 +136,7 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
         }
         throw new AppError('bad_request', 'The multipart body could not be read.');
       }
-      // Opt-out imports take turns: one per workspace and OPT_OUT_IMPORTS_AT_ONCE in the process at a time, the
+      // Opt-out imports take turns: one per workspace and IMPORTS_AT_ONCE in the process at a time, the
       // rest queued by workspace (503 after a while), so parallel uploads cannot pile up their work.
       const { workspaceId } = authOf(request);
       const leave = await importTurns.acquire(workspaceId);

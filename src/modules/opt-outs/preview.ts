@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { CampaignRow, Database, MessageChannel } from '../../db/schema.ts';
+import type { CampaignRow, Database } from '../../db/schema.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { type QuietHours, quietUntil } from '../../lib/quiet-hours.ts';
+import { type QuietHours, exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
 import { findCampaign } from '../campaigns/campaigns.repository.ts';
 import { campaignRef, creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
@@ -14,7 +14,6 @@ import { findTemplate } from '../templates/templates.repository.ts';
 import { optedOutAddresses } from './opt-outs.repository.ts';
 import { segmentConsentCounts } from './preview.repository.ts';
 
-const RULED: ReadonlySet<MessageChannel> = new Set(['sms', 'whatsapp', 'ivr']);
 const CHUNK = 500;
 
 /**
@@ -41,7 +40,7 @@ export class CampaignPreview {
     }
     const at =
       campaign.scheduled_at && new Date(campaign.scheduled_at) > now ? new Date(campaign.scheduled_at) : now;
-    const ruled = RULED.has(campaign.channel);
+    const ruled = RULED_CHANNELS.has(campaign.channel);
     const keys = ruled ? await silencedConstituencies(db, workspaceId, at.toISOString()) : [];
     const explicit = JSON.parse(campaign.recipients ?? '[]') as string[];
     let total = explicit.length;
@@ -87,6 +86,6 @@ export class CampaignPreview {
   private async exempt(workspaceId: number, campaign: CampaignRow): Promise<boolean> {
     if (!isTemplateRef(campaign.template_id)) return false;
     const template = await findTemplate(this.deps.db, workspaceId, Number(campaign.template_id.slice(4)));
-    return template?.category === 'service' || template?.category === 'transactional';
+    return exemptFromQuietHours(template?.category);
   }
 }

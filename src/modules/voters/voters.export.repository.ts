@@ -1,10 +1,9 @@
 import { StringDecoder } from 'node:string_decoder';
 import type SQLite from 'better-sqlite3';
 import { type Compilable, type Kysely, sql } from 'kysely';
-import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { type CopyToStreamQuery, to as copyTo } from 'pg-copy-streams';
-import type { Db } from '../../db/connect.ts';
+import type { BulkConnections, Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from './voters.repository.ts';
@@ -116,9 +115,6 @@ function literal(value: unknown): string {
   if (typeof value === 'string') return escapeLiteral(value);
   throw new Error(`cannot inline a ${typeof value} into COPY`);
 }
-
-/** A bulk-pool connection for a workspace (Db.raw.bulkFor: shared fairly between workspaces). */
-export type BulkConnections = (workspaceId: number) => Promise<pg.PoolClient>;
 
 /**
  * PostgreSQL: the CSV export as the database writes it, `COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER)`,

@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import type pg from 'pg';
 import { type CopyStreamQuery, from as copyFrom } from 'pg-copy-streams';
-import type { Db } from '../../db/connect.ts';
+import type { BulkConnections, Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
 import { type AuditEntry, auditInsert, recordAudit } from '../audit/audit.repository.ts';
@@ -200,7 +199,7 @@ async function startSqliteImport(
  * ANALYZE of a table, one index at a time (the statistics are the same as `ANALYZE table`'s), letting other
  * requests run between two: each index's pass is a fraction of the table's.
  */
-export async function analyzeByIndex(
+async function analyzeByIndex(
   sqlite: SQLite.Database,
   locked: <T>(fn: () => T) => Promise<T>,
   table: string,
@@ -220,7 +219,7 @@ const newIdentities = (table: string, workspace: string) =>
    WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
 
 /** VACUUM (ANALYZE) of the voters after a large PostgreSQL import, in the background (see apply). */
-function vacuumLater(connectFor: (workspaceId: number) => Promise<pg.PoolClient>, workspaceId: number): void {
+function vacuumLater(connectFor: BulkConnections, workspaceId: number): void {
   void (async () => {
     const client = await connectFor(workspaceId);
     try {
@@ -256,7 +255,7 @@ function copyValue(value: string | number | null): string {
  */
 async function startPostgresImport(
   kysely: Kysely<Database>,
-  connectFor: (workspaceId: number) => Promise<pg.PoolClient>,
+  connectFor: BulkConnections,
   workspaceId: number,
 ): Promise<VoterImport> {
   const client = await connectFor(workspaceId);
