@@ -65,6 +65,10 @@ import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
 import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
 import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
+import { AccountPace, AccountProviders, publicBase } from './providers/accounts.ts';
+import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
+import { ChannelAccountsService } from './modules/channel-accounts/channel-accounts.service.ts';
+import { providerCallbackRoutes } from './modules/channel-accounts/provider-callbacks.routes.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -238,7 +242,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(paymentsRoutes, { prefix: '/api', payments, idempotency });
   await app.register(webhooksRoutes, { prefix: '/api', webhooks });
 
-  const messages = new MessagesService({ db: db.kysely, config, providers, log: app.log });
+  const accountProviders = new AccountProviders({ config, log: app.log });
+  const messages = new MessagesService({
+    db: db.kysely,
+    config,
+    providers,
+    log: app.log,
+    accounts: accountProviders,
+    pace: new AccountPace({ redis, prefix: config.redisPrefix }),
+  });
   const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns, idempotency });
@@ -255,6 +267,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
   const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
   await app.register(inboundRoutes, { prefix: '/api', inbound });
+  await app.register(channelAccountsRoutes, {
+    prefix: '/api',
+    accounts: new ChannelAccountsService({
+      db: db.kysely,
+      appKey: config.appKey,
+      publicBaseUrl: publicBase(config),
+    }),
+    messages,
+  });
+  await app.register(providerCallbackRoutes, {
+    prefix: '/api',
+    db: db.kysely,
+    accounts: accountProviders,
+    messages,
+    inbound,
+    publicBaseUrl: config.publicBaseUrl,
+    port: config.port,
+  });
   if (config.twilio)
     await app.register(twilioInboundRoutes, { prefix: '/api', inbound, twilio: config.twilio });
   if (config.twilio) {
@@ -265,6 +295,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.databaseOutage.close();
     await auth.settled();
     redis?.disconnect();
+    accountProviders.close();
   });
   return app;
 }

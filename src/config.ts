@@ -77,6 +77,10 @@ export interface Config {
   readonly broadcastMaxRecipients: number;
   readonly delivery: DeliverySettings;
   readonly twilio: TwilioSettings | undefined;
+  /** The API base URL of each provider that channel accounts use (regional endpoints, local test doubles). */
+  readonly providerBaseUrls: ProviderBaseUrls;
+  /** The Graph API version of WhatsApp Cloud API calls (WHATSAPP_CLOUD_API_VERSION). */
+  readonly whatsappCloudApiVersion: string;
   readonly smtp: SmtpSettings | undefined;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;
@@ -145,6 +149,13 @@ export interface TwilioSettings {
   readonly voiceFrom: string | undefined;
   /** Where Twilio reaches this service: status callbacks go to <publicBaseUrl>/api/providers/twilio/status. */
   readonly publicBaseUrl: string | undefined;
+}
+
+export interface ProviderBaseUrls {
+  readonly msg91: string;
+  readonly exotel: string;
+  readonly whatsappCloud: string;
+  readonly twilio: string;
 }
 
 export interface SmtpSettings {
@@ -329,6 +340,13 @@ function url(env: Env, name: string, fallback?: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+/** TWILIO_BASE_URL (the contract's name), or TWILIO_API_BASE_URL (its earlier name). */
+function twilioBaseUrl(env: Env): string {
+  return env.TWILIO_BASE_URL?.trim()
+    ? (url(env, 'TWILIO_BASE_URL') as string)
+    : (url(env, 'TWILIO_API_BASE_URL', 'https://api.twilio.com') as string);
+}
+
 function twilio(env: Env, used: boolean): TwilioSettings | undefined {
   if (!used) return undefined;
   const accountSid = env.TWILIO_ACCOUNT_SID?.trim();
@@ -338,7 +356,7 @@ function twilio(env: Env, used: boolean): TwilioSettings | undefined {
   return {
     accountSid,
     authToken,
-    apiBaseUrl: url(env, 'TWILIO_API_BASE_URL', 'https://api.twilio.com') as string,
+    apiBaseUrl: twilioBaseUrl(env),
     smsFrom: env.TWILIO_SMS_FROM?.trim() || undefined,
     whatsappFrom: env.TWILIO_WHATSAPP_FROM?.trim() || undefined,
     voiceFrom: env.TWILIO_VOICE_FROM?.trim() || undefined,
@@ -478,6 +496,13 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       },
     },
     twilio: twilio(env, Object.values(providers).includes('twilio')),
+    providerBaseUrls: {
+      msg91: url(env, 'MSG91_BASE_URL', 'https://control.msg91.com') as string,
+      exotel: url(env, 'EXOTEL_BASE_URL', 'https://api.exotel.com') as string,
+      whatsappCloud: url(env, 'WHATSAPP_CLOUD_BASE_URL', 'https://graph.facebook.com') as string,
+      twilio: twilioBaseUrl(env),
+    },
+    whatsappCloudApiVersion: graphVersion(env),
     smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
@@ -506,6 +531,16 @@ function quietHours(env: Env): QuietHours | undefined {
     );
   }
   return { ...window, timeZone, text };
+}
+
+function graphVersion(env: Env): string {
+  const raw = env.WHATSAPP_CLOUD_API_VERSION?.trim() || 'v23.0';
+  if (!/^v\d{1,3}\.\d{1,3}$/.test(raw))
+    throw new ConfigError(
+      'WHATSAPP_CLOUD_API_VERSION',
+      `must be a Graph API version such as v23.0, got "${raw}"`,
+    );
+  return raw;
 }
 
 /** The database when DATABASE_URL is unset: a SQLite file under the current directory. */

@@ -9,6 +9,8 @@ export const errorStatus = {
   conflict: 409,
   payload_too_large: 413,
   validation_error: 422,
+  /** A channel account's test send that the provider refused (details: its code and text). */
+  provider_rejected: 422,
   rate_limit_exceeded: 429,
   server_error: 500,
   provider_error: 502,

@@ -151,6 +151,8 @@ for (const dialect of dialects) {
       const doc = t.app.swagger() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
       let checked = 0;
       for (const [path, operations] of Object.entries(doc.paths)) {
+        // A channel account's callbacks take whatever fields the provider adds (Exotel's greeting passes a dozen).
+        if (path.startsWith('/api/providers/{provider}/')) continue;
         for (const [method, operation] of Object.entries(operations)) {
           const url = `${path.replace(/\{[^}]+\}/g, '1')}?zzz_unknown=1`;
           const res = await call(t.app, method.toUpperCase(), url, {

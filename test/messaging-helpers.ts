@@ -76,7 +76,12 @@ export async function insertVoters(
 }
 
 /** The application with the providers its configuration names (Twilio, SMTP), not the sandbox of buildTestApp. */
-export async function buildProviderTestApp(dialect: DialectName, env: Record<string, string>) {
+export async function buildProviderTestApp(
+  dialect: DialectName,
+  env: Record<string, string>,
+  /** A logger of the test's own (to read what was logged); silent by default. */
+  logger?: pino.Logger,
+) {
   const config = loadConfig({
     DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
     LOG_LEVEL: 'silent',
@@ -89,14 +94,21 @@ export async function buildProviderTestApp(dialect: DialectName, env: Record<str
   });
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);
-  const log = pino({ level: 'silent' });
+  const log = logger ?? pino({ level: 'silent' });
   const providers = createProviders(config, log);
-  const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}` });
+  const app = await buildApp({
+    config,
+    db,
+    providers,
+    rateLimitPrefix: `test:${randomUUID()}`,
+    ...(logger ? { loggerInstance: logger } : {}),
+  });
   return {
     app,
     db,
     config,
     providers,
+    log,
     close: async () => {
       await app.close();
       for (const p of Object.values(providers)) p.close?.();

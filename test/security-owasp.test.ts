@@ -61,7 +61,13 @@ function fill(url: string, value: (param: string, resource: string) => string): 
 function contractAllows(role: Role, route: RegisteredRoute): boolean {
   if (route.permission === 'public' || route.permission === 'authenticated') return true;
   if (role === 'politician') return true;
-  const politicianOnly = ['/api/users', '/api/webhooks', '/api/payments', '/api/audit-log'];
+  const politicianOnly = [
+    '/api/users',
+    '/api/webhooks',
+    '/api/payments',
+    '/api/audit-log',
+    '/api/channel-accounts',
+  ];
   if (politicianOnly.some((p) => route.url === p || route.url.startsWith(`${p}/`))) return false;
   if (role === 'manager') return true;
   return [
@@ -198,6 +204,17 @@ for (const dialect of dialects) {
             name: marker,
             channel: 'sms',
             body: `${marker} {{name}}`,
+          })
+        ).id,
+      );
+      // A channel account, not the default: the owner's messages above keep going through the sandbox.
+      ids['channel-accounts'] = String(
+        (
+          await created('POST', '/api/channel-accounts', {
+            name: marker,
+            provider: 'msg91',
+            settings: { sender: 'CESOWS' },
+            credentials: { authkey: 'SECRET-AUTHKEY-owasp' },
           })
         ).id,
       );
@@ -489,6 +506,7 @@ for (const dialect of dialects) {
           'secret_encrypted',
           'code_hash',
           'whsec_',
+          'SECRET-AUTHKEY',
         ]) {
           expect(all).not.toContain(secret);
         }
@@ -631,7 +649,10 @@ for (const dialect of dialects) {
             const versioned = url.replace(/^\/api\//, prefix);
             const anonymous = await call(t.app, route.method, versioned);
             const forged = await call(t.app, route.method, versioned, { token: '1|forged' });
-            if (route.permission === 'public') {
+            if (route.url.includes('/:token/')) {
+              // A channel account's callback URL: its secret token is the credential, and a wrong one is 401.
+              expectError(anonymous, 401, 'unauthorized');
+            } else if (route.permission === 'public') {
               expect(anonymous.status, `anonymous ${route.method} ${versioned}`).not.toBe(401);
               expect(anonymous.status, `anonymous ${route.method} ${versioned}`).not.toBe(403);
             } else {

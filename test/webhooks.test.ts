@@ -28,6 +28,7 @@ const allEvents = [
   'grievance.resolved',
   'payment.processed',
   'message.received',
+  'channel_account.failed',
 ];
 
 async function createHook(t: TestApp, owner: Account, body: Record<string, unknown>) {

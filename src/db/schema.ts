@@ -32,6 +32,7 @@ export interface Database {
   silence_periods: SilencePeriodTable;
   inbound_messages: InboundMessageTable;
   templates: TemplateTable;
+  channel_accounts: ChannelAccountTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -275,6 +276,11 @@ export const messageErrorCodes = [
   'undeliverable',
   'opted_out',
   'silence_period',
+  'dnd',
+  'dlt_rejected',
+  'outside_session',
+  'rate_limited',
+  'auth_failed',
 ] as const;
 export type MessageErrorCode = (typeof messageErrorCodes)[number];
 
@@ -315,6 +321,8 @@ export interface CampaignTable {
   completed_at: string | null;
   /** The campaign whose failures this one retries (retry-failed); at most one retry that is not cancelled. */
   retry_of: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The channel account its messages go through; null: the workspace's default, else the deployment's. */
+  channel_account_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type CampaignRow = Selectable<CampaignTable>;
 
@@ -345,6 +353,8 @@ export interface MessageTable {
   sent_at: string | null;
   delivered_at: string | null;
   failed_at: string | null;
+  /** The channel account that carries it; null for the deployment's provider. */
+  channel_account_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type MessageRow = Selectable<MessageTable>;
 
@@ -472,7 +482,39 @@ export interface TemplateTable {
   dlt_template_id: string | null;
   sender_id: string | null;
   subject: string | null;
+  /** JSON text `{ msg91?, whatsapp_cloud? }`: the template's id with each provider; null when none. */
+  provider_template_ids: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }
 export type TemplateRow = Selectable<TemplateTable>;
+
+export const accountProviders = ['msg91', 'exotel', 'whatsapp_cloud', 'twilio', 'smtp', 'sandbox'] as const;
+export type AccountProvider = (typeof accountProviders)[number];
+
+export interface ChannelAccountTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  provider: AccountProvider;
+  /** JSON text: the channels the account is for. */
+  channels: string;
+  /** JSON text: the provider's non-secret settings. */
+  settings: string;
+  /** The JSON of the credentials, sealed (SecretBox, purpose `channel-accounts`); never returned. */
+  credentials: string;
+  /** JSON text: the names of the credential keys that are set (shown as `credentials_set`). */
+  credentials_set: string;
+  /** JSON text: the channels for which this is the workspace's default account. */
+  default_for: string;
+  send_rate_per_second: number | null;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** Sealed: the secret in the account's callback URLs. */
+  callback_token: string;
+  /** Sealed: the WhatsApp webhook's verify token (whatsapp_cloud only). */
+  verify_token: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type ChannelAccountRow = Selectable<ChannelAccountTable>;

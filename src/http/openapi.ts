@@ -103,6 +103,11 @@ const tagOrder = [
       'Opt-outs, replies and STOP keywords, one-click unsubscribe, templates, election silence periods and the campaign preview (politician, manager).',
   },
   {
+    name: 'Channel accounts',
+    description:
+      "The workspace's own provider accounts (MSG91, Exotel, the WhatsApp Cloud API, Twilio, SMTP, the sandbox): credentials encrypted and never returned, one default per channel, callback URLs per account, a test send (politician only). See docs/providers.md.",
+  },
+  {
     name: 'Audit log',
     description:
       'Who did what in the workspace: team changes, exports, sends, opt-outs (politician only; read-only).',
@@ -110,12 +115,12 @@ const tagOrder = [
   {
     name: 'Webhooks',
     description:
-      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed; ping from the test route. Politician only.',
+      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed, channel_account.failed; ping from the test route. Politician only.',
   },
   {
     name: 'Provider callbacks',
     description:
-      'Signed delivery reports from messaging providers (present when a real provider is configured).',
+      "Delivery reports and replies from messaging providers: channel accounts' callback URLs (each with the account's secret token, and the provider's signature where it signs), and the deployment's Twilio callbacks (when Twilio is configured).",
   },
 ];
 
@@ -217,6 +222,8 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/webhooks/:id/deliveries/:delivery_id/retry': [409],
   'POST /api/webhooks/:id/test': [409],
   'POST /api/providers/twilio/status': [403],
+  'GET /api/providers/:provider/:account/:token/:kind': [401],
+  'POST /api/providers/:provider/:account/:token/:kind': [401, 400],
 };
 
 const successDescriptions: Record<string, string> = {

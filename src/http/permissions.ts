@@ -24,11 +24,19 @@ export const permissions = [
   'audit:read',
   /** Opt-outs, templates and silence periods; replies. */
   'consent:manage',
+  /** The workspace's own provider accounts (channel accounts). */
+  'channels:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
 const everything = new Set<Permission>(permissions);
-const politicianOnly: Permission[] = ['team:manage', 'webhooks:manage', 'payments:manage', 'audit:read'];
+const politicianOnly: Permission[] = [
+  'team:manage',
+  'webhooks:manage',
+  'payments:manage',
+  'audit:read',
+  'channels:manage',
+];
 
 /** The permission matrix of the contract. */
 export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {

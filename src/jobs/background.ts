@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/connect.ts';
 import type { Providers } from '../providers/provider.ts';
@@ -17,10 +18,23 @@ export class Background {
   private webhooks: WebhookDeliveryWorker | undefined;
   readonly imports: VoterImportLoop;
 
+  /** Shares channel accounts' send rates between processes (REDIS_URL). */
+  private readonly redis: Redis | undefined;
+
   constructor(
     private readonly deps: { db: Db; config: Readonly<Config>; providers: Providers; log: FastifyBaseLogger },
   ) {
-    this.delivery = new DeliveryWorker(deps);
+    const { redisUrl, redisTimeoutMs } = deps.config;
+    this.redis = redisUrl
+      ? new Redis(redisUrl, {
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          commandTimeout: redisTimeoutMs,
+          connectTimeout: Math.max(1000, redisTimeoutMs),
+        })
+      : undefined;
+    this.redis?.on('error', (error) => deps.log.debug({ err: error }, 'redis error'));
+    this.delivery = new DeliveryWorker({ ...deps, redis: this.redis });
     const { db, config, log } = deps;
     const importer = new VoterImporter({
       db,
@@ -47,5 +61,6 @@ export class Background {
   /** Stops every loop; each hands back (releases) the work it has claimed but not done. */
   async stop(): Promise<void> {
     await Promise.all([this.webhooks?.stop(), this.delivery.stop(), this.imports.stop()]);
+    this.redis?.disconnect();
   }
 }

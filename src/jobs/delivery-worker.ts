@@ -3,7 +3,10 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { type Db, nowIso } from '../db/connect.ts';
-import type { MessageErrorCode, MessageRow } from '../db/schema.ts';
+import type { ChannelAccountRow, MessageErrorCode, MessageRow } from '../db/schema.ts';
+import type { Redis } from 'ioredis';
+import { AccountPace, AccountProviders } from '../providers/accounts.ts';
+import { disableForAuth } from '../modules/channel-accounts/channel-accounts.service.ts';
 import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
@@ -25,12 +28,15 @@ import {
 import {
   type Channel,
   channels,
+  type MessageProvider,
+  type OutgoingMessage,
   ProviderError,
   type Providers,
   sendWithin,
   type StatusReport,
 } from '../providers/provider.ts';
 import { Pace } from './pace.ts';
+import { sandboxOutcome } from '../providers/sandbox.ts';
 
 type WorkerConfig = Pick<
   Config,
@@ -43,6 +49,10 @@ type WorkerConfig = Pick<
   | 'port'
   | 'dltEnforce'
   | 'auditRetentionDays'
+  | 'providerBaseUrls'
+  | 'whatsappCloudApiVersion'
+  | 'sandboxDeliveryDelayMs'
+  | 'redisPrefix'
 >;
 
 /**
@@ -84,6 +94,9 @@ export class DeliveryWorker {
   /** Per channel, the workspaces with due messages found by the last scan, and when. */
   private readonly dueWorkspaces = new Map<Channel, { ids: readonly number[]; at: number }>();
   private prunedAt = 0;
+  /** Channel accounts' providers, and their send rates shared between processes. */
+  private readonly accounts: AccountProviders;
+  private readonly accountPace: AccountPace;
 
   constructor(
     private readonly deps: {
@@ -93,11 +106,22 @@ export class DeliveryWorker {
       log: FastifyBaseLogger;
       /** The time the consent rules go by (quiet hours, silence periods) and messages fall due; tests move it. */
       clock?: () => Date;
+      /** Where channel accounts' send rates are shared between processes (REDIS_URL). */
+      redis?: Redis | undefined;
     },
   ) {
     const { db, config, providers, log } = deps;
     this.gate = new DeliveryGate({ db: db.kysely, rules: { quietHours: config.quietHours } });
-    this.messages = new MessagesService({ db: db.kysely, config, providers, log });
+    this.accounts = new AccountProviders({ config, log });
+    this.accountPace = new AccountPace({ redis: deps.redis, prefix: config.redisPrefix });
+    this.messages = new MessagesService({
+      db: db.kysely,
+      config,
+      providers,
+      log,
+      accounts: this.accounts,
+      pace: this.accountPace,
+    });
     this.campaigns = new CampaignsService({ db: db.kysely, config, log });
   }
 
@@ -114,6 +138,7 @@ export class DeliveryWorker {
     this.running = false;
     for (const wake of this.wakers) wake();
     await this.loop;
+    this.accounts.close();
     const released = await releaseClaims(this.deps.db.kysely, this.id, nowIso());
     this.deps.log.info({ worker: this.id, released }, 'delivery worker stopped');
   }
@@ -199,7 +224,7 @@ export class DeliveryWorker {
   }
 
   private async sendBatch(channel: Channel): Promise<number> {
-    const { db, config, providers } = this.deps;
+    const { db, config } = this.deps;
     const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
     const at = this.deps.clock?.() ?? new Date();
     const now = at.toISOString();
@@ -236,13 +261,29 @@ export class DeliveryWorker {
       markedAt = performance.now();
     };
     const failures = new Map<string, { code: MessageErrorCode; ids: number[] }>();
-    const provider = providers[channel];
-    const pace = this.pace(provider.name);
-    for (const [index, row] of rows.entries()) {
+    const failure = (reason: string, code: MessageErrorCode, id: number) => {
+      const entry = failures.get(reason) ?? { code, ids: [] };
+      entry.ids.push(id);
+      failures.set(reason, entry);
+    };
+    const units = await this.units(channel, rows, extras, failure);
+    /** Accounts whose credentials the provider refused in this batch: their other messages fail without a call. */
+    const refused = new Map<number, string>();
+    for (const [index, unit] of units.entries()) {
       if (!this.running && this.loop) break; // stopping: the rest is released
-      // Record before a wait that would hold the last hand-overs unrecorded past MARK_AFTER_MS.
-      if (handovers.length > 0 && performance.now() + pace.waitMs() - markedAt >= MARK_AFTER_MS) await mark();
-      await pace.take();
+      const { provider, account } = unit;
+      const gone = account && refused.get(account.id);
+      if (gone) {
+        for (const row of unit.rows) failure(gone, 'auth_failed', row.id);
+        continue;
+      }
+      const pace = account ? undefined : this.pace(provider.name);
+      // Record before a wait that would hold the last hand-overs unrecorded past MARK_AFTER_MS (an account's
+      // shared pace may wait for the next second: record first whenever it has a rate).
+      const waits = pace ? pace.waitMs() : account?.send_rate_per_second ? 1000 : 0;
+      if (handovers.length > 0 && performance.now() + waits - markedAt >= MARK_AFTER_MS) await mark();
+      if (account) await this.accountPace.take(account.id, account.send_rate_per_second, unit.rows.length);
+      else await pace!.take();
       // A call may take PROVIDER_TIMEOUT_MS (at most half the lease): one that could still be open, or not
       // yet recorded, when the lease ends is not made (another worker may claim the message then); the rest
       // of the batch is given back at once. The last quarter of the lease is left for recording.
@@ -250,35 +291,45 @@ export class DeliveryWorker {
         await mark();
         await releaseUnsent(
           db.kysely,
-          rows.slice(index).map((r) => r.id),
+          units.slice(index).flatMap((u) => u.rows.map((r) => r.id)),
           this.id,
           nowIso(),
         );
         break;
       }
       try {
-        const message = { ...this.withHeaders(row), ...extras.get(row.id) };
+        const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
         const result = await sendWithin(provider, message, providerTimeoutMs);
-        handovers.push({ id: row.id, provider: provider.name, providerMessageId: result.providerMessageId });
+        for (const row of unit.rows)
+          handovers.push({
+            id: row.id,
+            provider: provider.name,
+            providerMessageId: result.providerMessageId,
+          });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
         const retryable = error instanceof ProviderError ? error.retryable : true;
-        if (retryable && row.attempts <= retrySchedule.length) {
-          const delay = (retrySchedule[row.attempts - 1] ?? 0) * 1000;
-          await scheduleRetry(
-            db.kysely,
-            row.id,
-            this.id,
-            new Date(Date.now() + delay).toISOString(),
-            reason,
-            nowIso(),
-          );
-        } else {
-          // A refusal says why (ProviderError.code); a provider still unreachable after every retry could not deliver.
-          const code = error instanceof ProviderError && !retryable ? error.code : 'undeliverable';
-          const failure = failures.get(reason) ?? { code, ids: [] };
-          failure.ids.push(row.id);
-          failures.set(reason, failure);
+        const code = error instanceof ProviderError ? error.code : 'undeliverable';
+        if (account && !retryable && code === 'auth_failed') {
+          refused.set(account.id, reason);
+          await disableForAuth(db.kysely, account, reason);
+        }
+        for (const row of unit.rows) {
+          if (retryable && row.attempts <= retrySchedule.length) {
+            const delay = (retrySchedule[row.attempts - 1] ?? 0) * 1000;
+            await scheduleRetry(
+              db.kysely,
+              row.id,
+              this.id,
+              new Date(Date.now() + delay).toISOString(),
+              reason,
+              nowIso(),
+            );
+          } else {
+            // A refusal says why (ProviderError.code); a provider still unreachable after every retry could not
+            // deliver, or refused for throughput (rate_limited).
+            failure(reason, retryable ? (code === 'rate_limited' ? code : 'undeliverable') : code, row.id);
+          }
         }
       }
       if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
@@ -286,6 +337,75 @@ export class DeliveryWorker {
     await mark();
     for (const [reason, { code, ids }] of failures) await this.messages.fail(ids, reason, code);
     return claimed.length;
+  }
+
+  /**
+   * A batch as provider calls: each message through its channel account's provider (or the deployment's),
+   * except that a provider taking many recipients in one request (MSG91) gets each account's messages of one
+   * template together, up to its limit. Messages whose account is gone or switched off fail here.
+   */
+  private async units(
+    channel: Channel,
+    rows: MessageRow[],
+    extras: Map<number, Partial<OutgoingMessage>>,
+    failure: (reason: string, code: MessageErrorCode, id: number) => void,
+  ): Promise<Unit[]> {
+    const ids = [
+      ...new Set(rows.flatMap((r) => (r.channel_account_id !== null ? [r.channel_account_id] : []))),
+    ];
+    const accounts = new Map(
+      ids.length === 0
+        ? []
+        : (
+            await this.deps.db.kysely
+              .selectFrom('channel_accounts')
+              .selectAll()
+              .where('id', 'in', ids)
+              .execute()
+          ).map((a) => [a.id, a] as const),
+    );
+    const units: Unit[] = [];
+    const groups = new Map<string, Unit>();
+    for (const row of rows) {
+      const message = { ...this.withHeaders(row), ...extras.get(row.id) };
+      const accountId = row.channel_account_id;
+      if (accountId === null) {
+        units.push({ rows: [row], messages: [message], provider: this.deps.providers[channel] });
+        continue;
+      }
+      const account = accounts.get(accountId);
+      if (!account || account.disabled_at !== null) {
+        const ref = `cha_${accountId}`;
+        if (!account)
+          failure(
+            `The channel account ${ref} was deleted before the message went out.`,
+            'provider_rejected',
+            row.id,
+          );
+        else
+          failure(
+            `The channel account ${ref} is switched off${account.disabled_reason ? ` (${account.disabled_reason})` : ''}.`,
+            account.disabled_reason?.startsWith('credentials refused') ? 'auth_failed' : 'provider_rejected',
+            row.id,
+          );
+        continue;
+      }
+      const provider = this.accounts.providerFor(account, channel);
+      if (!provider.sendMany || !provider.batchLimit) {
+        units.push({ rows: [row], messages: [message], provider, account });
+        continue;
+      }
+      const key = `${accountId}:${row.template_id ?? ''}`;
+      let unit = groups.get(key);
+      if (!unit || unit.rows.length >= provider.batchLimit) {
+        unit = { rows: [], messages: [], provider, account };
+        groups.set(key, unit);
+        units.push(unit);
+      }
+      unit.rows.push(row);
+      unit.messages.push(message);
+    }
+    return units;
   }
 
   /**
@@ -304,22 +424,19 @@ export class DeliveryWorker {
     };
   }
 
+  private get sandboxSettlement() {
+    return { afterMs: this.deps.config.sandboxDeliveryDelayMs, outcome: sandboxOutcome };
+  }
+
   /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */
   private async settle(): Promise<number> {
     const { db, providers } = this.deps;
     let settled = 0;
     for (const channel of channels) {
-      const provider = providers[channel];
-      const settlement = provider.settlement;
-      if (!settlement) continue;
+      // The deployment's sandbox, or sandbox channel accounts (whatever the deployment's provider is).
+      const settlement = providers[channel].settlement ?? this.sandboxSettlement;
       const cutoff = new Date(Date.now() - settlement.afterMs).toISOString();
-      const due = await dueSettlements(
-        db.kysely,
-        channel,
-        provider.name,
-        cutoff,
-        this.batchSize(channel) * 2,
-      );
+      const due = await dueSettlements(db.kysely, channel, 'sandbox', cutoff, this.batchSize(channel) * 2);
       const reports: StatusReport[] = due.map((m) => {
         const status = settlement.outcome(m.to);
         return {
@@ -347,6 +464,14 @@ export class DeliveryWorker {
       wakers.add(done);
     });
   }
+}
+
+/** One provider call: one message, or several for a provider that takes many in one request. */
+interface Unit {
+  rows: MessageRow[];
+  messages: OutgoingMessage[];
+  provider: MessageProvider;
+  account?: ChannelAccountRow | undefined;
 }
 
 function outgoing(row: MessageRow) {

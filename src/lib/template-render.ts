@@ -24,23 +24,33 @@ export interface VoterFields {
 }
 
 export function renderTemplate(body: string, voter: VoterFields | undefined): string {
-  return body.replace(VARIABLE, (_all, name: string) => {
-    if (!voter) return '';
-    switch (name) {
-      case 'name':
-        return voter.name?.trim() ?? '';
-      case 'first_name':
-        return voter.name?.trim().split(/\s+/u)[0] ?? '';
-      case 'constituency':
-        return voter.constituency ?? '';
-      case 'booth':
-        return voter.booth ?? '';
-      case 'ward':
-        return voter.ward ?? '';
-      default:
-        return '';
-    }
+  return body.replace(VARIABLE, (_all, name: string) => variableValue(name, voter));
+}
+
+/** Each variable of `body` where it appears (repeats included), with its value for `voter`. */
+export function variableValues(body: string, voter: VoterFields | undefined): Array<[string, string]> {
+  return [...body.matchAll(VARIABLE)].map((match) => {
+    const name = match[1] ?? '';
+    return [name, variableValue(name, voter)];
   });
+}
+
+function variableValue(name: string, voter: VoterFields | undefined): string {
+  if (!voter) return '';
+  switch (name) {
+    case 'name':
+      return voter.name?.trim() ?? '';
+    case 'first_name':
+      return voter.name?.trim().split(/\s+/u)[0] ?? '';
+    case 'constituency':
+      return voter.constituency ?? '';
+    case 'booth':
+      return voter.booth ?? '';
+    case 'ward':
+      return voter.ward ?? '';
+    default:
+      return '';
+  }
 }
 
 /** True for a template of ours (`tpl_<n>`), as opposed to a WhatsApp provider template name. */

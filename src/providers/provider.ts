@@ -19,6 +19,21 @@ export interface OutgoingMessage {
   /** SMS of a DLT-registered template (TRAI): the template id and header (sender id) it is registered with. */
   dltTemplateId?: string | undefined;
   senderId?: string | undefined;
+  /**
+   * A template of ours with an id at the provider (MSG91's Flow id, an approved WhatsApp template's name), its
+   * language, and the values of its variables in the order they appear in its body (rendered for this
+   * recipient). Providers that send templates only (MSG91) or templates outside the 24-hour window (WhatsApp)
+   * use them.
+   */
+  providerTemplate?: ProviderTemplate | undefined;
+}
+
+export interface ProviderTemplate {
+  /** The template's id per provider (`provider_template_ids`: msg91, whatsapp_cloud). */
+  ids: Readonly<Record<string, string>>;
+  language: string;
+  /** Each variable of the body where it appears (repeats included), with its value for this recipient. */
+  variables: Array<[string, string]>;
 }
 
 export interface SendResult {
@@ -48,6 +63,12 @@ export interface MessageProvider {
   /** `signal` aborts a call that took too long (see sendWithin); a provider may ignore it. */
   send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult>;
   /**
+   * Providers that take many recipients in one request (MSG91's Flow: up to `batchLimit` of one template): one
+   * call for all of `messages`, one provider id (the request's) for them all.
+   */
+  sendMany?(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult>;
+  readonly batchLimit?: number;
+  /**
    * Providers without a callback of their own (the sandbox) tell the delivery worker how a message they
    * accepted ends, and after how long. The worker reads that from the database, so a report survives a
    * restart.
@@ -76,11 +97,14 @@ export class ProviderError extends Error {
  */
 export function sendWithin(
   provider: MessageProvider,
-  message: OutgoingMessage,
+  message: OutgoingMessage | OutgoingMessage[],
   timeoutMs: number,
 ): Promise<SendResult> {
   const controller = new AbortController();
-  return within(provider.send(message, controller.signal), timeoutMs, () => {
+  const call = Array.isArray(message)
+    ? provider.sendMany!(message, controller.signal)
+    : provider.send(message, controller.signal);
+  return within(call, timeoutMs, () => {
     controller.abort();
     throw new ProviderError(`${provider.name} did not answer within ${timeoutMs / 1000} s`, true);
   });

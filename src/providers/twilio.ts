@@ -31,7 +31,10 @@ export class TwilioProvider implements MessageProvider {
 
   constructor(
     readonly channel: Exclude<Channel, 'email'>,
-    private readonly settings: TwilioSettings,
+    private readonly settings: TwilioSettings & {
+      /** A channel account's callback_urls.delivery: its status callbacks go there instead. */
+      statusCallbackUrl?: string | undefined;
+    },
   ) {}
 
   async send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
@@ -54,7 +57,9 @@ export class TwilioProvider implements MessageProvider {
       form.set('Body', message.body);
       if (message.mediaUrl) form.set('MediaUrl', message.mediaUrl);
     }
-    if (s.publicBaseUrl && message.reference) {
+    if (s.statusCallbackUrl && message.reference) {
+      form.set('StatusCallback', `${s.statusCallbackUrl}?message=${message.reference}`);
+    } else if (s.publicBaseUrl && message.reference) {
       form.set('StatusCallback', `${s.publicBaseUrl}${TWILIO_STATUS_PATH}?message=${message.reference}`);
     }
     const url = `${s.apiBaseUrl}/2010-04-01/Accounts/${encodeURIComponent(s.accountSid)}/${resource}`;

@@ -29,6 +29,9 @@ export const auditActions = [
   'opt_out.deleted',
   'silence_period.created',
   'silence_period.deleted',
+  'channel_account.created',
+  'channel_account.updated',
+  'channel_account.deleted',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

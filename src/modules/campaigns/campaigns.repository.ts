@@ -203,6 +203,7 @@ const messageColumns = [
   'subject',
   'media_url',
   'template_id',
+  'channel_account_id',
   'status',
   'cost',
   'attempts',
@@ -218,6 +219,7 @@ export async function insertRecipientMessages(
   campaign: CampaignRow,
   addresses: string[],
   now: string,
+  accountId: number | null,
 ): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < addresses.length; i += 500) {
@@ -230,6 +232,7 @@ export async function insertRecipientMessages(
       subject: campaign.subject,
       media_url: campaign.media_url,
       template_id: campaign.template_id,
+      channel_account_id: accountId,
       status: 'queued' as const,
       cost: campaign.unit_cost,
       attempts: 0,
@@ -259,6 +262,7 @@ export async function insertSegmentMessages(
   filters: VoterFilters,
   afterId: number,
   upToId: number,
+  accountId: number | null,
 ): Promise<number> {
   const column = addressColumn(campaign.channel);
   const select = filteredVoters(db, workspaceId, filters, { after: afterId, upTo: upToId })
@@ -274,6 +278,7 @@ export async function insertSegmentMessages(
       'campaigns.subject',
       'campaigns.media_url',
       'campaigns.template_id',
+      sql<number | null>`CAST(${accountId} AS bigint)`.as('channel_account_id'),
       sql<string>`'queued'`.as('status'),
       'campaigns.unit_cost',
       sql<number>`0`.as('attempts'),

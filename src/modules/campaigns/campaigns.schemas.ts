@@ -3,6 +3,7 @@ import { campaignStatuses } from '../../db/schema.ts';
 import { Timestamp } from '../../http/schemas.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import {
+  ChannelAccountId,
   ChannelSchema,
   MessageStatusSchema,
   MediaUrl,
@@ -34,6 +35,7 @@ export const CreateCampaignBody = Type.Object(
     template_id: Type.Optional(TemplateId),
     media_url: Type.Optional(MediaUrl),
     subject: Type.Optional(Subject),
+    channel_account_id: Type.Optional(ChannelAccountId),
   },
   { additionalProperties: false },
 );
@@ -57,6 +59,10 @@ export const UpdateCampaignBody = Type.Object(
     subject: orNull(Subject, 'Email subject; null removes it.'),
     template_id: orNull(TemplateId, 'WhatsApp template; null removes it.'),
     media_url: orNull(MediaUrl, 'An https URL; null removes it.'),
+    channel_account_id: orNull(
+      ChannelAccountId,
+      "The channel account (`cha_<n>`); null: the workspace's default when it goes out.",
+    ),
   },
   {
     additionalProperties: false,
@@ -84,6 +90,10 @@ export const Campaign = Type.Object({
   subject: Type.Union([Type.String(), Type.Null()], { description: 'Email subject.' }),
   template_id: Type.Union([Type.String(), Type.Null()], { description: 'WhatsApp template.' }),
   media_url: Type.Union([Type.String(), Type.Null()], { description: 'An https URL sent with the message.' }),
+  channel_account_id: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The channel account it goes through (`cha_<n>`); null: the workspace's default when it goes out.",
+  }),
   total_recipients: Type.Integer({ description: 'Counted when the campaign is sent (0 before).' }),
   stats: Type.Object(
     {

@@ -14,6 +14,7 @@ import type {
   MessageChannel,
   MessageErrorCode,
   MessageStatus,
+  TemplateRow,
 } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -35,6 +36,9 @@ import {
 } from '../messages/messages.rules.ts';
 import { failMessages } from '../messages/outbox.repository.ts';
 import { withTemplate } from '../templates/templates.service.ts';
+import { accountForSend, templateForAccount } from '../channel-accounts/channel-accounts.service.ts';
+import { defaultAccount } from '../channel-accounts/channel-accounts.repository.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import type { VoterFilters } from '../voters/voters.repository.ts';
 import {
@@ -67,6 +71,8 @@ export interface AudienceInput {
   subject?: string | undefined;
   template_id?: string | undefined;
   media_url?: string | undefined;
+  /** The channel account its messages go through (`cha_<n>`); default: the workspace's default when it goes out. */
+  channel_account_id?: string | undefined;
 }
 
 export interface CampaignInput extends AudienceInput {
@@ -84,13 +90,14 @@ export interface CampaignPatch {
   subject?: string | null | undefined;
   template_id?: string | null | undefined;
   media_url?: string | null | undefined;
+  channel_account_id?: string | null | undefined;
 }
 
 /** Only these can be edited or deleted: nothing is counted, charged or queued yet. */
 const EDITABLE: CampaignStatus[] = ['draft', 'scheduled'];
 
 /** Failures worth another try: the provider refused or could not deliver (not a bad address, an opt-out, a cancel). */
-const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable'];
+const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable', 'rate_limited'];
 
 /**
  * Voters are added to the outbox in id ranges sized by time (ChunkPacer, about 70 ms each): each INSERT ...
@@ -126,6 +133,7 @@ export function campaignView(row: CampaignRow, counted: Stats | undefined, held:
     subject: row.subject,
     template_id: row.template_id,
     media_url: row.media_url,
+    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
     total_recipients: row.total_recipients,
     stats,
     scheduled_at: row.scheduled_at,
@@ -154,17 +162,19 @@ export class CampaignsService {
   ) {}
 
   async broadcast(workspaceId: number, given: AudienceInput, actor: AuditActor) {
-    const { template: _template, ...input } = await withTemplate(
+    const { template, ...input } = await withTemplate(
       this.deps.db,
       workspaceId,
       given,
       this.deps.config.dltEnforce,
     );
+    const account = await this.account(workspaceId, input, template);
     const audience = await this.audience(workspaceId, input, {});
     const now = nowIso();
     const row = await this.deps.db.transaction().execute(async (trx) => {
       const draft = await insertCampaign(trx, workspaceId, {
         ...this.columns(input, audience, now),
+        channel_account_id: account,
         name: `Broadcast ${now.slice(0, 16).replace('T', ' ')} UTC`,
         status: 'draft',
       });
@@ -179,12 +189,13 @@ export class CampaignsService {
   }
 
   async create(workspaceId: number, given: CampaignInput) {
-    const { template: _template, ...input } = await withTemplate(
+    const { template, ...input } = await withTemplate(
       this.deps.db,
       workspaceId,
       given,
       this.deps.config.dltEnforce,
     );
+    const account = await this.account(workspaceId, input, template);
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
     const scheduledAt = futureTime(input.scheduled_at, errors);
@@ -192,6 +203,7 @@ export class CampaignsService {
     const now = nowIso();
     const row = await insertCampaign(this.deps.db, workspaceId, {
       ...this.columns(input, audience, now),
+      channel_account_id: account,
       name: input.name.trim(),
       status: scheduledAt ? 'scheduled' : 'draft',
       scheduled_at: scheduledAt ?? null,
@@ -243,11 +255,16 @@ export class CampaignsService {
       subject: keep(patch.subject, current.subject),
       template_id: keep(patch.template_id, current.template_id),
       media_url: keep(patch.media_url, current.media_url),
+      channel_account_id: keep(
+        patch.channel_account_id,
+        current.channel_account_id !== null ? accountRef(current.channel_account_id) : null,
+      ),
     };
     // A tpl_ template given supplies the text, and DLT_ENFORCE is checked, as at create.
     let input = edited;
+    let template: TemplateRow | undefined;
     if (patch.template_id !== undefined) {
-      const { template: _template, ...rendered } = await withTemplate(
+      const { template: given, ...rendered } = await withTemplate(
         db,
         workspaceId,
         edited,
@@ -255,7 +272,11 @@ export class CampaignsService {
         patch.message === undefined,
       );
       input = rendered;
+      template = given;
+    } else if (isTemplateRef(edited.template_id)) {
+      template = await findTemplate(db, workspaceId, Number(edited.template_id.slice(4)));
     }
+    const account = await this.account(workspaceId, input, template);
     const scheduledAt =
       patch.scheduled_at === undefined
         ? (current.scheduled_at ?? undefined)
@@ -268,6 +289,7 @@ export class CampaignsService {
       subject: columns.subject,
       media_url: columns.media_url,
       template_id: columns.template_id,
+      channel_account_id: account,
       segment_id: columns.segment_id,
       recipients: columns.recipients,
       unit_cost: columns.unit_cost,
@@ -335,7 +357,7 @@ export class CampaignsService {
         if (recipients.length === 0) {
           throw new AppError(
             'conflict',
-            'No message of this campaign failed with provider_rejected or undeliverable: there is nothing to retry.',
+            'No message of this campaign failed with provider_rejected, undeliverable or rate_limited: there is nothing to retry.',
           );
         }
         const now = nowIso();
@@ -355,6 +377,7 @@ export class CampaignsService {
           name: `${original.name.slice(0, 200 - suffix.length)}${suffix}`,
           status: 'draft',
           retry_of: original.id,
+          channel_account_id: original.channel_account_id,
         });
         const started = await this.start(trx, draft, now);
         await recordAudit(trx, {
@@ -516,7 +539,10 @@ export class CampaignsService {
       (await updateCampaign(db, ws, claimed.id, ['queued'], { started_at: claimed.started_at ?? now })) ??
       claimed;
     const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
-    await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now);
+    // The campaign's account, else the workspace's default for the channel now, else the deployment's provider.
+    const accountId =
+      campaign.channel_account_id ?? (await defaultAccount(db, ws, campaign.channel))?.id ?? null;
+    await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now, accountId);
     if (campaign.segment_id !== null && campaign.voter_id_limit !== null) {
       // A segment deleted since the campaign was queued fills nothing; any other failure (a database timeout, a
       // reset connection) stops this fill, and the campaign, still queued, is filled again once its lease ends.
@@ -530,7 +556,7 @@ export class CampaignsService {
         for (let after = first - 1; after < campaign.voter_id_limit;) {
           const upTo = Math.min(after + pacer.size, campaign.voter_id_limit);
           const started = performance.now();
-          await insertSegmentMessages(db, ws, campaign, filters, after, upTo);
+          await insertSegmentMessages(db, ws, campaign, filters, after, upTo, accountId);
           await pacer.pause(upTo - after, performance.now() - started);
           after = upTo;
           // Still filling: keep the claim (another worker would otherwise start over beside this one).
@@ -645,6 +671,23 @@ export class CampaignsService {
       await segmentFilters(this.deps.db, workspaceId, segmentId);
     }
     return { recipients, segmentId };
+  }
+
+  /**
+   * The account a campaign names (422 on channel_account_id unless it is an active account of the workspace
+   * for the channel), checked with the template against what the provider needs (MSG91: its own template);
+   * the workspace's default is checked the same way but not stored: the default when it goes out is used.
+   */
+  private async account(
+    workspaceId: number,
+    input: { channel: MessageChannel; channel_account_id?: string | undefined },
+    template: TemplateRow | undefined,
+  ): Promise<number | null> {
+    const account = await accountForSend(this.deps.db, workspaceId, input.channel, input.channel_account_id);
+    const errors: FieldErrors = {};
+    templateForAccount(account, template, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    return input.channel_account_id !== undefined && account ? account.id : null;
   }
 
   private columns(

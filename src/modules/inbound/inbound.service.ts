@@ -66,6 +66,21 @@ export class InboundService {
     return workspaces.length;
   }
 
+  /** A reply to a workspace's own channel account (the WhatsApp Cloud API webhook): it is that workspace's. */
+  async receiveForAccount(
+    workspaceId: number,
+    input: InboundInput,
+    provider: string,
+    ip: string | null,
+  ): Promise<boolean> {
+    const from = recipientAddress(input.channel, input.from, this.deps.defaultCountry);
+    if (!from) return false;
+    const row = await this.deps.db
+      .transaction()
+      .execute((trx) => record(trx, workspaceId, { userId: null, ip }, { ...input, from }, provider));
+    return row !== undefined;
+  }
+
   async list(
     workspaceId: number,
     query: { page: number; per_page: number; channel?: MessageChannel | undefined },

@@ -22,6 +22,12 @@ export const TemplateId = Type.String({
   description:
     'A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name.',
 });
+export const ChannelAccountId = Type.String({
+  minLength: 1,
+  maxLength: 40,
+  description:
+    "The channel account to send through (`cha_<n>`: an active account of the workspace for the channel); default: the workspace's default account for the channel, else the deployment's provider.",
+});
 export const SegmentId = Type.Union([RowId, Type.String({ pattern: '^[0-9]{1,15}$' })], {
   description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
 });
@@ -38,15 +44,30 @@ export const SendBody = Type.Object(
     subject: Type.Optional(Subject),
     template_id: Type.Optional(TemplateId),
     media_url: Type.Optional(MediaUrl),
+    channel_account_id: Type.Optional(ChannelAccountId),
   },
   { additionalProperties: false },
 );
+
+const CarriedBy = {
+  channel_account_id: Type.Union([Type.String(), Type.Null()], {
+    description: "The channel account that carries it (`cha_<n>`); null for the deployment's provider.",
+  }),
+  provider: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The provider that took it (msg91, exotel, whatsapp_cloud, twilio, smtp, sandbox); null before.',
+  }),
+  provider_message_id: Type.Union([Type.String(), Type.Null()], {
+    description: "The provider's own id for it, once it has one.",
+  }),
+};
 
 export const SendResult = Type.Object({
   id: Type.String({ description: '`msg_<n>`' }),
   status: MessageStatusSchema,
   channel: ChannelSchema,
   to: Type.String(),
+  ...CarriedBy,
 });
 
 export const Recipients = Type.Array(Type.String({ minLength: 1, maxLength: 254 }), {
@@ -63,6 +84,7 @@ export const BroadcastBody = Type.Object(
     subject: Type.Optional(Subject),
     template_id: Type.Optional(TemplateId),
     media_url: Type.Optional(MediaUrl),
+    channel_account_id: Type.Optional(ChannelAccountId),
   },
   { additionalProperties: false },
 );
@@ -82,7 +104,10 @@ export const MessageErrorCodeSchema = Type.Enum([...messageErrorCodes], {
     '`invalid_recipient` (the provider says the address cannot receive messages), `provider_rejected` ' +
     '(the provider refused the message), `undeliverable` (the provider reported a failure, or could not be ' +
     'reached after every retry), `opted_out` (the recipient opted out), `silence_period` (held back by the ' +
-    'silence period before polling).',
+    "silence period before polling), `dnd` (the number is on India's do-not-disturb registry), `dlt_rejected` " +
+    '(the text or ids did not match a registered DLT template), `outside_session` (WhatsApp free text outside the ' +
+    '24-hour window), `rate_limited` (the provider refused for throughput, after retries), `auth_failed` (the ' +
+    "channel account's credentials were refused; the account is switched off).",
 });
 
 export const HistoryQuery = Type.Object({
@@ -125,6 +150,7 @@ export const MessageItem = Type.Object({
   campaign_id: Type.Union([Type.String(), Type.Null()], {
     description: '`camp_<n>` for a message of a campaign or broadcast; null for a single send.',
   }),
+  ...CarriedBy,
 });
 
 export const MessageParams = Type.Object({

@@ -33,7 +33,15 @@ import {
   unitCost,
 } from './messages.rules.ts';
 import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
-import { dltFields, renderFor, withTemplate } from '../templates/templates.service.ts';
+import { dltFields, providerTemplateOf, renderFor, withTemplate } from '../templates/templates.service.ts';
+import type { VoterFields } from '../../lib/template-render.ts';
+import type { AccountPace, AccountProviders } from '../../providers/accounts.ts';
+import {
+  accountForSend,
+  disableForAuth,
+  templateForAccount,
+} from '../channel-accounts/channel-accounts.service.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
@@ -46,6 +54,8 @@ export interface SendInput {
   subject?: string | undefined;
   template_id?: string | undefined;
   media_url?: string | undefined;
+  /** The channel account to send through (`cha_<n>`); default: the workspace's default for the channel. */
+  channel_account_id?: string | undefined;
 }
 
 export interface HistoryInput {
@@ -79,6 +89,9 @@ export function historyItem(row: MessageRow) {
     created_at: row.created_at,
     updated_at: row.updated_at,
     campaign_id: row.campaign_id !== null ? campaignRef(row.campaign_id) : null,
+    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
+    provider: row.provider,
+    provider_message_id: row.provider_message_id,
   };
 }
 
@@ -93,6 +106,9 @@ export class MessagesService {
       config: Pick<Config, 'defaultCountry' | 'delivery' | 'dltEnforce'>;
       providers: Providers;
       log: FastifyBaseLogger;
+      /** Channel accounts' providers and their shared send rate. */
+      accounts: AccountProviders;
+      pace: AccountPace;
     },
   ) {}
 
@@ -101,16 +117,25 @@ export class MessagesService {
    * credits are reserved before the provider sees it; should this process die before recording the
    * provider's answer, the delivery worker picks the row up when the lease ends.
    */
-  async send(workspaceId: number, given: SendInput) {
-    const { db, config, providers } = this.deps;
+  async send(
+    workspaceId: number,
+    given: SendInput,
+    /** A channel account's test send: a refusal is 422 provider_rejected with the provider's code and text. */
+    options: { test?: boolean } = {},
+  ) {
+    const { db, config, providers, accounts } = this.deps;
     const errors: FieldErrors = {};
+    const account = await accountForSend(db, workspaceId, given.channel, given.channel_account_id);
     const { template, ...input } = await withTemplate(db, workspaceId, given, config.dltEnforce);
     const to = recipientAddress(input.channel, input.to, config.defaultCountry);
     if (!to) errors.to = [addressProblem(input.channel)];
     contentProblems(input, errors);
+    templateForAccount(account, template, errors);
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);
     await refuseOptedOut(db, workspaceId, input.channel, to);
-    if (template) input.message = await renderFor(db, workspaceId, input.channel, to, input.message);
+    let voter: VoterFields | undefined;
+    if (template)
+      ({ text: input.message, voter } = await renderFor(db, workspaceId, input.channel, to, input.message));
 
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
@@ -125,6 +150,7 @@ export class MessagesService {
         subject: input.subject ?? null,
         media_url: input.media_url ?? null,
         template_id: input.template_id ?? null,
+        channel_account_id: account?.id ?? null,
         status: 'queued',
         cost,
         claimed_by: `api:${process.pid}`,
@@ -141,8 +167,9 @@ export class MessagesService {
       return row;
     });
 
-    const provider = providers[input.channel];
+    const provider = account ? accounts.providerFor(account, input.channel) : providers[input.channel];
     try {
+      if (account) await this.deps.pace.take(account.id, account.send_rate_per_second);
       // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
       const message = {
         channel: input.channel,
@@ -153,6 +180,7 @@ export class MessagesService {
         templateId: input.template_id,
         reference: messageRef(row.id),
         ...dltFields(template),
+        ...providerTemplateOf(template, voter),
       };
       const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
       await this.handedOver([
@@ -160,15 +188,33 @@ export class MessagesService {
       ]);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      await this.fail([row.id], reason, error instanceof ProviderError ? error.code : 'provider_rejected');
+      const code = error instanceof ProviderError ? error.code : 'provider_rejected';
+      await this.fail([row.id], reason, code);
+      if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
       this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
+      if (options.test)
+        throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
+          id: messageRef(row.id),
+          provider: provider.name,
+          error_code: code,
+          error_message: reason,
+        });
       throw new AppError(
         'provider_error',
         `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
         { id: messageRef(row.id), status: 'failed', provider: provider.name },
       );
     }
-    return { id: messageRef(row.id), status: 'sent' as const, channel: input.channel, to };
+    const sent = await findMessage(db, workspaceId, row.id);
+    return {
+      id: messageRef(row.id),
+      status: 'sent' as const,
+      channel: input.channel,
+      to,
+      channel_account_id: account ? accountRef(account.id) : null,
+      provider: provider.name,
+      provider_message_id: sent?.provider_message_id ?? null,
+    };
   }
 
   async history(workspaceId: number, query: HistoryInput) {

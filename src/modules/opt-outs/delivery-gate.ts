@@ -8,7 +8,7 @@ import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
 import { failMessages, releaseUnsent } from '../messages/outbox.repository.ts';
 import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
-import { dltFields } from '../templates/templates.service.ts';
+import { dltFields, providerTemplateOf } from '../templates/templates.service.ts';
 import {
   phonesInConstituencies,
   silencedConstituencies,
@@ -179,7 +179,11 @@ export class DeliveryGate {
             await setRendered(trx, row.id, body, cost, now);
             row.body = body;
             row.cost = cost;
-            extras.set(row.id, dltFields(templates.get(templateId(row) ?? 0)));
+            const template = templates.get(templateId(row) ?? 0);
+            extras.set(row.id, {
+              ...dltFields(template),
+              ...providerTemplateOf(template, voters.get(row.to)),
+            });
           }
         }
       });

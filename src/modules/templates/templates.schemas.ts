@@ -21,6 +21,10 @@ export const TemplateItem = Type.Object({
   dlt_template_id: Type.Union([Type.String(), Type.Null()]),
   sender_id: Type.Union([Type.String(), Type.Null()]),
   subject: Type.Union([Type.String(), Type.Null()]),
+  provider_template_ids: Type.Object(
+    { msg91: Type.Optional(Type.String()), whatsapp_cloud: Type.Optional(Type.String()) },
+    { description: 'The template at each provider that keeps its own ({} when none).' },
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -39,6 +43,30 @@ const fields = {
   dlt_template_id: Nullable(64, 'The template id registered on the DLT platform (TRAI).'),
   sender_id: Nullable(20, 'The DLT header (sender id) the template is registered with.'),
   subject: Nullable(200, 'Email subject.'),
+  provider_template_ids: Type.Union(
+    [
+      Type.Object(
+        {
+          msg91: Type.Optional(
+            Type.String({ maxLength: 64, description: "The template's id in the MSG91 panel (Flow)." }),
+          ),
+          whatsapp_cloud: Type.Optional(
+            Type.String({
+              maxLength: 512,
+              description: "The approved WhatsApp template's name, used with the template's language.",
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ],
+    {
+      description:
+        'The template at providers that keep their own: MSG91 sends SMS only through a template with `msg91`; ' +
+        'WhatsApp Cloud API accounts send the approved template named by `whatsapp_cloud`. null clears both.',
+    },
+  ),
 };
 
 export const CreateTemplateBody = Type.Object(
@@ -51,6 +79,7 @@ export const CreateTemplateBody = Type.Object(
     dlt_template_id: Type.Optional(fields.dlt_template_id),
     sender_id: Type.Optional(fields.sender_id),
     subject: Type.Optional(fields.subject),
+    provider_template_ids: Type.Optional(fields.provider_template_ids),
   },
   { additionalProperties: false },
 );
@@ -65,6 +94,7 @@ export const UpdateTemplateBody = Type.Object(
     dlt_template_id: Type.Optional(fields.dlt_template_id),
     sender_id: Type.Optional(fields.sender_id),
     subject: Type.Optional(fields.subject),
+    provider_template_ids: Type.Optional(fields.provider_template_ids),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -9,7 +9,10 @@ import {
   renderTemplate,
   templateVariables,
   unknownVariables,
+  variableValues,
+  type VoterFields,
 } from '../../lib/template-render.ts';
+import type { ProviderTemplate } from '../../providers/provider.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import {
   deleteTemplate,
@@ -29,6 +32,27 @@ export interface TemplateInput {
   dlt_template_id?: string | null | undefined;
   sender_id?: string | null | undefined;
   subject?: string | null | undefined;
+  provider_template_ids?: ProviderTemplateIds | null | undefined;
+}
+
+/** A template's id with each provider that keeps its own: MSG91's Flow id, an approved WhatsApp template's name. */
+export interface ProviderTemplateIds {
+  msg91?: string | undefined;
+  whatsapp_cloud?: string | undefined;
+}
+
+function providerIdsOf(row: TemplateRow): ProviderTemplateIds {
+  return row.provider_template_ids ? (JSON.parse(row.provider_template_ids) as ProviderTemplateIds) : {};
+}
+
+function storedProviderIds(ids: ProviderTemplateIds | null | undefined): string | null | undefined {
+  if (ids === undefined) return undefined;
+  const kept = Object.fromEntries(
+    Object.entries(ids ?? {})
+      .map(([k, v]) => [k, typeof v === 'string' ? v.trim() : ''])
+      .filter(([, v]) => v !== ''),
+  );
+  return Object.keys(kept).length > 0 ? JSON.stringify(kept) : null;
 }
 
 export const templateRef = (id: number) => `tpl_${id}`;
@@ -44,6 +68,7 @@ export function templateItem(row: TemplateRow) {
     dlt_template_id: row.dlt_template_id,
     sender_id: row.sender_id,
     subject: row.subject,
+    provider_template_ids: providerIdsOf(row),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -84,6 +109,7 @@ export class TemplatesService {
       dlt_template_id: blankToNull(input.dlt_template_id) ?? null,
       sender_id: blankToNull(input.sender_id) ?? null,
       subject: blankToNull(input.subject) ?? null,
+      provider_template_ids: storedProviderIds(input.provider_template_ids) ?? null,
       created_at: now,
       updated_at: now,
     });
@@ -122,6 +148,9 @@ export class TemplatesService {
       ...(input.dlt_template_id !== undefined ? { dlt_template_id: blankToNull(input.dlt_template_id) } : {}),
       ...(input.sender_id !== undefined ? { sender_id: blankToNull(input.sender_id) } : {}),
       ...(input.subject !== undefined ? { subject: blankToNull(input.subject) } : {}),
+      ...(input.provider_template_ids !== undefined
+        ? { provider_template_ids: storedProviderIds(input.provider_template_ids) }
+        : {}),
       updated_at: nowIso(),
     });
     if (!row) throw notFound('Template');
@@ -213,9 +242,30 @@ export async function renderFor(
   channel: MessageChannel,
   to: string,
   body: string,
-): Promise<string> {
+): Promise<{ text: string; voter: VoterFields | undefined }> {
   const voters = await votersByAddress(db, workspaceId, channel, [to]);
-  return renderTemplate(body, voters.get(to));
+  const voter = voters.get(to);
+  return { text: renderTemplate(body, voter), voter };
+}
+
+/**
+ * What a provider that keeps templates of its own is given (MSG91, the WhatsApp Cloud API): the template's ids
+ * there, its language and its variables' values for this recipient, in the order they appear in the body.
+ */
+export function providerTemplateOf(
+  template: TemplateRow | undefined,
+  voter: VoterFields | undefined,
+): { providerTemplate?: ProviderTemplate } {
+  if (!template) return {};
+  const ids = providerIdsOf(template);
+  if (Object.keys(ids).length === 0) return {};
+  return {
+    providerTemplate: {
+      ids: ids as Record<string, string>,
+      language: template.language,
+      variables: variableValues(template.body, voter),
+    },
+  };
 }
 
 /** What a provider is given for a DLT-registered SMS template (TRAI): its template id and header. */

@@ -15,6 +15,8 @@ import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repos
  * - `payment.processed`: `{ payment, credits }`: the payment and the workspace's balance after it.
  * - `message.received`: a reply, as GET /api/messages/inbound shows it
  *   (`{ id: "in_<n>", channel, from, body, keyword, created_at }`).
+ * - `channel_account.failed`: a provider refused a channel account's credentials and the account was switched
+ *   off (`{ id: "cha_<n>", name, provider, error_code: "auth_failed", error_message, failed_at }`).
  *
  * Plus `ping`, sent only by POST /api/webhooks/{id}/test and only to that endpoint.
  */
@@ -25,6 +27,7 @@ export const webhookEventTypes = [
   'grievance.resolved',
   'payment.processed',
   'message.received',
+  'channel_account.failed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

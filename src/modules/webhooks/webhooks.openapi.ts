@@ -64,6 +64,22 @@ export const webhookEventsOpenApi = {
   'grievance.created': event('grievance.created', Grievance, 'A grievance was recorded'),
   'grievance.resolved': event('grievance.resolved', Grievance, 'A grievance moved to `resolved`'),
   'payment.processed': event('payment.processed', ProcessedPayment, 'A payment added credits'),
-  'message.received': event('message.received', InboundItem, 'A reply came in (POST /api/inbound, Twilio)'),
+  'message.received': event(
+    'message.received',
+    InboundItem,
+    'A reply came in (POST /api/inbound, Twilio, a WhatsApp Cloud API account)',
+  ),
+  'channel_account.failed': event(
+    'channel_account.failed',
+    Type.Object({
+      id: Type.String({ description: '`cha_<n>`' }),
+      name: Type.String(),
+      provider: Type.String(),
+      error_code: Type.Literal('auth_failed'),
+      error_message: Type.String({ description: "The provider's own code and text." }),
+      failed_at: Timestamp,
+    }),
+    "A provider refused a channel account's credentials; the account is switched off",
+  ),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
 };

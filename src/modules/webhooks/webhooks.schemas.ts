@@ -5,21 +5,11 @@ import { webhookEventTypes } from './webhooks.events.ts';
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 const eventList = (more = '') =>
-  Type.Array(
-    Type.Union([
-      Type.Literal('message.delivered'),
-      Type.Literal('message.failed'),
-      Type.Literal('grievance.created'),
-      Type.Literal('grievance.resolved'),
-      Type.Literal('payment.processed'),
-      Type.Literal('message.received'),
-    ]),
-    {
-      minItems: 1,
-      uniqueItems: true,
-      description: `Event types to receive: any of ${webhookEventTypes.join(', ')}.${more}`,
-    },
-  );
+  Type.Array(Type.Union(webhookEventTypes.map((type) => Type.Literal(type))), {
+    minItems: 1,
+    uniqueItems: true,
+    description: `Event types to receive: any of ${webhookEventTypes.join(', ')}.${more}`,
+  });
 
 const fields = {
   url: Type.String({

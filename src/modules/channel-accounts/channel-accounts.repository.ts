@@ -1,0 +1,80 @@
+import type { Insertable, Updateable } from 'kysely';
+import { pageOf } from '../../db/paginate.ts';
+import type { ChannelAccountRow, ChannelAccountTable, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+export async function insertAccount(db: Executor, values: Insertable<ChannelAccountTable>) {
+  return db.insertInto('channel_accounts').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findAccount(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+): Promise<ChannelAccountRow | undefined> {
+  return db
+    .selectFrom('channel_accounts')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Any workspace's account by id: callbacks (whose token proves the account) and the delivery worker. */
+export async function accountById(db: Executor, id: number): Promise<ChannelAccountRow | undefined> {
+  return db.selectFrom('channel_accounts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listAccounts(db: Executor, workspaceId: number, page: number, perPage: number) {
+  return pageOf(
+    db.selectFrom('channel_accounts').where('workspace_id', '=', workspaceId),
+    (q) => q.selectAll().orderBy('id', 'asc'),
+    page,
+    perPage,
+  );
+}
+
+export async function updateAccount(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  values: Updateable<ChannelAccountTable>,
+): Promise<ChannelAccountRow | undefined> {
+  return db
+    .updateTable('channel_accounts')
+    .set(values)
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function deleteAccount(db: Executor, workspaceId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('channel_accounts')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** The workspace's other accounts that are the default for any of `channels` (to move the default away). */
+export async function accountsOfWorkspace(db: Executor, workspaceId: number): Promise<ChannelAccountRow[]> {
+  return db.selectFrom('channel_accounts').selectAll().where('workspace_id', '=', workspaceId).execute();
+}
+
+/** The workspace's default active account for `channel`, if it has one. */
+export async function defaultAccount(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+): Promise<ChannelAccountRow | undefined> {
+  const rows = await db
+    .selectFrom('channel_accounts')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('disabled_at', 'is', null)
+    .where('default_for', 'like', `%"${channel}"%`)
+    .execute();
+  return rows.find((row) => (JSON.parse(row.default_for) as string[]).includes(channel));
+}

@@ -1,0 +1,175 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { actorOf } from '../audit/audit.repository.ts';
+import { authOf } from '../../http/guard.ts';
+import { Page, Success } from '../../http/schemas.ts';
+import type { MessagesService } from '../messages/messages.service.ts';
+import {
+  ChannelAccountItem,
+  ChannelAccountParams,
+  CreateChannelAccountBody,
+  ListChannelAccountsQuery,
+  TestSendBody,
+  TestSendResult,
+  UpdateChannelAccountBody,
+} from './channel-accounts.schemas.ts';
+import type { ChannelAccountsService } from './channel-accounts.service.ts';
+
+const TEST_TEXT = 'A test message from the Campaign Engagement Service: this channel account works.';
+
+/** `/api/channel-accounts`: the workspace's own provider accounts (politicians only). */
+export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
+  accounts: ChannelAccountsService;
+  messages: MessagesService;
+}> = async (app, { accounts, messages }) => {
+  const tags = ['Channel accounts'];
+  const config = { permission: 'channels:manage' as const };
+
+  app.post(
+    '/channel-accounts',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Add a channel account (a provider account of this workspace)',
+        description:
+          'Credentials are encrypted at rest and never returned. A missing or malformed setting or credential is a 422 ' +
+          'naming it; credentials are first tried with the provider by a message or a test send.',
+        body: CreateChannelAccountBody,
+        response: { 201: Success(ChannelAccountItem) },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      const data = await accounts.create(auth.workspaceId, actorOf(request), request.body);
+      return reply.code(201).send({ success: true, message: 'Channel account created.', data });
+    },
+  );
+
+  app.get(
+    '/channel-accounts',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List the channel accounts, oldest first',
+        querystring: ListChannelAccountsQuery,
+        response: { 200: Success(Page(ChannelAccountItem)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await accounts.list(authOf(request).workspaceId, request.query),
+    }),
+  );
+
+  app.get(
+    '/channel-accounts/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Read a channel account (with its callback URLs)',
+        params: ChannelAccountParams,
+        response: { 200: Success(ChannelAccountItem) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await accounts.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.patch(
+    '/channel-accounts/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Change a channel account',
+        description:
+          "`settings` and `credentials` merge into the account's; `default_for` moves the default of those channels " +
+          'here; `active: true` switches an account back on (after its credentials were refused, say); ' +
+          '`rotate_callback_token: true` changes the secret in its callback URLs.',
+        params: ChannelAccountParams,
+        body: UpdateChannelAccountBody,
+        response: { 200: Success(ChannelAccountItem) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      message: 'Channel account updated.',
+      data: await accounts.update(
+        authOf(request).workspaceId,
+        actorOf(request),
+        request.params.id,
+        request.body,
+      ),
+    }),
+  );
+
+  app.delete(
+    '/channel-accounts/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a channel account',
+        description:
+          'Messages still queued for it fail (refunded) when their turn comes; its callback URLs stop working.',
+        params: ChannelAccountParams,
+        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+      },
+    },
+    async (request) => {
+      await accounts.remove(authOf(request).workspaceId, actorOf(request), request.params.id);
+      return { success: true as const, message: 'Channel account deleted.' };
+    },
+  );
+
+  app.post(
+    '/channel-accounts/:id/test',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Send one short test message through the account',
+        description:
+          "On `channel` (default the account's first). Through MSG91, which sends only templates, give a `tpl_` " +
+          'template with provider_template_ids.msg91. Costs one credit of the channel, like any send. A refusal is ' +
+          "422 `provider_rejected` with the provider's code and text in `details`.",
+        params: ChannelAccountParams,
+        body: TestSendBody,
+        response: { 200: Success(TestSendResult) },
+      },
+    },
+    async (request) => {
+      const workspaceId = authOf(request).workspaceId;
+      const account = await accounts.get(workspaceId, request.params.id);
+      const channel = request.body.channel ?? account.channels[0]!;
+      const sent = await messages.send(
+        workspaceId,
+        {
+          channel,
+          to: request.body.to,
+          ...(request.body.template_id !== undefined
+            ? { template_id: request.body.template_id }
+            : { message: TEST_TEXT, ...(channel === 'email' ? { subject: 'Test message' } : {}) }),
+          channel_account_id: account.id,
+        },
+        { test: true },
+      );
+      return {
+        success: true as const,
+        message: `${account.provider} accepted the test message.`,
+        data: {
+          id: sent.id,
+          channel: sent.channel,
+          to: sent.to,
+          provider: sent.provider,
+          provider_message_id: sent.provider_message_id,
+        },
+      };
+    },
+  );
+};

@@ -1,0 +1,359 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type {
+  AccountProvider,
+  ChannelAccountRow,
+  Database,
+  MessageChannel,
+  TemplateRow,
+} from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { type FieldErrors, notFound, validationError } from '../../errors.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { SecretBox } from '../../lib/secret-box.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { parseRef } from '../messages/messages.rules.ts';
+import { emitEvent } from '../webhooks/webhooks.events.ts';
+import {
+  accountsOfWorkspace,
+  defaultAccount,
+  deleteAccount,
+  findAccount,
+  insertAccount,
+  listAccounts,
+  updateAccount,
+} from './channel-accounts.repository.ts';
+import { accountRef, checkAccount, providerSpecs, type SettingValue } from './channel-accounts.rules.ts';
+
+export interface CreateAccountInput {
+  name: string;
+  provider: AccountProvider;
+  channels?: MessageChannel[] | undefined;
+  settings?: Record<string, SettingValue> | undefined;
+  credentials?: Record<string, string> | undefined;
+  default_for?: MessageChannel[] | undefined;
+  send_rate_per_second?: number | null | undefined;
+  active?: boolean | undefined;
+}
+
+export interface UpdateAccountInput extends Partial<Omit<CreateAccountInput, 'provider'>> {
+  rotate_callback_token?: boolean | undefined;
+}
+
+/** Seals and opens channel-account secrets (credentials, callback and verify tokens) under APP_KEY. */
+export function accountSecretBox(appKey: Buffer): SecretBox {
+  return new SecretBox(appKey, 'channel-accounts');
+}
+
+const newToken = () => randomBytes(24).toString('base64url');
+const json = <T>(text: string) => JSON.parse(text) as T;
+
+/** The callback URLs of an account: `<base>/api/providers/<provider>/cha_<n>/<token>/<kind>`. */
+export function callbackUrls(row: ChannelAccountRow, token: string, base: string): Record<string, string> {
+  return Object.fromEntries(
+    providerSpecs[row.provider].callbacks.map((kind) => [
+      kind,
+      `${base}/api/providers/${row.provider}/${accountRef(row.id)}/${token}/${kind}`,
+    ]),
+  );
+}
+
+/**
+ * The account to carry a message on `channel`: the one named (`channel_account_id`: an active account of
+ * the workspace that serves the channel, else 422 naming the field), else the workspace's default active
+ * account for the channel, else none (the deployment's provider).
+ */
+export async function accountForSend(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  given: string | undefined,
+): Promise<ChannelAccountRow | undefined> {
+  if (given === undefined) return defaultAccount(db, workspaceId, channel);
+  const id = parseRef('cha', given);
+  const row = id === undefined ? undefined : await findAccount(db, workspaceId, id);
+  const problem = !row
+    ? 'is not a channel account of this workspace (cha_<n>).'
+    : row.disabled_at !== null
+      ? `is ${given}, which is switched off (active: false)${row.disabled_reason ? `: ${row.disabled_reason}` : ''}.`
+      : !json<string[]>(row.channels).includes(channel)
+        ? `is ${given}, which is not for ${channel} (its channels: ${json<string[]>(row.channels).join(', ')}).`
+        : undefined;
+  if (problem) throw validationError({ channel_account_id: [problem] });
+  return row;
+}
+
+/**
+ * MSG91 sends SMS only through its own templates: a message through an MSG91 account needs a `tpl_` template
+ * with `provider_template_ids.msg91` (422 on `template_id` otherwise).
+ */
+export function templateForAccount(
+  account: ChannelAccountRow | undefined,
+  template: TemplateRow | undefined,
+  errors: FieldErrors,
+): void {
+  if (account?.provider !== 'msg91') return;
+  const ids = template?.provider_template_ids
+    ? (JSON.parse(template.provider_template_ids) as { msg91?: string })
+    : {};
+  if (!ids.msg91)
+    errors.template_id = [
+      template
+        ? `is tpl_${template.id}, which has no provider_template_ids.msg91: MSG91 (${accountRef(account.id)}) sends SMS only through its own templates.`
+        : `is required: MSG91 (${accountRef(account.id)}) sends SMS only through a tpl_<n> template with provider_template_ids.msg91.`,
+    ];
+}
+
+/**
+ * Each workspace's own provider accounts (contract, third part, "Channel accounts"): credentials sealed at
+ * rest and never returned, one default per channel, callback URLs with a per-account secret token.
+ */
+export class ChannelAccountsService {
+  private readonly box: SecretBox;
+
+  constructor(private readonly deps: { db: Kysely<Database>; appKey: Buffer; publicBaseUrl: string }) {
+    this.box = accountSecretBox(deps.appKey);
+  }
+
+  item(row: ChannelAccountRow) {
+    const token = this.box.open(row.callback_token);
+    return {
+      id: accountRef(row.id),
+      name: row.name,
+      provider: row.provider,
+      channels: json<MessageChannel[]>(row.channels),
+      settings: json<Record<string, SettingValue>>(row.settings),
+      credentials_set: json<string[]>(row.credentials_set),
+      default_for: json<MessageChannel[]>(row.default_for),
+      send_rate_per_second: row.send_rate_per_second,
+      active: row.disabled_at === null,
+      disabled_reason: row.disabled_reason,
+      callback_urls: callbackUrls(row, token, this.deps.publicBaseUrl),
+      ...(row.provider === 'whatsapp_cloud' && row.verify_token
+        ? { verify_token: this.box.open(row.verify_token) }
+        : {}),
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    };
+  }
+
+  async create(workspaceId: number, actor: AuditActor, input: CreateAccountInput) {
+    const settings = input.settings ?? {};
+    const credentials = input.credentials ?? {};
+    const channels = input.channels ?? defaultChannels(input.provider, settings);
+    const defaults = input.default_for ?? [];
+    const errors: FieldErrors = {};
+    if (input.name.trim() === '') errors.name = ['must not be empty.'];
+    checkAccount(input.provider, channels, settings, credentials, errors);
+    checkDefaults(channels, defaults, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const now = nowIso();
+    return this.deps.db.transaction().execute(async (trx) => {
+      if (input.active !== false) await this.moveDefaults(trx, workspaceId, defaults, undefined, now);
+      const row = await insertAccount(trx, {
+        workspace_id: workspaceId,
+        name: input.name.trim(),
+        provider: input.provider,
+        channels: JSON.stringify(unique(channels)),
+        settings: JSON.stringify(settings),
+        credentials: this.box.seal(JSON.stringify(credentials)),
+        credentials_set: JSON.stringify(Object.keys(credentials).sort()),
+        default_for: JSON.stringify(input.active === false ? [] : unique(defaults)),
+        send_rate_per_second: input.send_rate_per_second ?? null,
+        disabled_at: input.active === false ? now : null,
+        disabled_reason: input.active === false ? 'switched off' : null,
+        callback_token: this.box.seal(newToken()),
+        verify_token: input.provider === 'whatsapp_cloud' ? this.box.seal(newToken()) : null,
+        created_at: now,
+        updated_at: now,
+      });
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'channel_account.created',
+        target: { type: 'channel_account', id: accountRef(row.id) },
+        details: { name: row.name, provider: row.provider, channels, default_for: defaults },
+      });
+      return this.item(row);
+    });
+  }
+
+  async list(workspaceId: number, query: { page: number; per_page: number }) {
+    const { rows, total } = await listAccounts(this.deps.db, workspaceId, query.page, query.per_page);
+    return pageResult(
+      rows.map((row) => this.item(row)),
+      total,
+      query.page,
+      query.per_page,
+    );
+  }
+
+  async get(workspaceId: number, ref: string) {
+    return this.item(await this.find(this.deps.db, workspaceId, ref));
+  }
+
+  async update(workspaceId: number, actor: AuditActor, ref: string, input: UpdateAccountInput) {
+    return this.deps.db.transaction().execute(async (trx) => {
+      const row = await this.find(trx, workspaceId, ref);
+      const settings = { ...json<Record<string, SettingValue>>(row.settings), ...input.settings };
+      const given = input.credentials ?? {};
+      const credentials = {
+        ...json<Record<string, string>>(this.box.open(row.credentials)),
+        ...given,
+      };
+      const channels = input.channels ?? json<MessageChannel[]>(row.channels);
+      const active = input.active ?? row.disabled_at === null;
+      const defaults = active
+        ? (input.default_for ?? json<MessageChannel[]>(row.default_for).filter((c) => channels.includes(c)))
+        : [];
+      const errors: FieldErrors = {};
+      if (input.name !== undefined && input.name.trim() === '') errors.name = ['must not be empty.'];
+      // Only what this request gives is checked against the provider's rules, and the whole for what is required.
+      checkAccount(row.provider, channels, settings, credentials, errors);
+      if (input.default_for !== undefined) checkDefaults(channels, input.default_for, errors);
+      if (Object.keys(errors).length > 0) throw validationError(errors);
+      const now = nowIso();
+      await this.moveDefaults(trx, workspaceId, defaults, row.id, now);
+      const updated = await updateAccount(trx, workspaceId, row.id, {
+        ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+        channels: JSON.stringify(unique(channels)),
+        settings: JSON.stringify(settings),
+        ...(input.credentials !== undefined
+          ? {
+              credentials: this.box.seal(JSON.stringify(credentials)),
+              credentials_set: JSON.stringify(Object.keys(credentials).sort()),
+            }
+          : {}),
+        default_for: JSON.stringify(unique(defaults)),
+        ...(input.send_rate_per_second !== undefined
+          ? { send_rate_per_second: input.send_rate_per_second }
+          : {}),
+        ...(active
+          ? { disabled_at: null, disabled_reason: null }
+          : row.disabled_at === null
+            ? { disabled_at: now, disabled_reason: 'switched off' }
+            : {}),
+        ...(input.rotate_callback_token ? { callback_token: this.box.seal(newToken()) } : {}),
+        updated_at: now,
+      });
+      if (!updated) throw notFound('Channel account');
+      const changed = Object.keys(input).filter((k) => k !== 'credentials');
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'channel_account.updated',
+        target: { type: 'channel_account', id: accountRef(row.id) },
+        details: {
+          changed,
+          ...(input.credentials !== undefined ? { credentials_changed: Object.keys(given).sort() } : {}),
+        },
+      });
+      return this.item(updated);
+    });
+  }
+
+  async remove(workspaceId: number, actor: AuditActor, ref: string): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      const row = await this.find(trx, workspaceId, ref);
+      if (!(await deleteAccount(trx, workspaceId, row.id))) throw notFound('Channel account');
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'channel_account.deleted',
+        target: { type: 'channel_account', id: accountRef(row.id) },
+        details: { name: row.name, provider: row.provider },
+      });
+    });
+  }
+
+  private async find(db: Executor, workspaceId: number, ref: string): Promise<ChannelAccountRow> {
+    const id = parseRef('cha', ref);
+    const row = id === undefined ? undefined : await findAccount(db, workspaceId, id);
+    if (!row) throw notFound('Channel account');
+    return row;
+  }
+
+  /** One default per channel: `channels` stop being the default of the workspace's other accounts. */
+  private async moveDefaults(
+    trx: Executor,
+    workspaceId: number,
+    channels: readonly MessageChannel[],
+    except: number | undefined,
+    now: string,
+  ): Promise<void> {
+    if (channels.length === 0) return;
+    for (const other of await accountsOfWorkspace(trx, workspaceId)) {
+      if (other.id === except) continue;
+      const before = json<MessageChannel[]>(other.default_for);
+      const after = before.filter((c) => !channels.includes(c));
+      if (after.length !== before.length)
+        await updateAccount(trx, workspaceId, other.id, {
+          default_for: JSON.stringify(after),
+          updated_at: now,
+        });
+    }
+  }
+}
+
+const unique = <T>(list: readonly T[]) => [...new Set(list)];
+
+/** Without `channels`: each channel of the provider whose own settings are given. */
+function defaultChannels(provider: AccountProvider, settings: Record<string, unknown>): MessageChannel[] {
+  const spec = providerSpecs[provider];
+  if (provider === 'exotel') return settings.caller_id && settings.app_id ? ['sms', 'ivr'] : ['sms'];
+  if (provider === 'twilio') {
+    const served = (['sms', 'whatsapp', 'ivr'] as const).filter(
+      (c) => settings[{ sms: 'sms_from', whatsapp: 'whatsapp_from', ivr: 'voice_from' }[c]] !== undefined,
+    );
+    return served.length > 0 ? [...served] : ['sms'];
+  }
+  return [...spec.channels];
+}
+
+function checkDefaults(
+  channels: readonly MessageChannel[],
+  defaults: readonly MessageChannel[],
+  errors: FieldErrors,
+) {
+  const foreign = defaults.filter((c) => !channels.includes(c));
+  if (foreign.length > 0)
+    errors.default_for = [
+      `names ${foreign.join(', ')}, which this account is not for (its channels: ${channels.join(', ')}).`,
+    ];
+}
+
+/**
+ * The provider refused the account's credentials: the account is switched off (its channels fall back to
+ * the deployment's provider, or another account a politician makes the default) and the office hears of it
+ * through `channel_account.failed`.
+ */
+export async function disableForAuth(
+  db: Kysely<Database>,
+  row: ChannelAccountRow,
+  reason: string,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const moved = await trx
+      .updateTable('channel_accounts')
+      .set({
+        disabled_at: now,
+        disabled_reason: `credentials refused: ${reason}`.slice(0, 500),
+        updated_at: now,
+      })
+      .where('id', '=', row.id)
+      .where('disabled_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    if (!moved) return;
+    await emitEvent(trx, row.workspace_id, 'channel_account.failed', {
+      id: accountRef(row.id),
+      name: row.name,
+      provider: row.provider,
+      error_code: 'auth_failed',
+      error_message: reason.slice(0, 500),
+      failed_at: now,
+    });
+  });
+}

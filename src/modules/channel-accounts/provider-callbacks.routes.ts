@@ -1,0 +1,320 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Kysely } from 'kysely';
+import { Type } from 'typebox';
+import { nowIso } from '../../db/connect.ts';
+import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
+import { Success } from '../../http/schemas.ts';
+import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
+import { exotelCallOutcome, exotelSmsOutcome } from '../../providers/exotel.ts';
+import { msg91Outcome, msg91Reports, type ReportOutcome } from '../../providers/msg91.ts';
+import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import {
+  verifyMetaSignature,
+  whatsappNotification,
+  whatsappOutcome,
+} from '../../providers/whatsapp-cloud.ts';
+import type { InboundService } from '../inbound/inbound.service.ts';
+import { parseRef } from '../messages/messages.rules.ts';
+import type { MessagesService } from '../messages/messages.service.ts';
+import { accountById } from './channel-accounts.repository.ts';
+import { type CallbackKind, providerSpecs } from './channel-accounts.rules.ts';
+
+const Params = Type.Object({
+  provider: Type.String({ maxLength: 20 }),
+  account: Type.String({ maxLength: 40, description: '`cha_<n>`' }),
+  token: Type.String({ maxLength: 100 }),
+  kind: Type.String({ maxLength: 20, description: 'delivery, call_status, greeting or webhook.' }),
+});
+
+/** A body as this plugin's parsers give it: JSON (with its raw text, for signatures), form fields, or text. */
+interface Parsed {
+  raw: string;
+  value: unknown;
+}
+
+const sameText = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+const fieldsOf = (value: unknown): Record<string, string> =>
+  value && typeof value === 'object' && !Array.isArray(value)
+    ? Object.fromEntries(
+        Object.entries(value as Record<string, unknown>).map(([k, v]) => [
+          k,
+          v === null || v === undefined ? '' : String(v),
+        ]),
+      )
+    : {};
+
+/**
+ * The callback URLs of channel accounts: `/api/providers/<provider>/cha_<n>/<token>/<kind>`, as each account's
+ * `callback_urls` lists them. The token (a secret per account) is checked in constant time, and a provider
+ * that signs its requests (Meta, Twilio) is verified as well: a wrong token or signature is 401 and changes
+ * nothing. Reports go through the message lifecycle's conditional updates, so a repeated or late report never
+ * moves a message back.
+ */
+export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
+  db: Kysely<Database>;
+  accounts: AccountProviders;
+  messages: MessagesService;
+  inbound: InboundService;
+  publicBaseUrl: string | undefined;
+  port: number;
+}> = async (app, deps) => {
+  const { db, accounts, messages, inbound } = deps;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: 1024 * 1024 },
+    (_r, body, done) => {
+      const raw = typeof body === 'string' ? body : body.toString('utf8');
+      try {
+        done(null, { raw, value: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) } satisfies Parsed);
+      } catch {
+        done(new AppError('bad_request', 'The body is not valid JSON.'), undefined);
+      }
+    },
+  );
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => {
+    const raw = typeof body === 'string' ? body : body.toString('utf8');
+    done(null, { raw, value: Object.fromEntries(new URLSearchParams(raw)) } satisfies Parsed);
+  });
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_r, body, done) => {
+    const raw = typeof body === 'string' ? body : body.toString('utf8');
+    done(null, { raw, value: {} } satisfies Parsed);
+  });
+
+  /** The account the URL names, when its token (and provider and kind) match; 401 otherwise. */
+  async function accountOf(params: { provider: string; account: string; token: string; kind: string }) {
+    const id = parseRef('cha', params.account);
+    const row = id === undefined ? undefined : await accountById(db, id);
+    const kinds = row ? (providerSpecs[row.provider].callbacks as readonly string[]) : [];
+    if (
+      !row ||
+      row.provider !== params.provider ||
+      !kinds.includes(params.kind) ||
+      !sameText(accounts.callbackToken(row), params.token)
+    ) {
+      throw new AppError(
+        'unauthorized',
+        "This callback URL is not valid: copy it again from the account's callback_urls.",
+      );
+    }
+    return { row, kind: params.kind as CallbackKind };
+  }
+
+  /** Applies outcomes to the account's messages they name (never another account's). */
+  async function apply(
+    row: ChannelAccountRow,
+    found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
+  ) {
+    let applied = 0;
+    const notes: Array<{ id: number; error: string }> = [];
+    const reports = [];
+    for (const { message, outcome } of found) {
+      if (!message || !outcome || message.channel_account_id !== row.id) continue;
+      applied += 1;
+      if (outcome.status === 'sent') notes.push({ id: message.id, error: outcome.error });
+      else if (outcome.status === 'delivered')
+        reports.push({ messageId: message.id, status: 'delivered' as const });
+      else
+        reports.push({
+          messageId: message.id,
+          status: 'failed' as const,
+          error: outcome.error,
+          errorCode: outcome.code,
+        });
+    }
+    await messages.applyReports(reports);
+    // A status that is neither delivered nor failed is kept in error_message while the message stays sent.
+    for (const note of notes) {
+      await db
+        .updateTable('messages')
+        .set({ error: note.error.slice(0, 500), updated_at: nowIso() })
+        .where('id', '=', note.id)
+        .where('status', '=', 'sent')
+        .execute();
+    }
+    return applied;
+  }
+
+  const byProviderId = (accountId: number, providerMessageId: string, to?: string) =>
+    db
+      .selectFrom('messages')
+      .selectAll()
+      .where('provider_message_id', '=', providerMessageId)
+      .where('channel_account_id', '=', accountId)
+      .$if(to !== undefined, (q) => q.where('to', '=', to!))
+      .executeTakeFirst();
+
+  const schema = {
+    tags: ['Provider callbacks'],
+    params: Params,
+    security: [],
+  };
+
+  app.get(
+    '/providers/:provider/:account/:token/:kind',
+    {
+      config: { permission: 'public', rateLimit: 'callback' },
+      schema: {
+        ...schema,
+        summary:
+          "A channel account's GET callbacks: Exotel's greeting text, the WhatsApp webhook's verification",
+        description:
+          "`exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 " +
+          "for an unknown call. `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's " +
+          '`verify_token`) and `hub.challenge` answer the challenge as text/plain.',
+        querystring: Type.Object(
+          {
+            'hub.mode': Type.Optional(Type.String({ maxLength: 40 })),
+            'hub.verify_token': Type.Optional(Type.String({ maxLength: 200 })),
+            'hub.challenge': Type.Optional(Type.String({ maxLength: 200 })),
+            CallSid: Type.Optional(Type.String({ maxLength: 100 })),
+            CustomField: Type.Optional(Type.String({ maxLength: 100 })),
+          },
+          {
+            additionalProperties: true,
+            description: 'Other fields the provider adds (Exotel passes a dozen) are ignored.',
+          },
+        ),
+        produces: ['text/plain'],
+        response: {
+          200: { description: 'Text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        },
+      },
+    },
+    async (request, reply) => {
+      const { row, kind } = await accountOf(request.params);
+      const query = request.query as Record<string, string>;
+      if (kind === 'webhook') {
+        const expected = accounts.verifyToken(row) ?? '';
+        if (query['hub.mode'] !== 'subscribe' || !sameText(expected, query['hub.verify_token'] ?? ''))
+          throw new AppError('unauthorized', "hub.verify_token does not match the account's verify_token.");
+        return reply.type('text/plain').send(query['hub.challenge'] ?? '');
+      }
+      if (kind === 'greeting') {
+        const id = parseRef('msg', query.CustomField ?? '');
+        const message =
+          id === undefined
+            ? undefined
+            : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+        const known =
+          message &&
+          message.channel_account_id === row.id &&
+          message.channel === 'ivr' &&
+          (message.provider_message_id === null || message.provider_message_id === query.CallSid);
+        if (!known)
+          throw new AppError('not_found', 'No call of this account has that CallSid and CustomField.');
+        return reply.type('text/plain').send(message.body);
+      }
+      throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
+    },
+  );
+
+  app.post(
+    '/providers/:provider/:account/:token/:kind',
+    {
+      config: { permission: 'public', rateLimit: 'callback' },
+      schema: {
+        ...schema,
+        summary: "A channel account's delivery reports and inbound messages",
+        description:
+          '`msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` ' +
+          '`webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). ' +
+          'See docs/providers.md for each status mapping.',
+        querystring: Type.Object(
+          { message: Type.Optional(Type.String({ maxLength: 40, description: 'Twilio: our message id.' })) },
+          { additionalProperties: true },
+        ),
+        response: {
+          200: Success(
+            Type.Object({
+              applied: Type.Integer({ description: 'Reports and messages taken from the request.' }),
+            }),
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { row, kind } = await accountOf(request.params);
+      const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
+      let applied = 0;
+      if (row.provider === 'msg91') {
+        const reports = msg91Reports(body.value);
+        const found = [];
+        for (const report of reports)
+          found.push({
+            message: await byProviderId(row.id, report.requestId, `+${report.number.replace(/^\+/, '')}`),
+            outcome: msg91Outcome(report),
+          });
+        applied = await apply(row, found);
+      } else if (row.provider === 'exotel') {
+        const fields = fieldsOf(body.value);
+        const sid = kind === 'call_status' ? fields.CallSid : fields.SmsSid;
+        const outcome = kind === 'call_status' ? exotelCallOutcome(fields) : exotelSmsOutcome(fields);
+        if (sid) applied = await apply(row, [{ message: await byProviderId(row.id, sid), outcome }]);
+      } else if (row.provider === 'whatsapp_cloud') {
+        const signature = request.headers['x-hub-signature-256'];
+        const secret = accounts.credentials(row).app_secret ?? '';
+        if (!verifyMetaSignature(secret, body.raw, typeof signature === 'string' ? signature : undefined))
+          throw new AppError(
+            'unauthorized',
+            "The X-Hub-Signature-256 does not match this request and the account's app_secret.",
+          );
+        const { statuses, messages: received } = whatsappNotification(body.value);
+        const found = [];
+        for (const status of statuses)
+          found.push({ message: await byProviderId(row.id, status.id), outcome: whatsappOutcome(status) });
+        applied = await apply(row, found);
+        for (const message of received) {
+          const stored = await inbound.receiveForAccount(
+            row.workspace_id,
+            {
+              channel: 'whatsapp',
+              from: `+${message.from}`,
+              body: message.body.slice(0, 5000),
+              providerMessageId: message.id.slice(0, 128),
+            },
+            'whatsapp_cloud',
+            request.ip ?? null,
+          );
+          if (stored) applied += 1;
+        }
+      } else if (row.provider === 'twilio') {
+        const fields = fieldsOf(body.value);
+        const url = `${deps.publicBaseUrl ?? publicBase({ publicBaseUrl: undefined, port: deps.port })}${request.originalUrl}`;
+        const signature = request.headers['x-twilio-signature'];
+        const token = accounts.credentials(row).auth_token ?? '';
+        if (!verifyTwilioSignature(token, url, fields, typeof signature === 'string' ? signature : undefined))
+          throw new AppError(
+            'unauthorized',
+            "The X-Twilio-Signature does not match this request and the account's auth_token.",
+          );
+        const id = parseRef('msg', (request.query as Record<string, string>).message ?? '');
+        const status = twilioFinalStatus(fields);
+        const message =
+          id === undefined
+            ? undefined
+            : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+        const code = fields.ErrorCode;
+        const outcome: ReportOutcome | undefined =
+          status === 'delivered'
+            ? { status: 'delivered' }
+            : status === 'failed'
+              ? {
+                  status: 'failed',
+                  code: twilioErrorCode(code) ?? 'undeliverable',
+                  error: `Twilio reported ${fields.MessageStatus ?? fields.CallStatus}${code ? ` (error ${code})` : ''}`,
+                }
+              : undefined;
+        applied = await apply(row, [{ message, outcome }]);
+      }
+      return { success: true as const, data: { applied } };
+    },
+  );
+};

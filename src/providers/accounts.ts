@@ -1,0 +1,183 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { ChannelAccountRow } from '../db/schema.ts';
+import { Pace } from '../jobs/pace.ts';
+import { SecretBox } from '../lib/secret-box.ts';
+import { ExotelProvider } from './exotel.ts';
+import { Msg91Provider } from './msg91.ts';
+import type { Channel, MessageProvider } from './provider.ts';
+import { SandboxProvider } from './sandbox.ts';
+import { SmtpProvider } from './smtp.ts';
+import { TwilioProvider } from './twilio.ts';
+import { WhatsAppCloudProvider } from './whatsapp-cloud.ts';
+
+export type AccountsConfig = Pick<
+  Config,
+  | 'appKey'
+  | 'providerBaseUrls'
+  | 'whatsappCloudApiVersion'
+  | 'publicBaseUrl'
+  | 'port'
+  | 'delivery'
+  | 'sandboxDeliveryDelayMs'
+  | 'redisPrefix'
+>;
+
+/** Where the service is reached from outside: PUBLIC_BASE_URL, else localhost on PORT. */
+export function publicBase(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+  return config.publicBaseUrl ?? `http://localhost:${config.port}`;
+}
+
+/** The callback URL of kind `kind` of an account (see callbackUrls in the channel-accounts module). */
+function callbackUrl(base: string, row: ChannelAccountRow, token: string, kind: string): string {
+  return `${base}/api/providers/${row.provider}/cha_${row.id}/${token}/${kind}`;
+}
+
+/**
+ * The providers of channel accounts, built from each account's settings and its credentials (opened only
+ * here, in memory, to make the provider) and kept while the account is unchanged (`updated_at`).
+ */
+export class AccountProviders {
+  private readonly box: SecretBox;
+  private readonly built = new Map<string, { updatedAt: string; provider: MessageProvider }>();
+
+  constructor(private readonly deps: { config: AccountsConfig; log: FastifyBaseLogger }) {
+    this.box = new SecretBox(deps.config.appKey, 'channel-accounts');
+  }
+
+  /** The account's provider for `channel` (the account serves it: the caller checked). */
+  providerFor(row: ChannelAccountRow, channel: Channel): MessageProvider {
+    const key = `${row.id}:${channel}`;
+    const known = this.built.get(key);
+    if (known && known.updatedAt === String(row.updated_at)) return known.provider;
+    known?.provider.close?.();
+    const provider = this.build(row, channel);
+    this.built.set(key, { updatedAt: String(row.updated_at), provider });
+    return provider;
+  }
+
+  /** The secret in the account's callback URLs. */
+  callbackToken(row: ChannelAccountRow): string {
+    return this.box.open(row.callback_token);
+  }
+
+  verifyToken(row: ChannelAccountRow): string | undefined {
+    return row.verify_token ? this.box.open(row.verify_token) : undefined;
+  }
+
+  /** The account's credentials: for the callbacks that check a provider's signature. */
+  credentials(row: ChannelAccountRow): Record<string, string> {
+    return JSON.parse(this.box.open(row.credentials)) as Record<string, string>;
+  }
+
+  close(): void {
+    for (const { provider } of this.built.values()) provider.close?.();
+    this.built.clear();
+  }
+
+  private build(row: ChannelAccountRow, channel: Channel): MessageProvider {
+    const { config, log } = this.deps;
+    const settings = JSON.parse(row.settings) as Record<string, string | number | boolean | undefined>;
+    const text = (name: string) =>
+      typeof settings[name] === 'string' ? (settings[name] as string) : undefined;
+    const secrets = this.credentials(row);
+    const base = publicBase(config);
+    const token = this.callbackToken(row);
+    const urls = config.providerBaseUrls;
+    switch (row.provider) {
+      case 'msg91':
+        return new Msg91Provider({
+          baseUrl: urls.msg91,
+          authkey: secrets.authkey ?? '',
+          sender: text('sender') ?? '',
+        });
+      case 'exotel':
+        return new ExotelProvider(channel === 'ivr' ? 'ivr' : 'sms', {
+          baseUrl: urls.exotel,
+          sid: text('sid') ?? '',
+          apiKey: secrets.api_key ?? '',
+          apiToken: secrets.api_token ?? '',
+          sender: text('sender') ?? '',
+          callerId: text('caller_id'),
+          appId: text('app_id'),
+          dltEntityId: text('dlt_entity_id'),
+          deliveryUrl: callbackUrl(base, row, token, 'delivery'),
+          callStatusUrl: callbackUrl(base, row, token, 'call_status'),
+        });
+      case 'whatsapp_cloud':
+        return new WhatsAppCloudProvider({
+          baseUrl: urls.whatsappCloud,
+          version: config.whatsappCloudApiVersion,
+          phoneNumberId: text('phone_number_id') ?? '',
+          accessToken: secrets.access_token ?? '',
+        });
+      case 'twilio':
+        if (channel === 'email') throw new Error('twilio cannot send email');
+        return new TwilioProvider(channel, {
+          accountSid: text('account_sid') ?? '',
+          authToken: secrets.auth_token ?? '',
+          apiBaseUrl: urls.twilio,
+          smsFrom: text('sms_from'),
+          whatsappFrom: text('whatsapp_from'),
+          voiceFrom: text('voice_from'),
+          publicBaseUrl: base,
+          statusCallbackUrl: callbackUrl(base, row, token, 'delivery'),
+        });
+      case 'smtp':
+        return new SmtpProvider(
+          {
+            host: text('host') ?? '',
+            port: typeof settings.port === 'number' ? settings.port : 587,
+            secure: settings.secure === true,
+            user: secrets.username,
+            password: secrets.password,
+            from: text('from') ?? '',
+          },
+          config.delivery.providerTimeoutMs,
+        );
+      case 'sandbox':
+        return new SandboxProvider(channel, log, config.sandboxDeliveryDelayMs);
+    }
+  }
+}
+
+/**
+ * An account's `send_rate_per_second`, held across every process through Redis where REDIS_URL is set (a
+ * counter per account and second: a process that finds the second full waits for the next), else in this
+ * process. A Redis call that fails falls back to this process's own pace for that take.
+ */
+export class AccountPace {
+  private readonly local = new Map<number, { rate: number; pace: Pace }>();
+
+  constructor(private readonly deps: { redis?: Redis | undefined; prefix: string }) {}
+
+  /** Waits until `count` more messages of the account may go at `rate` per second (0 or null: no limit). */
+  async take(accountId: number, rate: number | null, count = 1): Promise<void> {
+    if (!rate || rate <= 0) return;
+    const { redis, prefix } = this.deps;
+    if (redis) {
+      for (;;) {
+        const second = Math.floor(Date.now() / 1000);
+        const key = `${prefix}pace:cha_${accountId}:${second}`;
+        let used: number;
+        try {
+          const reply = await redis.multi().incrby(key, count).expire(key, 5).exec();
+          used = Number(reply?.[0]?.[1]);
+          if (!Number.isFinite(used)) throw new Error('no answer');
+        } catch {
+          break;
+        }
+        // The first take of a second goes even when it is larger than the rate (a batch): it fills the second.
+        if (used <= rate || used === count) return;
+        await new Promise((resolve) => setTimeout(resolve, (second + 1) * 1000 - Date.now() + 1));
+      }
+    }
+    let local = this.local.get(accountId);
+    if (!local || local.rate !== rate) {
+      local = { rate, pace: new Pace(rate) };
+      this.local.set(accountId, local);
+    }
+    for (let i = 0; i < count; i++) await local.pace.take();
+  }
+}

@@ -1,0 +1,118 @@
+import type { MessageErrorCode } from '../db/schema.ts';
+import { callProvider, providerText } from './http.ts';
+import {
+  type Channel,
+  type MessageProvider,
+  type OutgoingMessage,
+  ProviderError,
+  type SendResult,
+} from './provider.ts';
+import type { ReportOutcome } from './msg91.ts';
+
+export interface ExotelAccount {
+  baseUrl: string;
+  sid: string;
+  apiKey: string;
+  apiToken: string;
+  sender: string;
+  callerId: string | undefined;
+  appId: string | undefined;
+  dltEntityId: string | undefined;
+  /** callback_urls.delivery and callback_urls.call_status of the account. */
+  deliveryUrl: string;
+  callStatusUrl: string;
+}
+
+/**
+ * Exotel's v1 API (HTTP basic auth with the API key and token): SMS with the DLT entity and template ids
+ * (`Sms/send.json`), and IVR as a call connected to the office's flow (`Calls/connect.json`), whose Greeting
+ * applet fetches the message's text from callback_urls.greeting. Our message id goes in `CustomField`.
+ */
+export class ExotelProvider implements MessageProvider {
+  readonly name = 'exotel';
+
+  constructor(
+    readonly channel: Extract<Channel, 'sms' | 'ivr'>,
+    private readonly account: ExotelAccount,
+  ) {}
+
+  async send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
+    const a = this.account;
+    const form = new URLSearchParams();
+    let resource: string;
+    if (this.channel === 'ivr') {
+      if (!a.callerId || !a.appId)
+        throw new ProviderError('The Exotel account has no caller_id or app_id for calls.', false);
+      resource = 'Calls/connect.json';
+      form.set('From', message.to);
+      form.set('CallerId', a.callerId);
+      form.set('Url', `http://my.exotel.com/${a.sid}/exoml/start_voice/${a.appId}`);
+      if (message.reference) form.set('CustomField', message.reference);
+      form.set('StatusCallback', a.callStatusUrl);
+      form.set('StatusCallbackEvents[0]', 'terminal');
+    } else {
+      resource = 'Sms/send.json';
+      form.set('From', a.sender);
+      form.set('To', message.to);
+      form.set('Body', message.body);
+      if (a.dltEntityId) form.set('DltEntityId', a.dltEntityId);
+      if (message.dltTemplateId) form.set('DltTemplateId', message.dltTemplateId);
+      form.set('StatusCallback', a.deliveryUrl);
+      if (message.reference) form.set('CustomField', message.reference);
+    }
+    const answer = await callProvider(
+      'Exotel',
+      `${a.baseUrl}/v1/Accounts/${encodeURIComponent(a.sid)}/${resource}`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${a.apiKey}:${a.apiToken}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: form.toString(),
+      },
+      signal,
+    );
+    const item = (this.channel === 'ivr' ? answer.body.Call : answer.body.SMSMessage) as
+      { Sid?: unknown } | undefined;
+    if (answer.status < 300 && typeof item?.Sid === 'string' && item.Sid !== '')
+      return { providerMessageId: item.Sid };
+    const exception = (answer.body.RestException ?? {}) as { Message?: unknown; Code?: unknown };
+    const text = providerText(exception.Message ?? answer.body.message);
+    const reason = `Exotel answered ${answer.status}${exception.Code ? ` (code ${String(exception.Code)})` : ''}: ${text}`;
+    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
+    if (answer.status >= 500) throw new ProviderError(reason, true);
+    if (answer.status === 401 || (answer.status === 403 && !/insufficient balance/i.test(text)))
+      throw new ProviderError(reason, false, 'auth_failed');
+    throw new ProviderError(reason, false, 'provider_rejected');
+  }
+}
+
+const DLT_CODES = (code: number) => (code >= 23080 && code <= 23084) || (code >= 23181 && code <= 23186);
+
+/** An SMS status callback (`Status`, `DetailedStatus`, `DetailedStatusCode`) as our outcome; undefined while under way. */
+export function exotelSmsOutcome(fields: Record<string, string>): ReportOutcome | undefined {
+  const status = (fields.Status ?? '').toLowerCase();
+  const detail = [fields.DetailedStatus, fields.DetailedStatusCode].filter(Boolean).join(' ');
+  const said = `Exotel status ${status}${detail ? ` (${providerText(detail)})` : ''}`;
+  if (status === 'sent') return { status: 'delivered' };
+  if (status === 'failed_dnd' || status === 'failed-dnd')
+    return { status: 'failed', code: 'dnd', error: said };
+  if (status === 'failed') {
+    const code: MessageErrorCode = DLT_CODES(Number(fields.DetailedStatusCode))
+      ? 'dlt_rejected'
+      : 'undeliverable';
+    return { status: 'failed', code, error: said };
+  }
+  return undefined;
+}
+
+/** A call's status callback: `completed` delivered; `busy`, `no-answer`, `failed` undeliverable. */
+export function exotelCallOutcome(fields: Record<string, string>): ReportOutcome | undefined {
+  const status = (fields.Status ?? '').toLowerCase();
+  if (status === 'completed') return { status: 'delivered' };
+  if (['busy', 'no-answer', 'failed'].includes(status))
+    return { status: 'failed', code: 'undeliverable', error: `Exotel call status ${status}` };
+  return undefined;
+}

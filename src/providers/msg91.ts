@@ -1,0 +1,137 @@
+import type { MessageErrorCode } from '../db/schema.ts';
+import { callProvider, providerText, withoutPlus } from './http.ts';
+import { type MessageProvider, type OutgoingMessage, ProviderError, type SendResult } from './provider.ts';
+
+export interface Msg91Account {
+  baseUrl: string;
+  authkey: string;
+  sender: string;
+}
+
+/** MSG91's error codes that say more than "refused" (https://docs.msg91.com). */
+const MSG91_ERRORS: Record<string, MessageErrorCode> = { '207': 'auth_failed', '106': 'auth_failed' };
+
+/**
+ * MSG91's Flow API (SMS through templates registered with DLT in the MSG91 panel): `POST /api/v5/flow` with
+ * the `authkey` header and `{ template_id, short_url: "0", recipients: [{ mobiles, <variable>: <value> }] }`,
+ * up to MSG91_BATCH recipients of one template in one request. The answer's request id is each message's
+ * provider id; delivery reports name it with the number.
+ */
+export class Msg91Provider implements MessageProvider {
+  readonly name = 'msg91';
+  readonly channel = 'sms' as const;
+  readonly batchLimit = 1000;
+
+  constructor(private readonly account: Msg91Account) {}
+
+  send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
+    return this.sendMany([message], signal);
+  }
+
+  async sendMany(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult> {
+    const templateId = messages[0]?.providerTemplate?.ids.msg91;
+    if (!templateId || messages.some((m) => m.providerTemplate?.ids.msg91 !== templateId)) {
+      throw new ProviderError(
+        'MSG91 sends templates only: use a tpl_ template with provider_template_ids.msg91.',
+        false,
+      );
+    }
+    const recipients = messages.map((m) => ({
+      mobiles: withoutPlus(m.to),
+      ...Object.fromEntries(m.providerTemplate?.variables ?? []),
+    }));
+    const answer = await callProvider(
+      'MSG91',
+      `${this.account.baseUrl}/api/v5/flow`,
+      {
+        method: 'POST',
+        headers: {
+          authkey: this.account.authkey,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
+        body: JSON.stringify({ template_id: templateId, short_url: '0', recipients }),
+      },
+      signal,
+    );
+    const { type, message, code } = answer.body as { type?: unknown; message?: unknown; code?: unknown };
+    if (answer.status < 300 && type === 'success' && typeof message === 'string' && message !== '') {
+      return { providerMessageId: message };
+    }
+    const given = code === undefined ? '' : String(code);
+    const reason = `MSG91 answered ${answer.status}${given ? ` (code ${given})` : ''}: ${providerText(message)}`;
+    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
+    if (answer.status >= 500) throw new ProviderError(reason, true);
+    throw new ProviderError(reason, false, MSG91_ERRORS[given] ?? 'provider_rejected');
+  }
+}
+
+export interface Msg91Report {
+  requestId: string;
+  number: string;
+  status: string;
+  desc: string;
+}
+
+/** A delivery report's rows, from either of MSG91's forms (the form field `data`, or JSON). */
+export function msg91Reports(body: unknown): Msg91Report[] {
+  const out: Msg91Report[] = [];
+  const text = (v: unknown) => (v === undefined || v === null ? '' : String(v));
+  const add = (item: unknown) => {
+    if (!item || typeof item !== 'object') return;
+    const r = item as Record<string, unknown>;
+    const requestId = text(r.requestId ?? r.request_id);
+    if (Array.isArray(r.report)) {
+      for (const row of r.report) {
+        if (!row || typeof row !== 'object') continue;
+        const x = row as Record<string, unknown>;
+        out.push({ requestId, number: text(x.number), status: text(x.status), desc: text(x.desc) });
+      }
+    } else if (r.number !== undefined) {
+      out.push({ requestId, number: text(r.number), status: text(r.status), desc: text(r.desc) });
+    }
+  };
+  let data: unknown = body;
+  if (
+    body &&
+    typeof body === 'object' &&
+    !Array.isArray(body) &&
+    typeof (body as { data?: unknown }).data === 'string'
+  ) {
+    try {
+      data = JSON.parse((body as { data: string }).data);
+    } catch {
+      return [];
+    }
+  }
+  for (const item of Array.isArray(data) ? data : [data]) add(item);
+  return out.filter((r) => r.requestId !== '' && r.number !== '');
+}
+
+export type ReportOutcome =
+  | { status: 'delivered' }
+  | { status: 'failed'; code: MessageErrorCode; error: string }
+  | { status: 'sent'; error: string };
+
+/** MSG91's status codes: 1 delivered; 2, 17 undeliverable; 9 DND; 16, 25 rejected (DLT when it says so). */
+export function msg91Outcome(report: Msg91Report): ReportOutcome {
+  const said = `MSG91 status ${report.status}${report.desc ? `: ${providerText(report.desc)}` : ''}`;
+  switch (report.status) {
+    case '1':
+      return { status: 'delivered' };
+    case '2':
+    case '17':
+      return { status: 'failed', code: 'undeliverable', error: said };
+    case '9':
+      return { status: 'failed', code: 'dnd', error: said };
+    case '16':
+    case '25':
+      return {
+        status: 'failed',
+        code: /dlt/i.test(report.desc) ? 'dlt_rejected' : 'provider_rejected',
+        error: said,
+      };
+    default:
+      return { status: 'sent', error: said };
+  }
+}

@@ -1,0 +1,175 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { MessageErrorCode } from '../db/schema.ts';
+import { callProvider, providerText, withoutPlus } from './http.ts';
+import { type MessageProvider, type OutgoingMessage, ProviderError, type SendResult } from './provider.ts';
+import type { ReportOutcome } from './msg91.ts';
+
+export interface WhatsAppCloudAccount {
+  baseUrl: string;
+  version: string;
+  phoneNumberId: string;
+  accessToken: string;
+}
+
+/** Graph API error codes (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes). */
+const RETRIED = new Set([130429, 131056]);
+function whatsappErrorCode(code: number): MessageErrorCode {
+  if (code === 190) return 'auth_failed';
+  if (code === 131047) return 'outside_session';
+  if (code === 131026) return 'undeliverable';
+  return 'provider_rejected';
+}
+
+/**
+ * Meta's WhatsApp Cloud API: `POST /{version}/{phone_number_id}/messages` with a Bearer token; free text, or an
+ * approved template (its name and language, the body's parameters in order) for a template of ours that has
+ * `provider_template_ids.whatsapp_cloud`. The answer's `messages[0].id` (wamid) is the provider id that the
+ * webhook's statuses name.
+ */
+export class WhatsAppCloudProvider implements MessageProvider {
+  readonly name = 'whatsapp_cloud';
+  readonly channel = 'whatsapp' as const;
+
+  constructor(private readonly account: WhatsAppCloudAccount) {}
+
+  async send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
+    const a = this.account;
+    const template = message.providerTemplate;
+    const name = template?.ids.whatsapp_cloud;
+    const payload =
+      template && name
+        ? {
+            messaging_product: 'whatsapp',
+            recipient_type: 'individual',
+            to: withoutPlus(message.to),
+            type: 'template',
+            template: {
+              name,
+              language: { code: template.language },
+              components: [
+                {
+                  type: 'body',
+                  parameters: template.variables.map(([, text]) => ({ type: 'text', text })),
+                },
+              ],
+            },
+          }
+        : {
+            messaging_product: 'whatsapp',
+            recipient_type: 'individual',
+            to: withoutPlus(message.to),
+            type: 'text',
+            text: { body: message.body },
+          };
+    const answer = await callProvider(
+      'WhatsApp Cloud API',
+      `${a.baseUrl}/${a.version}/${encodeURIComponent(a.phoneNumberId)}/messages`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${a.accessToken}`,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
+        body: JSON.stringify(payload),
+      },
+      signal,
+    );
+    const messages = answer.body.messages as Array<{ id?: unknown }> | undefined;
+    const id = Array.isArray(messages) ? messages[0]?.id : undefined;
+    if (answer.status < 300 && typeof id === 'string' && id !== '') return { providerMessageId: id };
+    const error = (answer.body.error ?? {}) as {
+      code?: unknown;
+      message?: unknown;
+      error_data?: { details?: unknown };
+    };
+    const code = Number(error.code);
+    const details = error.error_data?.details;
+    const reason =
+      `WhatsApp Cloud API answered ${answer.status}${Number.isFinite(code) ? ` (code ${code})` : ''}: ` +
+      providerText(details ? `${providerText(error.message)}: ${providerText(details)}` : error.message);
+    if (RETRIED.has(code) || answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
+    if (answer.status >= 500 && !Number.isFinite(code)) throw new ProviderError(reason, true);
+    throw new ProviderError(reason, false, whatsappErrorCode(code));
+  }
+}
+
+/** `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` with the app secret, compared in constant time. */
+export function verifyMetaSignature(appSecret: string, rawBody: string, header: string | undefined): boolean {
+  if (!header?.startsWith('sha256=')) return false;
+  const expected = Buffer.from(createHmac('sha256', appSecret).update(rawBody, 'utf8').digest('hex'));
+  const given = Buffer.from(header.slice('sha256='.length));
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+export interface WhatsAppStatus {
+  id: string;
+  status: string;
+  errors: Array<{ code?: unknown; title?: unknown; message?: unknown }>;
+}
+export interface WhatsAppInbound {
+  id: string;
+  from: string;
+  body: string;
+  name: string | undefined;
+}
+
+/** The statuses and the text messages of a webhook notification (`entry[].changes[].value`). */
+export function whatsappNotification(body: unknown): {
+  statuses: WhatsAppStatus[];
+  messages: WhatsAppInbound[];
+} {
+  const statuses: WhatsAppStatus[] = [];
+  const messages: WhatsAppInbound[] = [];
+  const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+  const obj = (v: unknown): Record<string, unknown> =>
+    v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  for (const entry of list(obj(body).entry)) {
+    for (const change of list(obj(entry).changes)) {
+      const value = obj(obj(change).value);
+      for (const s of list(value.statuses)) {
+        const status = obj(s);
+        if (typeof status.id === 'string' && typeof status.status === 'string')
+          statuses.push({ id: status.id, status: status.status, errors: list(status.errors).map(obj) });
+      }
+      const names = new Map<string, string>();
+      for (const c of list(value.contacts)) {
+        const contact = obj(c);
+        const name = obj(contact.profile).name;
+        if (typeof contact.wa_id === 'string' && typeof name === 'string') names.set(contact.wa_id, name);
+      }
+      const firstName = (() => {
+        const name = obj(obj(list(value.contacts)[0]).profile).name;
+        return typeof name === 'string' ? name : undefined;
+      })();
+      for (const m of list(value.messages)) {
+        const message = obj(m);
+        const text = obj(message.text).body;
+        if (message.type !== 'text' || typeof message.id !== 'string' || typeof message.from !== 'string')
+          continue;
+        if (typeof text !== 'string') continue;
+        messages.push({
+          id: message.id,
+          from: message.from,
+          body: text,
+          name: names.get(message.from) ?? firstName,
+        });
+      }
+    }
+  }
+  return { statuses, messages };
+}
+
+/** A status as our outcome: `delivered` and `read` delivered; `failed` by its error code; `sent` nothing new. */
+export function whatsappOutcome(status: WhatsAppStatus): ReportOutcome | undefined {
+  if (status.status === 'delivered' || status.status === 'read') return { status: 'delivered' };
+  if (status.status !== 'failed') return undefined;
+  const first = status.errors[0] ?? {};
+  const code = Number(first.code);
+  const text = providerText(first.message ?? first.title);
+  return {
+    status: 'failed',
+    code: RETRIED.has(code) ? 'rate_limited' : whatsappErrorCode(code),
+    error: `WhatsApp Cloud API reported failed${Number.isFinite(code) ? ` (code ${code})` : ''}: ${text}`,
+  };
+}
