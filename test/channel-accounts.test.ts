@@ -19,8 +19,10 @@ import {
   fakeExotel,
   fakeMeta,
   fakeMsg91,
+  fakeTwilio,
   META,
   MSG91_AUTHKEY,
+  TWILIO,
   type Double,
 } from './provider-doubles.ts';
 
@@ -45,6 +47,7 @@ for (const dialect of dialects) {
     let msg91: Double;
     let exotel: Double;
     let meta: Double;
+    let twilio: Double;
     let t: Awaited<ReturnType<typeof buildProviderTestApp>>;
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     let worker: DeliveryWorker;
@@ -53,7 +56,12 @@ for (const dialect of dialects) {
     const owners: Account[] = [];
 
     beforeAll(async () => {
-      [msg91, exotel, meta] = await Promise.all([fakeMsg91(), fakeExotel(), fakeMeta(VERSION)]);
+      [msg91, exotel, meta, twilio] = await Promise.all([
+        fakeMsg91(),
+        fakeExotel(),
+        fakeMeta(VERSION),
+        fakeTwilio(),
+      ]);
       database = await isolatedDatabase(dialect);
       const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
       t = await buildProviderTestApp(
@@ -65,6 +73,7 @@ for (const dialect of dialects) {
           EXOTEL_BASE_URL: exotel.url,
           WHATSAPP_CLOUD_BASE_URL: meta.url,
           WHATSAPP_CLOUD_API_VERSION: VERSION,
+          TWILIO_BASE_URL: twilio.url,
           DELIVERY_RETRY_SCHEDULE: '0,0',
           WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
         },
@@ -75,7 +84,7 @@ for (const dialect of dialects) {
     afterAll(async () => {
       await t?.close();
       await database?.drop();
-      await Promise.all([msg91?.close(), exotel?.close(), meta?.close()]);
+      await Promise.all([msg91?.close(), exotel?.close(), meta?.close(), twilio?.close()]);
     });
 
     /** Every call goes through here, so the last test can look for secrets in every answer. */
@@ -788,6 +797,56 @@ for (const dialect of dialects) {
         body: { channel: 'whatsapp', to: asha, message: 'Again' },
       });
       expect(refused.status).toBe(422);
+    });
+
+    it("Twilio: an account's own SID and token; status callbacks to its URL, signed with its token", async () => {
+      const o = await owner();
+      const account = (
+        await createAccount(o.token, {
+          name: 'Twilio',
+          provider: 'twilio',
+          settings: { account_sid: TWILIO.sid, sms_from: '+15005550006' },
+          credentials: { auth_token: TWILIO.token },
+          default_for: ['sms'],
+        })
+      ).body.data;
+      expect(account.channels).toEqual(['sms']);
+      const to = uniquePhone();
+      const sent = await api(t.app, 'POST', '/api/messages/send', {
+        token: o.token,
+        body: { channel: 'sms', to, message: 'Hi' },
+      });
+      expect(sent.body.data).toMatchObject({ provider: 'twilio', channel_account_id: account.id });
+      const request = twilio.requests.at(-1)!;
+      expect(request.path).toBe(`/2010-04-01/Accounts/${TWILIO.sid}/Messages.json`);
+      const callbackUrl = `${account.callback_urls.delivery}?message=${sent.body.data.id}`;
+      expect(request.form).toMatchObject({
+        From: '+15005550006',
+        To: to,
+        Body: 'Hi',
+        StatusCallback: callbackUrl,
+      });
+      const params = {
+        MessageSid: request.form.MessageSid ?? 'SM1',
+        MessageStatus: 'delivered',
+        AccountSid: TWILIO.sid,
+      };
+      const sign = (token: string) =>
+        createHmac('sha1', token)
+          .update(
+            Object.keys(params)
+              .sort()
+              .reduce((acc, k) => acc + k + params[k as keyof typeof params], callbackUrl),
+          )
+          .digest('base64');
+      const report = (signature: string) =>
+        post(callbackUrl, new URLSearchParams(params).toString(), 'application/x-www-form-urlencoded', {
+          'x-twilio-signature': signature,
+        });
+      expectError(await report(sign('not-the-token')), 401, 'unauthorized');
+      expect((await message(o.token, sent.body.data.id)).status).toBe('sent');
+      expect((await report(sign(TWILIO.token))).body.data.applied).toBe(1);
+      expect((await message(o.token, sent.body.data.id)).status).toBe('delivered');
     });
 
     it.runIf(redisUrl)(

@@ -208,3 +208,17 @@ export async function fakeMeta(version: string): Promise<Double> {
     };
   });
 }
+
+export const TWILIO = { sid: 'AC00000000000000000000000000000abc', token: 'twilio-account-token-42' };
+
+/** Twilio's REST API for a channel account: `POST /2010-04-01/Accounts/<sid>/Messages.json`, basic auth. */
+export async function fakeTwilio(): Promise<Double> {
+  let n = 0;
+  return startDouble((r) => {
+    const expected = `Basic ${Buffer.from(`${TWILIO.sid}:${TWILIO.token}`).toString('base64')}`;
+    if (r.headers.authorization !== expected)
+      return { status: 401, body: { code: 20003, message: 'Authenticate', status: 401 } };
+    n += 1;
+    return { status: 201, body: { sid: `SM${String(n).padStart(32, '0')}`, status: 'queued' } };
+  });
+}
