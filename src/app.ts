@@ -69,6 +69,9 @@ import { AccountPace, AccountProviders, publicBase } from './providers/accounts.
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
 import { ChannelAccountsService } from './modules/channel-accounts/channel-accounts.service.ts';
 import { providerCallbackRoutes } from './modules/channel-accounts/provider-callbacks.routes.ts';
+import { conversationsRoutes } from './modules/conversations/conversations.routes.ts';
+import { ConversationsService } from './modules/conversations/conversations.service.ts';
+import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -276,6 +279,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
     messages,
   });
+  await app.register(conversationsRoutes, {
+    prefix: '/api',
+    conversations: new ConversationsService({ db: db.kysely, messages, grievances }),
+  });
+  await app.register(quickRepliesRoutes, { prefix: '/api', db: db.kysely });
   await app.register(providerCallbackRoutes, {
     prefix: '/api',
     db: db.kysely,

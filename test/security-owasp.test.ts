@@ -79,6 +79,14 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
     'GET /api/grievances/:id',
     'POST /api/grievances',
     'PATCH /api/grievances/:id',
+    // Their own conversations (the service scopes them), and the quick replies to answer with.
+    'GET /api/conversations',
+    'GET /api/conversations/:id',
+    'GET /api/conversations/:id/messages',
+    'POST /api/conversations/:id/reply',
+    'PATCH /api/conversations/:id',
+    'POST /api/conversations/:id/grievance',
+    'GET /api/quick-replies',
   ].includes(label(route));
 }
 
@@ -218,6 +226,21 @@ for (const dialect of dialects) {
           })
         ).id,
       );
+      // A conversation (a reply the workspace reports) and a quick reply.
+      const contact = uniquePhone();
+      await created('POST', '/api/inbound', { channel: 'sms', from: contact, body: marker });
+      ids.conversations = String(
+        (
+          await t.db.kysely
+            .selectFrom('conversations')
+            .select('id')
+            .where('address', '=', contact)
+            .executeTakeFirstOrThrow()
+        ).id,
+      );
+      ids['quick-replies'] = String(
+        (await created('POST', '/api/quick-replies', { title: marker, body: marker })).id,
+      );
       // The one-click unsubscribe page of an address of the owner's workspace (public, signed link).
       ids.token = unsubscribeToken(t.config.appKey, owner.user.workspace_id, `${marker}@example.org`);
       ids['silence-periods'] = String(
@@ -250,6 +273,10 @@ for (const dialect of dialects) {
         'PATCH /api/users/:id': { name: 'Taken over' },
         'PATCH /api/templates/:id': { name: 'Taken over' },
         'PATCH /api/channel-accounts/:id': { name: 'Taken over' },
+        'PATCH /api/conversations/:id': { status: 'closed' },
+        'POST /api/conversations/:id/reply': { message: 'Taken over' },
+        'POST /api/conversations/:id/grievance': { title: 'Taken over' },
+        'PATCH /api/quick-replies/:id': { title: 'Taken over' },
         'POST /api/channel-accounts/:id/test': { to: '+919812345678' },
       };
       return bodies[label(route)];

@@ -136,9 +136,17 @@ for (const dialect of dialects) {
 describe('permission matrix', () => {
   it('matches the contract', () => {
     expect([...rolePermissions.volunteer].sort()).toEqual(
-      ['authenticated', 'grievances:read', 'grievances:write', 'voters:read', 'voters:write'].sort(),
+      [
+        'authenticated',
+        'grievances:read',
+        'grievances:write',
+        'voters:read',
+        'voters:write',
+        // Their own conversations (contract, third part).
+        'conversations:handle',
+      ].sort(),
     );
-    for (const p of ['team:manage', 'webhooks:manage', 'payments:manage'] as const) {
+    for (const p of ['team:manage', 'webhooks:manage', 'payments:manage', 'channels:manage'] as const) {
       expect(rolePermissions.manager.has(p)).toBe(false);
       expect(rolePermissions.politician.has(p)).toBe(true);
     }

@@ -29,6 +29,8 @@ const allEvents = [
   'payment.processed',
   'message.received',
   'channel_account.failed',
+  'conversation.created',
+  'conversation.assigned',
 ];
 
 async function createHook(t: TestApp, owner: Account, body: Record<string, unknown>) {

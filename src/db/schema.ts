@@ -33,6 +33,8 @@ export interface Database {
   inbound_messages: InboundMessageTable;
   templates: TemplateTable;
   channel_accounts: ChannelAccountTable;
+  conversations: ConversationTable;
+  quick_replies: QuickReplyTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -61,6 +63,8 @@ export interface UserTable {
   updated_at: string;
   /** Null while the user is active; set by a deactivation (every token is revoked at the same time). */
   deactivated_at: string | null;
+  /** JSON `{ wards?, booths?, constituencies? }`: where new conversations go to this user; null: none. */
+  coverage: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type UserRow = Selectable<UserTable>;
 
@@ -355,6 +359,10 @@ export interface MessageTable {
   failed_at: string | null;
   /** The channel account that carries it; null for the deployment's provider. */
   channel_account_id: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The conversation it belongs to (a single send or a reply to its contact, or the message they answered). */
+  conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The user who sent it (single sends, replies); null for campaigns. */
+  sent_by: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type MessageRow = Selectable<MessageTable>;
 
@@ -464,6 +472,7 @@ export interface InboundMessageTable {
   provider: string;
   /** The provider's id of the message (Twilio's MessageSid): a replayed callback is stored once. */
   provider_message_id: ColumnType<string | null, string | null | undefined, string | null>;
+  conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: string;
 }
 export type InboundMessageRow = Selectable<InboundMessageTable>;
@@ -518,3 +527,34 @@ export interface ChannelAccountTable {
   updated_at: string;
 }
 export type ChannelAccountRow = Selectable<ChannelAccountTable>;
+
+export interface ConversationTable {
+  id: Generated<number>;
+  workspace_id: number;
+  channel: MessageChannel;
+  address: string;
+  voter_id: number | null;
+  status: 'open' | 'closed';
+  assigned_to: number | null;
+  unread_count: ColumnType<number, number | undefined, number>;
+  last_message_at: string;
+  last_message_preview: string;
+  last_inbound_at: string | null;
+  /** The channel account the contact last wrote to. */
+  channel_account_id: number | null;
+  grievance_id: number | null;
+  created_at: string;
+  updated_at: string;
+}
+export type ConversationRow = Selectable<ConversationTable>;
+
+export interface QuickReplyTable {
+  id: Generated<number>;
+  workspace_id: number;
+  title: string;
+  body: string;
+  language: string;
+  created_at: string;
+  updated_at: string;
+}
+export type QuickReplyRow = Selectable<QuickReplyTable>;

@@ -103,6 +103,11 @@ const tagOrder = [
       'Opt-outs, replies and STOP keywords, one-click unsubscribe, templates, election silence periods and the campaign preview (politician, manager).',
   },
   {
+    name: 'Conversations',
+    description:
+      'Replies reach a person: a thread per contact and channel, assigned by coverage, answered in context (a volunteer sees only theirs); quick replies. See docs/conversations.md.',
+  },
+  {
     name: 'Channel accounts',
     description:
       "The workspace's own provider accounts (MSG91, Exotel, the WhatsApp Cloud API, Twilio, SMTP, the sandbox): credentials encrypted and never returned, one default per channel, callback URLs per account, a test send (politician only). See docs/providers.md.",
@@ -115,7 +120,7 @@ const tagOrder = [
   {
     name: 'Webhooks',
     description:
-      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed, channel_account.failed; ping from the test route. Politician only.',
+      'Endpoints that receive events, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature; body { type, timestamp, data }). Events: message.delivered, message.failed, message.received, grievance.created, grievance.resolved, payment.processed, channel_account.failed, conversation.created, conversation.assigned; ping from the test route. Politician only.',
   },
   {
     name: 'Provider callbacks',
@@ -223,6 +228,8 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/webhooks/:id/test': [409],
   'POST /api/providers/twilio/status': [403],
   'GET /api/providers/:provider/:account/:token/:kind': [401],
+  'POST /api/conversations/:id/reply': [402, 502],
+  'POST /api/conversations/:id/grievance': [409],
   'POST /api/providers/:provider/:account/:token/:kind': [401, 400],
 };
 

@@ -26,6 +26,10 @@ export const permissions = [
   'consent:manage',
   /** The workspace's own provider accounts (channel accounts). */
   'channels:manage',
+  /** Conversations (a volunteer: those assigned to them) and reading quick replies. */
+  'conversations:handle',
+  /** Creating, changing and deleting quick replies. */
+  'quick_replies:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -48,6 +52,7 @@ export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
     'voters:write',
     'grievances:read',
     'grievances:write',
+    'conversations:handle',
   ]),
 };
 

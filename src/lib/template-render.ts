@@ -23,15 +23,26 @@ export interface VoterFields {
   ward: string | null;
 }
 
-export function renderTemplate(body: string, voter: VoterFields | undefined): string {
-  return body.replace(VARIABLE, (_all, name: string) => variableValue(name, voter));
+/** `overrides`: values given for some variables (a conversation's template reply), used instead of the voter's. */
+export type VariableOverrides = Readonly<Record<string, string>> | undefined;
+
+export function renderTemplate(
+  body: string,
+  voter: VoterFields | undefined,
+  overrides?: VariableOverrides,
+): string {
+  return body.replace(VARIABLE, (_all, name: string) => overrides?.[name] ?? variableValue(name, voter));
 }
 
 /** Each variable of `body` where it appears (repeats included), with its value for `voter`. */
-export function variableValues(body: string, voter: VoterFields | undefined): Array<[string, string]> {
+export function variableValues(
+  body: string,
+  voter: VoterFields | undefined,
+  overrides?: VariableOverrides,
+): Array<[string, string]> {
   return [...body.matchAll(VARIABLE)].map((match) => {
     const name = match[1] ?? '';
-    return [name, variableValue(name, voter)];
+    return [name, overrides?.[name] ?? variableValue(name, voter)];
   });
 }
 

@@ -32,6 +32,10 @@ export const auditActions = [
   'channel_account.created',
   'channel_account.updated',
   'channel_account.deleted',
+  'conversation.assigned',
+  'conversation.closed',
+  'quick_reply.created',
+  'quick_reply.deleted',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

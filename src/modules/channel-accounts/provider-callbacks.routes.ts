@@ -279,6 +279,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
               from: `+${message.from}`,
               body: message.body.slice(0, 5000),
               providerMessageId: message.id.slice(0, 128),
+              channelAccountId: row.id,
             },
             'whatsapp_cloud',
             request.ip ?? null,

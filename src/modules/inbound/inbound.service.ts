@@ -9,6 +9,7 @@ import { addressProblem, recipientAddress } from '../messages/messages.rules.ts'
 import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { consentKeyword } from './inbound.keywords.ts';
+import { threadInbound } from '../conversations/conversations.thread.ts';
 import { insertInbound, listInbound, workspacesThatMessaged } from './inbound.repository.ts';
 
 export interface InboundInput {
@@ -17,6 +18,8 @@ export interface InboundInput {
   body: string;
   /** The provider's id of the message (Twilio's MessageSid), when a provider delivered it. */
   providerMessageId?: string | undefined;
+  /** The channel account it came to (replies go back through it). */
+  channelAccountId?: number | undefined;
 }
 
 export const inboundRef = (id: number) => `in_${id}`;
@@ -122,6 +125,7 @@ async function record(
   } else if (keyword === 'start') {
     await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
   }
+  await threadInbound(trx, workspaceId, row, input.channelAccountId ?? null, now);
   await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now);
   return row;
 }

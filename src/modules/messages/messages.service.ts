@@ -42,6 +42,7 @@ import {
   templateForAccount,
 } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { conversationFor, touchOutbound } from '../conversations/conversations.thread.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
@@ -120,8 +121,14 @@ export class MessagesService {
   async send(
     workspaceId: number,
     given: SendInput,
-    /** A channel account's test send: a refusal is 422 provider_rejected with the provider's code and text. */
-    options: { test?: boolean } = {},
+    options: {
+      /** A channel account's test send: a refusal is 422 provider_rejected with the provider's code and text. */
+      test?: boolean;
+      /** The member who sent it (replies, sends by a signed-in user). */
+      sentBy?: number | undefined;
+      /** Values for the template's variables, instead of the voter's (a conversation's template reply). */
+      variables?: Readonly<Record<string, string>> | undefined;
+    } = {},
   ) {
     const { db, config, providers, accounts } = this.deps;
     const errors: FieldErrors = {};
@@ -135,7 +142,16 @@ export class MessagesService {
     await refuseOptedOut(db, workspaceId, input.channel, to);
     let voter: VoterFields | undefined;
     if (template)
-      ({ text: input.message, voter } = await renderFor(db, workspaceId, input.channel, to, input.message));
+      ({ text: input.message, voter } = await renderFor(
+        db,
+        workspaceId,
+        input.channel,
+        to,
+        input.message,
+        options.variables,
+      ));
+    // A send to a contact with a conversation joins its thread.
+    const conversation = await conversationFor(db, workspaceId, input.channel, to);
 
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
@@ -151,6 +167,8 @@ export class MessagesService {
         media_url: input.media_url ?? null,
         template_id: input.template_id ?? null,
         channel_account_id: account?.id ?? null,
+        conversation_id: conversation?.id ?? null,
+        sent_by: options.sentBy ?? null,
         status: 'queued',
         cost,
         claimed_by: `api:${process.pid}`,
@@ -180,7 +198,7 @@ export class MessagesService {
         templateId: input.template_id,
         reference: messageRef(row.id),
         ...dltFields(template),
-        ...providerTemplateOf(template, voter),
+        ...providerTemplateOf(template, voter, options.variables),
       };
       const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
       await this.handedOver([
@@ -205,6 +223,7 @@ export class MessagesService {
         { id: messageRef(row.id), status: 'failed', provider: provider.name },
       );
     }
+    if (conversation) await touchOutbound(db, conversation.id, input.message, nowIso());
     const sent = await findMessage(db, workspaceId, row.id);
     return {
       id: messageRef(row.id),

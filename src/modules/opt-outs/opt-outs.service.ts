@@ -312,3 +312,5 @@ export async function optOutByProvider(db: Kysely<Database>, messageId: number):
     );
   });
 }
+
+export { optedOutAddresses };

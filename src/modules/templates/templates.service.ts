@@ -10,6 +10,7 @@ import {
   templateVariables,
   unknownVariables,
   variableValues,
+  type VariableOverrides,
   type VoterFields,
 } from '../../lib/template-render.ts';
 import type { ProviderTemplate } from '../../providers/provider.ts';
@@ -242,10 +243,11 @@ export async function renderFor(
   channel: MessageChannel,
   to: string,
   body: string,
+  overrides?: VariableOverrides,
 ): Promise<{ text: string; voter: VoterFields | undefined }> {
   const voters = await votersByAddress(db, workspaceId, channel, [to]);
   const voter = voters.get(to);
-  return { text: renderTemplate(body, voter), voter };
+  return { text: renderTemplate(body, voter, overrides), voter };
 }
 
 /**
@@ -255,6 +257,7 @@ export async function renderFor(
 export function providerTemplateOf(
   template: TemplateRow | undefined,
   voter: VoterFields | undefined,
+  overrides?: VariableOverrides,
 ): { providerTemplate?: ProviderTemplate } {
   if (!template) return {};
   const ids = providerIdsOf(template);
@@ -263,7 +266,7 @@ export function providerTemplateOf(
     providerTemplate: {
       ids: ids as Record<string, string>,
       language: template.language,
-      variables: variableValues(template.body, voter),
+      variables: variableValues(template.body, voter, overrides),
     },
   };
 }

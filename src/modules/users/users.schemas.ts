@@ -18,8 +18,29 @@ export const User = Type.Object({
   active: Type.Boolean({
     description: 'false once deactivated: the user cannot sign in and none of their tokens works.',
   }),
+  coverage: Type.Object(
+    {
+      wards: Type.Array(Type.String()),
+      booths: Type.Array(Type.String()),
+      constituencies: Type.Array(Type.String()),
+    },
+    { description: "Where new conversations go to this volunteer (by the contact's voter record)." },
+  ),
   created_at: Timestamp,
 });
+
+const Places = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+  maxItems: 500,
+  uniqueItems: true,
+});
+export const CoverageSchema = Type.Object(
+  { wards: Type.Optional(Places), booths: Type.Optional(Places), constituencies: Type.Optional(Places) },
+  {
+    additionalProperties: false,
+    description:
+      "A volunteer's coverage: a new conversation whose voter is in one of these wards, booths or constituencies goes to the covering active volunteer with the fewest open conversations. Replaces the whole coverage; {} clears it.",
+  },
+);
 
 export const Name = Type.String({ minLength: 1, maxLength: 200 });
 export const Email = Type.String({ format: 'email', maxLength: 254 });
@@ -54,9 +75,10 @@ export const UpdateUserBody = Type.Object(
     active: Type.Optional(
       Type.Boolean({
         description:
-          'false deactivates the user and revokes every token of theirs at once; true lets them sign in again.',
+          'false deactivates the user, revokes every token of theirs at once and unassigns their open conversations; true lets them sign in again.',
       }),
     ),
+    coverage: Type.Optional(CoverageSchema),
   },
   { additionalProperties: false },
 );
@@ -77,6 +99,14 @@ export function userView(row: UserRow) {
     role: row.role,
     workspace_id: row.workspace_id,
     active: row.deactivated_at === null,
+    coverage: coverageOf(row),
     created_at: row.created_at,
   };
+}
+
+export function coverageOf(row: Pick<UserRow, 'coverage'>) {
+  const c = row.coverage
+    ? (JSON.parse(row.coverage) as { wards?: string[]; booths?: string[]; constituencies?: string[] })
+    : {};
+  return { wards: c.wards ?? [], booths: c.booths ?? [], constituencies: c.constituencies ?? [] };
 }

@@ -7,6 +7,8 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, validationError } from '../../errors.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { pageResult } from '../../http/schemas.ts';
+import { placeText } from '../../lib/place.ts';
+import { unassignOpen } from '../conversations/conversations.thread.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { hashPassword, passwordProblem } from '../auth/auth.passwords.ts';
 import { revokeUserTokens } from '../auth/auth.repository.ts';
@@ -26,6 +28,7 @@ export interface UserChanges {
   name?: string | undefined;
   role?: Role | undefined;
   active?: boolean | undefined;
+  coverage?: { wards?: string[]; booths?: string[]; constituencies?: string[] } | undefined;
 }
 
 export interface NewUser {
@@ -147,11 +150,23 @@ export class UsersService {
       const deactivating = wasActive && !active;
       const reactivating = !wasActive && active;
       if (reactivating) updated.active = { from: false, to: true };
+      const coverage =
+        changes.coverage === undefined
+          ? user.coverage
+          : Object.values(changes.coverage).some((list) => (list ?? []).length > 0)
+            ? JSON.stringify({
+                wards: (changes.coverage.wards ?? []).map(placeText),
+                booths: (changes.coverage.booths ?? []).map(placeText),
+                constituencies: (changes.coverage.constituencies ?? []).map(placeText),
+              })
+            : null;
+      if (coverage !== user.coverage) updated.coverage = { to: coverage ? JSON.parse(coverage) : null };
       if (Object.keys(updated).length === 0 && !deactivating) return user;
       const row = await updateUser(trx, workspaceId, id, {
         name: name ?? user.name,
         role,
         deactivated_at: active ? null : (user.deactivated_at ?? now),
+        coverage,
         updated_at: now,
       });
       const target = { type: 'user', id };
@@ -159,6 +174,7 @@ export class UsersService {
         await recordAudit(trx, { workspaceId, actor, action: 'user.updated', target, details: updated });
       }
       if (deactivating) {
+        await unassignOpen(trx, workspaceId, id, now);
         const revoked = await revokeUserTokens(trx, id, now);
         await recordAudit(trx, {
           workspaceId,

@@ -17,6 +17,8 @@ import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repos
  *   (`{ id: "in_<n>", channel, from, body, keyword, created_at }`).
  * - `channel_account.failed`: a provider refused a channel account's credentials and the account was switched
  *   off (`{ id: "cha_<n>", name, provider, error_code: "auth_failed", error_message, failed_at }`).
+ * - `conversation.created`: a contact wrote for the first time (the conversation as GET /api/conversations/{id}
+ *   shows it); `conversation.assigned`: a conversation was assigned (on arrival, or by PATCH).
  *
  * Plus `ping`, sent only by POST /api/webhooks/{id}/test and only to that endpoint.
  */
@@ -28,6 +30,8 @@ export const webhookEventTypes = [
   'payment.processed',
   'message.received',
   'channel_account.failed',
+  'conversation.created',
+  'conversation.assigned',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

@@ -1,0 +1,228 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { actorOf } from '../audit/audit.repository.ts';
+import { authOf } from '../../http/guard.ts';
+import { Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
+import { Grievance } from '../grievances/grievances.schemas.ts';
+import { ChannelSchema, MessageText, SendResult } from '../messages/messages.schemas.ts';
+import type { ConversationsService } from './conversations.service.ts';
+
+const Conversation = Type.Object({
+  id: Type.String({ description: '`conv_<n>`' }),
+  channel: ChannelSchema,
+  address: Type.String({ description: "The contact's phone (E.164) or email address." }),
+  voter_id: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The workspace's voter with that address (the oldest where several share it), or null.",
+  }),
+  voter_name: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Union([Type.Literal('open'), Type.Literal('closed')]),
+  assigned_to: Type.Union([Type.Integer(), Type.Null()], { description: 'A user id, or null: unassigned.' }),
+  assigned_to_name: Type.Union([Type.String(), Type.Null()]),
+  unread_count: Type.Integer({ description: 'Inbound messages since the assignee last read the thread.' }),
+  last_message_at: Timestamp,
+  last_message_preview: Type.String(),
+  last_inbound_at: Type.Union([Timestamp, Type.Null()]),
+  grievance_id: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: Timestamp,
+});
+
+const ThreadMessage = Type.Object({
+  id: Type.String({ description: '`in_<n>` (inbound) or `msg_<n>` (outbound)' }),
+  direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
+  body: Type.String(),
+  keyword: Type.Optional(
+    Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
+      description: 'Inbound: the consent keyword it was read as (STOP opted the contact out; START back in).',
+    }),
+  ),
+  status: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Outbound: its status.' })),
+  error_code: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  sent_by: Type.Optional(
+    Type.Union([Type.Integer(), Type.Null()], {
+      description: 'Outbound: the user who sent it; null for campaigns.',
+    }),
+  ),
+  channel_account_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  created_at: Timestamp,
+});
+
+const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40, description: '`conv_<n>`' }) });
+
+const ListQuery = Type.Object({
+  ...PageQuery.properties,
+  status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
+  assigned_to: Type.Optional(Type.String({ maxLength: 20, description: '`me`, `none` or a user id.' })),
+  channel: Type.Optional(ChannelSchema),
+  unread: Type.Optional(Type.Boolean({ description: 'true: only those with unread messages.' })),
+  ward: Type.Optional(Type.String({ maxLength: 200, description: "Of the contact's voter." })),
+  booth: Type.Optional(Type.String({ maxLength: 200 })),
+  constituency: Type.Optional(Type.String({ maxLength: 200 })),
+  search: Type.Optional(
+    Type.String({ maxLength: 200, description: "Part of the contact's name or address." }),
+  ),
+});
+
+/** `/api/conversations`: replies reach a person (volunteers: only the conversations assigned to them). */
+export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationsService }> = async (
+  app,
+  { conversations },
+) => {
+  const tags = ['Conversations'];
+  const config = { permission: 'conversations:handle' as const };
+
+  app.get(
+    '/conversations',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List conversations, most recent activity first',
+        description: 'A volunteer sees only the conversations assigned to them.',
+        querystring: ListQuery,
+        response: { 200: Success(Page(Conversation)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.list(authOf(request), request.query),
+    }),
+  );
+
+  app.get(
+    '/conversations/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Read a conversation',
+        params: Params,
+        response: { 200: Success(Conversation) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.get(authOf(request), request.params.id),
+    }),
+  );
+
+  app.get(
+    '/conversations/:id/messages',
+    {
+      config,
+      schema: {
+        tags,
+        summary: "A conversation's messages, both directions, oldest first",
+        description: 'Read by the assignee, the conversation has nothing unread.',
+        params: Params,
+        querystring: PageQuery,
+        response: { 200: Success(Page(ThreadMessage)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.messages(
+        authOf(request),
+        request.params.id,
+        request.query.page,
+        request.query.per_page,
+      ),
+    }),
+  );
+
+  app.post(
+    '/conversations/:id/reply',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Reply to the contact',
+        description:
+          "On the conversation's channel, through the channel account the contact last wrote to (else the default); " +
+          'costs credits as a send. Refused (422 on `message`) while the contact is opted out, and on WhatsApp for ' +
+          'free text more than 24 hours after the contact last wrote (reply with a template). Quiet hours and silence ' +
+          'periods do not hold a reply.',
+        params: Params,
+        body: Type.Object(
+          {
+            message: Type.Optional(MessageText),
+            template_id: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 40, description: 'A `tpl_<n>` template.' }),
+            ),
+            variables: Type.Optional(
+              Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }), {
+                maxProperties: 20,
+                description: "Values for the template's variables instead of the voter's.",
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Success(SendResult) },
+      },
+    },
+    async (request, reply) => {
+      const data = await conversations.reply(authOf(request), request.params.id, request.body);
+      return reply.code(201).send({ success: true, message: 'Reply sent.', data });
+    },
+  );
+
+  app.patch(
+    '/conversations/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Close, reopen or assign a conversation',
+        description:
+          'Managers and politicians assign to any active member; a volunteer closes or reopens their own.',
+        params: Params,
+        body: Type.Object(
+          {
+            status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
+            assigned_to: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+          },
+          { additionalProperties: false, minProperties: 1 },
+        ),
+        response: { 200: Success(Conversation) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.update(authOf(request), actorOf(request), request.params.id, request.body),
+    }),
+  );
+
+  app.post(
+    '/conversations/:id/grievance',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Open a grievance from the conversation',
+        description:
+          "For the contact's voter (422 when there is none), described by their last message, linked to the conversation; at most one open grievance a conversation (409).",
+        params: Params,
+        body: Type.Object(
+          {
+            title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            category: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            priority: Type.Optional(
+              Type.Union([
+                Type.Literal('low'),
+                Type.Literal('normal'),
+                Type.Literal('high'),
+                Type.Literal('urgent'),
+              ]),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Success(Grievance) },
+      },
+    },
+    async (request, reply) => {
+      const data = await conversations.grievance(authOf(request), request.params.id, request.body);
+      return reply.code(201).send({ success: true, message: 'Grievance opened.', data });
+    },
+  );
+};

@@ -1,0 +1,339 @@
+import { type Kysely, sql } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import { pageOf } from '../../db/paginate.ts';
+import type { ConversationRow, Database, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { AppError, notFound, validationError } from '../../errors.ts';
+import type { AuthContext } from '../../http/guard.ts';
+import { pageResult } from '../../http/schemas.ts';
+import { placeKey } from '../../lib/place.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import type { GrievancesService } from '../grievances/grievances.service.ts';
+import { inboundRef } from '../inbound/inbound.service.ts';
+import { messageRef, parseRef } from '../messages/messages.rules.ts';
+import type { MessagesService } from '../messages/messages.service.ts';
+import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
+import { emitEvent } from '../webhooks/webhooks.events.ts';
+import { conversationItem, conversationRef, conversationView } from './conversations.view.ts';
+
+/** WhatsApp's customer service window: free text only this long after the contact last wrote. */
+const WHATSAPP_WINDOW_MS = 24 * 3600 * 1000;
+
+export interface ConversationQuery {
+  page: number;
+  per_page: number;
+  status?: 'open' | 'closed' | undefined;
+  assigned_to?: string | undefined;
+  channel?: MessageChannel | undefined;
+  unread?: boolean | undefined;
+  ward?: string | undefined;
+  booth?: string | undefined;
+  constituency?: string | undefined;
+  search?: string | undefined;
+}
+
+export interface ReplyInput {
+  message?: string | undefined;
+  template_id?: string | undefined;
+  variables?: Record<string, string> | undefined;
+}
+
+const isVolunteer = (auth: AuthContext) => auth.role === 'volunteer';
+
+/**
+ * Conversations (contract, third part, "Conversations: replies reach a person"): the thread of a contact on a
+ * channel, assigned to a member who answers it. Volunteers reach only the conversations assigned to them,
+ * through every route: another's is 404, as another workspace's row is.
+ */
+export class ConversationsService {
+  constructor(
+    private readonly deps: { db: Kysely<Database>; messages: MessagesService; grievances: GrievancesService },
+  ) {}
+
+  async list(auth: AuthContext, query: ConversationQuery) {
+    const { db } = this.deps;
+    let q = db
+      .selectFrom('conversations as c')
+      .leftJoin('voters as v', 'v.id', 'c.voter_id')
+      .leftJoin('users as u', 'u.id', 'c.assigned_to')
+      .where('c.workspace_id', '=', auth.workspaceId);
+    if (isVolunteer(auth)) q = q.where('c.assigned_to', '=', auth.userId);
+    if (query.status) q = q.where('c.status', '=', query.status);
+    if (query.channel) q = q.where('c.channel', '=', query.channel);
+    if (query.unread) q = q.where('c.unread_count', '>', 0);
+    if (query.assigned_to !== undefined) {
+      const who = query.assigned_to;
+      if (who === 'me') q = q.where('c.assigned_to', '=', auth.userId);
+      else if (who === 'none') q = q.where('c.assigned_to', 'is', null);
+      else {
+        const id = /^\d{1,15}$/.test(who) ? Number(who) : undefined;
+        if (id === undefined) throw validationError({ assigned_to: ['must be me, none or a user id.'] });
+        q = q.where('c.assigned_to', '=', id);
+      }
+    }
+    if (query.ward !== undefined) q = q.where(sql`lower(v.ward)`, '=', placeKey(query.ward));
+    if (query.booth !== undefined) q = q.where(sql`lower(v.booth)`, '=', placeKey(query.booth));
+    if (query.constituency !== undefined)
+      q = q.where('v.constituency_key', '=', placeKey(query.constituency));
+    if (query.search !== undefined && query.search.trim() !== '') {
+      const like = `%${query.search
+        .trim()
+        .toLowerCase()
+        .replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
+      q = q.where((eb) =>
+        eb.or([
+          eb(sql`lower(c.address)`, 'like', sql`${like} escape '\\'`),
+          eb(sql`lower(v.name)`, 'like', sql`${like} escape '\\'`),
+        ]),
+      );
+    }
+    const { rows, total } = await pageOf(
+      q,
+      (x) =>
+        x
+          .selectAll('c')
+          .select(['v.name as voter_name', 'u.name as assigned_to_name'])
+          .orderBy('c.last_message_at', 'desc')
+          .orderBy('c.id', 'desc'),
+      query.page,
+      query.per_page,
+    );
+    return pageResult(rows.map(conversationItem), total, query.page, query.per_page);
+  }
+
+  async get(auth: AuthContext, ref: string) {
+    const row = await this.find(this.deps.db, auth, ref);
+    return conversationItem(await conversationView(this.deps.db, row));
+  }
+
+  /** Both directions, oldest first. Read by its assignee, the conversation has nothing unread. */
+  async messages(auth: AuthContext, ref: string, page: number, perPage: number) {
+    const { db } = this.deps;
+    const row = await this.find(db, auth, ref);
+    const thread = sql<{
+      kind: string;
+      id: number;
+      body: string;
+      created_at: string;
+      keyword: 'stop' | 'start' | null;
+      status: string | null;
+      error_code: string | null;
+      sent_by: number | null;
+      channel_account_id: number | null;
+    }>`
+      SELECT 'inbound' AS kind, id, body, created_at, keyword, NULL AS status, NULL AS error_code,
+             NULL AS sent_by, NULL AS channel_account_id
+        FROM inbound_messages WHERE conversation_id = ${row.id}
+      UNION ALL
+      SELECT 'outbound' AS kind, id, body, created_at, NULL AS keyword, status, error_code, sent_by,
+             channel_account_id
+        FROM messages WHERE conversation_id = ${row.id}
+      ORDER BY created_at, kind, id
+      LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`;
+    const [items, counts] = await Promise.all([
+      thread.execute(db),
+      sql<{ n: number }>`SELECT (SELECT count(*) FROM inbound_messages WHERE conversation_id = ${row.id})
+        + (SELECT count(*) FROM messages WHERE conversation_id = ${row.id}) AS n`.execute(db),
+    ]);
+    if (row.assigned_to === auth.userId && Number(row.unread_count) > 0) {
+      await db.updateTable('conversations').set({ unread_count: 0 }).where('id', '=', row.id).execute();
+    }
+    const data = items.rows.map((m) =>
+      m.kind === 'inbound'
+        ? {
+            id: inboundRef(Number(m.id)),
+            direction: 'inbound' as const,
+            body: m.body,
+            keyword: m.keyword,
+            created_at: m.created_at,
+          }
+        : {
+            id: messageRef(Number(m.id)),
+            direction: 'outbound' as const,
+            body: m.body,
+            status: m.status,
+            error_code: m.error_code,
+            sent_by: m.sent_by === null ? null : Number(m.sent_by),
+            channel_account_id:
+              m.channel_account_id === null ? null : accountRef(Number(m.channel_account_id)),
+            created_at: m.created_at,
+          },
+    );
+    return pageResult(data, Number(counts.rows[0]?.n ?? 0), page, perPage);
+  }
+
+  /**
+   * A reply on the conversation's channel, through the account the contact last wrote to (else the default):
+   * a send (credits, opt-outs) that quiet hours and silence periods never hold, refused on WhatsApp as free
+   * text more than 24 hours after the contact last wrote.
+   */
+  async reply(auth: AuthContext, ref: string, input: ReplyInput) {
+    const { db, messages } = this.deps;
+    const row = await this.find(db, auth, ref);
+    if ((input.message === undefined) === (input.template_id === undefined))
+      throw validationError({ message: ['give either message or template_id.'] });
+    if ((await optedOutAddresses(db, auth.workspaceId, row.channel, [row.address])).size > 0)
+      throw validationError({
+        message: [
+          `cannot be sent: ${row.address} opted out of ${row.channel} (a START reply opts them back in).`,
+        ],
+      });
+    if (
+      row.channel === 'whatsapp' &&
+      input.message !== undefined &&
+      (row.last_inbound_at === null || Date.now() - Date.parse(row.last_inbound_at) > WHATSAPP_WINDOW_MS)
+    ) {
+      throw validationError({
+        message: [
+          "cannot be free text: the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window. Reply with an approved template (template_id).",
+        ],
+      });
+    }
+    const account = await this.replyAccount(db, row);
+    return messages.send(
+      auth.workspaceId,
+      {
+        channel: row.channel,
+        to: row.address,
+        ...(input.message !== undefined ? { message: input.message } : { template_id: input.template_id }),
+        ...(account !== undefined ? { channel_account_id: accountRef(account) } : {}),
+      },
+      { sentBy: auth.userId, variables: input.variables },
+    );
+  }
+
+  async update(
+    auth: AuthContext,
+    actor: AuditActor,
+    ref: string,
+    input: { status?: 'open' | 'closed' | undefined; assigned_to?: number | null | undefined },
+  ) {
+    const { db } = this.deps;
+    return db.transaction().execute(async (trx) => {
+      const row = await this.find(trx, auth, ref);
+      if (input.assigned_to !== undefined && isVolunteer(auth))
+        throw new AppError('forbidden', 'Only a manager or politician assigns conversations.');
+      if (input.assigned_to !== undefined && input.assigned_to !== null) {
+        const user = await trx
+          .selectFrom('users')
+          .select(['id', 'deactivated_at'])
+          .where('workspace_id', '=', auth.workspaceId)
+          .where('id', '=', input.assigned_to)
+          .executeTakeFirst();
+        if (!user || user.deactivated_at !== null)
+          throw validationError({ assigned_to: ['is not an active member of this workspace.'] });
+      }
+      const now = nowIso();
+      const updated = await trx
+        .updateTable('conversations')
+        .set({
+          ...(input.status !== undefined ? { status: input.status } : {}),
+          ...(input.assigned_to !== undefined ? { assigned_to: input.assigned_to } : {}),
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const item = conversationItem(await conversationView(trx, updated));
+      const target = { type: 'conversation', id: conversationRef(row.id) };
+      if (input.assigned_to !== undefined && input.assigned_to !== row.assigned_to) {
+        await recordAudit(trx, {
+          workspaceId: auth.workspaceId,
+          actor,
+          action: 'conversation.assigned',
+          target,
+          details: { from: row.assigned_to, to: input.assigned_to },
+        });
+        if (input.assigned_to !== null)
+          await emitEvent(trx, auth.workspaceId, 'conversation.assigned', item, now);
+      }
+      if (input.status === 'closed' && row.status !== 'closed')
+        await recordAudit(trx, {
+          workspaceId: auth.workspaceId,
+          actor,
+          action: 'conversation.closed',
+          target,
+        });
+      return item;
+    });
+  }
+
+  /** A grievance for the contact's voter, described by their last message, linked to the conversation. */
+  async grievance(
+    auth: AuthContext,
+    ref: string,
+    input: {
+      title?: string | undefined;
+      category?: string | undefined;
+      priority?: 'low' | 'normal' | 'high' | 'urgent' | undefined;
+    },
+  ) {
+    const { db, grievances } = this.deps;
+    const row = await this.find(db, auth, ref);
+    if (row.voter_id === null)
+      throw validationError({
+        conversation: [`${row.address} is not a voter of this workspace: add them first.`],
+      });
+    if (row.grievance_id !== null) {
+      const open = await db
+        .selectFrom('grievances')
+        .select(['id', 'status'])
+        .where('id', '=', row.grievance_id)
+        .where('status', 'in', ['open', 'in_progress'])
+        .executeTakeFirst();
+      if (open)
+        throw new AppError('conflict', `This conversation already has an open grievance (${open.id}).`, {
+          grievance_id: Number(open.id),
+        });
+    }
+    const last = await db
+      .selectFrom('inbound_messages')
+      .select('body')
+      .where('conversation_id', '=', row.id)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    const description = last?.body ?? row.last_message_preview;
+    const created = await grievances.create(auth.workspaceId, {
+      title: input.title ?? `Reply on ${row.channel}: ${description.replace(/\s+/g, ' ').slice(0, 80)}`,
+      description,
+      ...(input.category !== undefined ? { category: input.category } : {}),
+      ...(input.priority !== undefined ? { priority: input.priority } : {}),
+      voter_id: Number(row.voter_id),
+    });
+    await db
+      .updateTable('conversations')
+      .set({ grievance_id: created.id, updated_at: nowIso() })
+      .where('id', '=', row.id)
+      .execute();
+    return created;
+  }
+
+  private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {
+    if (row.channel_account_id === null) return undefined;
+    const account = await db
+      .selectFrom('channel_accounts')
+      .select(['id', 'disabled_at'])
+      .where('id', '=', row.channel_account_id)
+      .where('workspace_id', '=', row.workspace_id)
+      .executeTakeFirst();
+    return account && account.disabled_at === null ? Number(account.id) : undefined;
+  }
+
+  private async find(db: Executor, auth: AuthContext, ref: string): Promise<ConversationRow> {
+    const id = parseRef('conv', ref);
+    const row =
+      id === undefined
+        ? undefined
+        : await db
+            .selectFrom('conversations')
+            .selectAll()
+            .where('workspace_id', '=', auth.workspaceId)
+            .where('id', '=', id)
+            .$if(isVolunteer(auth), (q) => q.where('assigned_to', '=', auth.userId))
+            .executeTakeFirst();
+    if (!row) throw notFound('Conversation');
+    return row;
+  }
+}

@@ -1,0 +1,208 @@
+import { sql } from 'kysely';
+import type { ConversationRow, InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { placeKey } from '../../lib/place.ts';
+import { emitEvent } from '../webhooks/webhooks.events.ts';
+import { conversationItem, conversationView } from './conversations.view.ts';
+
+export interface Coverage {
+  wards?: string[] | undefined;
+  booths?: string[] | undefined;
+  constituencies?: string[] | undefined;
+}
+
+const preview = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
+
+/** The workspace's voter with this address on the channel (the oldest where several share it), or none. */
+export async function voterOf(db: Executor, workspaceId: number, channel: MessageChannel, address: string) {
+  return db
+    .selectFrom('voters')
+    .select(['id', 'name', 'ward', 'booth', 'constituency'])
+    .where('workspace_id', '=', workspaceId)
+    .where(channel === 'email' ? 'email' : 'phone', '=', address)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * Who gets a new conversation with this voter: the active volunteer whose coverage holds the voter's ward,
+ * booth or constituency (compared as place keys) with the fewest open conversations (the lowest id on a tie);
+ * none when no coverage holds it.
+ */
+export async function assigneeFor(
+  db: Executor,
+  workspaceId: number,
+  voter: { ward: string | null; booth: string | null; constituency: string | null },
+): Promise<number | null> {
+  const volunteers = await db
+    .selectFrom('users')
+    .select(['id', 'coverage'])
+    .where('workspace_id', '=', workspaceId)
+    .where('role', '=', 'volunteer')
+    .where('deactivated_at', 'is', null)
+    .where('coverage', 'is not', null)
+    .orderBy('id')
+    .execute();
+  const has = (list: string[] | undefined, value: string | null) =>
+    value !== null && (list ?? []).some((item) => placeKey(item) === placeKey(value));
+  const covering = volunteers.filter((v) => {
+    const c = JSON.parse(v.coverage ?? '{}') as Coverage;
+    return (
+      has(c.wards, voter.ward) || has(c.booths, voter.booth) || has(c.constituencies, voter.constituency)
+    );
+  });
+  if (covering.length === 0) return null;
+  const ids = covering.map((v) => v.id);
+  const loads = await db
+    .selectFrom('conversations')
+    .select(['assigned_to', sql<number>`count(*)`.as('open')])
+    .where('workspace_id', '=', workspaceId)
+    .where('status', '=', 'open')
+    .where('assigned_to', 'in', ids)
+    .groupBy('assigned_to')
+    .execute();
+  const load = new Map(loads.map((l) => [Number(l.assigned_to), Number(l.open)]));
+  let best = ids[0]!;
+  for (const id of ids) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
+  return best;
+}
+
+/**
+ * Files an inbound message in its conversation (one per workspace, channel and address), in the caller's
+ * transaction: a new contact opens one (linked to their voter, assigned by coverage, with the message they
+ * answered and earlier single sends to them), a closed one reopens. Emits `conversation.created` and
+ * `conversation.assigned`.
+ */
+export async function threadInbound(
+  trx: Executor,
+  workspaceId: number,
+  inbound: InboundMessageRow,
+  channelAccountId: number | null,
+  now: string,
+): Promise<ConversationRow> {
+  const find = () =>
+    trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('channel', '=', inbound.channel)
+      .where('address', '=', inbound.from)
+      .executeTakeFirst();
+  let conversation = await find();
+  if (!conversation) {
+    const voter = await voterOf(trx, workspaceId, inbound.channel, inbound.from);
+    const assignee = voter ? await assigneeFor(trx, workspaceId, voter) : null;
+    const created = await trx
+      .insertInto('conversations')
+      .values({
+        workspace_id: workspaceId,
+        channel: inbound.channel,
+        address: inbound.from,
+        voter_id: voter?.id ?? null,
+        status: 'open',
+        assigned_to: assignee,
+        unread_count: 1,
+        last_message_at: now,
+        last_message_preview: preview(inbound.body),
+        last_inbound_at: now,
+        channel_account_id: channelAccountId,
+        grievance_id: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(['workspace_id', 'channel', 'address']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (created) {
+      // The message they answered (the last one sent to them) and the single sends before it join the thread.
+      const last = await trx
+        .selectFrom('messages')
+        .select('id')
+        .where('workspace_id', '=', workspaceId)
+        .where('to', '=', inbound.from)
+        .where('channel', '=', inbound.channel)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (last) {
+        await trx
+          .updateTable('messages')
+          .set({ conversation_id: created.id })
+          .where('workspace_id', '=', workspaceId)
+          .where('to', '=', inbound.from)
+          .where('channel', '=', inbound.channel)
+          .where('conversation_id', 'is', null)
+          .where((eb) => eb.or([eb('campaign_id', 'is', null), eb('id', '=', last.id)]))
+          .execute();
+      }
+      await linkInbound(trx, inbound.id, created.id);
+      const view = await conversationView(trx, created);
+      await emitEvent(trx, workspaceId, 'conversation.created', conversationItem(view), now);
+      if (assignee !== null)
+        await emitEvent(trx, workspaceId, 'conversation.assigned', conversationItem(view), now);
+      return created;
+    }
+    conversation = await find();
+    if (!conversation) throw new Error('conversation vanished');
+  }
+  const updated = await trx
+    .updateTable('conversations')
+    .set((eb) => ({
+      status: 'open',
+      unread_count: eb('unread_count', '+', 1),
+      last_message_at: now,
+      last_message_preview: preview(inbound.body),
+      last_inbound_at: now,
+      channel_account_id: channelAccountId ?? conversation.channel_account_id,
+      updated_at: now,
+    }))
+    .where('id', '=', conversation.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await linkInbound(trx, inbound.id, conversation.id);
+  return updated;
+}
+
+async function linkInbound(trx: Executor, inboundId: number, conversationId: number) {
+  await trx
+    .updateTable('inbound_messages')
+    .set({ conversation_id: conversationId })
+    .where('id', '=', inboundId)
+    .execute();
+}
+
+/** An outbound message to a contact joins their conversation, if they have one; its activity moves. */
+export async function conversationFor(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  address: string,
+): Promise<ConversationRow | undefined> {
+  return db
+    .selectFrom('conversations')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('channel', '=', channel)
+    .where('address', '=', address)
+    .executeTakeFirst();
+}
+
+export async function touchOutbound(db: Executor, conversationId: number, body: string, now: string) {
+  await db
+    .updateTable('conversations')
+    .set({ last_message_at: now, last_message_preview: preview(body), updated_at: now })
+    .where('id', '=', conversationId)
+    .execute();
+}
+
+/** Deactivating a member: their open conversations go back to the unassigned queue. */
+export async function unassignOpen(db: Executor, workspaceId: number, userId: number, now: string) {
+  await db
+    .updateTable('conversations')
+    .set({ assigned_to: null, updated_at: now })
+    .where('workspace_id', '=', workspaceId)
+    .where('assigned_to', '=', userId)
+    .where('status', '=', 'open')
+    .execute();
+}
