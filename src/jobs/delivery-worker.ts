@@ -395,7 +395,8 @@ export class DeliveryWorker {
         units.push({ rows: [row], messages: [message], provider, account });
         continue;
       }
-      const key = `${accountId}:${row.template_id ?? ''}`;
+      // One request per account, campaign and template (MSG91: up to 1,000 recipients of one campaign).
+      const key = `${accountId}:${row.campaign_id ?? `msg${row.id}`}:${row.template_id ?? ''}`;
       let unit = groups.get(key);
       if (!unit || unit.rows.length >= provider.batchLimit) {
         unit = { rows: [], messages: [], provider, account };
