@@ -598,6 +598,33 @@ for (const dialect of dialects) {
       await report(sends[0]!, { To: a, Status: 'failed', DetailedStatusCode: '23081' });
       expect(await message(o.token, sends[0]!)).toMatchObject({ status: 'delivered' });
 
+      // A campaign through the account: the worker sends each, and the reports settle the campaign.
+      const audience = [uniquePhone(), uniquePhone()];
+      const campaign = await api(t.app, 'POST', '/api/messages/broadcast', {
+        token: o.token,
+        body: { channel: 'sms', template_id: tpl, recipients: audience },
+      });
+      expect(campaign.status).toBe(202);
+      await worker.drain();
+      const items = (
+        await api(t.app, 'GET', `/api/messages/history?campaign_id=${campaign.body.data.campaign_id}`, {
+          token: o.token,
+        })
+      ).body.data.data as Array<{ id: string; to: string; provider: string; channel_account_id: string }>;
+      expect(items.map((m) => [m.provider, m.channel_account_id])).toEqual([
+        ['exotel', account.id],
+        ['exotel', account.id],
+      ]);
+      for (const m of items) {
+        expect(exotel.requests.find((r) => r.form.To === m.to)?.form.CustomField).toBe(m.id);
+        await report(m.id, { To: m.to, Status: 'sent' });
+      }
+      await worker.drain();
+      expect(
+        (await api(t.app, 'GET', `/api/campaigns/${campaign.body.data.campaign_id}`, { token: o.token })).body
+          .data,
+      ).toMatchObject({ status: 'completed', stats: { delivered: 2, failed: 0 } });
+
       // Insufficient balance is a refusal, not refused credentials: the account stays on.
       const broke = await api(t.app, 'POST', '/api/messages/send', {
         token: o.token,
