@@ -72,6 +72,8 @@ import { providerCallbackRoutes } from './modules/channel-accounts/provider-call
 import { conversationsRoutes } from './modules/conversations/conversations.routes.ts';
 import { ConversationsService } from './modules/conversations/conversations.service.ts';
 import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
+import { eventsRoutes } from './modules/events/events.routes.ts';
+import { EventHub } from './modules/events/live.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -284,6 +286,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     conversations: new ConversationsService({ db: db.kysely, messages, grievances }),
   });
   await app.register(quickRepliesRoutes, { prefix: '/api', db: db.kysely });
+  await app.register(eventsRoutes, {
+    prefix: '/api',
+    hub: new EventHub(db.kysely),
+    authenticate: (header) => auth.authenticate(header),
+    perUser: config.eventStreamsPerUser,
+  });
   await app.register(providerCallbackRoutes, {
     prefix: '/api',
     db: db.kysely,

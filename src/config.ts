@@ -81,6 +81,8 @@ export interface Config {
   readonly providerBaseUrls: ProviderBaseUrls;
   /** The Graph API version of WhatsApp Cloud API calls (WHATSAPP_CLOUD_API_VERSION). */
   readonly whatsappCloudApiVersion: string;
+  /** Open `GET /api/events/stream` connections a user may hold (in one API process). */
+  readonly eventStreamsPerUser: number;
   readonly smtp: SmtpSettings | undefined;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;
@@ -503,6 +505,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       twilio: twilioBaseUrl(env),
     },
     whatsappCloudApiVersion: graphVersion(env),
+    eventStreamsPerUser: int(env, 'EVENT_STREAMS_PER_USER', 5, 1, 1000),
     smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),

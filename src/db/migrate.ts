@@ -26,6 +26,7 @@ import * as webhookBreaker from './migrations/2026_11_25_022_webhook_breaker.ts'
 import * as messageDueByWorkspace from './migrations/2026_11_25_023_message_due_by_workspace.ts';
 import * as channelAccounts from './migrations/2026_11_25_024_channel_accounts.ts';
 import * as conversations from './migrations/2026_11_25_025_conversations.ts';
+import * as liveEvents from './migrations/2026_11_25_026_live_events.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_023_message_due_by_workspace': messageDueByWorkspace,
   '2026_11_25_024_channel_accounts': channelAccounts,
   '2026_11_25_025_conversations': conversations,
+  '2026_11_25_026_live_events': liveEvents,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

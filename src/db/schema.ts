@@ -35,6 +35,7 @@ export interface Database {
   channel_accounts: ChannelAccountTable;
   conversations: ConversationTable;
   quick_replies: QuickReplyTable;
+  live_events: LiveEventTable;
 }
 
 export const roles = ['politician', 'manager', 'volunteer'] as const;
@@ -558,3 +559,15 @@ export interface QuickReplyTable {
   updated_at: string;
 }
 export type QuickReplyRow = Selectable<QuickReplyTable>;
+
+export interface LiveEventTable {
+  id: Generated<number>;
+  workspace_id: number;
+  type: string;
+  /** JSON text: the event's data, as webhooks carry it. */
+  data: string;
+  /** Conversation events: the conversation's assignee (a volunteer's stream carries only theirs). */
+  assigned_to: number | null;
+  created_at: string;
+}
+export type LiveEventRow = Selectable<LiveEventTable>;

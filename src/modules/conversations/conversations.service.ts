@@ -246,7 +246,9 @@ export class ConversationsService {
           details: { from: row.assigned_to, to: input.assigned_to },
         });
         if (input.assigned_to !== null)
-          await emitEvent(trx, auth.workspaceId, 'conversation.assigned', item, now);
+          await emitEvent(trx, auth.workspaceId, 'conversation.assigned', item, now, {
+            assignedTo: input.assigned_to,
+          });
       }
       if (input.status === 'closed' && row.status !== 'closed')
         await recordAudit(trx, {

@@ -138,9 +138,10 @@ export async function threadInbound(
       }
       await linkInbound(trx, inbound.id, created.id);
       const view = await conversationView(trx, created);
-      await emitEvent(trx, workspaceId, 'conversation.created', conversationItem(view), now);
+      const live = { assignedTo: assignee };
+      await emitEvent(trx, workspaceId, 'conversation.created', conversationItem(view), now, live);
       if (assignee !== null)
-        await emitEvent(trx, workspaceId, 'conversation.assigned', conversationItem(view), now);
+        await emitEvent(trx, workspaceId, 'conversation.assigned', conversationItem(view), now, live);
       return created;
     }
     conversation = await find();

@@ -125,7 +125,9 @@ async function record(
   } else if (keyword === 'start') {
     await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
   }
-  await threadInbound(trx, workspaceId, row, input.channelAccountId ?? null, now);
-  await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now);
+  const conversation = await threadInbound(trx, workspaceId, row, input.channelAccountId ?? null, now);
+  await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now, {
+    assignedTo: conversation.assigned_to,
+  });
   return row;
 }

@@ -1,6 +1,7 @@
 import { nowIso } from '../../db/connect.ts';
 import type { Executor } from '../../db/types.ts';
 import { enabledWebhooks, insertDeliveries, insertEvent } from './webhooks.repository.ts';
+import { recordLive } from '../events/live.ts';
 
 /**
  * The events an endpoint can subscribe to, and what `data` carries on the wire (the body is
@@ -47,7 +48,10 @@ export async function emitEvent(
   type: WebhookEventType,
   data: unknown,
   now: string = nowIso(),
+  /** Conversation events: the conversation's assignee (for the live stream's volunteers). */
+  live?: { assignedTo: number | null },
 ): Promise<number | null> {
+  await recordLive(trx, workspaceId, type, data, live?.assignedTo ?? null, now);
   const subscribed = (await enabledWebhooks(trx, workspaceId))
     .filter((hook) => (JSON.parse(hook.events) as string[]).includes(type))
     .map((hook) => hook.id);

@@ -1,0 +1,117 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError } from '../../errors.ts';
+import { authOf, type AuthContext } from '../../http/guard.ts';
+import type { LiveEventRow } from '../../db/schema.ts';
+import { type EventHub, type Listener, liveEventTypes, RESUME_LIMIT } from './live.ts';
+
+/** A comment line this often keeps proxies from closing a quiet stream. */
+const HEARTBEAT_MS = 15_000;
+/** How often a stream checks that its token still works (logout, revocation, deactivation end it). */
+const TOKEN_CHECK_MS = 5_000;
+
+/**
+ * `GET /api/events/stream`: Server-Sent Events of the workspace's events that the caller may see, each with its
+ * `id`; `Last-Event-ID` resumes after it (from the workspace's last 1,000). At most EVENT_STREAMS_PER_USER open
+ * streams a user in this process.
+ */
+export const eventsRoutes: FastifyPluginAsyncTypebox<{
+  hub: EventHub;
+  authenticate: (authorization: string | undefined) => Promise<AuthContext | null>;
+  perUser: number;
+}> = async (app, { hub, authenticate, perUser }) => {
+  const open = new Map<number, number>();
+  const enders = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...enders]) end();
+    hub.close();
+  });
+
+  app.get(
+    '/events/stream',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['Conversations'],
+        summary: 'Live events (Server-Sent Events)',
+        description:
+          `A \`text/event-stream\` of the workspace's events the caller may see: ${liveEventTypes.join(', ')} ` +
+          "(a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` " +
+          `(JSON, as webhooks carry it). \`Last-Event-ID\` resumes after that id, from the workspace's last ${RESUME_LIMIT}. ` +
+          'A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most ' +
+          'EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429.',
+        headers: Type.Object({
+          'last-event-id': Type.Optional(
+            Type.String({ maxLength: 20, description: 'The last event id received.' }),
+          ),
+        }),
+        produces: ['text/event-stream'],
+        response: {
+          200: {
+            description: 'The stream.',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      if ((open.get(auth.userId) ?? 0) >= perUser) {
+        throw new AppError(
+          'rate_limit_exceeded',
+          `You have ${perUser} event streams open, the most a user may: close one (or reuse it) first.`,
+        );
+      }
+      const header = request.headers['last-event-id'];
+      const after =
+        typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header) : undefined;
+      open.set(auth.userId, (open.get(auth.userId) ?? 0) + 1);
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      raw.write('retry: 3000\n\n');
+      let ended = false;
+      const listener: Listener = {
+        workspaceId: auth.workspaceId,
+        viewer: { userId: auth.userId, role: auth.role },
+        send: (event: LiveEventRow) => {
+          if (!ended) raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.data}\n\n`);
+        },
+      };
+      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      const check = setInterval(() => {
+        authenticate(request.headers.authorization)
+          .then((still) => {
+            if (!still) end();
+          })
+          .catch(() => undefined); // the database is away: keep the stream, check again later
+      }, TOKEN_CHECK_MS);
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(heartbeat);
+        clearInterval(check);
+        hub.remove(listener);
+        enders.delete(end);
+        const left = (open.get(auth.userId) ?? 1) - 1;
+        if (left > 0) open.set(auth.userId, left);
+        else open.delete(auth.userId);
+        raw.end();
+      };
+      enders.add(end);
+      request.raw.on('close', end);
+      raw.on('error', end);
+      try {
+        await hub.add(listener, after);
+      } catch {
+        end();
+      }
+    },
+  );
+};
