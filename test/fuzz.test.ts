@@ -460,6 +460,9 @@ for (const dialect of dialects) {
     });
 
     for (const op of operations) {
+      // The live event stream answers a signed-in request with a stream that does not end while the token works:
+      // test/events-stream.test.ts tries it over real HTTP instead.
+      if (op.path === '/api/events/stream') continue;
       it(`${op.method} ${op.path}`, async () => {
         const send = async (r: FuzzRequest) => {
           let token = owner.token;
