@@ -217,6 +217,12 @@ for (const dialect of dialects) {
         second.id,
       ]);
       expect((await list(owner.token, '?ward=WARD%2012')).total).toBe(2);
+      const ids = async (query: string) =>
+        (await list(owner.token, query)).data.map((c: { id: string }) => c.id);
+      expect(await ids('?booth=41')).toEqual([first.id]);
+      expect(await ids('?constituency=varanasi&search=asha')).toEqual([first.id]);
+      expect(await ids(`?search=${encodeURIComponent(ravi.slice(-6))}`)).toEqual([second.id]);
+      expect(await ids('?ward=13')).toEqual([]);
 
       const events = await t.db.kysely
         .selectFrom('webhook_events')

@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, buildTestApp, call, dialects, register, uniquePhone, type TestApp } from './helpers.ts';
 import { until } from './messaging-helpers.ts';
+import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
 
 interface Received {
   id: string;
@@ -131,6 +133,36 @@ for (const dialect of dialects) {
       await until(async () => mine.state.ended, 'the revoked stream to end', 20_000);
       for (const s of [staff, theirs, outside]) s.close();
     }, 60_000);
+
+    it('the worker deletes events older than an hour, with no stream open', async () => {
+      const owner = await register(t.app);
+      const ws = owner.user.workspace_id;
+      const at = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+      const event = (created_at: string) => ({
+        workspace_id: ws,
+        type: 'grievance.created',
+        data: '{}',
+        assigned_to: null,
+        created_at,
+      });
+      await t.db.kysely
+        .insertInto('live_events')
+        .values([event(at(120)), event(at(61)), event(at(5))])
+        .execute();
+      await new DeliveryWorker({
+        db: t.db,
+        config: t.config,
+        providers: t.providers,
+        log: pino({ level: 'silent' }),
+      }).round();
+      const left = await t.db.kysely
+        .selectFrom('live_events')
+        .select('created_at')
+        .where('workspace_id', '=', ws)
+        .execute();
+      expect(left).toHaveLength(1);
+      expect(Date.parse(String(left[0]!.created_at))).toBeGreaterThan(Date.now() - 10 * 60_000);
+    });
   });
 }
 

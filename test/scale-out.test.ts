@@ -3,7 +3,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../bench/server.ts';
-import { buildTestApp, register, redisUrl, type TestApp } from './helpers.ts';
+import { addMember, buildTestApp, register, redisUrl, type TestApp } from './helpers.ts';
 import { insertVoters, isolatedDatabase, until } from './messaging-helpers.ts';
 import { startReceiver, type Receiver } from './webhook-receivers.ts';
 
@@ -15,6 +15,8 @@ import { startReceiver, type Receiver } from './webhook-receivers.ts';
  * Redis: its four processes would otherwise compete with the timing-sensitive tests of a parallel `npm test`
  * for two shared cores. `.ci/run` runs it after the suite with the issue's 50,000; a developer runs
  * `SCALE_OUT_RECIPIENTS=10000 npx vitest run test/scale-out.test.ts` (with TEST_DATABASE_URL and TEST_REDIS_URL).
+ * The live event stream crosses the API processes too: an inbound message taken by one reaches the streams
+ * another holds, each volunteer's stream carrying only their own conversations.
  */
 const RECIPIENTS = Number(process.env.SCALE_OUT_RECIPIENTS ?? 0);
 const AUTH_LIMIT = 10;
@@ -53,6 +55,40 @@ function run(entry: string, env: Record<string, string>): Proc {
       if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
   });
   return { child, lines, exited: new Promise((resolve) => child.once('exit', resolve)) };
+}
+
+/** An event stream over real HTTP: the events received (type and data), and a way to leave. */
+async function sse(api: string, token: string) {
+  const controller = new AbortController();
+  const res = await fetch(`${api}/events/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`stream answered ${res.status}`);
+  const events: Array<{ type: string; data: Record<string, unknown> }> = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const type = /^event: (.+)$/m.exec(block)?.[1];
+          const data = /^data: (.+)$/m.exec(block)?.[1];
+          if (type && data) events.push({ type, data: JSON.parse(data) as Record<string, unknown> });
+        }
+      }
+    } catch {
+      // closed by the test
+    }
+  })();
+  return {
+    events,
+    received: (type: string) => events.filter((e) => e.type === type).map((e) => e.data),
+    close: () => controller.abort(),
+  };
 }
 
 describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
@@ -168,6 +204,60 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
         `statuses ${statuses.join(',')}; API warnings ${JSON.stringify(warnings)}`,
       ).toHaveLength(6);
       expect(statuses.slice(0, AUTH_LIMIT).every((s) => s !== 429)).toBe(true);
+    });
+
+    it('an inbound message taken by one API process reaches the streams another holds, each volunteer only theirs', async () => {
+      const owner = await register(t.app);
+      const [covering, other] = [
+        await addMember(t.app, owner, 'volunteer'),
+        await addMember(t.app, owner, 'volunteer'),
+      ];
+      const patched = await fetch(`${apis[0]}/users/${covering.user.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
+        body: JSON.stringify({ coverage: { wards: ['7'] } }),
+      });
+      expect(patched.status).toBe(200);
+      const voter = await post(
+        apis[0] as string,
+        '/voters',
+        { name: 'Ward Seven', phone: '+919700000071', ward: '7' },
+        owner.token,
+      );
+      expect(voter.status).toBe(201);
+      // Every stream on the second API process; the messages go to the first.
+      const staff = await sse(apis[1] as string, owner.token);
+      const mine = await sse(apis[1] as string, covering.token);
+      const theirs = await sse(apis[1] as string, other.token);
+      for (const [from, body] of [
+        ['+919700000071', 'The hand pump in ward 7 is broken'],
+        ['+919700000072', 'Who is our candidate?'],
+      ] as const) {
+        const res = await post(apis[0] as string, '/inbound', { channel: 'sms', from, body }, owner.token);
+        expect(res.status).toBe(201);
+      }
+      await until(
+        async () => staff.received('message.received').length === 2,
+        'both messages on the staff stream',
+        20_000,
+      );
+      await until(
+        async () => mine.received('message.received').length === 1,
+        "the volunteer's message on their stream",
+        20_000,
+      );
+      expect(mine.received('message.received')[0]).toMatchObject({
+        from: '+919700000071',
+        body: 'The hand pump in ward 7 is broken',
+      });
+      expect(mine.received('conversation.assigned')[0]).toMatchObject({
+        address: '+919700000071',
+        assigned_to: covering.user.id,
+      });
+      // Nothing of either conversation reached the other volunteer.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(theirs.events).toEqual([]);
+      for (const s of [staff, mine, theirs]) s.close();
     });
 
     it(

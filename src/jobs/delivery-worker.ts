@@ -11,6 +11,7 @@ import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
+import { pruneLiveEvents } from '../modules/events/live.ts';
 import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
 import {
   listUnsubscribeHeaders,
@@ -66,7 +67,7 @@ const MARK_EVERY = 1000;
 /** How long a lane reuses its scan for the workspaces with due messages (a new one waits at most this). */
 const WORKSPACE_SCAN_EVERY_MS = 1000;
 const MARK_AFTER_MS = 5;
-/** How often a worker deletes audit-log entries past AUDIT_RETENTION_DAYS. */
+/** How often a worker deletes audit-log entries past AUDIT_RETENTION_DAYS and live events past an hour. */
 const PRUNE_EVERY_MS = 60_000;
 
 /**
@@ -194,6 +195,7 @@ export class DeliveryWorker {
       // AUDIT_RETENTION_DAYS: bounded batches; a backlog goes over the next rounds.
       const keepMs = this.deps.config.auditRetentionDays * 86_400_000;
       await pruneAuditLog(this.deps.db.kysely, new Date(Date.now() - keepMs).toISOString());
+      await pruneLiveEvents(this.deps.db.kysely);
     }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();

@@ -1,4 +1,5 @@
 import { pageOf } from '../../db/paginate.ts';
+import { deleteCreatedBefore } from '../../db/prune.ts';
 import type { FastifyRequest } from 'fastify';
 import { nowIso } from '../../db/connect.ts';
 import type { AuditLogRow } from '../../db/schema.ts';
@@ -112,26 +113,14 @@ export async function listAudit(
 }
 
 /**
- * Deletes entries created before `cutoff`, `batchSize` rows per statement and at most `maxBatches` statements,
- * so that a large backlog never holds a long lock; the worker's next round goes on. Returns how many went.
+ * Deletes entries created before `cutoff` in bounded batches (see deleteCreatedBefore); the worker's next
+ * round goes on with a backlog. Returns how many went.
  */
-export async function pruneAuditLog(
+export function pruneAuditLog(
   db: Executor,
   cutoff: string,
   batchSize = 1000,
   maxBatches = 10,
 ): Promise<number> {
-  let deleted = 0;
-  for (let i = 0; i < maxBatches; i += 1) {
-    const result = await db
-      .deleteFrom('audit_log')
-      .where('id', 'in', (eb) =>
-        eb.selectFrom('audit_log').select('id').where('created_at', '<', cutoff).limit(batchSize),
-      )
-      .executeTakeFirst();
-    const n = Number(result.numDeletedRows);
-    deleted += n;
-    if (n < batchSize) break;
-  }
-  return deleted;
+  return deleteCreatedBefore(db, 'audit_log', cutoff, batchSize, maxBatches);
 }

@@ -53,11 +53,9 @@ export class ConversationsService {
 
   async list(auth: AuthContext, query: ConversationQuery) {
     const { db } = this.deps;
-    let q = db
-      .selectFrom('conversations as c')
-      .leftJoin('voters as v', 'v.id', 'c.voter_id')
-      .leftJoin('users as u', 'u.id', 'c.assigned_to')
-      .where('c.workspace_id', '=', auth.workspaceId);
+    // No joins: a volunteer's page and count read their conversations through the assignee index alone; the
+    // voter's fields are checked (and the names read) for the rows that need them, by primary key.
+    let q = db.selectFrom('conversations as c').where('c.workspace_id', '=', auth.workspaceId);
     if (isVolunteer(auth)) q = q.where('c.assigned_to', '=', auth.userId);
     if (query.status) q = q.where('c.status', '=', query.status);
     if (query.channel) q = q.where('c.channel', '=', query.channel);
@@ -72,10 +70,12 @@ export class ConversationsService {
         q = q.where('c.assigned_to', '=', id);
       }
     }
-    if (query.ward !== undefined) q = q.where(sql`lower(v.ward)`, '=', placeKey(query.ward));
-    if (query.booth !== undefined) q = q.where(sql`lower(v.booth)`, '=', placeKey(query.booth));
+    const voterWhere = (condition: ReturnType<typeof sql<boolean>>) =>
+      sql<boolean>`EXISTS (SELECT 1 FROM voters v WHERE v.id = c.voter_id AND ${condition})`;
+    if (query.ward !== undefined) q = q.where(voterWhere(sql`lower(v.ward) = ${placeKey(query.ward)}`));
+    if (query.booth !== undefined) q = q.where(voterWhere(sql`lower(v.booth) = ${placeKey(query.booth)}`));
     if (query.constituency !== undefined)
-      q = q.where('v.constituency_key', '=', placeKey(query.constituency));
+      q = q.where(voterWhere(sql`v.constituency_key = ${placeKey(query.constituency)}`));
     if (query.search !== undefined && query.search.trim() !== '') {
       const like = `%${query.search
         .trim()
@@ -84,7 +84,7 @@ export class ConversationsService {
       q = q.where((eb) =>
         eb.or([
           eb(sql`lower(c.address)`, 'like', sql`${like} escape '\\'`),
-          eb(sql`lower(v.name)`, 'like', sql`${like} escape '\\'`),
+          voterWhere(sql`lower(v.name) LIKE ${like} ESCAPE '\\'`),
         ]),
       );
     }
@@ -93,7 +93,18 @@ export class ConversationsService {
       (x) =>
         x
           .selectAll('c')
-          .select(['v.name as voter_name', 'u.name as assigned_to_name'])
+          .select((eb) => [
+            eb
+              .selectFrom('voters as v')
+              .select('v.name')
+              .whereRef('v.id', '=', 'c.voter_id')
+              .as('voter_name'),
+            eb
+              .selectFrom('users as u')
+              .select('u.name')
+              .whereRef('u.id', '=', 'c.assigned_to')
+              .as('assigned_to_name'),
+          ])
           .orderBy('c.last_message_at', 'desc')
           .orderBy('c.id', 'desc'),
       query.page,

@@ -8,7 +8,7 @@ export interface ConversationView extends ConversationRow {
   assigned_to_name: string | null;
 }
 
-/** A conversation with its voter's and assignee's names (one query each; lists join them instead). */
+/** A conversation with its voter's and assignee's names (one query each; lists read them in their own query). */
 export async function conversationView(db: Executor, row: ConversationRow): Promise<ConversationView> {
   const voter =
     row.voter_id === null

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, LiveEventRow, Role } from '../../db/schema.ts';
+import { deleteCreatedBefore } from '../../db/prune.ts';
 import type { Executor } from '../../db/types.ts';
 import { can, type Permission } from '../../http/permissions.ts';
 
@@ -70,8 +71,13 @@ export interface Listener {
 const POLL_MS = 50;
 /** What Last-Event-ID can resume: the last this many of the workspace's events. */
 export const RESUME_LIMIT = 1000;
-/** Events are kept this long for resuming; older ones are deleted by the hub. */
+/** Events are kept this long for resuming; older ones are deleted by the delivery worker's chores. */
 const KEEP_MS = 3600_000;
+
+/** Deletes the events older than KEEP_MS, in bounded batches (a backlog goes over the next rounds). */
+export function pruneLiveEvents(db: Executor, nowMs = Date.now()): Promise<number> {
+  return deleteCreatedBefore(db, 'live_events', new Date(nowMs - KEEP_MS).toISOString());
+}
 /**
  * Ids are given in insert order, but on PostgreSQL a transaction that took an id may commit after one that took
  * a later id: each read looks back this far below the last id seen (and skips what it already sent).
@@ -89,7 +95,6 @@ export class EventHub {
   private readonly sent = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
   private reading = false;
-  private prunedAt = 0;
   private ready: Promise<void> | undefined;
 
   constructor(private readonly db: Kysely<Database>) {}
@@ -172,13 +177,6 @@ export class EventHub {
         }
       }
       for (const id of this.sent) if (id <= this.lastId - LOOK_BACK) this.sent.delete(id);
-      if (Date.now() - this.prunedAt > 60_000) {
-        this.prunedAt = Date.now();
-        await this.db
-          .deleteFrom('live_events')
-          .where('created_at', '<', new Date(Date.now() - KEEP_MS).toISOString())
-          .execute();
-      }
     } catch {
       // A database hiccup: the next read tries again (the streams stay open).
     } finally {
