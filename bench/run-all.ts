@@ -67,6 +67,25 @@ function benches(): Bench[] {
         result: { lines: /^(set-up:|\d\. )/, fence: true },
       },
       {
+        name: 'conversations',
+        dialect,
+        script: 'bench/conversations.ts',
+        args: full
+          ? []
+          : [
+              '--conversations',
+              String(Math.round(Number(rows) / 2)),
+              '--messages',
+              String(Number(rows) * 5),
+              '--streams',
+              '100',
+              '--samples',
+              samples,
+            ],
+        env: { ...sqliteEnv, DATABASE_URL: url },
+        result: { file: `bench/out/conversations-${dialect}.md` },
+      },
+      {
         name: 'load',
         dialect,
         script: 'bench/load.ts',
