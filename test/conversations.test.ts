@@ -7,6 +7,7 @@ import {
   call,
   dialects,
   expectError,
+  importCsv,
   register,
   uniquePhone,
   type Account,
@@ -223,6 +224,36 @@ for (const dialect of dialects) {
       expect(await ids('?constituency=varanasi&search=asha')).toEqual([first.id]);
       expect(await ids(`?search=${encodeURIComponent(ravi.slice(-6))}`)).toEqual([second.id]);
       expect(await ids('?ward=13')).toEqual([]);
+
+      // The inbox follows the voter: an edit moves the conversation between filters and renames it; a deleted
+      // voter unlinks it (nothing of them is left on it).
+      const voterId = first.voter_id as number;
+      const edited = await call(t.app, 'PUT', `/api/voters/${voterId}`, {
+        token: owner.token,
+        body: { name: 'Asha Devi Sharma', ward: 'Ward 13', booth: '42', constituency: 'Chandauli' },
+      });
+      expect(edited.status).toBe(200);
+      expect(await ids('?ward=ward%2013&booth=42&constituency=CHANDAULI')).toEqual([first.id]);
+      expect(await ids('?search=sharma')).toEqual([first.id]);
+      expect(await ids('?booth=41')).toEqual([]);
+      expect((await list(owner.token, '?search=sharma')).data[0].voter_name).toBe('Asha Devi Sharma');
+      // An import's merge too (the bulk path of each database).
+      const merged = await importCsv(
+        t.app,
+        owner.token,
+        `name,phone,ward\nAsha Devi Sharma,${asha},Ward 14\n`,
+      );
+      expect(merged.body.data).toMatchObject({ imported: 0, updated: 1, failed: 0 });
+      expect(await ids('?ward=WARD%2014')).toEqual([first.id]);
+      expect(await ids('?ward=ward%2013')).toEqual([]);
+      expect((await call(t.app, 'DELETE', `/api/voters/${voterId}`, { token: owner.token })).status).toBe(
+        200,
+      );
+      expect(
+        (await call(t.app, 'GET', `/api/conversations/${first.id}`, { token: owner.token })).body.data,
+      ).toMatchObject({ voter_id: null, voter_name: null });
+      expect(await ids('?ward=ward%2014')).toEqual([]);
+      expect(await ids('?search=sharma')).toEqual([]);
 
       const events = await t.db.kysely
         .selectFrom('webhook_events')

@@ -27,7 +27,7 @@ import * as messageDueByWorkspace from './migrations/2026_11_25_023_message_due_
 import * as channelAccounts from './migrations/2026_11_25_024_channel_accounts.ts';
 import * as conversations from './migrations/2026_11_25_025_conversations.ts';
 import * as liveEvents from './migrations/2026_11_25_026_live_events.ts';
-import * as inboxIndexes from './migrations/2026_11_26_027_inbox_indexes.ts';
+import * as inbox from './migrations/2026_11_26_027_inbox.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -57,7 +57,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_024_channel_accounts': channelAccounts,
   '2026_11_25_025_conversations': conversations,
   '2026_11_25_026_live_events': liveEvents,
-  '2026_11_26_027_inbox_indexes': inboxIndexes,
+  '2026_11_26_027_inbox': inbox,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

@@ -546,6 +546,14 @@ export interface ConversationTable {
   grievance_id: number | null;
   created_at: string;
   updated_at: string;
+  /**
+   * The linked voter's name, ward, booth and constituency key, for the inbox's search and filters: copied when
+   * the conversation is created, kept in step by triggers on voters (null once the voter is deleted).
+   */
+  voter_name: ColumnType<string | null, string | null | undefined, string | null>;
+  voter_ward: ColumnType<string | null, string | null | undefined, string | null>;
+  voter_booth: ColumnType<string | null, string | null | undefined, string | null>;
+  voter_constituency_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type ConversationRow = Selectable<ConversationTable>;
 

@@ -58,7 +58,7 @@ export async function deleteAccount(db: Executor, workspaceId: number, id: numbe
   return Number(result.numDeletedRows) > 0;
 }
 
-/** The workspace's other accounts that are the default for any of `channels` (to move the default away). */
+/** Every channel account of the workspace (the caller picks out the defaults it moves away). */
 export async function accountsOfWorkspace(db: Executor, workspaceId: number): Promise<ChannelAccountRow[]> {
   return db.selectFrom('channel_accounts').selectAll().where('workspace_id', '=', workspaceId).execute();
 }

@@ -288,7 +288,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         }
       } else if (row.provider === 'twilio') {
         const fields = fieldsOf(body.value);
-        const url = `${deps.publicBaseUrl ?? publicBase({ publicBaseUrl: undefined, port: deps.port })}${request.originalUrl}`;
+        const url = `${publicBase(deps)}${request.originalUrl}`;
         const signature = request.headers['x-twilio-signature'];
         const token = accounts.credentials(row).auth_token ?? '';
         if (!verifyTwilioSignature(token, url, fields, typeof signature === 'string' ? signature : undefined))

@@ -53,8 +53,8 @@ export class ConversationsService {
 
   async list(auth: AuthContext, query: ConversationQuery) {
     const { db } = this.deps;
-    // No joins: a volunteer's page and count read their conversations through the assignee index alone; the
-    // voter's fields are checked (and the names read) for the rows that need them, by primary key.
+    // No joins: a volunteer's page and count read their conversations through the inbox index, and the
+    // voter's fields the filters and search test are on the conversation's row (migration 027).
     let q = db.selectFrom('conversations as c').where('c.workspace_id', '=', auth.workspaceId);
     if (isVolunteer(auth)) q = q.where('c.assigned_to', '=', auth.userId);
     if (query.status) q = q.where('c.status', '=', query.status);
@@ -70,12 +70,10 @@ export class ConversationsService {
         q = q.where('c.assigned_to', '=', id);
       }
     }
-    const voterWhere = (condition: ReturnType<typeof sql<boolean>>) =>
-      sql<boolean>`EXISTS (SELECT 1 FROM voters v WHERE v.id = c.voter_id AND ${condition})`;
-    if (query.ward !== undefined) q = q.where(voterWhere(sql`lower(v.ward) = ${placeKey(query.ward)}`));
-    if (query.booth !== undefined) q = q.where(voterWhere(sql`lower(v.booth) = ${placeKey(query.booth)}`));
+    if (query.ward !== undefined) q = q.where(sql`lower(c.voter_ward)`, '=', placeKey(query.ward));
+    if (query.booth !== undefined) q = q.where(sql`lower(c.voter_booth)`, '=', placeKey(query.booth));
     if (query.constituency !== undefined)
-      q = q.where(voterWhere(sql`v.constituency_key = ${placeKey(query.constituency)}`));
+      q = q.where('c.voter_constituency_key', '=', placeKey(query.constituency));
     if (query.search !== undefined && query.search.trim() !== '') {
       const like = `%${query.search
         .trim()
@@ -84,7 +82,7 @@ export class ConversationsService {
       q = q.where((eb) =>
         eb.or([
           eb(sql`lower(c.address)`, 'like', sql`${like} escape '\\'`),
-          voterWhere(sql`lower(v.name) LIKE ${like} ESCAPE '\\'`),
+          eb(sql`lower(c.voter_name)`, 'like', sql`${like} escape '\\'`),
         ]),
       );
     }
@@ -93,18 +91,13 @@ export class ConversationsService {
       (x) =>
         x
           .selectAll('c')
-          .select((eb) => [
-            eb
-              .selectFrom('voters as v')
-              .select('v.name')
-              .whereRef('v.id', '=', 'c.voter_id')
-              .as('voter_name'),
+          .select((eb) =>
             eb
               .selectFrom('users as u')
               .select('u.name')
               .whereRef('u.id', '=', 'c.assigned_to')
               .as('assigned_to_name'),
-          ])
+          )
           .orderBy('c.last_message_at', 'desc')
           .orderBy('c.id', 'desc'),
       query.page,

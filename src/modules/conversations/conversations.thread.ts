@@ -17,7 +17,7 @@ const preview = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200)
 export async function voterOf(db: Executor, workspaceId: number, channel: MessageChannel, address: string) {
   return db
     .selectFrom('voters')
-    .select(['id', 'name', 'ward', 'booth', 'constituency'])
+    .select(['id', 'name', 'ward', 'booth', 'constituency', 'constituency_key'])
     .where('workspace_id', '=', workspaceId)
     .where(channel === 'email' ? 'email' : 'phone', '=', address)
     .orderBy('id')
@@ -100,6 +100,10 @@ export async function threadInbound(
         channel: inbound.channel,
         address: inbound.from,
         voter_id: voter?.id ?? null,
+        voter_name: voter?.name ?? null,
+        voter_ward: voter?.ward ?? null,
+        voter_booth: voter?.booth ?? null,
+        voter_constituency_key: voter?.constituency_key ?? null,
         status: 'open',
         assigned_to: assignee,
         unread_count: 1,

@@ -4,21 +4,16 @@ import type { Executor } from '../../db/types.ts';
 export const conversationRef = (id: number) => `conv_${id}`;
 
 export interface ConversationView extends ConversationRow {
-  voter_name: string | null;
   assigned_to_name: string | null;
 }
 
-/** A conversation with its voter's and assignee's names (one query each; lists read them in their own query). */
+/** A conversation with its assignee's name (lists read it in their own query). */
 export async function conversationView(db: Executor, row: ConversationRow): Promise<ConversationView> {
-  const voter =
-    row.voter_id === null
-      ? undefined
-      : await db.selectFrom('voters').select('name').where('id', '=', row.voter_id).executeTakeFirst();
   const user =
     row.assigned_to === null
       ? undefined
       : await db.selectFrom('users').select('name').where('id', '=', row.assigned_to).executeTakeFirst();
-  return { ...row, voter_name: voter?.name ?? null, assigned_to_name: user?.name ?? null };
+  return { ...row, assigned_to_name: user?.name ?? null };
 }
 
 export function conversationItem(row: ConversationView) {
