@@ -6,8 +6,8 @@ import {
   type OutgoingMessage,
   ProviderError,
   type SendResult,
+  type ReportOutcome,
 } from './provider.ts';
-import type { ReportOutcome } from './msg91.ts';
 
 export interface ExotelAccount {
   baseUrl: string;

@@ -1,6 +1,12 @@
 import type { MessageErrorCode } from '../db/schema.ts';
 import { callProvider, providerText, withoutPlus } from './http.ts';
-import { type MessageProvider, type OutgoingMessage, ProviderError, type SendResult } from './provider.ts';
+import {
+  type MessageProvider,
+  type OutgoingMessage,
+  ProviderError,
+  type ReportOutcome,
+  type SendResult,
+} from './provider.ts';
 
 export interface Msg91Account {
   baseUrl: string;
@@ -107,11 +113,6 @@ export function msg91Reports(body: unknown): Msg91Report[] {
   for (const item of Array.isArray(data) ? data : [data]) add(item);
   return out.filter((r) => r.requestId !== '' && r.number !== '');
 }
-
-export type ReportOutcome =
-  | { status: 'delivered' }
-  | { status: 'failed'; code: MessageErrorCode; error: string }
-  | { status: 'sent'; error: string };
 
 /** MSG91's status codes: 1 delivered; 2, 17 undeliverable; 9 DND; 16, 25 rejected (DLT when it says so). */
 export function msg91Outcome(report: Msg91Report): ReportOutcome {

@@ -111,3 +111,9 @@ export function sendWithin(
 }
 
 export type Providers = Readonly<Record<Channel, MessageProvider>>;
+
+/** What a provider's delivery report says of a message: applied through the conditional lifecycle updates. */
+export type ReportOutcome =
+  | { status: 'delivered' }
+  | { status: 'failed'; code: MessageErrorCode; error: string }
+  | { status: 'sent'; error: string };

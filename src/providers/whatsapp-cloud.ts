@@ -1,8 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { MessageErrorCode } from '../db/schema.ts';
 import { callProvider, providerText, withoutPlus } from './http.ts';
-import { type MessageProvider, type OutgoingMessage, ProviderError, type SendResult } from './provider.ts';
-import type { ReportOutcome } from './msg91.ts';
+import {
+  type MessageProvider,
+  type OutgoingMessage,
+  ProviderError,
+  type ReportOutcome,
+  type SendResult,
+} from './provider.ts';
 
 export interface WhatsAppCloudAccount {
   baseUrl: string;

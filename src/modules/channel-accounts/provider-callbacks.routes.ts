@@ -8,7 +8,8 @@ import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import { exotelCallOutcome, exotelSmsOutcome } from '../../providers/exotel.ts';
-import { msg91Outcome, msg91Reports, type ReportOutcome } from '../../providers/msg91.ts';
+import { msg91Outcome, msg91Reports } from '../../providers/msg91.ts';
+import type { ReportOutcome } from '../../providers/provider.ts';
 import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
 import {
   verifyMetaSignature,
