@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, buildTestApp, call, dialects, register, uniquePhone, type TestApp } from './helpers.ts';
 import { until } from './messaging-helpers.ts';
 import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { EventHub } from '../src/modules/events/live.ts';
 
 interface Received {
   id: string;
@@ -133,6 +134,28 @@ for (const dialect of dialects) {
       await until(async () => mine.state.ended, 'the revoked stream to end', 20_000);
       for (const s of [staff, theirs, outside]) s.close();
     }, 60_000);
+
+    it('a hub whose first read failed starts again at the next stream (not every stream ending until a restart)', async () => {
+      let fail = true;
+      const flaky = new Proxy(t.db.kysely, {
+        get(target, prop) {
+          if (prop === 'selectFrom' && fail) {
+            fail = false;
+            return () => {
+              throw new Error('database away');
+            };
+          }
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const hub = new EventHub(flaky);
+      const listener = { workspaceId: 1, viewer: { userId: 1, role: 'politician' as const }, send: () => {} };
+      await expect(hub.add(listener, undefined)).rejects.toThrow('database away');
+      await hub.add(listener, undefined);
+      expect(hub.count()).toBe(1);
+      hub.close();
+    });
 
     it('the worker deletes events older than an hour, with no stream open', async () => {
       const owner = await register(t.app);

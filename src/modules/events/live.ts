@@ -101,7 +101,11 @@ export class EventHub {
 
   /** Registers a stream; the events after `after` (Last-Event-ID) come first, at most RESUME_LIMIT. */
   async add(listener: Listener, after: number | undefined): Promise<void> {
-    await (this.ready ??= this.start());
+    // A failed start (the database away) is tried again by the next stream, not kept.
+    await (this.ready ??= this.start().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    }));
     this.listeners.add(listener);
     this.schedule();
     if (after === undefined) return;
