@@ -76,6 +76,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql
     .raw(
       `CREATE TRIGGER voters_conversations_update AFTER UPDATE OF ${copied.map(([, v]) => v).join(', ')} ON voters
+       WHEN ${copied.map(([, v]) => `old.${v} IS NOT new.${v}`).join(' OR ')}
        BEGIN
          UPDATE conversations SET ${copied.map(([c, v]) => `${c} = new.${v}`).join(', ')} WHERE voter_id = new.id;
        END`,
