@@ -331,6 +331,45 @@ for (const dialect of dialects) {
         }
       });
 
+      it("a volunteer reaches no conversation but their own: every conversation route with an id answers another volunteer's as not found, and changes nothing", async () => {
+        const other = await addMember(t.app, owner, 'volunteer');
+        const assigned = await call(t.app, 'PATCH', `/api/conversations/conv_${ids.conversations}`, {
+          token: owner.token,
+          body: { assigned_to: other.user.id },
+        });
+        expect(assigned.status).toBe(200);
+        const routes = callable(t).filter((r) => r.url.startsWith('/api/conversations/:id'));
+        expect(routes.length).toBeGreaterThanOrEqual(5);
+        for (const route of routes) {
+          const url = fill(route.url, () => `conv_${ids.conversations}`);
+          // Its assignee reaches it (so the 404 below is about assignment, not a wrong id).
+          if (route.method === 'GET')
+            expect((await call(t.app, 'GET', url, { token: other.token })).status, url).toBe(200);
+          const res = await call(t.app, route.method, url, {
+            token: team.volunteer.token,
+            body: validBody(route),
+          });
+          expectError(res, 404, 'not_found');
+        }
+        const list = await call(t.app, 'GET', '/api/conversations', { token: team.volunteer.token });
+        expect(list.raw).not.toContain(marker);
+        const after = await call(t.app, 'GET', `/api/conversations/conv_${ids.conversations}`, {
+          token: owner.token,
+        });
+        expect(after.body.data).toMatchObject({
+          status: 'open',
+          assigned_to: other.user.id,
+          grievance_id: null,
+        });
+        expect(
+          (
+            await call(t.app, 'GET', `/api/conversations/conv_${ids.conversations}/messages`, {
+              token: other.token,
+            })
+          ).body.data.data,
+        ).toHaveLength(1);
+      });
+
       it("a segment or broadcast cannot reach another workspace's voters", async () => {
         const res = await call(t.app, 'POST', '/api/messages/broadcast', {
           token: stranger.token,
