@@ -853,27 +853,53 @@ for (const dialect of dialects) {
         Body: 'Hi',
         StatusCallback: callbackUrl,
       });
-      const params = {
+      const delivered = {
         MessageSid: request.form.MessageSid ?? 'SM1',
         MessageStatus: 'delivered',
         AccountSid: TWILIO.sid,
       };
-      const sign = (token: string) =>
+      const sign = (token: string, url: string, params: Record<string, string>) =>
         createHmac('sha1', token)
           .update(
             Object.keys(params)
               .sort()
-              .reduce((acc, k) => acc + k + params[k as keyof typeof params], callbackUrl),
+              .reduce((acc, k) => acc + k + params[k], url),
           )
           .digest('base64');
-      const report = (signature: string) =>
-        post(callbackUrl, new URLSearchParams(params).toString(), 'application/x-www-form-urlencoded', {
-          'x-twilio-signature': signature,
+      const report = (url: string, params: Record<string, string>, token: string) =>
+        post(url, new URLSearchParams(params).toString(), 'application/x-www-form-urlencoded', {
+          'x-twilio-signature': sign(token, url, params),
         });
-      expectError(await report(sign('not-the-token')), 401, 'unauthorized');
+      expectError(await report(callbackUrl, delivered, 'not-the-token'), 401, 'unauthorized');
       expect((await message(o.token, sent.body.data.id)).status).toBe('sent');
-      expect((await report(sign(TWILIO.token))).body.data.applied).toBe(1);
+      expect((await report(callbackUrl, delivered, TWILIO.token)).body.data.applied).toBe(1);
       expect((await message(o.token, sent.body.data.id)).status).toBe('delivered');
+
+      // Twilio's 21610 (the recipient texted STOP to the number): failed opted_out, and the address opted out,
+      // as on the deployment's own Twilio callback.
+      const again = await api(t.app, 'POST', '/api/messages/send', {
+        token: o.token,
+        body: { channel: 'sms', to, message: 'Hello again' },
+      });
+      const againUrl = `${account.callback_urls.delivery}?message=${again.body.data.id}`;
+      const stopped = {
+        MessageSid: 'SM2',
+        MessageStatus: 'undelivered',
+        ErrorCode: '21610',
+        AccountSid: TWILIO.sid,
+      };
+      expect((await report(againUrl, stopped, TWILIO.token)).body.data.applied).toBe(1);
+      expect(await message(o.token, again.body.data.id)).toMatchObject({
+        status: 'failed',
+        error_code: 'opted_out',
+      });
+      const optedOut = await t.db.kysely
+        .selectFrom('opt_outs')
+        .select(['channel', 'source'])
+        .where('workspace_id', '=', o.user.workspace_id)
+        .where('address', '=', to)
+        .execute();
+      expect(optedOut).toEqual([{ channel: 'sms', source: 'provider' }]);
     });
 
     it.runIf(redisUrl)(

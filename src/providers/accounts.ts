@@ -29,9 +29,14 @@ export function publicBase(config: Pick<Config, 'publicBaseUrl' | 'port'>): stri
   return config.publicBaseUrl ?? `http://localhost:${config.port}`;
 }
 
-/** The callback URL of kind `kind` of an account (see callbackUrls in the channel-accounts module). */
-function callbackUrl(base: string, row: ChannelAccountRow, token: string, kind: string): string {
+/** The callback URL of kind `kind` (`status`, `inbound`, ...) of an account, as its provider is told it. */
+export function callbackUrl(base: string, row: ChannelAccountRow, token: string, kind: string): string {
   return `${base}/api/providers/${row.provider}/cha_${row.id}/${token}/${kind}`;
+}
+
+/** Seals and opens channel-account secrets (credentials, callback and verify tokens) under APP_KEY. */
+export function accountSecretBox(appKey: Buffer): SecretBox {
+  return new SecretBox(appKey, 'channel-accounts');
 }
 
 /**
@@ -43,7 +48,7 @@ export class AccountProviders {
   private readonly built = new Map<string, { updatedAt: string; provider: MessageProvider }>();
 
   constructor(private readonly deps: { config: AccountsConfig; log: FastifyBaseLogger }) {
-    this.box = new SecretBox(deps.config.appKey, 'channel-accounts');
+    this.box = accountSecretBox(deps.config.appKey);
   }
 
   /** The account's provider for `channel` (the account serves it: the caller checked). */

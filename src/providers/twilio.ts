@@ -7,6 +7,7 @@ import {
   type MessageProvider,
   type OutgoingMessage,
   ProviderError,
+  type ReportOutcome,
   type SendResult,
 } from './provider.ts';
 
@@ -150,4 +151,17 @@ export function twilioFinalStatus(params: Record<string, string>): FinalStatus |
   if (['delivered', 'read', 'completed'].includes(status)) return 'delivered';
   if (['undelivered', 'failed', 'busy', 'no-answer', 'canceled'].includes(status)) return 'failed';
   return undefined;
+}
+
+/** A Twilio status callback as the report it makes of its message; undefined for intermediate states. */
+export function twilioOutcome(params: Record<string, string>): ReportOutcome | undefined {
+  const status = twilioFinalStatus(params);
+  if (status === 'delivered') return { status: 'delivered' };
+  if (status !== 'failed') return undefined;
+  const code = params.ErrorCode;
+  return {
+    status: 'failed',
+    code: twilioErrorCode(code) ?? 'undeliverable',
+    error: `Twilio reported ${params.MessageStatus ?? params.CallStatus}${code ? ` (error ${code})` : ''}`,
+  };
 }

@@ -11,7 +11,8 @@ import type {
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
-import { SecretBox } from '../../lib/secret-box.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
+import { accountSecretBox, callbackUrl } from '../../providers/accounts.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
@@ -41,21 +42,13 @@ export interface UpdateAccountInput extends Partial<Omit<CreateAccountInput, 'pr
   rotate_callback_token?: boolean | undefined;
 }
 
-/** Seals and opens channel-account secrets (credentials, callback and verify tokens) under APP_KEY. */
-export function accountSecretBox(appKey: Buffer): SecretBox {
-  return new SecretBox(appKey, 'channel-accounts');
-}
-
 const newToken = () => randomBytes(24).toString('base64url');
 const json = <T>(text: string) => JSON.parse(text) as T;
 
 /** The callback URLs of an account: `<base>/api/providers/<provider>/cha_<n>/<token>/<kind>`. */
 export function callbackUrls(row: ChannelAccountRow, token: string, base: string): Record<string, string> {
   return Object.fromEntries(
-    providerSpecs[row.provider].callbacks.map((kind) => [
-      kind,
-      `${base}/api/providers/${row.provider}/${accountRef(row.id)}/${token}/${kind}`,
-    ]),
+    providerSpecs[row.provider].callbacks.map((kind) => [kind, callbackUrl(base, row, token, kind)]),
   );
 }
 

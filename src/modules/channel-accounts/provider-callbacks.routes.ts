@@ -10,7 +10,8 @@ import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import { exotelCallOutcome, exotelSmsOutcome } from '../../providers/exotel.ts';
 import { msg91Outcome, msg91Reports } from '../../providers/msg91.ts';
 import type { ReportOutcome } from '../../providers/provider.ts';
-import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import { twilioOutcome, verifyTwilioSignature } from '../../providers/twilio.ts';
+import { optOutByProvider, TWILIO_UNSUBSCRIBED } from '../opt-outs/opt-outs.service.ts';
 import {
   verifyMetaSignature,
   whatsappNotification,
@@ -298,23 +299,14 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
             "The X-Twilio-Signature does not match this request and the account's auth_token.",
           );
         const id = parseRef('msg', (request.query as Record<string, string>).message ?? '');
-        const status = twilioFinalStatus(fields);
         const message =
           id === undefined
             ? undefined
             : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
-        const code = fields.ErrorCode;
-        const outcome: ReportOutcome | undefined =
-          status === 'delivered'
-            ? { status: 'delivered' }
-            : status === 'failed'
-              ? {
-                  status: 'failed',
-                  code: twilioErrorCode(code) ?? 'undeliverable',
-                  error: `Twilio reported ${fields.MessageStatus ?? fields.CallStatus}${code ? ` (error ${code})` : ''}`,
-                }
-              : undefined;
-        applied = await apply(row, [{ message, outcome }]);
+        applied = await apply(row, [{ message, outcome: twilioOutcome(fields) }]);
+        // As on the deployment's Twilio callback: the recipient told Twilio to stop (STOP to the number).
+        if (applied > 0 && message && fields.ErrorCode === TWILIO_UNSUBSCRIBED)
+          await optOutByProvider(db, message.id);
       }
       return { success: true as const, data: { applied } };
     },

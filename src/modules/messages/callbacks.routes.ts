@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { TwilioSettings } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
-import { twilioErrorCode, twilioFinalStatus, verifyTwilioSignature } from '../../providers/twilio.ts';
+import { twilioOutcome, verifyTwilioSignature } from '../../providers/twilio.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { optOutByProvider, TWILIO_UNSUBSCRIBED } from '../opt-outs/opt-outs.service.ts';
@@ -56,23 +56,17 @@ export const callbackRoutes: FastifyPluginAsyncTypebox<{
         throw new AppError('forbidden', 'The X-Twilio-Signature does not match this request.');
       }
       const id = parseRef('msg', request.query.message);
-      const status = twilioFinalStatus(request.body);
-      if (id !== undefined && status) {
-        const code = request.body.ErrorCode;
+      const outcome = twilioOutcome(request.body);
+      if (id !== undefined && outcome && outcome.status !== 'sent') {
         await messages.applyReports([
-          {
-            messageId: id,
-            status,
-            error:
-              status === 'failed'
-                ? `Twilio reported ${request.body.MessageStatus ?? request.body.CallStatus}${code ? ` (error ${code})` : ''}`
-                : undefined,
-            errorCode: status === 'failed' ? (twilioErrorCode(code) ?? 'undeliverable') : undefined,
-          },
+          outcome.status === 'delivered'
+            ? { messageId: id, status: 'delivered' }
+            : { messageId: id, status: 'failed', error: outcome.error, errorCode: outcome.code },
         ]);
-        if (status === 'failed' && code === TWILIO_UNSUBSCRIBED) await optOutByProvider(db, id);
+        if (request.body.ErrorCode === TWILIO_UNSUBSCRIBED) await optOutByProvider(db, id);
       }
-      return { success: true as const, data: { status: status ?? null } };
+      const status = outcome?.status ?? null;
+      return { success: true as const, data: { status } };
     },
   );
 };
