@@ -15,6 +15,7 @@ import type { SecretBox } from '../../lib/secret-box.ts';
 import { accountSecretBox, callbackUrl } from '../../providers/accounts.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
+import { providerIdsOf } from '../templates/templates.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
   accountsOfWorkspace,
@@ -87,10 +88,7 @@ export function templateForAccount(
   errors: FieldErrors,
 ): void {
   if (account?.provider !== 'msg91') return;
-  const ids = template?.provider_template_ids
-    ? (JSON.parse(template.provider_template_ids) as { msg91?: string })
-    : {};
-  if (!ids.msg91)
+  if (!(template && providerIdsOf(template).msg91))
     errors.template_id = [
       template
         ? `is tpl_${template.id}, which has no provider_template_ids.msg91: MSG91 (${accountRef(account.id)}) sends SMS only through its own templates.`

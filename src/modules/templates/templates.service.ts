@@ -42,7 +42,8 @@ export interface ProviderTemplateIds {
   whatsapp_cloud?: string | undefined;
 }
 
-function providerIdsOf(row: TemplateRow): ProviderTemplateIds {
+/** A template's ids at the providers that keep their own copy (MSG91's Flow, WhatsApp's approved names). */
+export function providerIdsOf(row: Pick<TemplateRow, 'provider_template_ids'>): ProviderTemplateIds {
   return row.provider_template_ids ? (JSON.parse(row.provider_template_ids) as ProviderTemplateIds) : {};
 }
 

@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
+import { Conversation } from '../conversations/conversations.schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
 import { MessageItem } from '../messages/messages.schemas.ts';
 import { InboundItem } from '../inbound/inbound.schemas.ts';
@@ -57,26 +58,6 @@ function event(type: string, data: TSchema, when: string) {
   };
 }
 
-const ConversationData = Type.Object(
-  {
-    id: Type.String({ description: '`conv_<n>`' }),
-    channel: Type.String(),
-    address: Type.String(),
-    voter_id: Type.Union([Type.Integer(), Type.Null()]),
-    voter_name: Type.Union([Type.String(), Type.Null()]),
-    status: Type.String(),
-    assigned_to: Type.Union([Type.Integer(), Type.Null()]),
-    assigned_to_name: Type.Union([Type.String(), Type.Null()]),
-    unread_count: Type.Integer(),
-    last_message_at: Timestamp,
-    last_message_preview: Type.String(),
-    last_inbound_at: Type.Union([Timestamp, Type.Null()]),
-    grievance_id: Type.Union([Type.Integer(), Type.Null()]),
-    created_at: Timestamp,
-  },
-  { description: 'The conversation as GET /api/conversations/{id} shows it.' },
-);
-
 /** The OpenAPI 3.1 `webhooks` object: what each event delivers to a registered endpoint. */
 export const webhookEventsOpenApi = {
   'message.delivered': event('message.delivered', MessageData, 'A message reached `delivered`'),
@@ -101,14 +82,10 @@ export const webhookEventsOpenApi = {
     }),
     "A provider refused a channel account's credentials; the account is switched off",
   ),
-  'conversation.created': event(
-    'conversation.created',
-    ConversationData,
-    'A contact wrote for the first time',
-  ),
+  'conversation.created': event('conversation.created', Conversation, 'A contact wrote for the first time'),
   'conversation.assigned': event(
     'conversation.assigned',
-    ConversationData,
+    Conversation,
     'A conversation was assigned (on arrival by coverage, or by PATCH)',
   ),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
