@@ -144,14 +144,21 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return applied;
   }
 
-  const byProviderId = (accountId: number, providerMessageId: string, to?: string) =>
-    db
-      .selectFrom('messages')
-      .selectAll()
-      .where('provider_message_id', '=', providerMessageId)
-      .where('channel_account_id', '=', accountId)
-      .$if(to !== undefined, (q) => q.where('to', '=', to!))
-      .executeTakeFirst();
+  /** The account's messages with these provider ids, one query per 500 ids (a report may carry thousands). */
+  const byProviderIds = async (accountId: number, ids: string[]): Promise<MessageRow[]> => {
+    const unique = [...new Set(ids)];
+    const rows: MessageRow[] = [];
+    for (let i = 0; i < unique.length; i += 500)
+      rows.push(
+        ...(await db
+          .selectFrom('messages')
+          .selectAll()
+          .where('channel_account_id', '=', accountId)
+          .where('provider_message_id', 'in', unique.slice(i, i + 500))
+          .execute()),
+      );
+    return rows;
+  };
 
   const schema = {
     tags: ['Provider callbacks'],
@@ -248,18 +255,27 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       let applied = 0;
       if (row.provider === 'msg91') {
         const reports = msg91Reports(body.value);
-        const found = [];
-        for (const report of reports)
-          found.push({
-            message: await byProviderId(row.id, report.requestId, `+${report.number.replace(/^\+/, '')}`),
+        // A Flow request's id covers every number it carried: each report is its id and number.
+        const sent = new Map(
+          (
+            await byProviderIds(
+              row.id,
+              reports.map((r) => r.requestId),
+            )
+          ).map((m) => [`${m.provider_message_id}|${m.to}`, m]),
+        );
+        applied = await apply(
+          row,
+          reports.map((report) => ({
+            message: sent.get(`${report.requestId}|+${report.number.replace(/^\+/, '')}`),
             outcome: msg91Outcome(report),
-          });
-        applied = await apply(row, found);
+          })),
+        );
       } else if (row.provider === 'exotel') {
         const fields = fieldsOf(body.value);
         const sid = kind === 'call_status' ? fields.CallSid : fields.SmsSid;
         const outcome = kind === 'call_status' ? exotelCallOutcome(fields) : exotelSmsOutcome(fields);
-        if (sid) applied = await apply(row, [{ message: await byProviderId(row.id, sid), outcome }]);
+        if (sid) applied = await apply(row, [{ message: (await byProviderIds(row.id, [sid]))[0], outcome }]);
       } else if (row.provider === 'whatsapp_cloud') {
         const signature = request.headers['x-hub-signature-256'];
         const secret = accounts.credentials(row).app_secret ?? '';
@@ -269,10 +285,18 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
             "The X-Hub-Signature-256 does not match this request and the account's app_secret.",
           );
         const { statuses, messages: received } = whatsappNotification(body.value);
-        const found = [];
-        for (const status of statuses)
-          found.push({ message: await byProviderId(row.id, status.id), outcome: whatsappOutcome(status) });
-        applied = await apply(row, found);
+        const sent = new Map(
+          (
+            await byProviderIds(
+              row.id,
+              statuses.map((st) => st.id),
+            )
+          ).map((m) => [m.provider_message_id, m]),
+        );
+        applied = await apply(
+          row,
+          statuses.map((status) => ({ message: sent.get(status.id), outcome: whatsappOutcome(status) })),
+        );
         for (const message of received) {
           const stored = await inbound.receiveForAccount(
             row.workspace_id,
