@@ -12,6 +12,8 @@
  *   3. the server's resident memory with the streams open, against before: memory per open stream.
  * SQLite by default (a fresh file under bench/out); DATABASE_URL=postgres://... runs it on PostgreSQL (a new
  * workspace, deleted at the end). Writes bench/out/conversations-<dialect>.md.
+ * BENCH_TRACE=1 prints each inbox query with its total (to compare the two databases' answers); BENCH_KEEP=1
+ * keeps the PostgreSQL workspace for EXPLAIN.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

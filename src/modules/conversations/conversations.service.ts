@@ -203,7 +203,7 @@ export class ConversationsService {
         ...(input.message !== undefined ? { message: input.message } : { template_id: input.template_id }),
         ...(account !== undefined ? { channel_account_id: accountRef(account) } : {}),
       },
-      { sentBy: auth.userId, variables: input.variables },
+      { sentBy: auth.userId, variables: input.variables, conversationId: row.id },
     );
   }
 

@@ -2,14 +2,9 @@ import { sql } from 'kysely';
 import type { ConversationRow, InboundMessageRow, MessageChannel } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { placeKey } from '../../lib/place.ts';
+import { coverageOf } from '../users/users.schemas.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { conversationItem, conversationView } from './conversations.view.ts';
-
-export interface Coverage {
-  wards?: string[] | undefined;
-  booths?: string[] | undefined;
-  constituencies?: string[] | undefined;
-}
 
 const preview = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
 
@@ -44,10 +39,10 @@ export async function assigneeFor(
     .where('coverage', 'is not', null)
     .orderBy('id')
     .execute();
-  const has = (list: string[] | undefined, value: string | null) =>
-    value !== null && (list ?? []).some((item) => placeKey(item) === placeKey(value));
+  const has = (list: string[], value: string | null) =>
+    value !== null && list.some((item) => placeKey(item) === placeKey(value));
   const covering = volunteers.filter((v) => {
-    const c = JSON.parse(v.coverage ?? '{}') as Coverage;
+    const c = coverageOf(v);
     return (
       has(c.wards, voter.ward) || has(c.booths, voter.booth) || has(c.constituencies, voter.constituency)
     );
@@ -81,14 +76,7 @@ export async function threadInbound(
   channelAccountId: number | null,
   now: string,
 ): Promise<ConversationRow> {
-  const find = () =>
-    trx
-      .selectFrom('conversations')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .where('channel', '=', inbound.channel)
-      .where('address', '=', inbound.from)
-      .executeTakeFirst();
+  const find = () => conversationFor(trx, workspaceId, inbound.channel, inbound.from);
   let conversation = await find();
   if (!conversation) {
     const voter = await voterOf(trx, workspaceId, inbound.channel, inbound.from);
@@ -177,7 +165,7 @@ async function linkInbound(trx: Executor, inboundId: number, conversationId: num
     .execute();
 }
 
-/** An outbound message to a contact joins their conversation, if they have one; its activity moves. */
+/** The workspace's conversation with this contact on this channel, if there is one. */
 export async function conversationFor(
   db: Executor,
   workspaceId: number,

@@ -128,6 +128,8 @@ export class MessagesService {
       sentBy?: number | undefined;
       /** Values for the template's variables, instead of the voter's (a conversation's template reply). */
       variables?: Readonly<Record<string, string>> | undefined;
+      /** The conversation it answers (a reply): known to the caller, not looked up again. */
+      conversationId?: number | undefined;
     } = {},
   ) {
     const { db, config, providers, accounts } = this.deps;
@@ -151,7 +153,8 @@ export class MessagesService {
         options.variables,
       ));
     // A send to a contact with a conversation joins its thread.
-    const conversation = await conversationFor(db, workspaceId, input.channel, to);
+    const conversationId =
+      options.conversationId ?? (await conversationFor(db, workspaceId, input.channel, to))?.id;
 
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
@@ -167,7 +170,7 @@ export class MessagesService {
         media_url: input.media_url ?? null,
         template_id: input.template_id ?? null,
         channel_account_id: account?.id ?? null,
-        conversation_id: conversation?.id ?? null,
+        conversation_id: conversationId ?? null,
         sent_by: options.sentBy ?? null,
         status: 'queued',
         cost,
@@ -223,7 +226,7 @@ export class MessagesService {
         { id: messageRef(row.id), status: 'failed', provider: provider.name },
       );
     }
-    if (conversation) await touchOutbound(db, conversation.id, input.message, nowIso());
+    if (conversationId !== undefined) await touchOutbound(db, conversationId, input.message, nowIso());
     const sent = await findMessage(db, workspaceId, row.id);
     return {
       id: messageRef(row.id),

@@ -104,9 +104,15 @@ export function userView(row: UserRow) {
   };
 }
 
-export function coverageOf(row: Pick<UserRow, 'coverage'>) {
-  const c = row.coverage
-    ? (JSON.parse(row.coverage) as { wards?: string[]; booths?: string[]; constituencies?: string[] })
-    : {};
+/** Where a volunteer's new conversations come from (users.coverage, stored as JSON). */
+export interface Coverage {
+  wards?: string[] | undefined;
+  booths?: string[] | undefined;
+  constituencies?: string[] | undefined;
+}
+
+/** A user's coverage with every list present (empty when none). */
+export function coverageOf(row: Pick<UserRow, 'coverage'>): Required<Coverage> {
+  const c = row.coverage ? (JSON.parse(row.coverage) as Coverage) : {};
   return { wards: c.wards ?? [], booths: c.booths ?? [], constituencies: c.constituencies ?? [] };
 }

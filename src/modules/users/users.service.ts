@@ -22,13 +22,13 @@ import {
   lockTeam,
   updateUser,
 } from './users.repository.ts';
-import { userView } from './users.schemas.ts';
+import { type Coverage, userView } from './users.schemas.ts';
 
 export interface UserChanges {
   name?: string | undefined;
   role?: Role | undefined;
   active?: boolean | undefined;
-  coverage?: { wards?: string[]; booths?: string[]; constituencies?: string[] } | undefined;
+  coverage?: Coverage | undefined;
 }
 
 export interface NewUser {
