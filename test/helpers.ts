@@ -145,8 +145,13 @@ export function uniqueEmail(prefix = 'user'): string {
 }
 
 /** A random Indian mobile number in E.164, unique enough for a shared test database. */
+/**
+ * A random Indian mobile number. It never ends in 0000: the sandbox provider fails those (1 in 10,000 would
+ * otherwise make a test that expects delivery fail by chance).
+ */
 export function uniquePhone(): string {
-  return `+919${String(randomInt(0, 1_000_000_000)).padStart(9, '0')}`;
+  const n = randomInt(0, 1_000_000_000);
+  return `+919${String(n % 10_000 === 0 ? n + 1 : n).padStart(9, '0')}`;
 }
 
 export interface Account {
