@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'dist', 'bench/out', 'bin'] },
+  { ignores: ['node_modules', 'data', 'dist', 'bench/out', 'bin', 'console/src/schema.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -16,7 +16,13 @@ export default tseslint.config(
   },
   // Plain JavaScript outside the TypeScript project (a worker thread's entry): linted without type information.
   {
-    files: ['eslint.config.js', 'vitest.config.ts', 'src/**/*.mjs', 'scripts/**/*.mjs'],
+    files: [
+      'eslint.config.js',
+      'vitest.config.ts',
+      'console/vite.config.ts',
+      'src/**/*.mjs',
+      'scripts/**/*.mjs',
+    ],
     ...tseslint.configs.disableTypeChecked,
   },
   // Build scripts run by plain Node.js.

@@ -43,11 +43,12 @@ let built = false;
 const STAMP = 'dist/.built';
 const LOCK = 'dist.building';
 
-/** The newest modification time under src/ (and of the build's settings), in ms. */
+/** The newest modification time under src/ and console/ (and of the build's settings), in ms. */
 function newestSource(): number {
   let newest = Math.max(statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs);
-  for (const entry of readdirSync('src', { recursive: true, withFileTypes: true }))
-    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  for (const dir of ['src', 'console'])
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true }))
+      if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
   return newest;
 }
 
@@ -88,14 +89,17 @@ export function ensureBuilt(): void {
 
 /**
  * Starts exactly what `npm start` runs (after building dist/) as a child of this process, so a bench can
- * read its memory; `env` goes on top of this process's environment. Its output is this process's.
+ * read its memory; `env` goes on top of this process's environment. Its output is this process's, or a pipe.
  */
-export function spawnNpmStart(env: Record<string, string>): ChildProcess {
+export function spawnNpmStart(
+  env: Record<string, string>,
+  stdout: 'inherit' | 'pipe' = 'inherit',
+): ChildProcess {
   ensureBuilt();
   const start = npmStart();
   return spawn(process.execPath, start.args, {
     env: { ...process.env, ...start.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', stdout, 'inherit'],
   });
 }
 

@@ -1,5 +1,6 @@
-// `npm run build` (also run by `npm install` through `prepare`): compiles src/ to dist/ with tsc and copies the
-// files read at run time that are not TypeScript (the common-passwords list, the export threads' entry).
+// `npm run build` (also run by `npm install` through `prepare`): compiles src/ to dist/ with tsc, copies the
+// files read at run time that are not TypeScript (the common-passwords list, the export threads' entry), and
+// builds the console (console/, with Vite) into dist/console.
 // Plain Node.js so that it runs the same on every shell, Windows included.
 import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync } from 'node:fs';
@@ -34,4 +35,12 @@ for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) 
   const from = join(entry.parentPath, entry.name);
   cpSync(from, join(dist, relative(src, from)));
 }
-console.log(`build: ${relative(process.cwd(), dist) || dist} is ready`);
+
+// The console (console/, a Vite build) into dist/console, which the service serves at /console/.
+const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
+const built = spawnSync(process.execPath, [vite, 'build', '-c', join(root, 'console', 'vite.config.ts')], {
+  stdio: 'inherit',
+  cwd: root,
+});
+if (built.status !== 0) process.exit(built.status ?? 1);
+console.log(`build: ${relative(process.cwd(), dist) || dist} is ready, with the console in dist/console`);

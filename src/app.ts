@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
@@ -18,6 +19,7 @@ import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { consoleRoutes } from './http/console.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { closeEmptyBody, closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
@@ -222,6 +224,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
   await installOpenApi(app);
 
+  await app.register(consoleRoutes, { dir: fileURLToPath(new URL('../dist/console', import.meta.url)) });
   await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });

@@ -1,0 +1,217 @@
+import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
+import { StrictMode, useEffect, useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter';
+import { api, data, liveEvents, session, whenSignedOut } from './api.ts';
+import { I18nProvider, type Lang, useI18n } from './i18n.tsx';
+import { type Me, MeContext, type Role } from './me.ts';
+import { Campaigns, CampaignPage, Compose } from './screens/campaigns.tsx';
+import { Consent } from './screens/consent.tsx';
+import { Dashboard } from './screens/dashboard.tsx';
+import { Grievances } from './screens/grievances.tsx';
+import { Inbox } from './screens/inbox.tsx';
+import { Imports } from './screens/imports.tsx';
+import { Profile } from './screens/profile.tsx';
+import { Settings } from './screens/settings.tsx';
+import { SignIn } from './screens/signin.tsx';
+import { Team } from './screens/team.tsx';
+import { VoterPage, Voters } from './screens/voters.tsx';
+import type { Key } from './strings.ts';
+import { Loading } from './ui.tsx';
+import './styles.css';
+
+const queryClient = new QueryClient({
+  defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false, staleTime: 5_000 } },
+});
+
+/** The screens each role reaches (the API enforces the same; this only hides what would answer 403). */
+const nav: Array<{ path: string; key: Key; roles: Role[] }> = [
+  { path: '/', key: 'nav.dashboard', roles: ['politician', 'manager'] },
+  { path: '/inbox', key: 'nav.inbox', roles: ['politician', 'manager', 'volunteer'] },
+  { path: '/voters', key: 'nav.voters', roles: ['politician', 'manager', 'volunteer'] },
+  { path: '/imports', key: 'nav.imports', roles: ['politician', 'manager'] },
+  { path: '/campaigns', key: 'nav.campaigns', roles: ['politician', 'manager'] },
+  { path: '/grievances', key: 'nav.grievances', roles: ['politician', 'manager'] },
+  { path: '/consent', key: 'nav.consent', roles: ['politician', 'manager'] },
+  { path: '/team', key: 'nav.team', roles: ['politician'] },
+  { path: '/settings', key: 'nav.settings', roles: ['politician'] },
+  { path: '/profile', key: 'nav.profile', roles: ['politician', 'manager', 'volunteer'] },
+];
+
+function LanguageSwitch() {
+  const { lang, setLang, t } = useI18n();
+  return (
+    <label className="lang">
+      <span className="sr-only">{t('lang.label')}</span>
+      <select value={lang} onChange={(e) => setLang(e.target.value as Lang)} aria-label={t('lang.label')}>
+        <option value="en">English</option>
+        <option value="hi">हिन्दी</option>
+      </select>
+    </label>
+  );
+}
+
+function Shell({ me }: { me: Me }) {
+  const { t } = useI18n();
+  const [location] = useLocation();
+  const client = useQueryClient();
+  // New messages and conversation changes arrive without reloading: the stream marks what they touch as stale.
+  useEffect(
+    () =>
+      liveEvents((type) => {
+        if (type.startsWith('conversation.') || type.startsWith('message.')) {
+          void client.invalidateQueries({ queryKey: ['conversations'] });
+          void client.invalidateQueries({ queryKey: ['conversation'] });
+        }
+      }),
+    [client],
+  );
+  const signOut = async () => {
+    await api.POST('/api/auth/logout').catch(() => undefined);
+    session.clear();
+    client.clear();
+    window.location.assign('/console/signin');
+  };
+  const allowed = (path: string) =>
+    nav.some((item) => item.path === path && item.roles.includes(me.user.role));
+  const home = me.user.role === 'volunteer' ? '/inbox' : '/';
+  return (
+    <MeContext.Provider value={me}>
+      <a className="skip" href="#main">
+        {t('skip')}
+      </a>
+      <header className="top">
+        <strong className="brand">{t('app.name')}</strong>
+        <nav aria-label={t('nav.label')}>
+          <ul>
+            {nav
+              .filter((item) => item.roles.includes(me.user.role))
+              .map((item) => {
+                const current =
+                  item.path === '/'
+                    ? location === '/'
+                    : location === item.path || location.startsWith(`${item.path}/`);
+                return (
+                  <li key={item.path}>
+                    <Link href={item.path} aria-current={current ? 'page' : undefined}>
+                      {t(item.key)}
+                    </Link>
+                  </li>
+                );
+              })}
+          </ul>
+        </nav>
+        <div className="who">
+          <span>
+            {me.user.name} · {t(`role.${me.user.role}`)}
+          </span>
+          <LanguageSwitch />
+          <button type="button" onClick={() => void signOut()}>
+            {t('signout')}
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Switch>
+          <Route path="/">{allowed('/') ? <Dashboard /> : <Redirect to={home} />}</Route>
+          <Route path="/inbox/:id?">{(p) => <Inbox id={p.id} />}</Route>
+          <Route path="/voters">
+            <Voters />
+          </Route>
+          <Route path="/voters/:id">{(p) => <VoterPage id={Number(p.id)} />}</Route>
+          {allowed('/imports') && (
+            <Route path="/imports">
+              <Imports />
+            </Route>
+          )}
+          {allowed('/campaigns') && (
+            <Route path="/campaigns">
+              <Campaigns />
+            </Route>
+          )}
+          {allowed('/campaigns') && (
+            <Route path="/campaigns/new">
+              <Compose />
+            </Route>
+          )}
+          {allowed('/campaigns') && <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>}
+          {allowed('/grievances') && (
+            <Route path="/grievances">
+              <Grievances />
+            </Route>
+          )}
+          {allowed('/consent') && (
+            <Route path="/consent">
+              <Consent />
+            </Route>
+          )}
+          {allowed('/team') && (
+            <Route path="/team">
+              <Team />
+            </Route>
+          )}
+          {allowed('/settings') && (
+            <Route path="/settings">
+              <Settings />
+            </Route>
+          )}
+          <Route path="/profile">
+            <Profile />
+          </Route>
+          <Route>
+            <section className="card">
+              <h1>{t('notfound.title')}</h1>
+              <p>{t('notfound.text')}</p>
+              <Link href={home}>{t('notfound.home')}</Link>
+            </section>
+          </Route>
+        </Switch>
+      </main>
+    </MeContext.Provider>
+  );
+}
+
+function App() {
+  const [token, setToken] = useState(session.token());
+  useEffect(() => whenSignedOut(() => setToken(null)), []);
+  const me = useQuery({
+    queryKey: ['me', token],
+    queryFn: () => data(api.GET('/api/user')),
+    enabled: token !== null,
+  });
+  if (token === null)
+    return (
+      <Switch>
+        <Route path="/signin">
+          <SignIn onSignedIn={(next) => setToken(next)} />
+        </Route>
+        <Route>
+          <Redirect to="/signin" replace />
+        </Route>
+      </Switch>
+    );
+  if (me.isPending) return <Loading />;
+  if (!me.data) return <Redirect to="/signin" replace />;
+  return (
+    <Switch>
+      <Route path="/signin">
+        <Redirect to="/" replace />
+      </Route>
+      <Route>
+        <Shell me={me.data as Me} />
+      </Route>
+    </Switch>
+  );
+}
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <I18nProvider>
+      <QueryClientProvider client={queryClient}>
+        <Router base="/console">
+          <App />
+        </Router>
+      </QueryClientProvider>
+    </I18nProvider>
+  </StrictMode>,
+);

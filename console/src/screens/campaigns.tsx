@@ -1,0 +1,397 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link, useLocation } from 'wouter';
+import { smsSegments } from '../../../src/lib/sms.ts';
+import { api, data, envelope } from '../api.ts';
+import { useI18n } from '../i18n.tsx';
+import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+
+const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
+type Channel = (typeof channels)[number];
+
+/** Campaigns, newest first, with their live counts. */
+export function Campaigns() {
+  const { t, n, d } = useI18n();
+  const [page, setPage] = useState(1);
+  const list = useQuery({
+    queryKey: ['campaigns', page],
+    queryFn: () => data(api.GET('/api/campaigns', { params: { query: { page, per_page: 25 } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: 5_000,
+  });
+  return (
+    <>
+      <div className="page-head">
+        <h1>{t('nav.campaigns')}</h1>
+        <Link href="/campaigns/new" className="button primary">
+          {t('campaigns.new')}
+        </Link>
+      </div>
+      <ErrorNote error={list.error} />
+      {list.isPending ? (
+        <Loading />
+      ) : list.data?.data.length === 0 ? (
+        <Empty>{t('campaigns.none')}</Empty>
+      ) : (
+        <>
+          <Table
+            caption={t('nav.campaigns')}
+            head={[
+              t('field.name'),
+              t('field.channel'),
+              t('field.status'),
+              t('campaigns.delivered'),
+              t('field.created'),
+            ]}
+          >
+            {list.data?.data.map((c) => (
+              <tr key={c.id}>
+                <td>
+                  <Link href={`/campaigns/${c.id}`}>{c.name}</Link>
+                </td>
+                <td>{t(`channel.${c.channel}`)}</td>
+                <td>
+                  <Badge value={c.status} />
+                </td>
+                <td>
+                  {n(c.stats.delivered)} / {n(c.total_recipients)}
+                </td>
+                <td>{d(c.created_at)}</td>
+              </tr>
+            ))}
+          </Table>
+          <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
+        </>
+      )}
+    </>
+  );
+}
+
+/** `{name}`-style variables of a template filled from a sample voter, as the service renders them. */
+function render(body: string, voter: Record<string, string | null> | undefined): string {
+  if (!voter) return body;
+  const first = (voter.name ?? '').trim().split(/\s+/)[0] ?? '';
+  const values: Record<string, string> = {
+    name: voter.name ?? '',
+    first_name: first,
+    constituency: voter.constituency ?? '',
+    booth: voter.booth ?? '',
+    ward: voter.ward ?? '',
+  };
+  return body.replace(/\{\{?\s*(\w+)\s*\}?\}/g, (whole, key: string) => values[key] ?? whole);
+}
+
+/**
+ * Compose: channel, segment or recipients, a template (its text rendered for a sample voter of the segment) or a
+ * message, schedule. Saving makes a draft and shows the compliance preview (who is skipped or held and why,
+ * what it costs); then send now or keep it scheduled.
+ */
+export function Compose() {
+  const { t, n } = useI18n();
+  const [, navigate] = useLocation();
+  const client = useQueryClient();
+  const [name, setName] = useState('');
+  const [channel, setChannel] = useState<Channel>('sms');
+  const [audience, setAudience] = useState<'segment' | 'recipients'>('segment');
+  const [segmentId, setSegmentId] = useState('');
+  const [recipients, setRecipients] = useState('');
+  const [templateId, setTemplateId] = useState('');
+  const [message, setMessage] = useState('');
+  const [subject, setSubject] = useState('');
+  const [scheduledAt, setScheduledAt] = useState('');
+  const [draftId, setDraftId] = useState<string | null>(null);
+  const segments = useQuery({
+    queryKey: ['segments'],
+    queryFn: () => data(api.GET('/api/segments', { params: { query: { per_page: 100 } } })),
+  });
+  const templates = useQuery({
+    queryKey: ['templates'],
+    queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
+  });
+  const segment = segments.data?.data.find((s) => String(s.id) === segmentId);
+  const sample = useQuery({
+    queryKey: ['sample-voter', segmentId],
+    queryFn: () =>
+      data(api.GET('/api/voters', { params: { query: { ...(segment?.filters ?? {}), per_page: 1 } } })),
+    enabled: audience === 'segment' && !!segment,
+  });
+  const template = templates.data?.data.find((tpl) => tpl.id === templateId);
+  const text = template ? template.body : message;
+  const rendered = render(text, sample.data?.data[0] as Record<string, string | null> | undefined);
+
+  const body = () => ({
+    name,
+    channel,
+    ...(audience === 'segment'
+      ? { segment_id: segmentId }
+      : { recipients: recipients.split(/[\s,;]+/).filter(Boolean) }),
+    ...(template ? { template_id: template.id } : { message }),
+    ...(channel === 'email' && subject ? { subject } : {}),
+    ...(scheduledAt ? { scheduled_at: new Date(scheduledAt).toISOString() } : {}),
+  });
+  const save = useMutation({
+    mutationFn: async () => {
+      const campaign = draftId
+        ? await data(api.PATCH('/api/campaigns/{id}', { params: { path: { id: draftId } }, body: body() }))
+        : await data(api.POST('/api/campaigns', { body: body() }));
+      setDraftId(campaign.id);
+      return data(api.POST('/api/campaigns/{id}/preview', { params: { path: { id: campaign.id } } }));
+    },
+  });
+  const send = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id: draftId! } } })),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ['campaigns'] });
+      navigate(`/campaigns/${draftId}`);
+    },
+  });
+  const preview = save.data;
+  return (
+    <>
+      <h1>{t('campaigns.new')}</h1>
+      <Section title={t('compose.what')}>
+        <form
+          className="form-grid"
+          onSubmit={(e) => {
+            e.preventDefault();
+            save.mutate();
+          }}
+        >
+          <Field label={t('field.name')}>
+            <input required value={name} onChange={(e) => setName(e.target.value)} />
+          </Field>
+          <Field label={t('field.channel')}>
+            <select value={channel} onChange={(e) => setChannel(e.target.value as Channel)}>
+              {channels.map((c) => (
+                <option key={c} value={c}>
+                  {t(`channel.${c}`)}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label={t('compose.audience')}>
+            <select
+              value={audience}
+              onChange={(e) => setAudience(e.target.value as 'segment' | 'recipients')}
+            >
+              <option value="segment">{t('compose.segment')}</option>
+              <option value="recipients">{t('compose.recipients')}</option>
+            </select>
+          </Field>
+          {audience === 'segment' ? (
+            <Field label={t('compose.segment')}>
+              <select required value={segmentId} onChange={(e) => setSegmentId(e.target.value)}>
+                <option value="">{t('compose.choose')}</option>
+                {segments.data?.data.map((s) => (
+                  <option key={s.id} value={s.id}>
+                    {s.name}
+                  </option>
+                ))}
+              </select>
+            </Field>
+          ) : (
+            <Field label={t('compose.recipients')} hint={t('compose.recipients.hint')}>
+              <textarea
+                required
+                rows={3}
+                value={recipients}
+                onChange={(e) => setRecipients(e.target.value)}
+              />
+            </Field>
+          )}
+          <Field label={t('compose.template')}>
+            <select value={templateId} onChange={(e) => setTemplateId(e.target.value)}>
+              <option value="">{t('compose.noTemplate')}</option>
+              {templates.data?.data
+                .filter((tpl) => tpl.channel === channel)
+                .map((tpl) => (
+                  <option key={tpl.id} value={tpl.id}>
+                    {tpl.name}
+                  </option>
+                ))}
+            </select>
+          </Field>
+          {!template && (
+            <Field label={t('field.message')}>
+              <textarea required rows={4} value={message} onChange={(e) => setMessage(e.target.value)} />
+            </Field>
+          )}
+          {channel === 'email' && (
+            <Field label={t('compose.subject')}>
+              <input value={subject} onChange={(e) => setSubject(e.target.value)} />
+            </Field>
+          )}
+          <Field label={t('compose.schedule')} hint={t('compose.schedule.hint')}>
+            <input
+              type="datetime-local"
+              value={scheduledAt}
+              onChange={(e) => setScheduledAt(e.target.value)}
+            />
+          </Field>
+          {text && (
+            <div className="sample">
+              <h3>{t('compose.sample')}</h3>
+              <p data-testid="rendered">{rendered}</p>
+              {channel === 'sms' && <small>{t('compose.parts', { parts: n(smsSegments(rendered)) })}</small>}
+            </div>
+          )}
+          <ErrorNote error={save.error} />
+          <div className="actions">
+            <button className="primary" disabled={save.isPending}>
+              {t('compose.preview')}
+            </button>
+          </div>
+        </form>
+      </Section>
+      {preview && (
+        <Section title={t('compose.previewTitle')}>
+          <dl className="facts" data-testid="preview">
+            <dt>{t('preview.total')}</dt>
+            <dd>{n(preview.total_recipients)}</dd>
+            <dt>{t('preview.toSend')}</dt>
+            <dd>{n(preview.to_send)}</dd>
+            <dt>{t('preview.optedOut')}</dt>
+            <dd>{n(preview.opted_out)}</dd>
+            <dt>{t('preview.silence')}</dt>
+            <dd>{n(preview.silence_period)}</dd>
+            <dt>{t('preview.held')}</dt>
+            <dd>{n(preview.held)}</dd>
+            <dt>{t('preview.credits')}</dt>
+            <dd>{n(preview.estimated_credits)}</dd>
+          </dl>
+          {preview.held_until && <Notice>{t('preview.heldUntil', { when: preview.held_until })}</Notice>}
+          <ErrorNote error={send.error} />
+          <div className="actions">
+            <button type="button" className="primary" disabled={send.isPending} onClick={() => send.mutate()}>
+              {t('compose.sendNow')}
+            </button>
+            <Link href={`/campaigns/${draftId}`} className="button">
+              {scheduledAt ? t('compose.keepScheduled') : t('compose.keepDraft')}
+            </Link>
+          </div>
+        </Section>
+      )}
+    </>
+  );
+}
+
+/** One campaign: live progress, its failed messages, retry and cancel. */
+export function CampaignPage({ id }: { id: string }) {
+  const { t, n, d } = useI18n();
+  const client = useQueryClient();
+  const campaign = useQuery({
+    queryKey: ['campaign', id],
+    queryFn: () => data(api.GET('/api/campaigns/{id}', { params: { path: { id } } })),
+    // Every second while it sends; then every 2 s while messages still wait for their delivery reports.
+    refetchInterval: (q) => {
+      const c = q.state.data;
+      if (['queued', 'sending', 'scheduled'].includes(c?.status ?? '')) return 1_000;
+      return c && c.stats.sent > 0 ? 2_000 : false;
+    },
+  });
+  const c = campaign.data;
+  const failed = useQuery({
+    queryKey: ['campaign-failed', id, c?.stats.failed],
+    queryFn: () =>
+      data(
+        api.GET('/api/campaigns/{id}/messages', {
+          params: { path: { id }, query: { status: 'failed', per_page: 50 } },
+        }),
+      ),
+    enabled: !!c && c.stats.failed > 0,
+  });
+  const refresh = () => client.invalidateQueries({ queryKey: ['campaign', id] });
+  const send = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  const cancel = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/cancel', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  const retry = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/retry-failed', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  if (campaign.isPending) return <Loading />;
+  if (!c) return <ErrorNote error={campaign.error} />;
+  const done = c.stats.delivered + c.stats.failed;
+  return (
+    <>
+      <div className="page-head">
+        <h1>{c.name}</h1>
+        <Badge value={c.status} />
+      </div>
+      <Section title={t('campaign.progress')}>
+        <progress max={Math.max(1, c.total_recipients)} value={done} aria-label={t('campaign.progress')} />
+        <dl className="facts" data-testid="campaign-stats">
+          <dt>{t('preview.total')}</dt>
+          <dd>{n(c.total_recipients)}</dd>
+          <dt>{t('status.queued')}</dt>
+          <dd>{n(c.stats.queued)}</dd>
+          <dt>{t('status.sent')}</dt>
+          <dd>{n(c.stats.sent)}</dd>
+          <dt>{t('status.delivered')}</dt>
+          <dd data-testid="delivered">{n(c.stats.delivered)}</dd>
+          <dt>{t('status.failed')}</dt>
+          <dd>{n(c.stats.failed)}</dd>
+          <dt>{t('field.channel')}</dt>
+          <dd>{t(`channel.${c.channel}`)}</dd>
+          {c.scheduled_at && (
+            <>
+              <dt>{t('compose.schedule')}</dt>
+              <dd>{d(c.scheduled_at)}</dd>
+            </>
+          )}
+          {c.held_reason && (
+            <>
+              <dt>{t('preview.held')}</dt>
+              <dd>
+                {c.held_reason} {d(c.held_until)}
+              </dd>
+            </>
+          )}
+        </dl>
+        <p className="message-text">{c.message}</p>
+        <ErrorNote error={send.error ?? cancel.error ?? retry.error} />
+        <div className="actions">
+          {(c.status === 'draft' || c.status === 'scheduled') && (
+            <button type="button" className="primary" onClick={() => send.mutate()}>
+              {t('compose.sendNow')}
+            </button>
+          )}
+          {['scheduled', 'queued', 'sending'].includes(c.status) && (
+            <button
+              type="button"
+              className="danger"
+              onClick={() => window.confirm(t('campaign.confirmCancel')) && cancel.mutate()}
+            >
+              {t('campaign.cancel')}
+            </button>
+          )}
+          {(c.status === 'completed' || c.status === 'cancelled') && c.stats.failed > 0 && (
+            <button type="button" onClick={() => retry.mutate()}>
+              {t('campaign.retry')}
+            </button>
+          )}
+        </div>
+        {retry.isSuccess && <Notice>{retry.data.message}</Notice>}
+      </Section>
+      {c.stats.failed > 0 && (
+        <Section title={t('campaign.failed')}>
+          <Table caption={t('campaign.failed')} head={[t('field.to'), t('field.error'), t('field.created')]}>
+            {failed.data?.data.map((m) => (
+              <tr key={m.id}>
+                <td>{m.to}</td>
+                <td>
+                  <code>{m.error_code}</code> {m.error_message}
+                </td>
+                <td>{d(m.updated_at)}</td>
+              </tr>
+            ))}
+          </Table>
+        </Section>
+      )}
+    </>
+  );
+}

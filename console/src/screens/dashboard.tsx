@@ -1,0 +1,142 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'wouter';
+import { api, data } from '../api.ts';
+import { useI18n } from '../i18n.tsx';
+import { ErrorNote, Loading, Section } from '../ui.tsx';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
+export function Dashboard() {
+  const { t, n } = useI18n();
+  const me = useQuery({
+    queryKey: ['me-credits'],
+    queryFn: () => data(api.GET('/api/user')),
+    refetchInterval: 10_000,
+  });
+  const campaigns = useQuery({
+    queryKey: ['campaigns', 'dashboard'],
+    queryFn: () => data(api.GET('/api/campaigns', { params: { query: { per_page: 50 } } })),
+    refetchInterval: 5_000,
+  });
+  const failures = useQuery({
+    queryKey: ['failures'],
+    queryFn: () =>
+      data(
+        api.GET('/api/messages/history', {
+          params: {
+            query: {
+              status: 'failed',
+              per_page: 100,
+              date_from: new Date(Date.now() - DAY_MS).toISOString(),
+            },
+          },
+        }),
+      ),
+  });
+  const open = useQuery({
+    queryKey: ['grievances', 'open-count'],
+    queryFn: () => data(api.GET('/api/grievances', { params: { query: { status: 'open', per_page: 1 } } })),
+  });
+  const overdue = useQuery({
+    queryKey: ['grievances', 'overdue-count'],
+    queryFn: () => data(api.GET('/api/grievances', { params: { query: { overdue: true, per_page: 1 } } })),
+  });
+  const unassigned = useQuery({
+    queryKey: ['conversations', 'unassigned-count'],
+    queryFn: () =>
+      data(
+        api.GET('/api/conversations', {
+          params: { query: { status: 'open', assigned_to: 'none', per_page: 1 } },
+        }),
+      ),
+  });
+  const unread = useQuery({
+    queryKey: ['conversations', 'unread-count'],
+    queryFn: () =>
+      data(
+        api.GET('/api/conversations', { params: { query: { status: 'open', unread: true, per_page: 1 } } }),
+      ),
+  });
+  const sending = (campaigns.data?.data ?? []).filter((c) => c.status === 'sending' || c.status === 'queued');
+  const byCode = new Map<string, number>();
+  for (const m of failures.data?.data ?? [])
+    byCode.set(m.error_code ?? '—', (byCode.get(m.error_code ?? '—') ?? 0) + 1);
+  const credits = me.data?.credits;
+  return (
+    <>
+      <h1>{t('nav.dashboard')}</h1>
+      <div className="grid">
+        <Section title={t('dash.credits')}>
+          {credits ? (
+            <dl className="facts">
+              <dt>SMS</dt>
+              <dd data-testid="credits-sms">{n(credits.sms_credits)}</dd>
+              <dt>WhatsApp</dt>
+              <dd>{n(credits.whatsapp_credits)}</dd>
+              <dt>{t('channel.email')}</dt>
+              <dd>{n(credits.email_credits)}</dd>
+            </dl>
+          ) : (
+            <Loading />
+          )}
+        </Section>
+        <Section title={t('dash.grievances')}>
+          <dl className="facts">
+            <dt>{t('dash.open')}</dt>
+            <dd>{open.data ? n(open.data.total) : '…'}</dd>
+            <dt>{t('dash.overdue')}</dt>
+            <dd>{overdue.data ? n(overdue.data.total) : '…'}</dd>
+          </dl>
+          <Link href="/grievances">{t('dash.toGrievances')}</Link>
+        </Section>
+        <Section title={t('dash.inbox')}>
+          <dl className="facts">
+            <dt>{t('dash.unassigned')}</dt>
+            <dd>{unassigned.data ? n(unassigned.data.total) : '…'}</dd>
+            <dt>{t('dash.unread')}</dt>
+            <dd>{unread.data ? n(unread.data.total) : '…'}</dd>
+          </dl>
+          <Link href="/inbox">{t('dash.toInbox')}</Link>
+        </Section>
+      </div>
+      <Section title={t('dash.sending')}>
+        {sending.length === 0 ? (
+          <p className="muted">{t('dash.nothingSending')}</p>
+        ) : (
+          <ul className="plain">
+            {sending.map((c) => {
+              const done = c.stats.delivered + c.stats.failed + c.stats.sent;
+              return (
+                <li key={c.id}>
+                  <Link href={`/campaigns/${c.id}`}>{c.name}</Link>{' '}
+                  <progress max={Math.max(1, c.total_recipients)} value={done} aria-label={c.name} />{' '}
+                  {n(done)} / {n(c.total_recipients)}
+                </li>
+              );
+            })}
+          </ul>
+        )}
+      </Section>
+      <Section title={t('dash.failures')}>
+        {failures.data && failures.data.total === 0 ? (
+          <p className="muted">{t('dash.noFailures')}</p>
+        ) : (
+          <>
+            <ul className="plain">
+              {[...byCode].map(([code, count]) => (
+                <li key={code}>
+                  <code>{code}</code>: {n(count)}
+                </li>
+              ))}
+            </ul>
+            {failures.data && failures.data.total > 100 && (
+              <p className="muted">{t('dash.failuresSample', { total: n(failures.data.total) })}</p>
+            )}
+          </>
+        )}
+      </Section>
+      <ErrorNote error={me.error ?? campaigns.error ?? failures.error ?? open.error ?? unassigned.error} />
+    </>
+  );
+}

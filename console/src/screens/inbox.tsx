@@ -1,0 +1,294 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'wouter';
+import { api, data, envelope } from '../api.ts';
+import { useI18n } from '../i18n.tsx';
+import { useMe } from '../me.ts';
+import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section } from '../ui.tsx';
+
+interface InboxFilters {
+  status: '' | 'open' | 'closed';
+  assigned_to: string;
+  unread: boolean;
+  search: string;
+}
+
+/**
+ * The inbox: conversations (a volunteer sees only theirs) with filters, and the open one's thread with reply,
+ * quick replies, assign, close and "open a grievance". The live stream (main.tsx) refreshes both as messages
+ * arrive.
+ */
+export function Inbox({ id }: { id?: string }) {
+  const { t, n, d } = useI18n();
+  const [filters, setFilters] = useState<InboxFilters>({
+    status: 'open',
+    assigned_to: '',
+    unread: false,
+    search: '',
+  });
+  const [search, setSearch] = useState('');
+  const [page, setPage] = useState(1);
+  const list = useQuery({
+    queryKey: ['conversations', 'inbox', filters, page],
+    queryFn: () =>
+      data(
+        api.GET('/api/conversations', {
+          params: {
+            query: {
+              page,
+              per_page: 25,
+              ...(filters.status ? { status: filters.status } : {}),
+              ...(filters.assigned_to ? { assigned_to: filters.assigned_to } : {}),
+              ...(filters.unread ? { unread: true } : {}),
+              ...(filters.search ? { search: filters.search } : {}),
+            },
+          },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+  const selected = id;
+  return (
+    <>
+      <h1>{t('nav.inbox')}</h1>
+      <div className={selected ? 'inbox has-thread' : 'inbox'}>
+        <div className="inbox-list">
+          <form
+            className="filters"
+            role="search"
+            onSubmit={(e) => {
+              e.preventDefault();
+              setFilters({ ...filters, search });
+              setPage(1);
+            }}
+          >
+            <Field label={t('field.search')}>
+              <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
+            </Field>
+            <Field label={t('field.status')}>
+              <select
+                value={filters.status}
+                onChange={(e) => setFilters({ ...filters, status: e.target.value as InboxFilters['status'] })}
+              >
+                <option value="open">{t('status.open')}</option>
+                <option value="closed">{t('status.closed')}</option>
+                <option value="">{t('filter.all')}</option>
+              </select>
+            </Field>
+            <Field label={t('inbox.assigned')}>
+              <select
+                value={filters.assigned_to}
+                onChange={(e) => setFilters({ ...filters, assigned_to: e.target.value })}
+              >
+                <option value="">{t('filter.all')}</option>
+                <option value="me">{t('inbox.mine')}</option>
+                <option value="none">{t('inbox.unassigned')}</option>
+              </select>
+            </Field>
+            <label className="check">
+              <input
+                type="checkbox"
+                checked={filters.unread}
+                onChange={(e) => setFilters({ ...filters, unread: e.target.checked })}
+              />
+              {t('inbox.unreadOnly')}
+            </label>
+            <button>{t('filter.apply')}</button>
+          </form>
+          <ErrorNote error={list.error} />
+          {list.isPending ? (
+            <Loading />
+          ) : list.data?.data.length === 0 ? (
+            <Empty>{t('inbox.none')}</Empty>
+          ) : (
+            <ul className="conversations" aria-label={t('nav.inbox')}>
+              {list.data?.data.map((c) => (
+                <li key={c.id} className={c.id === selected ? 'current' : undefined}>
+                  <Link href={`/inbox/${c.id}`} aria-current={c.id === selected ? 'true' : undefined}>
+                    <strong>{c.voter_name ?? c.address}</strong>
+                    <span className="muted">
+                      {t(`channel.${c.channel}`)} · {d(c.last_message_at)}
+                    </span>
+                    <span className="preview">{c.last_message_preview}</span>
+                    {c.unread_count > 0 && (
+                      <span className="badge badge-unread">
+                        {t('inbox.unreadCount', { count: n(c.unread_count) })}
+                      </span>
+                    )}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          )}
+          <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
+        </div>
+        {selected ? <Thread id={selected} /> : <p className="muted inbox-empty">{t('inbox.pick')}</p>}
+      </div>
+    </>
+  );
+}
+
+function Thread({ id }: { id: string }) {
+  const { t, d } = useI18n();
+  const me = useMe();
+  const client = useQueryClient();
+  const conversation = useQuery({
+    queryKey: ['conversation', id],
+    queryFn: () => data(api.GET('/api/conversations/{id}', { params: { path: { id } } })),
+  });
+  const messages = useQuery({
+    queryKey: ['conversation', id, 'messages'],
+    queryFn: async () => {
+      const first = await data(
+        api.GET('/api/conversations/{id}/messages', { params: { path: { id }, query: { per_page: 100 } } }),
+      );
+      // Reading clears the assignee's unread count: the list shows it.
+      void client.invalidateQueries({ queryKey: ['conversations', 'inbox'] });
+      if (first.last_page <= 1) return first.data;
+      const last = await data(
+        api.GET('/api/conversations/{id}/messages', {
+          params: { path: { id }, query: { per_page: 100, page: first.last_page } },
+        }),
+      );
+      return last.data;
+    },
+  });
+  const quick = useQuery({
+    queryKey: ['quick-replies'],
+    queryFn: () => data(api.GET('/api/quick-replies', { params: { query: { per_page: 100 } } })),
+  });
+  const team = useQuery({
+    queryKey: ['team'],
+    queryFn: () => data(api.GET('/api/users', { params: { query: { per_page: 100 } } })),
+    enabled: me.user.role === 'politician',
+  });
+  const [text, setText] = useState('');
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: ['conversation', id] });
+    void client.invalidateQueries({ queryKey: ['conversations'] });
+  };
+  const reply = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/conversations/{id}/reply', { params: { path: { id } }, body: { message: text } }),
+      ),
+    onSuccess: () => {
+      setText('');
+      refresh();
+    },
+  });
+  const patch = useMutation({
+    mutationFn: (body: { status?: 'open' | 'closed'; assigned_to?: number | null }) =>
+      envelope(api.PATCH('/api/conversations/{id}', { params: { path: { id } }, body })),
+    onSuccess: refresh,
+  });
+  const grievance = useMutation({
+    mutationFn: () =>
+      envelope(api.POST('/api/conversations/{id}/grievance', { params: { path: { id } }, body: {} })),
+    onSuccess: refresh,
+  });
+  const c = conversation.data;
+  if (conversation.isPending) return <Loading />;
+  if (!c) return <ErrorNote error={conversation.error} />;
+  return (
+    <Section
+      title={c.voter_name ?? c.address}
+      actions={
+        <Link href="/inbox" className="button back">
+          {t('inbox.back')}
+        </Link>
+      }
+    >
+      <p className="muted">
+        {t(`channel.${c.channel}`)} · {c.address} · <Badge value={c.status} />{' '}
+        {c.assigned_to_name ? t('inbox.assignedTo', { name: c.assigned_to_name }) : t('inbox.unassigned')}
+        {c.voter_id && (
+          <>
+            {' · '}
+            <Link href={`/voters/${c.voter_id}`}>{t('inbox.voter')}</Link>
+          </>
+        )}
+      </p>
+      <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite">
+        {messages.data?.map((m) => (
+          <li key={m.id} className={m.direction}>
+            <p>{m.body}</p>
+            <small>
+              {d(m.created_at)}
+              {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}
+              {m.error_code ? ` · ${m.error_code}` : ''}
+            </small>
+          </li>
+        ))}
+      </ol>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          reply.mutate();
+        }}
+      >
+        {quick.data && quick.data.data.length > 0 && (
+          <Field label={t('inbox.quick')}>
+            <select value="" onChange={(e) => setText(e.target.value)}>
+              <option value="">{t('compose.choose')}</option>
+              {quick.data.data.map((q) => (
+                <option key={q.id} value={q.body}>
+                  {q.title}
+                </option>
+              ))}
+            </select>
+          </Field>
+        )}
+        <Field label={t('inbox.reply')}>
+          <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
+        </Field>
+        <ErrorNote error={reply.error ?? patch.error ?? grievance.error} />
+        <div className="actions">
+          <button className="primary" disabled={reply.isPending}>
+            {t('inbox.send')}
+          </button>
+          {c.status === 'open' ? (
+            <button type="button" onClick={() => patch.mutate({ status: 'closed' })}>
+              {t('inbox.close')}
+            </button>
+          ) : (
+            <button type="button" onClick={() => patch.mutate({ status: 'open' })}>
+              {t('inbox.reopen')}
+            </button>
+          )}
+          {c.assigned_to !== me.user.id && me.user.role !== 'volunteer' && (
+            <button type="button" onClick={() => patch.mutate({ assigned_to: me.user.id })}>
+              {t('inbox.assignMe')}
+            </button>
+          )}
+          {team.data && (
+            <label className="inline">
+              <span>{t('inbox.assignTo')}</span>
+              <select
+                value={c.assigned_to ?? ''}
+                onChange={(e) =>
+                  patch.mutate({ assigned_to: e.target.value ? Number(e.target.value) : null })
+                }
+              >
+                <option value="">{t('inbox.unassigned')}</option>
+                {team.data.data
+                  .filter((u) => u.active)
+                  .map((u) => (
+                    <option key={u.id} value={u.id}>
+                      {u.name}
+                    </option>
+                  ))}
+              </select>
+            </label>
+          )}
+          {!c.grievance_id && (
+            <button type="button" onClick={() => grievance.mutate()}>
+              {t('inbox.openGrievance')}
+            </button>
+          )}
+        </div>
+        {c.grievance_id && <Notice>{t('inbox.hasGrievance')}</Notice>}
+      </form>
+    </Section>
+  );
+}

@@ -1,0 +1,460 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, data, envelope } from '../api.ts';
+import { useI18n } from '../i18n.tsx';
+import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+
+/** Settings (politicians): channel accounts with a test send, webhooks and their deliveries, credits, payments. */
+export function Settings() {
+  const { t } = useI18n();
+  return (
+    <>
+      <h1>{t('nav.settings')}</h1>
+      <ChannelAccounts />
+      <Webhooks />
+      <Credits />
+    </>
+  );
+}
+
+const providers = {
+  sandbox: { settings: [], credentials: [] },
+  msg91: { settings: ['sender'], credentials: ['authkey'] },
+  exotel: {
+    settings: ['sid', 'sender', 'caller_id', 'app_id', 'dlt_entity_id'],
+    credentials: ['api_key', 'api_token'],
+  },
+  whatsapp_cloud: { settings: ['phone_number_id', 'waba_id'], credentials: ['access_token', 'app_secret'] },
+  twilio: {
+    settings: ['account_sid', 'sms_from', 'whatsapp_from', 'voice_from'],
+    credentials: ['auth_token'],
+  },
+  smtp: { settings: ['host', 'port', 'secure', 'from'], credentials: ['username', 'password'] },
+} as const;
+type Provider = keyof typeof providers;
+
+/** A settings value as the API takes it: SMTP's port a number, `secure` a boolean, the rest text. */
+function settingValue(key: string, value: string): string | number | boolean {
+  if (key === 'port') return Number(value);
+  if (key === 'secure') return value === 'true';
+  return value;
+}
+
+function ChannelAccounts() {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const accounts = useQuery({
+    queryKey: ['channel-accounts'],
+    queryFn: () => data(api.GET('/api/channel-accounts', { params: { query: { per_page: 100 } } })),
+  });
+  const refresh = () => client.invalidateQueries({ queryKey: ['channel-accounts'] });
+  const [name, setName] = useState('');
+  const [provider, setProvider] = useState<Provider>('sandbox');
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [testTo, setTestTo] = useState('');
+  const [testing, setTesting] = useState<string | null>(null);
+  const add = useMutation({
+    mutationFn: () => {
+      const spec = providers[provider];
+      const settings = Object.fromEntries(
+        spec.settings.filter((k) => fields[`s.${k}`]).map((k) => [k, settingValue(k, fields[`s.${k}`]!)]),
+      );
+      const credentials = Object.fromEntries(
+        spec.credentials.filter((k) => fields[`c.${k}`]).map((k) => [k, fields[`c.${k}`]!]),
+      );
+      return envelope(api.POST('/api/channel-accounts', { body: { name, provider, settings, credentials } }));
+    },
+    onSuccess: () => {
+      setName('');
+      setFields({});
+      void refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) =>
+      envelope(api.DELETE('/api/channel-accounts/{id}', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  const test = useMutation({
+    mutationFn: (id: string) =>
+      envelope(
+        api.POST('/api/channel-accounts/{id}/test', { params: { path: { id } }, body: { to: testTo } }),
+      ),
+  });
+  return (
+    <Section title={t('settings.accounts')}>
+      <ErrorNote error={accounts.error ?? remove.error} />
+      {accounts.isPending ? (
+        <Loading />
+      ) : accounts.data?.data.length === 0 ? (
+        <Empty>{t('settings.noAccounts')}</Empty>
+      ) : (
+        <Table
+          caption={t('settings.accounts')}
+          head={[t('field.name'), t('settings.provider'), t('settings.channels'), t('field.status'), '']}
+        >
+          {accounts.data?.data.map((a) => (
+            <tr key={a.id}>
+              <td>{a.name}</td>
+              <td>{a.provider}</td>
+              <td>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
+              <td>
+                <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
+              </td>
+              <td>
+                <button type="button" onClick={() => setTesting(testing === a.id ? null : a.id)}>
+                  {t('settings.test')}
+                </button>{' '}
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() =>
+                    window.confirm(t('settings.confirmDelete', { name: a.name })) && remove.mutate(a.id)
+                  }
+                >
+                  {t('delete')}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      {testing && (
+        <form
+          className="filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            test.mutate(testing);
+          }}
+        >
+          <Field label={t('settings.testTo')} hint={t('settings.testHint')}>
+            <input required value={testTo} onChange={(e) => setTestTo(e.target.value)} />
+          </Field>
+          <button className="primary" disabled={test.isPending}>
+            {t('settings.sendTest')}
+          </button>
+        </form>
+      )}
+      <ErrorNote error={test.error} />
+      {test.isSuccess && <Notice>{test.data.message ?? t('settings.testSent')}</Notice>}
+      <h3>{t('settings.addAccount')}</h3>
+      <form
+        className="form-grid"
+        onSubmit={(e) => {
+          e.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label={t('field.name')}>
+          <input required value={name} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        <Field label={t('settings.provider')}>
+          <select
+            value={provider}
+            onChange={(e) => {
+              setProvider(e.target.value as Provider);
+              setFields({});
+            }}
+          >
+            {Object.keys(providers).map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </Field>
+        {providers[provider].settings.map((k) => (
+          <Field key={`s.${k}`} label={k}>
+            <input
+              value={fields[`s.${k}`] ?? ''}
+              onChange={(e) => setFields({ ...fields, [`s.${k}`]: e.target.value })}
+            />
+          </Field>
+        ))}
+        {providers[provider].credentials.map((k) => (
+          <Field key={`c.${k}`} label={k} hint={t('settings.secretHint')}>
+            <input
+              type="password"
+              autoComplete="off"
+              value={fields[`c.${k}`] ?? ''}
+              onChange={(e) => setFields({ ...fields, [`c.${k}`]: e.target.value })}
+            />
+          </Field>
+        ))}
+        <ErrorNote error={add.error} />
+        <div className="actions">
+          <button className="primary" disabled={add.isPending}>
+            {t('add')}
+          </button>
+        </div>
+      </form>
+    </Section>
+  );
+}
+
+const events = [
+  'message.delivered',
+  'message.failed',
+  'message.received',
+  'grievance.created',
+  'grievance.resolved',
+  'payment.processed',
+  'channel_account.failed',
+  'conversation.created',
+  'conversation.assigned',
+] as const;
+
+function Webhooks() {
+  const { t, d } = useI18n();
+  const client = useQueryClient();
+  const hooks = useQuery({
+    queryKey: ['webhooks'],
+    queryFn: () => data(api.GET('/api/webhooks', { params: { query: { per_page: 100 } } })),
+  });
+  const refresh = () => client.invalidateQueries({ queryKey: ['webhooks'] });
+  const [url, setUrl] = useState('');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [open, setOpen] = useState<number | null>(null);
+  const add = useMutation({
+    mutationFn: () =>
+      data(
+        api.POST('/api/webhooks', {
+          body: { url, ...(chosen.length ? { events: chosen as (typeof events)[number][] } : {}) },
+        }),
+      ),
+    onSuccess: (hook) => {
+      setUrl('');
+      setSecret((hook as { secret?: string }).secret ?? null);
+      void refresh();
+    },
+  });
+  const toggle = useMutation({
+    mutationFn: ({ id, active }: { id: number; active: boolean }) =>
+      envelope(api.PATCH('/api/webhooks/{id}', { params: { path: { id } }, body: { active } })),
+    onSuccess: refresh,
+  });
+  const remove = useMutation({
+    mutationFn: (id: number) => envelope(api.DELETE('/api/webhooks/{id}', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  return (
+    <Section title={t('settings.webhooks')}>
+      <ErrorNote error={hooks.error ?? toggle.error ?? remove.error} />
+      {hooks.data?.data.length ? (
+        <Table caption={t('settings.webhooks')} head={['URL', t('settings.events'), t('field.status'), '']}>
+          {hooks.data.data.map((h) => (
+            <tr key={h.id}>
+              <td>{h.url}</td>
+              <td>{h.events.join(', ')}</td>
+              <td>
+                <Badge value={h.active ? 'active' : 'inactive'} /> {h.disabled_reason}
+              </td>
+              <td>
+                <button type="button" onClick={() => setOpen(open === h.id ? null : h.id)}>
+                  {t('settings.deliveries')}
+                </button>{' '}
+                <button type="button" onClick={() => toggle.mutate({ id: h.id, active: !h.active })}>
+                  {h.active ? t('settings.turnOff') : t('settings.turnOn')}
+                </button>{' '}
+                <button type="button" className="danger" onClick={() => remove.mutate(h.id)}>
+                  {t('delete')}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      ) : (
+        <Empty>{t('none')}</Empty>
+      )}
+      {open && <Deliveries id={open} d={d} />}
+      <h3>{t('settings.addWebhook')}</h3>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label="URL">
+          <input type="url" required value={url} onChange={(e) => setUrl(e.target.value)} />
+        </Field>
+        <fieldset>
+          <legend>{t('settings.events')}</legend>
+          {events.map((ev) => (
+            <label key={ev} className="check">
+              <input
+                type="checkbox"
+                checked={chosen.includes(ev)}
+                onChange={(e) =>
+                  setChosen(e.target.checked ? [...chosen, ev] : chosen.filter((x) => x !== ev))
+                }
+              />
+              <code>{ev}</code>
+            </label>
+          ))}
+        </fieldset>
+        <ErrorNote error={add.error} />
+        <button className="primary" disabled={add.isPending}>
+          {t('add')}
+        </button>
+      </form>
+      {secret && (
+        <Notice>
+          {t('settings.secretOnce')} <code>{secret}</code>
+        </Notice>
+      )}
+    </Section>
+  );
+}
+
+function Deliveries({ id, d }: { id: number; d(value: string | null): string }) {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const log = useQuery({
+    queryKey: ['deliveries', id],
+    queryFn: () =>
+      data(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id }, query: { per_page: 25 } } })),
+  });
+  const replay = useMutation({
+    mutationFn: (deliveryId: number) =>
+      envelope(
+        api.POST('/api/webhooks/{id}/deliveries/{delivery_id}/retry', {
+          params: { path: { id, delivery_id: deliveryId } },
+        }),
+      ),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['deliveries', id] }),
+  });
+  return (
+    <div>
+      <h3>{t('settings.deliveries')}</h3>
+      <ErrorNote error={log.error ?? replay.error} />
+      {log.data?.data.length ? (
+        <Table
+          caption={t('settings.deliveries')}
+          head={[t('settings.event'), t('field.status'), 'HTTP', t('field.created'), '']}
+        >
+          {log.data.data.map((x) => (
+            <tr key={x.id}>
+              <td>{x.event_type}</td>
+              <td>
+                <Badge value={x.status} />
+              </td>
+              <td>{x.last_status_code ?? x.last_error}</td>
+              <td>{d(x.created_at)}</td>
+              <td>
+                <button type="button" onClick={() => replay.mutate(x.id)}>
+                  {t('settings.replay')}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      ) : (
+        <Empty>{t('none')}</Empty>
+      )}
+    </div>
+  );
+}
+
+function Credits() {
+  const { t, n, d } = useI18n();
+  const client = useQueryClient();
+  const [page, setPage] = useState(1);
+  const ledger = useQuery({
+    queryKey: ['ledger', page],
+    queryFn: () => data(api.GET('/api/credits/ledger', { params: { query: { page, per_page: 25 } } })),
+    placeholderData: keepPreviousData,
+  });
+  const payments = useQuery({
+    queryKey: ['payments'],
+    queryFn: () => data(api.GET('/api/payments', { params: { query: { per_page: 25 } } })),
+  });
+  const [amounts, setAmounts] = useState({ sms_credits: '', whatsapp_credits: '', email_credits: '' });
+  const buy = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/payments', {
+          body: Object.fromEntries(
+            Object.entries(amounts)
+              .filter(([, v]) => v !== '')
+              .map(([k, v]) => [k, Number(v)]),
+          ),
+          headers: { 'idempotency-key': crypto.randomUUID() },
+        }),
+      ),
+    onSuccess: () => {
+      setAmounts({ sms_credits: '', whatsapp_credits: '', email_credits: '' });
+      void client.invalidateQueries({ queryKey: ['ledger'] });
+      void client.invalidateQueries({ queryKey: ['payments'] });
+    },
+  });
+  return (
+    <>
+      <Section title={t('settings.buy')}>
+        <form
+          className="filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            buy.mutate();
+          }}
+        >
+          {(['sms_credits', 'whatsapp_credits', 'email_credits'] as const).map((k) => (
+            <Field key={k} label={t(`settings.${k}`)}>
+              <input
+                type="number"
+                min={0}
+                inputMode="numeric"
+                value={amounts[k]}
+                onChange={(e) => setAmounts({ ...amounts, [k]: e.target.value })}
+              />
+            </Field>
+          ))}
+          <button className="primary" disabled={buy.isPending}>
+            {t('settings.pay')}
+          </button>
+        </form>
+        <ErrorNote error={buy.error} />
+        {buy.isSuccess && <Notice>{buy.data.message}</Notice>}
+        {payments.data?.data.length ? (
+          <Table
+            caption={t('settings.payments')}
+            head={[t('field.created'), 'SMS', 'WhatsApp', t('channel.email'), t('field.status')]}
+          >
+            {payments.data.data.map((p) => (
+              <tr key={p.id}>
+                <td>{d(p.created_at)}</td>
+                <td>{n(p.sms_credits)}</td>
+                <td>{n(p.whatsapp_credits)}</td>
+                <td>{n(p.email_credits)}</td>
+                <td>
+                  <Badge value={p.status} />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        ) : null}
+      </Section>
+      <Section title={t('settings.ledger')}>
+        <ErrorNote error={ledger.error ?? payments.error} />
+        {ledger.data && (
+          <>
+            <Table
+              caption={t('settings.ledger')}
+              head={[t('field.created'), t('field.channel'), t('settings.amount'), t('settings.reason')]}
+            >
+              {ledger.data.data.map((l) => (
+                <tr key={l.id}>
+                  <td>{d(l.created_at)}</td>
+                  <td>{t(`channel.${l.channel}`)}</td>
+                  <td className={l.amount < 0 ? 'negative' : undefined}>{n(l.amount)}</td>
+                  <td>{t(`reason.${l.reason}`)}</td>
+                </tr>
+              ))}
+            </Table>
+            <Pager page={page} lastPage={ledger.data.last_page} onPage={setPage} />
+          </>
+        )}
+      </Section>
+    </>
+  );
+}

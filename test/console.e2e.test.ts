@@ -1,0 +1,458 @@
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, freePort, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
+import { isolatedDatabase } from './messaging-helpers.ts';
+import { dialects, uniqueEmail, uniquePhone } from './helpers.ts';
+
+/**
+ * The console in a real headless Chromium (Debian's `chromium`, which .ci/run installs) against the real
+ * service as `npm start` runs it, on SQLite and on PostgreSQL: each screen's main task, each role's view, Hindi,
+ * axe-core on every screen, the CSP and where the token lives. Screenshots of the main screens at 360 and 1280
+ * px are taken on the SQLite run (docs/console.md shows them). CHROMIUM_PATH names another browser binary;
+ * without one the file is skipped, unless CONSOLE_E2E_REQUIRED=1 (.ci/run sets it), when it fails.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Where screenshots go: a temporary folder, or docs/console with `npm run console:screenshots`. */
+const SHOTS = process.env.CONSOLE_SCREENSHOTS_DIR ?? join(tmpdir(), 'ces-console-screenshots');
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'correct horse battery';
+
+interface Server {
+  base: string;
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+}
+
+async function startServer(env: Record<string, string>): Promise<Server> {
+  const port = await freePort();
+  const child = spawnNpmStart(
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      QUIET_HOURS: '',
+      APP_KEY: 'c'.repeat(64),
+      SANDBOX_DELIVERY_DELAY_MS: '20',
+      WORKER_POLL_MS: '50',
+      RATE_LIMIT_PUBLIC_PER_MIN: '100000',
+      RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
+      RATE_LIMIT_AUTH_PER_MIN: '100000',
+      RATE_LIMIT_OTP_PER_MIN: '100000',
+      RATE_LIMIT_AUTH_FAILED_PER_MIN: '100000',
+      ...env,
+    },
+    'pipe',
+  );
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    const parts = buffer.split('\n');
+    buffer = parts.pop() ?? '';
+    for (const part of parts)
+      if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilUp(`${base}/api/readyz`);
+  return { base, child, lines };
+}
+
+/** The sign-in code the sandbox provider "sent" to `phone` (its message line is the one log line with it). */
+async function otpFor(server: Server, phone: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const line = server.lines.findLast((l) => l.msg === 'sandbox message' && l.to === phone);
+    const code = line && /\b(\d{6})\b/.exec(String(line.body))?.[1];
+    if (code) return code;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no code sent to ${phone}`);
+}
+
+/** axe-core on the page as it is: no serious or critical violation. */
+async function accessible(page: Page, screen: string): Promise<void> {
+  await page.evaluate(axeSource);
+  const result = (await page.evaluate('axe.run()')) as {
+    violations: Array<{ id: string; impact: string; nodes: Array<{ target: unknown }> }>;
+  };
+  const violations = result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target) }));
+  expect(violations, `axe on ${screen}`).toEqual([]);
+}
+
+/** A screenshot of the page at 1280 and at 360 px wide (full page), for docs/console.md. */
+async function shoot(page: Page, name: string, save: boolean): Promise<void> {
+  if (!save) return;
+  mkdirSync(SHOTS, { recursive: true });
+  for (const width of [1280, 360]) {
+    await page.setViewportSize({ width, height: width === 360 ? 740 : 800 });
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
+const browserMissing = !existsSync(CHROMIUM);
+if (browserMissing) {
+  const why = `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
+  if (process.env.CONSOLE_E2E_REQUIRED === '1') throw new Error(`console e2e: ${why}`);
+  console.warn(`console e2e: skipped: ${why}`);
+}
+
+describe.runIf(!browserMissing).each(dialects)(
+  'the console in Chromium (%s)',
+  { timeout: 60_000 },
+  (dialect) => {
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+    let dataDir: string;
+    let server: Server;
+    let browser: Browser;
+    let context: BrowserContext;
+    let page: Page;
+    const cspViolations: string[] = [];
+    const pageUrls: string[] = [];
+    // Screenshots from the SQLite run (the same screens on PostgreSQL).
+    const save = dialect === 'sqlite';
+    const owner = { email: uniqueEmail('owner'), phone: uniquePhone(), token: '' };
+    const voterPhones = [uniquePhone(), uniquePhone(), uniquePhone()];
+
+    beforeAll(async () => {
+      database = await isolatedDatabase(dialect);
+      dataDir = mkdtempSync(join(tmpdir(), 'ces-console-'));
+      server = await startServer(
+        dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dataDir, 'console.db')}` } : database.env,
+      );
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-IN' });
+      context.setDefaultTimeout(10_000);
+      page = await context.newPage();
+      page.on('console', (message) => {
+        if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+      });
+      page.on('framenavigated', (frame) => {
+        if (frame === page.mainFrame()) pageUrls.push(frame.url());
+      });
+      page.on('dialog', (dialog) => void dialog.accept());
+      const registered = await api(`${server.base}/api`, 'POST', '/auth/register', undefined, {
+        name: 'Asha Rao',
+        email: owner.email,
+        password: PASSWORD,
+        phone: owner.phone,
+      });
+      owner.token = registered.access_token as string;
+    }, 120_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      server?.child.kill('SIGTERM');
+      await new Promise((r) => server?.child.once('exit', r));
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }, 60_000);
+
+    const go = async (path: string) => {
+      await page.goto(`${server.base}/console${path}`);
+    };
+    const nav = (name: string | RegExp) =>
+      page.getByRole('navigation', { name: /Main|मुख्य/ }).getByRole('link', { name });
+
+    it('serves the console with a strict CSP, and / redirects to it', async () => {
+      const res = await fetch(`${server.base}/`, { redirect: 'manual' });
+      expect(res.status).toBe(302);
+      expect(res.headers.get('location')).toBe('/console/');
+      expect((await fetch(`${server.base}/console`)).status).toBe(200);
+      const index = await fetch(`${server.base}/console/voters/7`);
+      expect(index.status).toBe(200);
+      const csp = index.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(index.headers.get('cache-control')).toBe('no-store');
+      const html = await index.text();
+      expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
+      const missing = await fetch(`${server.base}/console/assets/nothing.js`);
+      expect(missing.status).toBe(404);
+      expect(((await missing.json()) as { error_code: string }).error_code).toBe('not_found');
+    });
+
+    it('signs in with a code sent by SMS; the token is kept in sessionStorage only', async () => {
+      await go('/');
+      await expect.poll(() => page.url(), { timeout: 10_000 }).toContain('/console/signin');
+      await accessible(page, 'sign-in');
+      await shoot(page, 'signin', save);
+      await page.getByRole('button', { name: 'Code by SMS' }).click();
+      await page.getByLabel('Phone').fill(owner.phone);
+      await page.getByRole('button', { name: 'Send me a code' }).click();
+      await page.getByText('a code is on its way').waitFor();
+      await page.getByLabel('Six-digit code').fill(await otpFor(server, owner.phone));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("ces.token")')).toMatch(/\S{20,}/);
+      const token = (await page.evaluate('sessionStorage.getItem("ces.token")')) as string;
+      expect(await page.evaluate('JSON.stringify(localStorage)')).not.toContain(token);
+      await expect
+        .poll(() => page.getByTestId('credits-sms').textContent(), { timeout: 10_000 })
+        .toMatch(/\d/);
+      await accessible(page, 'dashboard');
+    });
+
+    it('imports a roll: the job runs to completion with its failed rows listed', async () => {
+      await nav('Import & export').click();
+      const csv = [
+        'name,phone,email,constituency,booth,ward',
+        `Ravi Kumar,${voterPhones[0]},ravi@example.com,Varanasi,12,7`,
+        `Sita Devi,${voterPhones[1]},,Varanasi,12,7`,
+        `Mohan Lal,${voterPhones[2]},,Varanasi,14,8`,
+        'No Phone,,,Varanasi,12,7',
+      ].join('\n');
+      await page
+        .getByLabel('File')
+        .setInputFiles({ name: 'roll.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+      await page.getByRole('button', { name: 'Upload' }).click();
+      const job = page.getByTestId('import-job');
+      await job.getByText('Completed').waitFor({ timeout: 20_000 });
+      await expect
+        .poll(() => job.textContent(), { timeout: 10_000 })
+        .toContain('3 created, 0 updated, 1 failed');
+      await job.getByRole('button', { name: 'Download the failed rows (CSV)' }).waitFor();
+      await accessible(page, 'import');
+      await shoot(page, 'import', save);
+    });
+
+    it('lists and filters voters, opens a voter, and saves a segment', async () => {
+      await nav('Voters').click();
+      await page.getByText('3 voters').waitFor();
+      await page.getByLabel('Ward').first().fill('7');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByText('2 voters').waitFor();
+      await accessible(page, 'voters');
+      await shoot(page, 'voters', save);
+      await page.getByLabel('Save these filters as a segment').fill('Ward 7');
+      await page.getByRole('button', { name: 'Save segment' }).click();
+      await page.getByText('Segment “Ward 7” saved').waitFor();
+      await page.getByRole('link', { name: 'Ravi Kumar' }).click();
+      await page.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
+      await page.getByText('ravi@example.com').waitFor();
+      await accessible(page, 'voter');
+      // Nothing personal in the address bar: the voter is an id.
+      expect(page.url()).toMatch(/\/console\/voters\/\d+$/);
+    });
+
+    it('composes a campaign to a segment, previews it, sends it and watches it complete', async () => {
+      await nav('Campaigns').click();
+      await page.getByRole('link', { name: 'New campaign' }).click();
+      await page.getByLabel('Name').fill('Ward 7 meeting');
+      await page.getByLabel('Segment', { exact: true }).selectOption({ label: 'Ward 7' });
+      await page.getByLabel('Message', { exact: true }).fill('Meeting at the ward office on Sunday, 10 am.');
+      await page.getByTestId('rendered').getByText('Meeting at the ward office').waitFor();
+      await page.getByRole('button', { name: 'Save and check' }).click();
+      const preview = page.getByTestId('preview');
+      await preview.waitFor();
+      await expect.poll(() => preview.textContent(), { timeout: 10_000 }).toContain('Will be sent2');
+      await accessible(page, 'compose');
+      await shoot(page, 'compose', save);
+      await page.getByRole('button', { name: 'Send now' }).click();
+      await page.getByRole('heading', { name: 'Ward 7 meeting' }).waitFor();
+      await page.locator('.page-head').getByText('Completed').waitFor({ timeout: 30_000 });
+      await expect.poll(() => page.getByTestId('delivered').textContent(), { timeout: 15_000 }).toBe('2');
+      await accessible(page, 'campaign');
+      await shoot(page, 'campaign', save);
+    });
+
+    it('shows a voter’s reply in the inbox without reloading, and answers it', async () => {
+      await nav('Inbox').click();
+      await page.getByText('No conversation matches.').waitFor();
+      await api(`${server.base}/api`, 'POST', '/inbound', owner.token, {
+        channel: 'sms',
+        from: voterPhones[0],
+        body: 'Will there be water tankers on Sunday?',
+      });
+      // The event stream brings it: no reload, no click.
+      const item = page.getByRole('link', { name: /Ravi Kumar/ });
+      await item.waitFor({ timeout: 15_000 });
+      await item.click();
+      await page.getByText('Will there be water tankers on Sunday?').waitFor();
+      await page.getByLabel('Your reply').fill('Yes, two tankers at 9 am.');
+      await page.getByRole('button', { name: 'Send reply' }).click();
+      await page.locator('.thread .outbound').getByText('Yes, two tankers at 9 am.').waitFor();
+      await page.getByRole('button', { name: 'Open a grievance' }).click();
+      await page.getByText('A grievance is open for this conversation.').waitFor();
+      await accessible(page, 'inbox');
+      await shoot(page, 'inbox', save);
+    });
+
+    it('moves a grievance through its lifecycle to resolved', async () => {
+      await nav('Grievances').click();
+      await page.getByRole('button', { name: 'New grievance' }).click();
+      await page.getByLabel('Title').fill('Street light out near booth 12');
+      await page.getByLabel('Priority').selectOption('high');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Street light out near booth 12' }).click();
+      const panel = page.getByTestId('grievance');
+      await panel.getByText('Open').waitFor();
+      await page.getByRole('button', { name: 'Start work' }).click();
+      await panel.getByText('In progress').waitFor();
+      await page.getByLabel('Resolution note').fill('Replaced on Tuesday.');
+      await page.getByRole('button', { name: 'Mark resolved' }).click();
+      await panel.getByText('Resolved').waitFor();
+      await panel.getByText('Replaced on Tuesday.').waitFor();
+      await accessible(page, 'grievances');
+      await shoot(page, 'grievances', save);
+    });
+
+    it('manages consent: an opt-out, a silence period and a template with its DLT id', async () => {
+      await nav('Consent').click();
+      await page.getByLabel('Phone or email').fill(voterPhones[2]!);
+      await page.getByRole('button', { name: 'Opt out' }).click();
+      await page.getByRole('cell', { name: voterPhones[2]! }).waitFor();
+      await page.getByLabel('Name').fill('Meeting invite');
+      await page
+        .getByLabel('Text', { exact: true })
+        .fill('Namaste {{first_name}}, meet us in ward {{ward}}.');
+      await page.getByLabel('DLT template id').fill('1107160000000000001');
+      await page.getByRole('button', { name: 'Add' }).last().click();
+      await page.getByRole('cell', { name: '1107160000000000001' }).waitFor();
+      await accessible(page, 'consent');
+      await shoot(page, 'consent', save);
+    });
+
+    it('adds a volunteer, then deactivates them; the audit log shows both', async () => {
+      await nav('Team').click();
+      const email = uniqueEmail('vol');
+      await page.getByLabel('Name').fill('Vikram Singh');
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('First password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Add a member' }).click();
+      const row = page.getByRole('row', { name: /Vikram Singh/ });
+      await row.getByText('Active').waitFor();
+      await row.getByRole('button', { name: 'Deactivate' }).click();
+      await row.getByText('Deactivated').waitFor();
+      await page.reload();
+      await page.getByRole('cell', { name: 'user.deactivated' }).first().waitFor();
+      await accessible(page, 'team');
+      await shoot(page, 'team', save);
+    });
+
+    it('adds a channel account and sends a test through it', async () => {
+      await nav('Settings').click();
+      await page.getByLabel('Name', { exact: true }).first().fill('Office sandbox');
+      await page.getByRole('button', { name: 'Add' }).first().click();
+      const row = page.getByRole('row', { name: /Office sandbox/ });
+      await row.waitFor();
+      await row.getByRole('button', { name: 'Test' }).click();
+      await page.getByLabel('Send a test to').fill(owner.phone);
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /test|Test/ })
+        .waitFor();
+      await accessible(page, 'settings');
+      await shoot(page, 'settings', save);
+      await nav('My profile').click();
+      await page.getByRole('cell', { name: 'This session' }).waitFor();
+      await accessible(page, 'profile');
+    });
+
+    it('shows the API’s message on a refused action', async () => {
+      await nav('Voters').click();
+      await page.getByRole('button', { name: 'Add a voter' }).click();
+      await page.getByLabel('Name').first().fill('Bad Phone');
+      await page.getByLabel('Phone').first().fill('12');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      const alert = page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.textContent()).toMatch(/phone/i);
+    });
+
+    it('switches to Hindi, remembers it across a reload, and formats numbers the Indian way', async () => {
+      await page.getByLabel('Language').selectOption('hi');
+      await nav('डैशबोर्ड').waitFor();
+      await page.reload();
+      await nav('इनबॉक्स').click();
+      await page.getByRole('heading', { name: 'इनबॉक्स' }).waitFor();
+      expect(await page.evaluate('document.documentElement.lang')).toBe('hi');
+      await accessible(page, 'inbox (hi)');
+      await nav('डैशबोर्ड').click();
+      await page.getByRole('heading', { name: 'डैशबोर्ड' }).waitFor();
+      await shoot(page, 'dashboard-hi', save);
+      expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
+      await page.getByLabel('भाषा').selectOption('en');
+      await nav('Dashboard').waitFor();
+    });
+
+    it('a volunteer sees only their inbox, voters read-only and their profile', async () => {
+      const email = uniqueEmail('field');
+      await api(`${server.base}/api`, 'POST', '/users', owner.token, {
+        name: 'Field Volunteer',
+        email,
+        password: PASSWORD,
+        role: 'volunteer',
+      });
+      const volunteer = await context.browser()!.newContext({ viewport: { width: 360, height: 740 } });
+      const v = await volunteer.newPage();
+      v.on('console', (message) => {
+        if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+      });
+      await v.goto(`${server.base}/console/`);
+      await v.getByLabel('Email').fill(email);
+      await v.getByLabel('Password').fill(PASSWORD);
+      await v.getByRole('button', { name: 'Sign in' }).click();
+      await v.getByRole('heading', { name: 'Inbox' }).waitFor();
+      const links = await v.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
+      expect(links).toEqual(['Inbox', 'Voters', 'My profile']);
+      // Not the conversation of the staff's voter (not assigned to this volunteer).
+      await v.getByText('No conversation matches.').waitFor();
+      await v.goto(`${server.base}/console/team`);
+      await v.getByRole('heading', { name: 'Page not found' }).waitFor();
+      await v.goto(`${server.base}/console/voters`);
+      await v.getByRole('link', { name: 'Ravi Kumar' }).click();
+      await v.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
+      expect(await v.getByRole('button', { name: 'Delete' }).count()).toBe(0);
+      expect(await v.getByRole('button', { name: 'Edit' }).count()).toBe(0);
+      await accessible(v, 'volunteer voter');
+      if (save) {
+        await v.screenshot({ path: join(SHOTS, 'volunteer-voter-360.png'), fullPage: true });
+      }
+      // Signing out drops the token.
+      await v.getByRole('button', { name: 'Sign out' }).click();
+      await v.getByRole('button', { name: 'Sign in' }).waitFor();
+      expect(await v.evaluate('sessionStorage.getItem("ces.token")')).toBeNull();
+      await volunteer.close();
+    });
+
+    it('drops the token on a 401 and goes back to sign-in', async () => {
+      const token = await page.evaluate('sessionStorage.getItem("ces.token")');
+      await fetch(`${server.base}/api/auth/logout`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      await nav('Voters').click();
+      await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("ces.token")')).toBeNull();
+    });
+
+    it('broke no CSP rule and put nothing personal in a page URL', () => {
+      expect(cspViolations).toEqual([]);
+      const personal = [owner.email, owner.phone, ...voterPhones, 'Ravi', 'ravi@example.com'];
+      for (const url of pageUrls)
+        for (const value of personal) expect(decodeURIComponent(url)).not.toContain(value);
+    });
+  },
+);
