@@ -410,10 +410,18 @@ describe.runIf(!browserMissing).each(dialects)(
       v.on('console', (message) => {
         if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
       });
+      // Keyboard only: Tab through the sign-in form and press Enter.
       await v.goto(`${server.base}/console/`);
-      await v.getByLabel('Email').fill(email);
-      await v.getByLabel('Password').fill(PASSWORD);
-      await v.getByRole('button', { name: 'Sign in' }).click();
+      await v.getByLabel('Email').waitFor();
+      await v.keyboard.press('Tab'); // language
+      await v.keyboard.press('Tab'); // Password (sign-in mode)
+      await v.keyboard.press('Tab'); // Code by SMS
+      await v.keyboard.press('Tab'); // New office
+      await v.keyboard.press('Tab');
+      await v.keyboard.type(email);
+      await v.keyboard.press('Tab');
+      await v.keyboard.type(PASSWORD);
+      await v.keyboard.press('Enter');
       await v.getByRole('heading', { name: 'Inbox' }).waitFor();
       const links = await v.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
       expect(links).toEqual(['Inbox', 'Voters', 'My profile']);
@@ -435,6 +443,37 @@ describe.runIf(!browserMissing).each(dialects)(
       await v.getByRole('button', { name: 'Sign in' }).waitFor();
       expect(await v.evaluate('sessionStorage.getItem("ces.token")')).toBeNull();
       await volunteer.close();
+    });
+
+    it('a manager sees every screen but the team and the settings', async () => {
+      const email = uniqueEmail('manager');
+      await api(`${server.base}/api`, 'POST', '/users', owner.token, {
+        name: 'Office Manager',
+        email,
+        password: PASSWORD,
+        role: 'manager',
+      });
+      const manager = await context.browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+      const m = await manager.newPage();
+      await m.goto(`${server.base}/console/`);
+      await m.getByLabel('Email').fill(email);
+      await m.getByLabel('Password').fill(PASSWORD);
+      await m.getByRole('button', { name: 'Sign in' }).click();
+      await m.getByRole('heading', { name: 'Dashboard' }).waitFor();
+      const links = await m.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
+      expect(links).toEqual([
+        'Dashboard',
+        'Inbox',
+        'Voters',
+        'Import & export',
+        'Campaigns',
+        'Grievances',
+        'Consent',
+        'My profile',
+      ]);
+      await m.goto(`${server.base}/console/settings`);
+      await m.getByRole('heading', { name: 'Page not found' }).waitFor();
+      await manager.close();
     });
 
     it('drops the token on a 401 and goes back to sign-in', async () => {
