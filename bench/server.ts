@@ -103,6 +103,20 @@ export function spawnNpmStart(
   });
 }
 
+/** The JSON log lines a child process writes to its piped stdout, parsed as they come (other lines skipped). */
+export function logLines(child: ChildProcess): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    const parts = buffer.split('\n');
+    buffer = parts.pop() ?? '';
+    for (const part of parts)
+      if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
+  });
+  return lines;
+}
+
 /** Resolves once `url` answers 2xx; throws after `tries` attempts 100 ms apart. */
 export async function waitUntilUp(url: string, tries = 300): Promise<void> {
   for (let i = 0; i < tries; i++) {

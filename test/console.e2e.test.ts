@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, freePort, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
+import { api, freePort, logLines, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
 import { dialects, uniqueEmail, uniquePhone } from './helpers.ts';
 
@@ -48,15 +48,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
     },
     'pipe',
   );
-  const lines: Array<Record<string, unknown>> = [];
-  let buffer = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8');
-    const parts = buffer.split('\n');
-    buffer = parts.pop() ?? '';
-    for (const part of parts)
-      if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
-  });
+  const lines = logLines(child);
   const base = `http://127.0.0.1:${port}`;
   await waitUntilUp(`${base}/api/readyz`);
   return { base, child, lines };
@@ -257,6 +249,8 @@ describe.runIf(!browserMissing).each(dialects)(
 
     it('composes a campaign to a segment, previews it, sends it and watches it complete', async () => {
       await nav('Campaigns').click();
+      await page.getByText('No campaign yet.').waitFor();
+      await accessible(page, 'campaigns');
       await page.getByRole('link', { name: 'New campaign' }).click();
       await page.getByLabel('Name').fill('Ward 7 meeting');
       await page.getByLabel('Segment', { exact: true }).selectOption({ label: 'Ward 7' });

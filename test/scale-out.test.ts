@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../bench/server.ts';
+import { ensureBuilt, logLines } from '../bench/server.ts';
 import { addMember, buildTestApp, register, redisUrl, type TestApp } from './helpers.ts';
 import { insertVoters, isolatedDatabase, until } from './messaging-helpers.ts';
 import { startReceiver, type Receiver } from './webhook-receivers.ts';
@@ -45,16 +45,7 @@ function run(entry: string, env: Record<string, string>): Proc {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', QUIET_HOURS: '', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const lines: Record<string, unknown>[] = [];
-  let buffer = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8');
-    const parts = buffer.split('\n');
-    buffer = parts.pop() ?? '';
-    for (const part of parts)
-      if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
-  });
-  return { child, lines, exited: new Promise((resolve) => child.once('exit', resolve)) };
+  return { child, lines: logLines(child), exited: new Promise((resolve) => child.once('exit', resolve)) };
 }
 
 /** An event stream over real HTTP: the events received (type and data), and a way to leave. */

@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { logLines } from '../bench/server.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
 import { claimDue } from '../src/modules/messages/outbox.repository.ts';
@@ -310,7 +311,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('two worker processes on PostgreSQ
     try {
       const owner = await register(t.app);
       const { campaignId } = await broadcastToSegment(t, owner, 20_000, '+919720');
-      const lines: Array<Record<string, unknown>[]> = [[], []];
+      const lines: Array<Array<Record<string, unknown>>> = [[], []];
       for (const n of [0, 1]) {
         const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
           env: {
@@ -326,14 +327,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('two worker processes on PostgreSQ
           },
           stdio: ['ignore', 'pipe', 'inherit'],
         });
-        let buffer = '';
-        child.stdout?.on('data', (chunk: Buffer) => {
-          buffer += chunk.toString('utf8');
-          const parts = buffer.split('\n');
-          buffer = parts.pop() ?? '';
-          for (const part of parts)
-            if (part.trim()) lines[n]?.push(JSON.parse(part) as Record<string, unknown>);
-        });
+        lines[n] = logLines(child);
         workers.push(child);
       }
       await until(

@@ -99,6 +99,18 @@ export async function raw(path: string, init: RequestInit = {}): Promise<Respons
   return response;
 }
 
+/** POSTs `file` as the multipart part `file` (what the API's imports read); the answer's `data`. */
+export async function uploadFile<T>(
+  path: string,
+  file: File,
+  headers: Record<string, string> = {},
+): Promise<T> {
+  const form = new FormData();
+  form.append('file', file, file.name);
+  const res = await raw(path, { method: 'POST', body: form, headers });
+  return ((await res.json()) as { data: T }).data;
+}
+
 /** Saves a download (an export, an import's errors) under `name` without putting anything in the URL bar. */
 export async function download(path: string, name: string): Promise<void> {
   const blob = await (await raw(path)).blob();

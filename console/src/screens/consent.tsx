@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { api, data, download, envelope, raw } from '../api.ts';
+import { api, data, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 
@@ -48,10 +48,10 @@ function OptOuts() {
     mutationFn: async () => {
       const chosen = file.current?.files?.[0];
       if (!chosen) throw new Error(t('import.chooseFile'));
-      const form = new FormData();
-      form.append('file', chosen, chosen.name);
-      const res = await raw('/api/opt-outs/import', { method: 'POST', body: form });
-      return ((await res.json()) as { data: { created: number; existing: number; failed: number } }).data;
+      return uploadFile<{ created: number; existing: number; failed: number }>(
+        '/api/opt-outs/import',
+        chosen,
+      );
     },
     onSuccess: refresh,
   });

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { api, data, download, raw } from '../api.ts';
+import { api, data, download, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { FilterForm, noFilters, setFilters } from './voters.tsx';
@@ -24,14 +24,11 @@ export function Imports() {
     mutationFn: async () => {
       const chosen = file.current?.files?.[0];
       if (!chosen) throw new Error(t('import.chooseFile'));
-      const form = new FormData();
-      form.append('file', chosen, chosen.name);
-      const res = await raw(`/api/voters/import${dryRun ? '?dry_run=true' : ''}`, {
-        method: 'POST',
-        body: form,
-        headers: dryRun ? {} : { prefer: 'respond-async' },
-      });
-      return ((await res.json()) as { data: DryRun & { id?: string } }).data;
+      return uploadFile<DryRun & { id?: string }>(
+        `/api/voters/import${dryRun ? '?dry_run=true' : ''}`,
+        chosen,
+        dryRun ? {} : { prefer: 'respond-async' },
+      );
     },
     onSuccess: (result) => {
       if (dryRun) setChecked(result);
