@@ -7,7 +7,7 @@ import type { ChannelAccountRow, MessageErrorCode, MessageRow } from '../db/sche
 import type { Redis } from 'ioredis';
 import { AccountPace, AccountProviders } from '../providers/accounts.ts';
 import { disableForAuth } from '../modules/channel-accounts/channel-accounts.service.ts';
-import { CampaignsService } from '../modules/campaigns/campaigns.service.ts';
+import { CampaignDispatch } from '../modules/campaigns/campaigns.dispatch.ts';
 import { messageRef } from '../modules/messages/messages.rules.ts';
 import { MessagesService } from '../modules/messages/messages.service.ts';
 import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
@@ -83,7 +83,7 @@ const PRUNE_EVERY_MS = 60_000;
 export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly messages: MessagesService;
-  readonly campaigns: CampaignsService;
+  readonly campaigns: CampaignDispatch;
   /** Opt-outs, silence periods and quiet hours, checked on every claimed batch. */
   private readonly gate: DeliveryGate;
   private running = false;
@@ -123,7 +123,7 @@ export class DeliveryWorker {
       accounts: this.accounts,
       pace: this.accountPace,
     });
-    this.campaigns = new CampaignsService({ db: db.kysely, config, log });
+    this.campaigns = new CampaignDispatch({ db: db.kysely, config, log });
   }
 
   start(): void {

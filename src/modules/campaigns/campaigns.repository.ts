@@ -389,3 +389,47 @@ export async function deleteCampaign(
     .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
+
+/** The lowest voter id of the workspace (where a segment fill starts). */
+export async function firstVoterId(db: Executor, workspaceId: number): Promise<number> {
+  const row = await db
+    .selectFrom('voters')
+    .select((eb) => eb.fn.min('id').as('min'))
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(row?.min ?? 1);
+}
+
+/** How many messages a campaign has in the outbox. */
+export async function countCampaignMessages(
+  db: Executor,
+  workspaceId: number,
+  campaignId: number,
+): Promise<number> {
+  const row = await db
+    .selectFrom('messages')
+    .select(sql<number>`count(*)`.as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where('campaign_id', '=', campaignId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The ids of a campaign's `n` newest queued messages. */
+export async function newestQueued(
+  db: Executor,
+  workspaceId: number,
+  campaignId: number,
+  n: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('campaign_id', '=', campaignId)
+    .where('status', '=', 'queued')
+    .orderBy('id', 'desc')
+    .limit(n)
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -1,10 +1,8 @@
-import { ChunkPacer } from '../../lib/pacing.ts';
-import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { isTemplateRef } from '../../lib/template-render.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
 import type {
@@ -21,7 +19,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../http/schemas.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
-import { refundCredits, reserveCredits, balances } from '../credits/credits.repository.ts';
+import { refundCredits } from '../credits/credits.repository.ts';
 import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
 import {
@@ -29,38 +27,27 @@ import {
   campaignRef,
   contentProblems,
   creditChannel,
-  insufficientCredits,
   parseRef,
   recipientAddress,
   unitCost,
 } from '../messages/messages.rules.ts';
-import { failMessages } from '../messages/outbox.repository.ts';
 import { withTemplate } from '../templates/templates.service.ts';
 import { accountForSend, templateForAccount } from '../channel-accounts/channel-accounts.service.ts';
-import { defaultAccount } from '../channel-accounts/channel-accounts.repository.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
-import type { VoterFilters } from '../voters/voters.repository.ts';
 import {
   campaignStats,
   cancelQueuedMessages,
-  claimQueuedCampaign,
-  completeDrainedCampaigns,
-  countSegmentAddresses,
   deleteCampaign,
-  dueScheduledCampaigns,
   failedRecipients,
   findRetryOf,
   findCampaign,
   insertCampaign,
-  insertRecipientMessages,
-  insertSegmentMessages,
   listCampaigns,
-  segmentOverlap,
-  type Stats,
   updateCampaign,
-  voterIdLimit,
 } from './campaigns.repository.ts';
+import { campaignAudit, queueCampaign } from './campaigns.queue.ts';
+import { campaignView, heldNow } from './campaigns.view.ts';
 
 export interface AudienceInput {
   channel: MessageChannel;
@@ -100,51 +87,6 @@ const EDITABLE: CampaignStatus[] = ['draft', 'scheduled'];
 const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable', 'rate_limited'];
 
 /**
- * Voters are added to the outbox in id ranges sized by time (ChunkPacer, about 70 ms each): each INSERT ...
- * SELECT stays short, and on SQLite a worker inside the API process lets other requests run between two.
- */
-const FILL_FIRST_CHUNK = 5_000;
-const FILL_MAX_CHUNK = 100_000;
-
-function emptyStats(): Stats {
-  return { queued: 0, sent: 0, delivered: 0, failed: 0 };
-}
-
-/** Why a campaign's messages are not going out now, and until when (campaign items' held_until, held_reason). */
-export interface Held {
-  held_until: string | null;
-  held_reason: 'quiet_hours' | 'silence_period' | null;
-}
-const notHeld: Held = { held_until: null, held_reason: null };
-
-export function campaignView(row: CampaignRow, counted: Stats | undefined, held: Held = notHeld) {
-  const stats = { ...(counted ?? emptyStats()) };
-  if (row.status === 'queued') {
-    // Credits are reserved but the outbox is still being filled: what is not there yet is queued.
-    stats.queued = Math.max(stats.queued, row.total_recipients - stats.sent - stats.delivered - stats.failed);
-  }
-  return {
-    id: campaignRef(row.id),
-    name: row.name,
-    channel: row.channel,
-    message: row.message,
-    status: row.status,
-    segment_id: row.segment_id,
-    subject: row.subject,
-    template_id: row.template_id,
-    media_url: row.media_url,
-    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
-    total_recipients: row.total_recipients,
-    stats,
-    scheduled_at: row.scheduled_at,
-    created_at: row.created_at,
-    started_at: row.started_at,
-    completed_at: row.completed_at,
-    ...held,
-  };
-}
-
-/**
  * Campaigns and broadcasts (a broadcast is a campaign sent at once). Sending one counts its recipients in
  * the database (explicit recipients and a segment, deduplicated), reserves all their credits at once and
  * queues it; the delivery worker then fills the outbox set-based and sends.
@@ -178,8 +120,8 @@ export class CampaignsService {
         name: `Broadcast ${now.slice(0, 16).replace('T', ' ')} UTC`,
         status: 'draft',
       });
-      await recordAudit(trx, { workspaceId, actor, action: 'broadcast.created', ...auditOf(draft) });
-      return this.start(trx, draft, now);
+      await recordAudit(trx, { workspaceId, actor, action: 'broadcast.created', ...campaignAudit(draft) });
+      return queueCampaign(trx, draft, now);
     });
     return {
       campaign_id: campaignRef(row.id),
@@ -208,7 +150,7 @@ export class CampaignsService {
       status: scheduledAt ? 'scheduled' : 'draft',
       scheduled_at: scheduledAt ?? null,
     });
-    return campaignView(row, undefined, await this.held(row));
+    return campaignView(row, undefined, await heldNow(this.deps, row));
   }
 
   async list(workspaceId: number, page: number, perPage: number) {
@@ -223,14 +165,15 @@ export class CampaignsService {
     let silence: Promise<string | undefined> | undefined;
     const silenceOnce = () => (silence ??= silenceInForceUntil(this.deps.db, workspaceId, now.toISOString()));
     const items = [];
-    for (const r of rows) items.push(campaignView(r, stats.get(r.id), await this.held(r, now, silenceOnce)));
+    for (const r of rows)
+      items.push(campaignView(r, stats.get(r.id), await heldNow(this.deps, r, now, silenceOnce)));
     return pageResult(items, total, page, perPage);
   }
 
   async get(workspaceId: number, ref: string) {
     const row = await this.find(this.deps.db, workspaceId, ref);
     const stats = await campaignStats(this.deps.db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id), await this.held(row));
+    return campaignView(row, stats.get(row.id), await heldNow(this.deps, row));
   }
 
   /** Edits a draft or scheduled campaign (409 otherwise); the result is checked as a new one would be. */
@@ -298,7 +241,7 @@ export class CampaignsService {
       updated_at: columns.updated_at,
     });
     if (!row) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile; read it again.');
-    return campaignView(row, undefined, await this.held(row));
+    return campaignView(row, undefined, await heldNow(this.deps, row));
   }
 
   /** Deletes a draft or scheduled campaign (409 otherwise). */
@@ -379,7 +322,7 @@ export class CampaignsService {
           retry_of: original.id,
           channel_account_id: original.channel_account_id,
         });
-        const started = await this.start(trx, draft, now);
+        const started = await queueCampaign(trx, draft, now);
         await recordAudit(trx, {
           workspaceId,
           actor,
@@ -404,7 +347,7 @@ export class CampaignsService {
       if (retry) throw alreadyRetried(retry);
       throw error;
     }
-    return campaignView(row, undefined, await this.held(row));
+    return campaignView(row, undefined, await heldNow(this.deps, row));
   }
 
   /** A draft or scheduled campaign goes out now. */
@@ -420,10 +363,10 @@ export class CampaignsService {
           },
         );
       }
-      await recordAudit(trx, { workspaceId, actor, action: 'campaign.sent', ...auditOf(campaign) });
-      return this.start(trx, campaign, nowIso());
+      await recordAudit(trx, { workspaceId, actor, action: 'campaign.sent', ...campaignAudit(campaign) });
+      return queueCampaign(trx, campaign, nowIso());
     });
-    return campaignView(row, undefined, await this.held(row));
+    return campaignView(row, undefined, await heldNow(this.deps, row));
   }
 
   /** Stops what has not gone out and refunds it. */
@@ -482,150 +425,16 @@ export class CampaignsService {
       })();
       // A campaign another request moved meanwhile is refused, and nothing (the audit entry included) is kept.
       if (!moved) throw new AppError('conflict', 'The campaign changed meanwhile; read it again.');
-      await recordAudit(trx, { workspaceId, actor, action: 'campaign.cancelled', ...auditOf(campaign) });
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'campaign.cancelled',
+        ...campaignAudit(campaign),
+      });
       return moved;
     });
     const stats = await campaignStats(db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id), await this.held(row));
-  }
-
-  // ---- Used by the delivery worker. ----
-
-  /** Starts scheduled campaigns whose time has come; one that cannot start (credits, segment gone) is cancelled. */
-  async startDue(): Promise<number> {
-    const { db, log } = this.deps;
-    let started = 0;
-    for (const campaign of await dueScheduledCampaigns(db, nowIso(), 20)) {
-      try {
-        await db.transaction().execute(async (trx) => {
-          // Started by its schedule: the service is the actor (actor_id null).
-          await recordAudit(trx, {
-            workspaceId: campaign.workspace_id,
-            actor: { userId: null, ip: null },
-            action: 'campaign.sent',
-            ...auditOf(campaign),
-          });
-          return this.start(trx, campaign, nowIso());
-        });
-        started += 1;
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        const now = nowIso();
-        await updateCampaign(db, campaign.workspace_id, campaign.id, ['scheduled'], {
-          status: 'cancelled',
-          status_reason: error.message.slice(0, 200),
-          updated_at: now,
-          completed_at: now,
-        });
-        log.warn({ campaign_id: campaign.id, reason: error.code }, 'scheduled campaign could not start');
-      }
-    }
-    return started;
-  }
-
-  /**
-   * Fills the outbox of one queued campaign: explicit recipients, then the segment's voters in id ranges, each
-   * an INSERT ... SELECT in the database. Repeating a fill (after a crash) inserts nothing twice. Then the
-   * reservation is trued up to the rows actually written and the campaign is `sending`.
-   */
-  async fillNext(): Promise<boolean> {
-    const { db, config } = this.deps;
-    const now = nowIso();
-    const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
-    const claimed = await claimQueuedCampaign(db, now, leaseUntil);
-    if (!claimed) return false;
-    const ws = claimed.workspace_id;
-    const campaign =
-      (await updateCampaign(db, ws, claimed.id, ['queued'], { started_at: claimed.started_at ?? now })) ??
-      claimed;
-    const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
-    // The campaign's account, else the workspace's default for the channel now, else the deployment's provider.
-    const accountId =
-      campaign.channel_account_id ?? (await defaultAccount(db, ws, campaign.channel))?.id ?? null;
-    await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now, accountId);
-    if (campaign.segment_id !== null && campaign.voter_id_limit !== null) {
-      // A segment deleted since the campaign was queued fills nothing; any other failure (a database timeout, a
-      // reset connection) stops this fill, and the campaign, still queued, is filled again once its lease ends.
-      const filters = await segmentFilters(db, ws, campaign.segment_id).catch((error: unknown) => {
-        if (error instanceof AppError && error.code === 'not_found') return undefined;
-        throw error;
-      });
-      if (filters) {
-        const first = await firstVoterId(db, ws);
-        const pacer = new ChunkPacer(FILL_FIRST_CHUNK, 500, FILL_MAX_CHUNK);
-        for (let after = first - 1; after < campaign.voter_id_limit;) {
-          const upTo = Math.min(after + pacer.size, campaign.voter_id_limit);
-          const started = performance.now();
-          await insertSegmentMessages(db, ws, campaign, filters, after, upTo, accountId);
-          await pacer.pause(upTo - after, performance.now() - started);
-          after = upTo;
-          // Still filling: keep the claim (another worker would otherwise start over beside this one).
-          const renewed = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
-          await updateCampaign(db, ws, campaign.id, ['queued'], { lease_until: renewed });
-        }
-      }
-    }
-    await db.transaction().execute(async (trx) => {
-      const written = await countCampaignMessages(trx, ws, campaign.id);
-      const t = nowIso();
-      const credit = creditChannel(campaign.channel);
-      const difference = (campaign.total_recipients - written) * campaign.unit_cost;
-      // Whoever moves the campaign to `sending` trues up the credits, exactly once.
-      const moved = await updateCampaign(trx, ws, campaign.id, ['queued'], {
-        status: 'sending',
-        total_recipients: written,
-        reserved_credits: Math.max(campaign.reserved_credits - difference, 0),
-        lease_until: null,
-        updated_at: t,
-      });
-      if (!moved) return;
-      if (difference > 0 && credit) {
-        // Shared phones (one message each) or voters gone since the count: their credits go back.
-        await refundCredits(trx, ws, credit, difference, campaignRef(campaign.id), t);
-      } else if (difference < 0 && credit) {
-        if (!(await reserveCredits(trx, ws, credit, -difference, campaignRef(campaign.id), t))) {
-          const extra = await newestQueued(trx, ws, campaign.id, written - campaign.total_recipients);
-          await emitMessageEvents(
-            trx,
-            await failMessages(
-              trx,
-              extra,
-              'Not enough credits when the campaign went out: this message was not sent.',
-              'cancelled',
-              t,
-            ),
-            'message.failed',
-            t,
-          );
-        }
-      }
-    });
-    return true;
-  }
-
-  async completeDrained(): Promise<number> {
-    return completeDrainedCampaigns(this.deps.db, nowIso());
-  }
-
-  /**
-   * Whether a queued or sending campaign's messages are held now, and until when: quiet hours first (the
-   * delivery gate holds them, unless the template is a service or transactional one), then a silence period of
-   * the workspace in force (messages to its constituencies' voters fail until it ends).
-   */
-  async held(row: CampaignRow, at = new Date(), silence?: () => Promise<string | undefined>): Promise<Held> {
-    if ((row.status !== 'queued' && row.status !== 'sending') || !RULED_CHANNELS.has(row.channel))
-      return notHeld;
-    const { db, config } = this.deps;
-    const quiet = quietUntil(config.quietHours, at);
-    if (quiet) {
-      const template = isTemplateRef(row.template_id)
-        ? await findTemplate(db, row.workspace_id, Number(row.template_id.slice(4)))
-        : undefined;
-      if (!exemptFromQuietHours(template?.category))
-        return { held_until: quiet.toISOString(), held_reason: 'quiet_hours' };
-    }
-    const until = await (silence ?? (() => silenceInForceUntil(db, row.workspace_id, at.toISOString())))();
-    return until ? { held_until: until, held_reason: 'silence_period' } : notHeld;
+    return campaignView(row, stats.get(row.id), await heldNow(this.deps, row));
   }
 
   // ---- Internals. ----
@@ -710,37 +519,6 @@ export class CampaignsService {
       updated_at: now,
     };
   }
-
-  /**
-   * Counts the recipients in the database, reserves all their credits at once (402 otherwise) and queues the
-   * campaign, in the caller's transaction.
-   */
-  private async start(trx: Executor, campaign: CampaignRow, now: string): Promise<CampaignRow> {
-    const ws = campaign.workspace_id;
-    const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
-    let total = recipients.length;
-    let limitId: number | null = null;
-    if (campaign.segment_id !== null) {
-      const filters: VoterFilters = await segmentFilters(trx, ws, campaign.segment_id);
-      limitId = await voterIdLimit(trx, ws);
-      total += await countSegmentAddresses(trx, ws, campaign.channel, filters, limitId);
-      total -= await segmentOverlap(trx, ws, campaign.channel, filters, limitId, recipients);
-    }
-    const cost = total * campaign.unit_cost;
-    const queued = await updateCampaign(trx, ws, campaign.id, ['draft', 'scheduled'], {
-      status: 'queued',
-      total_recipients: total,
-      reserved_credits: cost,
-      voter_id_limit: limitId,
-      updated_at: now,
-    });
-    if (!queued) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile.');
-    const credit = creditChannel(campaign.channel);
-    if (credit && !(await reserveCredits(trx, ws, credit, cost, campaignRef(campaign.id), now))) {
-      throw insufficientCredits(credit, cost, (await balances(trx, ws))[credit]);
-    }
-    return queued;
-  }
 }
 
 function editable(campaign: CampaignRow): void {
@@ -761,51 +539,4 @@ function futureTime(value: string | undefined, errors: FieldErrors): string | un
   else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
   else return at.toISOString();
   return undefined;
-}
-
-async function firstVoterId(db: Executor, workspaceId: number): Promise<number> {
-  const row = await db
-    .selectFrom('voters')
-    .select((eb) => eb.fn.min('id').as('min'))
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  return Number(row?.min ?? 1);
-}
-
-async function countCampaignMessages(db: Executor, workspaceId: number, campaignId: number): Promise<number> {
-  const row = await db
-    .selectFrom('messages')
-    .select(sql<number>`count(*)`.as('n'))
-    .where('workspace_id', '=', workspaceId)
-    .where('campaign_id', '=', campaignId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-async function newestQueued(
-  db: Executor,
-  workspaceId: number,
-  campaignId: number,
-  n: number,
-): Promise<number[]> {
-  const rows = await db
-    .selectFrom('messages')
-    .select('id')
-    .where('workspace_id', '=', workspaceId)
-    .where('campaign_id', '=', campaignId)
-    .where('status', '=', 'queued')
-    .orderBy('id', 'desc')
-    .limit(n)
-    .execute();
-  return rows.map((r) => r.id);
-}
-
-/** The audit log's target and details of a campaign action. */
-function auditOf(campaign: CampaignRow) {
-  const details = {
-    channel: campaign.channel,
-    status: campaign.status,
-    recipients: campaign.total_recipients,
-  };
-  return { target: { type: 'campaign', id: campaignRef(campaign.id) }, details };
 }

@@ -1,0 +1,75 @@
+// A campaign as the API shows it: its row, its live counts, and whether its messages are held now and why.
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { CampaignRow, Database } from '../../db/schema.ts';
+import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
+import { isTemplateRef } from '../../lib/template-render.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { campaignRef } from '../messages/messages.rules.ts';
+import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
+import { findTemplate } from '../templates/templates.repository.ts';
+import type { Stats } from './campaigns.repository.ts';
+
+function emptyStats(): Stats {
+  return { queued: 0, sent: 0, delivered: 0, failed: 0 };
+}
+
+/** Why a campaign's messages are not going out now, and until when (campaign items' held_until, held_reason). */
+export interface Held {
+  held_until: string | null;
+  held_reason: 'quiet_hours' | 'silence_period' | null;
+}
+const notHeld: Held = { held_until: null, held_reason: null };
+
+export function campaignView(row: CampaignRow, counted: Stats | undefined, held: Held = notHeld) {
+  const stats = { ...(counted ?? emptyStats()) };
+  if (row.status === 'queued') {
+    // Credits are reserved but the outbox is still being filled: what is not there yet is queued.
+    stats.queued = Math.max(stats.queued, row.total_recipients - stats.sent - stats.delivered - stats.failed);
+  }
+  return {
+    id: campaignRef(row.id),
+    name: row.name,
+    channel: row.channel,
+    message: row.message,
+    status: row.status,
+    segment_id: row.segment_id,
+    subject: row.subject,
+    template_id: row.template_id,
+    media_url: row.media_url,
+    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
+    total_recipients: row.total_recipients,
+    stats,
+    scheduled_at: row.scheduled_at,
+    created_at: row.created_at,
+    started_at: row.started_at,
+    completed_at: row.completed_at,
+    ...held,
+  };
+}
+
+/**
+ * Whether a queued or sending campaign's messages are held now, and until when: quiet hours first (the
+ * delivery gate holds them, unless the template is a service or transactional one), then a silence period of
+ * the workspace in force (messages to its constituencies' voters fail until it ends).
+ */
+export async function heldNow(
+  deps: { db: Kysely<Database>; config: Pick<Config, 'quietHours'> },
+  row: CampaignRow,
+  at = new Date(),
+  silence?: () => Promise<string | undefined>,
+): Promise<Held> {
+  if ((row.status !== 'queued' && row.status !== 'sending') || !RULED_CHANNELS.has(row.channel))
+    return notHeld;
+  const { db, config } = deps;
+  const quiet = quietUntil(config.quietHours, at);
+  if (quiet) {
+    const template = isTemplateRef(row.template_id)
+      ? await findTemplate(db, row.workspace_id, Number(row.template_id.slice(4)))
+      : undefined;
+    if (!exemptFromQuietHours(template?.category))
+      return { held_until: quiet.toISOString(), held_reason: 'quiet_hours' };
+  }
+  const until = await (silence ?? (() => silenceInForceUntil(db, row.workspace_id, at.toISOString())))();
+  return until ? { held_until: until, held_reason: 'silence_period' } : notHeld;
+}
