@@ -19,6 +19,7 @@ import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { webhookEventsOpenApi } from './modules/webhooks/webhooks.openapi.ts';
 import { consoleRoutes } from './http/console.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
@@ -222,7 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandling(app);
   installDeprecationHeaders(app, config.apiDeprecation);
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
-  await installOpenApi(app);
+  await installOpenApi(app, webhookEventsOpenApi);
 
   await app.register(consoleRoutes, { dir: fileURLToPath(new URL('../dist/console', import.meta.url)) });
   await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });

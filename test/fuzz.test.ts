@@ -8,7 +8,15 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Account, buildTestApp, dialects, multipartBody, register, type TestApp } from './helpers.ts';
+import {
+  type Account,
+  buildTestApp,
+  dereference,
+  dialects,
+  multipartBody,
+  register,
+  type TestApp,
+} from './helpers.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
@@ -63,7 +71,7 @@ interface FuzzRequest {
 async function readOperations(): Promise<Operation[]> {
   const t = await buildTestApp('sqlite');
   await t.app.ready();
-  const doc = t.app.swagger() as unknown as {
+  const doc = dereference(t.app.swagger()) as unknown as {
     paths: Record<string, Record<string, Record<string, unknown>>>;
   };
   await t.close();

@@ -335,3 +335,26 @@ export function parseCsv(text: string): string[][] {
   if (field !== '' || row.length > 0) rows.push([...row, field]);
   return rows;
 }
+
+/**
+ * The OpenAPI document with every local `$ref` replaced by what it names (a sibling `description` kept), for
+ * tests that read an operation's schemas as a whole.
+ */
+export function dereference<T>(document: T): T {
+  const root = document as Record<string, unknown>;
+  const resolve = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(resolve);
+    if (typeof node !== 'object' || node === null) return node;
+    const { $ref, ...rest } = node as Record<string, unknown>;
+    if (typeof $ref === 'string' && $ref.startsWith('#/')) {
+      const target = $ref
+        .slice(2)
+        .split('/')
+        .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], root);
+      if (target === undefined) throw new Error(`${$ref} names nothing in the document`);
+      return { ...(resolve(target) as object), ...(resolve(rest) as object) };
+    }
+    return Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, resolve(value)]));
+  };
+  return resolve(document) as T;
+}

@@ -1,6 +1,6 @@
 import { type AddressInfo, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, call, dialects, expectError, register, type TestApp } from './helpers.ts';
+import { buildTestApp, call, dereference, dialects, expectError, register, type TestApp } from './helpers.ts';
 
 for (const dialect of dialects) {
   describe(`health, errors and versioning (${dialect})`, () => {
@@ -226,7 +226,7 @@ for (const dialect of dialects) {
       ]) {
         expect(paths).toContain(p);
       }
-      const login = res.body.paths['/api/auth/login'].post;
+      const login = dereference(res.body).paths['/api/auth/login'].post;
       expect(login.requestBody.content['application/json'].schema.properties.email).toBeDefined();
       expect(login.responses['200']).toBeDefined();
       expect(login.responses['422'].content['application/json'].schema.properties.error_code).toBeDefined();

@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Bucket } from './rate-limit.ts';
 import { type Permission, rolePermissions } from './permissions.ts';
-import { webhookEventsOpenApi } from '../modules/webhooks/webhooks.openapi.ts';
+import { componentize, errorResponses, type ErrorStatus, type OpenApiDocument } from './openapi.document.ts';
 import { ErrorEnvelope } from './schemas.ts';
 import { DOCS_CSP } from './security-headers.ts';
 
@@ -135,23 +135,18 @@ const LOGO = Buffer.from(
     'Campaign Engagement Service</text></svg>',
 );
 
-interface OpenApiDocument {
-  tags?: Array<{ name: string }>;
-  webhooks?: Record<string, Record<string, Record<string, unknown>>>;
-  paths?: Record<string, Record<string, { tags?: string[]; parameters?: Array<Record<string, unknown>> }>>;
-}
-
 /**
  * Last touches on the generated document: a query parameter with a default is optional (TypeBox marks it
- * required because the server fills it in), and a tag no operation uses is left out.
+ * required because the server fills it in), a tag no operation uses is left out, and what it repeats goes
+ * to `components` (componentize).
  */
 function finishDocument(document: OpenApiDocument): OpenApiDocument {
   const used = new Set<string>();
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       if (typeof operation !== 'object' || operation === null) continue;
-      for (const tag of operation.tags ?? []) used.add(tag);
-      for (const parameter of operation.parameters ?? []) {
+      for (const tag of (operation.tags ?? []) as string[]) used.add(tag);
+      for (const parameter of (operation.parameters ?? []) as Array<Record<string, unknown>>) {
         const schema = parameter.schema as { default?: unknown } | undefined;
         if (parameter.in === 'query' && schema?.default !== undefined) parameter.required = false;
       }
@@ -165,30 +160,12 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
       operation.operationId ??= operationId(method, `/webhook/${event}`);
     }
   }
-  return document;
+  return componentize(document);
 }
 
-type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 502 | 503;
-
-const errorDescriptions: Record<ErrorStatus, string> = {
-  400: '`bad_request`: malformed JSON, a wrong content type, or a path segment over 2,048 characters.',
-  401: '`unauthorized`: no token, or one that is not valid.',
-  402: '`insufficient_credits`: not enough credits; `details` has channel, required and available. Nothing was sent.',
-  403: "`forbidden`: the token's role lacks the permission this operation needs (register: sign-up is closed; provider callbacks: a bad signature).",
-  404: "`not_found`: no such row in your workspace (another workspace's rows answer the same).",
-  405: '`method_not_allowed`: the path without its id (`/api/campaigns/`) names operations of other methods.',
-  409: '`conflict`: the resource is not in a state that allows this (see the operation), or a duplicate.',
-  413: '`payload_too_large`: the body is over the size limit.',
-  422: '`validation_error`: `details` maps each invalid field, body or query, to its messages; an unknown field or query parameter is one.',
-  429: '`rate_limit_exceeded`: over the rate limit; see Retry-After.',
-  500: '`server_error`: an unexpected failure; the message carries the request id.',
-  502: '`provider_error`: the messaging provider refused the message or could not be reached.',
-  503: '`service_unavailable`: the database (or Redis, where set) does not answer, or the service is shutting down; try again.',
-};
-
-/** The error envelope, once per status, each with what that status means here. */
-const errorResponses = Object.fromEntries(
-  Object.entries(errorDescriptions).map(([status, description]) => [
+/** The error envelope, once per status, each with what that status means here (then shared by `$ref`). */
+const errorEnvelopes = Object.fromEntries(
+  Object.entries(errorResponses).map(([status, { description }]) => [
     status,
     // Always JSON, also on an operation whose success is a file (the export).
     { description, content: { 'application/json': { schema: ErrorEnvelope } } },
@@ -260,7 +237,7 @@ function annotateResponses(
   // A path parameter may be unknown (404), absurdly long (400) or left empty (405 or 404).
   if (url.includes('/:')) [400, 404, 405].forEach((c) => statuses.add(c as ErrorStatus));
   for (const status of extraStatuses[`${method} ${url}`] ?? []) statuses.add(status);
-  for (const status of [...statuses].sort()) response[status] ??= errorResponses[status];
+  for (const status of [...statuses].sort()) response[status] ??= errorEnvelopes[status];
 }
 
 /**
@@ -270,7 +247,11 @@ function annotateResponses(
  * and the bearer security requirement unless public (`security: []`). Every route is also recorded for
  * registeredRoutes().
  */
-export async function installOpenApi(app: FastifyInstance): Promise<void> {
+export async function installOpenApi(
+  app: FastifyInstance,
+  /** The events this service sends (OpenAPI `webhooks`), documented by the webhooks module. */
+  webhooks: Record<string, unknown>,
+): Promise<void> {
   const table: RouteOptions[] = [];
   routeTables.set(app, table);
   app.addHook('onRoute', (route) => {
@@ -317,7 +298,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
       // The TypeBox schemas inside are JSON Schema, which the OpenAPI types do not model exactly.
-      webhooks: webhookEventsOpenApi as never,
+      webhooks: webhooks as never,
       tags: tagOrder,
     },
   });

@@ -1,11 +1,15 @@
 import { type TSchema, Type } from 'typebox';
+import { type ErrorCode, errorStatus } from '../errors.ts';
 
 /** Schemas every module shares: the two envelopes, the page envelope and its query. */
 
 export const ErrorEnvelope = Type.Object(
   {
     success: Type.Literal(false),
-    error_code: Type.String({ description: 'Machine-readable code, e.g. validation_error, not_found.' }),
+    error_code: Type.Enum(Object.keys(errorStatus) as ErrorCode[], {
+      title: 'ErrorCode',
+      description: 'Machine-readable: what went wrong. Each belongs to one HTTP status (see the responses).',
+    }),
     message: Type.String({ description: 'What went wrong and what to fix, for a person.' }),
     details: Type.Optional(
       Type.Object(
@@ -21,21 +25,34 @@ export const ErrorEnvelope = Type.Object(
   { title: 'Error' },
 );
 
+/** A named schema's title (the model name in the OpenAPI document's components), if it has one. */
+function titleOf(schema: TSchema): string | undefined {
+  const title = (schema as { title?: unknown }).title;
+  return typeof title === 'string' ? title : undefined;
+}
+
+/** The success envelope; around a named model it is named too (`VoterResponse`). */
 export function Success<T extends TSchema>(data: T, description?: string) {
+  const named = titleOf(data);
   return Type.Object(
     { success: Type.Literal(true), message: Type.Optional(Type.String()), data },
-    description ? { description } : {},
+    description ? { description } : named ? { title: `${named}Response` } : {},
   );
 }
 
+/** A page of a list; of a named model it is named too (`CampaignPage`). */
 export function Page<T extends TSchema>(item: T) {
-  return Type.Object({
-    data: Type.Array(item),
-    current_page: Type.Integer(),
-    per_page: Type.Integer(),
-    total: Type.Integer(),
-    last_page: Type.Integer(),
-  });
+  const named = titleOf(item);
+  return Type.Object(
+    {
+      data: Type.Array(item),
+      current_page: Type.Integer(),
+      per_page: Type.Integer(),
+      total: Type.Integer(),
+      last_page: Type.Integer(),
+    },
+    named ? { title: `${named}Page` } : {},
+  );
 }
 
 /** The highest page a list takes: past any real list's end, and its offset stays an exact integer. */
@@ -75,3 +92,6 @@ export function pageResult<T>(items: T[], total: number, page: number, perPage: 
     last_page: Math.max(1, Math.ceil(total / perPage)),
   };
 }
+
+/** The answer of an action that returns nothing but its message (a delete, a logout). */
+export const Done = Type.Object({ success: Type.Literal(true), message: Type.String() }, { title: 'Done' });

@@ -3,23 +3,29 @@ import type { AuditLogRow } from '../../db/schema.ts';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 import { auditActions } from './audit.repository.ts';
 
-export const AuditActionSchema = Type.Enum([...auditActions], { description: 'What was done.' });
-
-export const AuditEntry = Type.Object({
-  id: Type.Integer(),
-  action: AuditActionSchema,
-  actor_id: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'The user who acted; null for the service itself (the CLI, the worker, a provider).',
-  }),
-  actor_name: Type.Union([Type.String(), Type.Null()], { description: "The actor's name when it acted." }),
-  target_type: Type.Union([Type.String(), Type.Null()], { description: 'e.g. user, campaign, webhook.' }),
-  target_id: Type.Union([Type.String(), Type.Null()]),
-  ip: Type.Union([Type.String(), Type.Null()], { description: 'Client address of the request.' }),
-  details: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
-    description: 'What the action was given and did: changed fields, filters, row counts. Never a secret.',
-  }),
-  created_at: Timestamp,
+export const AuditActionSchema = Type.Enum([...auditActions], {
+  title: 'AuditAction',
+  description: 'What was done.',
 });
+
+export const AuditEntry = Type.Object(
+  {
+    id: Type.Integer(),
+    action: AuditActionSchema,
+    actor_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The user who acted; null for the service itself (the CLI, the worker, a provider).',
+    }),
+    actor_name: Type.Union([Type.String(), Type.Null()], { description: "The actor's name when it acted." }),
+    target_type: Type.Union([Type.String(), Type.Null()], { description: 'e.g. user, campaign, webhook.' }),
+    target_id: Type.Union([Type.String(), Type.Null()]),
+    ip: Type.Union([Type.String(), Type.Null()], { description: 'Client address of the request.' }),
+    details: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+      description: 'What the action was given and did: changed fields, filters, row counts. Never a secret.',
+    }),
+    created_at: Timestamp,
+  },
+  { title: 'AuditEntry' },
+);
 
 export const AuditQuery = Type.Object({
   ...PageQuery.properties,

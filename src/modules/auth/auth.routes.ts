@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf, limitRequest } from '../../http/guard.ts';
 import type { RateLimits } from '../../http/rate-limit.ts';
-import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import type { AuthService } from './auth.service.ts';
@@ -83,7 +82,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       schema: {
         tags,
         summary: 'Revoke the token that made this call',
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {
@@ -168,7 +167,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
           'A wrong `current_password` is 422 naming it. Success revokes every other token of yours and keeps ' +
           'the one that made this call.',
         body: ChangePasswordBody,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {
@@ -203,7 +202,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         summary: 'Revoke one of your tokens (sign that session out)',
         description: "Another user's token id, or one already revoked or expired, is 404.",
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

@@ -3,14 +3,17 @@ import { Timestamp } from '../../http/schemas.ts';
 import { Credits } from '../credits/credits.schemas.ts';
 import { Email, Name, Password, Phone, User } from '../users/users.schemas.ts';
 
-export const AuthResult = Type.Object({
-  user: User,
-  access_token: Type.String({
-    description: 'Send as `Authorization: Bearer <access_token>`. Shape `<id>|<secret>`.',
-  }),
-  token_type: Type.Literal('Bearer'),
-  credits: Credits,
-});
+export const AuthResult = Type.Object(
+  {
+    user: User,
+    access_token: Type.String({
+      description: 'Send as `Authorization: Bearer <access_token>`. Shape `<id>|<secret>`.',
+    }),
+    token_type: Type.Literal('Bearer'),
+    credits: Credits,
+  },
+  { title: 'AuthResult' },
+);
 
 export const RegisterBody = Type.Object(
   {
@@ -51,7 +54,7 @@ export const VerifyOtpBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const CurrentUser = Type.Object({ user: User, credits: Credits });
+export const CurrentUser = Type.Object({ user: User, credits: Credits }, { title: 'CurrentUser' });
 
 export const ResetPasswordBody = Type.Object(
   {
@@ -75,14 +78,17 @@ export const ChangePasswordBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const AccessToken = Type.Object({
-  id: Type.Integer({ description: 'The part of the token before `|`.' }),
-  created_at: Timestamp,
-  last_used_at: Type.Union([Timestamp, Type.Null()], {
-    description: 'Last request made with it, to within a minute; null if never used since sign-in.',
-  }),
-  expires_at: Type.Union([Timestamp, Type.Null()], {
-    description: 'Null when TOKEN_TTL_SECONDS=0 (no expiry).',
-  }),
-  current: Type.Boolean({ description: 'true for the token that made this call.' }),
-});
+export const AccessToken = Type.Object(
+  {
+    id: Type.Integer({ description: 'The part of the token before `|`.' }),
+    created_at: Timestamp,
+    last_used_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'Last request made with it, to within a minute; null if never used since sign-in.',
+    }),
+    expires_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'Null when TOKEN_TTL_SECONDS=0 (no expiry).',
+    }),
+    current: Type.Boolean({ description: 'true for the token that made this call.' }),
+  },
+  { title: 'AccessToken' },
+);

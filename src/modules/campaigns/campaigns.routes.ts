@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
-import { Page, PageQuery, Success } from '../../http/schemas.ts';
+import { Done, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
-import { Type } from 'typebox';
 import { MessageItem } from '../messages/messages.schemas.ts';
 import {
   Campaign,
@@ -152,7 +151,7 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{
         description:
           'Any other status is 409 `conflict`: a campaign that went out stays as the record of it.',
         params: CampaignParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

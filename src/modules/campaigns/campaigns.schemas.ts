@@ -15,6 +15,7 @@ import {
 } from '../messages/messages.schemas.ts';
 
 export const CampaignStatusSchema = Type.Enum([...campaignStatuses], {
+  title: 'CampaignStatus',
   description:
     'draft -> (scheduled) -> queued (credits reserved) -> sending -> completed; cancelled stops what has not gone out.',
 });
@@ -80,44 +81,49 @@ export const CampaignParams = Type.Object({
   id: Type.String({ description: '`camp_<n>` (or just `<n>`).', maxLength: 40 }),
 });
 
-export const Campaign = Type.Object({
-  id: Type.String({ description: '`camp_<n>`' }),
-  name: Type.String(),
-  channel: ChannelSchema,
-  message: Type.String(),
-  status: CampaignStatusSchema,
-  segment_id: Type.Union([Type.Integer(), Type.Null()]),
-  subject: Type.Union([Type.String(), Type.Null()], { description: 'Email subject.' }),
-  template_id: Type.Union([Type.String(), Type.Null()], { description: 'WhatsApp template.' }),
-  media_url: Type.Union([Type.String(), Type.Null()], { description: 'An https URL sent with the message.' }),
-  channel_account_id: Type.Union([Type.String(), Type.Null()], {
-    description:
-      "The channel account it goes through (`cha_<n>`); null: the workspace's default when it goes out.",
-  }),
-  total_recipients: Type.Integer({ description: 'Counted when the campaign is sent (0 before).' }),
-  stats: Type.Object(
-    {
-      queued: Type.Integer(),
-      sent: Type.Integer(),
-      delivered: Type.Integer(),
-      failed: Type.Integer(),
-    },
-    { description: 'Its messages by status, live.' },
-  ),
-  scheduled_at: Type.Union([Timestamp, Type.Null()]),
-  created_at: Timestamp,
-  started_at: Type.Union([Timestamp, Type.Null()]),
-  completed_at: Type.Union([Timestamp, Type.Null()]),
-  held_until: Type.Union([Timestamp, Type.Null()], {
-    description:
-      'While the campaign is held, when the window ends and its messages go out again; null when not held.',
-  }),
-  held_reason: Type.Union([Type.Literal('quiet_hours'), Type.Literal('silence_period'), Type.Null()], {
-    description:
-      '`quiet_hours`: a queued or sending sms, whatsapp or ivr campaign (not a service or transactional ' +
-      'template) inside QUIET_HOURS: its messages are held until held_until. `silence_period`: such a campaign ' +
-      'while a silence period of the workspace is in force (and not quiet hours): messages to voters of those ' +
-      'constituencies fail with error_code silence_period until held_until, when the last of those periods ' +
-      'ends; the others go out. null otherwise.',
-  }),
-});
+export const Campaign = Type.Object(
+  {
+    id: Type.String({ description: '`camp_<n>`' }),
+    name: Type.String(),
+    channel: ChannelSchema,
+    message: Type.String(),
+    status: CampaignStatusSchema,
+    segment_id: Type.Union([Type.Integer(), Type.Null()]),
+    subject: Type.Union([Type.String(), Type.Null()], { description: 'Email subject.' }),
+    template_id: Type.Union([Type.String(), Type.Null()], { description: 'WhatsApp template.' }),
+    media_url: Type.Union([Type.String(), Type.Null()], {
+      description: 'An https URL sent with the message.',
+    }),
+    channel_account_id: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The channel account it goes through (`cha_<n>`); null: the workspace's default when it goes out.",
+    }),
+    total_recipients: Type.Integer({ description: 'Counted when the campaign is sent (0 before).' }),
+    stats: Type.Object(
+      {
+        queued: Type.Integer(),
+        sent: Type.Integer(),
+        delivered: Type.Integer(),
+        failed: Type.Integer(),
+      },
+      { description: 'Its messages by status, live.' },
+    ),
+    scheduled_at: Type.Union([Timestamp, Type.Null()]),
+    created_at: Timestamp,
+    started_at: Type.Union([Timestamp, Type.Null()]),
+    completed_at: Type.Union([Timestamp, Type.Null()]),
+    held_until: Type.Union([Timestamp, Type.Null()], {
+      description:
+        'While the campaign is held, when the window ends and its messages go out again; null when not held.',
+    }),
+    held_reason: Type.Union([Type.Literal('quiet_hours'), Type.Literal('silence_period'), Type.Null()], {
+      description:
+        '`quiet_hours`: a queued or sending sms, whatsapp or ivr campaign (not a service or transactional ' +
+        'template) inside QUIET_HOURS: its messages are held until held_until. `silence_period`: such a campaign ' +
+        'while a silence period of the workspace is in force (and not quiet hours): messages to voters of those ' +
+        'constituencies fail with error_code silence_period until held_until, when the last of those periods ' +
+        'ends; the others go out. null otherwise.',
+    }),
+  },
+  { title: 'Campaign' },
+);

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { actorOf } from '../audit/audit.repository.ts';
 import { authOf } from '../../http/guard.ts';
-import { Page, Success } from '../../http/schemas.ts';
+import { Done, Page, Success } from '../../http/schemas.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import {
   ChannelAccountItem,
@@ -118,7 +117,7 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
         description:
           'Messages still queued for it fail (refunded) when their turn comes; its callback URLs stop working.',
         params: ChannelAccountParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

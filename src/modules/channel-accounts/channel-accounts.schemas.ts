@@ -37,35 +37,40 @@ const Rate = Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Nu
     'Messages per second through this account, across every API and worker process (through Redis where REDIS_URL is set); null: no limit of ours.',
 });
 
-export const ChannelAccountItem = Type.Object({
-  id: Type.String({ description: '`cha_<n>`' }),
-  name: Type.String(),
-  provider: ProviderSchema,
-  channels: Channels,
-  settings: Type.Record(Type.String(), Type.Union([Type.String(), Type.Integer(), Type.Boolean()])),
-  credentials_set: Type.Array(Type.String(), { description: 'The names of the credentials that are set.' }),
-  default_for: Type.Array(ChannelSchema, {
-    description: "The channels for which this is the workspace's default account.",
-  }),
-  send_rate_per_second: Type.Union([Type.Integer(), Type.Null()]),
-  active: Type.Boolean({
-    description: 'false once switched off (PATCH active=false, or the provider refused its credentials).',
-  }),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], {
-    description: 'Why the account is switched off; null while active.',
-  }),
-  callback_urls: Type.Record(Type.String(), Type.String(), {
-    description:
-      "Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 " +
-      '`{ delivery }`; exotel `{ delivery, call_status, greeting }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. ' +
-      'PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working).',
-  }),
-  verify_token: Type.Optional(
-    Type.String({ description: 'whatsapp_cloud only: the Verify token to give Meta with the webhook URL.' }),
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const ChannelAccountItem = Type.Object(
+  {
+    id: Type.String({ description: '`cha_<n>`' }),
+    name: Type.String(),
+    provider: ProviderSchema,
+    channels: Channels,
+    settings: Type.Record(Type.String(), Type.Union([Type.String(), Type.Integer(), Type.Boolean()])),
+    credentials_set: Type.Array(Type.String(), { description: 'The names of the credentials that are set.' }),
+    default_for: Type.Array(ChannelSchema, {
+      description: "The channels for which this is the workspace's default account.",
+    }),
+    send_rate_per_second: Type.Union([Type.Integer(), Type.Null()]),
+    active: Type.Boolean({
+      description: 'false once switched off (PATCH active=false, or the provider refused its credentials).',
+    }),
+    disabled_reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the account is switched off; null while active.',
+    }),
+    callback_urls: Type.Record(Type.String(), Type.String(), {
+      description:
+        "Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 " +
+        '`{ delivery }`; exotel `{ delivery, call_status, greeting }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. ' +
+        'PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working).',
+    }),
+    verify_token: Type.Optional(
+      Type.String({
+        description: 'whatsapp_cloud only: the Verify token to give Meta with the webhook URL.',
+      }),
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'ChannelAccount' },
+);
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 
@@ -143,10 +148,15 @@ export const TestSendBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const TestSendResult = Type.Object({
-  id: Type.String({ description: '`msg_<n>`: the test message, in the message history.' }),
-  channel: ChannelSchema,
-  to: Type.String(),
-  provider: Type.String(),
-  provider_message_id: Type.Union([Type.String(), Type.Null()], { description: "The provider's id for it." }),
-});
+export const TestSendResult = Type.Object(
+  {
+    id: Type.String({ description: '`msg_<n>`: the test message, in the message history.' }),
+    channel: ChannelSchema,
+    to: Type.String(),
+    provider: Type.String(),
+    provider_message_id: Type.Union([Type.String(), Type.Null()], {
+      description: "The provider's id for it.",
+    }),
+  },
+  { title: 'ChannelAccountTestResult' },
+);

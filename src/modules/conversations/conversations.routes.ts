@@ -8,25 +8,29 @@ import { ChannelSchema, MessageText, SendResult } from '../messages/messages.sch
 import { Conversation } from './conversations.schemas.ts';
 import type { ConversationsService } from './conversations.service.ts';
 
-const ThreadMessage = Type.Object({
-  id: Type.String({ description: '`in_<n>` (inbound) or `msg_<n>` (outbound)' }),
-  direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
-  body: Type.String(),
-  keyword: Type.Optional(
-    Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
-      description: 'Inbound: the consent keyword it was read as (STOP opted the contact out; START back in).',
-    }),
-  ),
-  status: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Outbound: its status.' })),
-  error_code: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  sent_by: Type.Optional(
-    Type.Union([Type.Integer(), Type.Null()], {
-      description: 'Outbound: the user who sent it; null for campaigns.',
-    }),
-  ),
-  channel_account_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  created_at: Timestamp,
-});
+const ThreadMessage = Type.Object(
+  {
+    id: Type.String({ description: '`in_<n>` (inbound) or `msg_<n>` (outbound)' }),
+    direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
+    body: Type.String(),
+    keyword: Type.Optional(
+      Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
+        description:
+          'Inbound: the consent keyword it was read as (STOP opted the contact out; START back in).',
+      }),
+    ),
+    status: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Outbound: its status.' })),
+    error_code: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    sent_by: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], {
+        description: 'Outbound: the user who sent it; null for campaigns.',
+      }),
+    ),
+    channel_account_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    created_at: Timestamp,
+  },
+  { title: 'ConversationMessage' },
+);
 
 const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40, description: '`conv_<n>`' }) });
 

@@ -6,19 +6,22 @@ import { pageOf } from '../../db/paginate.ts';
 import type { Database, QuickReplyRow } from '../../db/schema.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
-import { Page, PageQuery, pageResult, Success, Timestamp } from '../../http/schemas.ts';
+import { Done, Page, PageQuery, pageResult, Success, Timestamp } from '../../http/schemas.ts';
 import { actorOf, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 
 const quickReplyRef = (id: number) => `qr_${id}`;
 
-const QuickReply = Type.Object({
-  id: Type.String({ description: '`qr_<n>`' }),
-  title: Type.String(),
-  body: Type.String(),
-  language: Type.String(),
-  created_at: Timestamp,
-});
+const QuickReply = Type.Object(
+  {
+    id: Type.String({ description: '`qr_<n>`' }),
+    title: Type.String(),
+    body: Type.String(),
+    language: Type.String(),
+    created_at: Timestamp,
+  },
+  { title: 'QuickReply' },
+);
 const fields = {
   title: Type.String({ minLength: 1, maxLength: 200 }),
   body: Type.String({
@@ -186,7 +189,7 @@ export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database
         tags,
         summary: 'Delete a quick reply',
         params: Params,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

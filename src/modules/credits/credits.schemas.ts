@@ -9,7 +9,7 @@ export const Credits = Type.Object(
     whatsapp_credits: Type.Integer(),
     email_credits: Type.Integer(),
   },
-  { description: "The workspace's credit balance per channel." },
+  { title: 'Credits', description: "The workspace's credit balance per channel." },
 );
 
 export function creditsView(amounts: CreditAmounts) {
@@ -26,27 +26,30 @@ export const LedgerQuery = Type.Object({
   ),
 });
 
-export const LedgerEntry = Type.Object({
-  id: Type.Integer(),
-  channel: Type.Enum([...creditChannels]),
-  amount: Type.Integer({
-    description: 'Signed change to the balance: credits added are positive, credits taken negative.',
-  }),
-  reason: Type.Enum([...ledgerReasons], {
-    description:
-      '`signup` (the credits a new workspace starts with), `grant` (added by an operator, e.g. the CLI), ' +
-      '`payment` (bought; see payment_id), `charge` (taken for a message or a campaign when it was sent), ' +
-      '`refund` (given back for messages that failed or were cancelled, or a campaign counted fewer recipients).',
-  }),
-  message_id: Type.Union([Type.String(), Type.Null()], {
-    description: '`msg_<n>`: the single message charged or refunded.',
-  }),
-  campaign_id: Type.Union([Type.String(), Type.Null()], {
-    description:
-      '`camp_<n>`: the campaign or broadcast charged or refunded (one entry for all its messages).',
-  }),
-  payment_id: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'The payment that bought the credits.',
-  }),
-  created_at: Timestamp,
-});
+export const LedgerEntry = Type.Object(
+  {
+    id: Type.Integer(),
+    channel: Type.Enum([...creditChannels]),
+    amount: Type.Integer({
+      description: 'Signed change to the balance: credits added are positive, credits taken negative.',
+    }),
+    reason: Type.Enum([...ledgerReasons], {
+      description:
+        '`signup` (the credits a new workspace starts with), `grant` (added by an operator, e.g. the CLI), ' +
+        '`payment` (bought; see payment_id), `charge` (taken for a message or a campaign when it was sent), ' +
+        '`refund` (given back for messages that failed or were cancelled, or a campaign counted fewer recipients).',
+    }),
+    message_id: Type.Union([Type.String(), Type.Null()], {
+      description: '`msg_<n>`: the single message charged or refunded.',
+    }),
+    campaign_id: Type.Union([Type.String(), Type.Null()], {
+      description:
+        '`camp_<n>`: the campaign or broadcast charged or refunded (one entry for all its messages).',
+    }),
+    payment_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The payment that bought the credits.',
+    }),
+    created_at: Timestamp,
+  },
+  { title: 'LedgerEntry' },
+);

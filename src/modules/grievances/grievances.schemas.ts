@@ -88,26 +88,29 @@ export const UpdateGrievanceBody = Type.Object(
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const Grievance = Type.Object({
-  id: Type.Integer(),
-  title: Type.String(),
-  description: NullableString,
-  category: NullableString,
-  status: Status,
-  priority: Priority,
-  voter_id: Type.Union([Type.Integer(), Type.Null()]),
-  reporter_name: NullableString,
-  reporter_phone: NullableString,
-  constituency: NullableString,
-  booth: NullableString,
-  ward: NullableString,
-  assigned_to: Type.Union([Type.Integer(), Type.Null()]),
-  resolution_note: NullableString,
-  due_at: Timestamp,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  resolved_at: Type.Union([Timestamp, Type.Null()]),
-});
+export const Grievance = Type.Object(
+  {
+    id: Type.Integer(),
+    title: Type.String(),
+    description: NullableString,
+    category: NullableString,
+    status: Status,
+    priority: Priority,
+    voter_id: Type.Union([Type.Integer(), Type.Null()]),
+    reporter_name: NullableString,
+    reporter_phone: NullableString,
+    constituency: NullableString,
+    booth: NullableString,
+    ward: NullableString,
+    assigned_to: Type.Union([Type.Integer(), Type.Null()]),
+    resolution_note: NullableString,
+    due_at: Timestamp,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    resolved_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { title: 'Grievance' },
+);
 
 export const ListGrievancesQuery = Type.Object({
   ...PageQuery.properties,

@@ -18,18 +18,24 @@ declare module 'fastify' {
   }
 }
 
-const Health = Type.Object({
-  status: Type.Literal('ok'),
-  database: Type.Literal('ok'),
-  dialect: Type.String({ description: 'sqlite or postgres' }),
-});
+const Health = Type.Object(
+  {
+    status: Type.Literal('ok'),
+    database: Type.Literal('ok'),
+    dialect: Type.String({ description: 'sqlite or postgres' }),
+  },
+  { title: 'Health' },
+);
 
-const Ready = Type.Object({
-  status: Type.Literal('ready'),
-  migrations: Type.Literal('ok'),
-  database: Type.Literal('ok'),
-  redis: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')]),
-});
+const Ready = Type.Object(
+  {
+    status: Type.Literal('ready'),
+    migrations: Type.Literal('ok'),
+    database: Type.Literal('ok'),
+    redis: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')]),
+  },
+  { title: 'Readiness' },
+);
 
 const Index = Type.Object({
   name: Type.String(),

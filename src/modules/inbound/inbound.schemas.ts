@@ -2,16 +2,19 @@ import { Type } from 'typebox';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
-export const InboundItem = Type.Object({
-  id: Type.String({ description: '`in_<n>`' }),
-  channel: ChannelSchema,
-  from: Type.String({ description: 'E.164 phone, or lower-cased email.' }),
-  body: Type.String(),
-  keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
-    description: '`stop` when the reply opted the sender out, `start` when it opted back in.',
-  }),
-  created_at: Timestamp,
-});
+export const InboundItem = Type.Object(
+  {
+    id: Type.String({ description: '`in_<n>`' }),
+    channel: ChannelSchema,
+    from: Type.String({ description: 'E.164 phone, or lower-cased email.' }),
+    body: Type.String(),
+    keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
+      description: '`stop` when the reply opted the sender out, `start` when it opted back in.',
+    }),
+    created_at: Timestamp,
+  },
+  { title: 'InboundMessage' },
+);
 
 export const InboundBody = Type.Object(
   {

@@ -3,9 +3,11 @@ import { messageChannels, messageErrorCodes, messageStatuses } from '../../db/sc
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {
+  title: 'Channel',
   description: 'whatsapp, sms, email or ivr.',
 });
 export const MessageStatusSchema = Type.Enum([...messageStatuses], {
+  title: 'MessageStatus',
   description: 'queued -> sent -> delivered | failed.',
 });
 
@@ -62,13 +64,16 @@ const CarriedBy = {
   }),
 };
 
-export const SendResult = Type.Object({
-  id: Type.String({ description: '`msg_<n>`' }),
-  status: MessageStatusSchema,
-  channel: ChannelSchema,
-  to: Type.String(),
-  ...CarriedBy,
-});
+export const SendResult = Type.Object(
+  {
+    id: Type.String({ description: '`msg_<n>`' }),
+    status: MessageStatusSchema,
+    channel: ChannelSchema,
+    to: Type.String(),
+    ...CarriedBy,
+  },
+  { title: 'SendResult' },
+);
 
 export const Recipients = Type.Array(Type.String({ minLength: 1, maxLength: 254 }), {
   minItems: 1,
@@ -89,16 +94,20 @@ export const BroadcastBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const BroadcastResult = Type.Object({
-  campaign_id: Type.String({ description: '`camp_<n>`' }),
-  total_recipients: Type.Integer({
-    description:
-      'Explicit recipients (deduplicated) plus the segment voters with an address for the channel; a phone shared by several voters gets one message, and the campaign is trued up (and refunded) when its outbox is filled.',
-  }),
-  status: Type.Literal('queued'),
-});
+export const BroadcastResult = Type.Object(
+  {
+    campaign_id: Type.String({ description: '`camp_<n>`' }),
+    total_recipients: Type.Integer({
+      description:
+        'Explicit recipients (deduplicated) plus the segment voters with an address for the channel; a phone shared by several voters gets one message, and the campaign is trued up (and refunded) when its outbox is filled.',
+    }),
+    status: Type.Literal('queued'),
+  },
+  { title: 'BroadcastResult' },
+);
 
 export const MessageErrorCodeSchema = Type.Enum([...messageErrorCodes], {
+  title: 'MessageErrorCode',
   description:
     'Why a failed message failed: `cancelled` (its campaign was cancelled before it went out), ' +
     '`invalid_recipient` (the provider says the address cannot receive messages), `provider_rejected` ' +
@@ -130,28 +139,31 @@ export const HistoryQuery = Type.Object({
   date_to: Type.Optional(Type.String({ description: 'ISO 8601 date (to its end) or date-time, inclusive.' })),
 });
 
-export const MessageItem = Type.Object({
-  id: Type.String({ description: '`msg_<n>`' }),
-  channel: ChannelSchema,
-  to: Type.String(),
-  message: Type.String(),
-  status: MessageStatusSchema,
-  error_code: Type.Union([MessageErrorCodeSchema, Type.Null()], {
-    description: 'Why it failed (see MessageErrorCode); null unless `failed`.',
-  }),
-  error_message: Type.Union([Type.String(), Type.Null()], {
-    description: 'The failure in words (a provider error code where one was given); null unless `failed`.',
-  }),
-  sent_at: Type.Union([Timestamp, Type.Null()], {
-    description: 'When a provider accepted it; null for a message that never went out.',
-  }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  campaign_id: Type.Union([Type.String(), Type.Null()], {
-    description: '`camp_<n>` for a message of a campaign or broadcast; null for a single send.',
-  }),
-  ...CarriedBy,
-});
+export const MessageItem = Type.Object(
+  {
+    id: Type.String({ description: '`msg_<n>`' }),
+    channel: ChannelSchema,
+    to: Type.String(),
+    message: Type.String(),
+    status: MessageStatusSchema,
+    error_code: Type.Union([MessageErrorCodeSchema, Type.Null()], {
+      description: 'Why it failed (see MessageErrorCode); null unless `failed`.',
+    }),
+    error_message: Type.Union([Type.String(), Type.Null()], {
+      description: 'The failure in words (a provider error code where one was given); null unless `failed`.',
+    }),
+    sent_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'When a provider accepted it; null for a message that never went out.',
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    campaign_id: Type.Union([Type.String(), Type.Null()], {
+      description: '`camp_<n>` for a message of a campaign or broadcast; null for a single send.',
+    }),
+    ...CarriedBy,
+  },
+  { title: 'Message' },
+);
 
 export const MessageParams = Type.Object({
   id: Type.String({ maxLength: 40, description: '`msg_<n>` (or just `<n>`).' }),

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { AppError, validationError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
-import { IdParams, Page, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Page, Success } from '../../http/schemas.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { FairGate } from '../../lib/fair-gate.ts';
 import { actorOf } from '../audit/audit.repository.ts';
@@ -82,7 +82,7 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Remove an opt-out (the address may be messaged again)',
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

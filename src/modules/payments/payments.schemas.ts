@@ -24,18 +24,24 @@ export const CreatePaymentBody = Type.Object(
   { additionalProperties: false, description: 'At least one amount must be positive.' },
 );
 
-export const Payment = Type.Object({
-  id: Type.Integer(),
-  status: Type.Literal('completed'),
-  gateway: Type.Literal('sandbox'),
-  sms_credits: Type.Integer(),
-  whatsapp_credits: Type.Integer(),
-  email_credits: Type.Integer(),
-  created_at: Timestamp,
-  completed_at: Type.Union([Timestamp, Type.Null()]),
-});
+export const Payment = Type.Object(
+  {
+    id: Type.Integer(),
+    status: Type.Literal('completed'),
+    gateway: Type.Literal('sandbox'),
+    sms_credits: Type.Integer(),
+    whatsapp_credits: Type.Integer(),
+    email_credits: Type.Integer(),
+    created_at: Timestamp,
+    completed_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { title: 'Payment' },
+);
 
-export const ProcessedPayment = Type.Object({
-  payment: Payment,
-  credits: Credits,
-});
+export const ProcessedPayment = Type.Object(
+  {
+    payment: Payment,
+    credits: Credits,
+  },
+  { title: 'ProcessedPayment' },
+);

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
-import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import { CreateSegmentBody, Segment, SegmentWithCount, UpdateSegmentBody } from './segments.schemas.ts';
 import type { SegmentsService } from './segments.service.ts';
 
@@ -91,7 +90,7 @@ export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsServi
         tags,
         summary: 'Delete a segment',
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

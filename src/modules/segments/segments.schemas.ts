@@ -38,9 +38,12 @@ const segmentFields = {
   updated_at: Timestamp,
 };
 
-export const Segment = Type.Object(segmentFields);
+export const Segment = Type.Object(segmentFields, { title: 'Segment' });
 
-export const SegmentWithCount = Type.Object({
-  ...segmentFields,
-  voter_count: Type.Integer({ description: 'Voters matching the filters right now.' }),
-});
+export const SegmentWithCount = Type.Object(
+  {
+    ...segmentFields,
+    voter_count: Type.Integer({ description: 'Voters matching the filters right now.' }),
+  },
+  { title: 'SegmentWithCount' },
+);

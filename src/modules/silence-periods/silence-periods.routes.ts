@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
-import { IdParams, Page, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Page, Success } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import {
   CreateSilencePeriodBody,
@@ -62,7 +61,7 @@ export const silencePeriodsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Remove a silence period',
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

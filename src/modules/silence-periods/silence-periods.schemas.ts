@@ -1,14 +1,17 @@
 import { Type } from 'typebox';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
-export const SilencePeriodItem = Type.Object({
-  id: RowId,
-  constituency: Type.String(),
-  starts_at: Timestamp,
-  ends_at: Timestamp,
-  reason: Type.Union([Type.String(), Type.Null()]),
-  created_at: Timestamp,
-});
+export const SilencePeriodItem = Type.Object(
+  {
+    id: RowId,
+    constituency: Type.String(),
+    starts_at: Timestamp,
+    ends_at: Timestamp,
+    reason: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp,
+  },
+  { title: 'SilencePeriod' },
+);
 
 export const CreateSilencePeriodBody = Type.Object(
   {

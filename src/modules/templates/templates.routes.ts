@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
-import { Page, Success } from '../../http/schemas.ts';
+import { Done, Page, Success } from '../../http/schemas.ts';
 import {
   CreateTemplateBody,
   ListTemplatesQuery,
@@ -100,7 +99,7 @@ export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesSe
         tags,
         summary: 'Delete a template',
         params: TemplateParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

@@ -11,23 +11,26 @@ const CategorySchema = Type.Enum([...templateCategories], {
     'promotional (default), service or transactional; service and transactional are not held by quiet hours.',
 });
 
-export const TemplateItem = Type.Object({
-  id: Type.String({ description: '`tpl_<n>`' }),
-  name: Type.String(),
-  channel: ChannelSchema,
-  body: Type.String(),
-  language: Type.String(),
-  category: CategorySchema,
-  dlt_template_id: Type.Union([Type.String(), Type.Null()]),
-  sender_id: Type.Union([Type.String(), Type.Null()]),
-  subject: Type.Union([Type.String(), Type.Null()]),
-  provider_template_ids: Type.Object(
-    { msg91: Type.Optional(Type.String()), whatsapp_cloud: Type.Optional(Type.String()) },
-    { description: 'The template at each provider that keeps its own ({} when none).' },
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const TemplateItem = Type.Object(
+  {
+    id: Type.String({ description: '`tpl_<n>`' }),
+    name: Type.String(),
+    channel: ChannelSchema,
+    body: Type.String(),
+    language: Type.String(),
+    category: CategorySchema,
+    dlt_template_id: Type.Union([Type.String(), Type.Null()]),
+    sender_id: Type.Union([Type.String(), Type.Null()]),
+    subject: Type.Union([Type.String(), Type.Null()]),
+    provider_template_ids: Type.Object(
+      { msg91: Type.Optional(Type.String()), whatsapp_cloud: Type.Optional(Type.String()) },
+      { description: 'The template at each provider that keeps its own ({} when none).' },
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Template' },
+);
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),

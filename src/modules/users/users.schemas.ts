@@ -2,32 +2,34 @@ import { Type } from 'typebox';
 import type { UserRow } from '../../db/schema.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 
-export const RoleSchema = Type.Union([
-  Type.Literal('politician'),
-  Type.Literal('manager'),
-  Type.Literal('volunteer'),
-]);
+export const RoleSchema = Type.Union(
+  [Type.Literal('politician'), Type.Literal('manager'), Type.Literal('volunteer')],
+  { title: 'Role' },
+);
 
-export const User = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  email: Type.String(),
-  phone: Type.Union([Type.String(), Type.Null()], { description: 'E.164; used for OTP sign-in.' }),
-  role: RoleSchema,
-  workspace_id: Type.Integer(),
-  active: Type.Boolean({
-    description: 'false once deactivated: the user cannot sign in and none of their tokens works.',
-  }),
-  coverage: Type.Object(
-    {
-      wards: Type.Array(Type.String()),
-      booths: Type.Array(Type.String()),
-      constituencies: Type.Array(Type.String()),
-    },
-    { description: "Where new conversations go to this volunteer (by the contact's voter record)." },
-  ),
-  created_at: Timestamp,
-});
+export const User = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    email: Type.String(),
+    phone: Type.Union([Type.String(), Type.Null()], { description: 'E.164; used for OTP sign-in.' }),
+    role: RoleSchema,
+    workspace_id: Type.Integer(),
+    active: Type.Boolean({
+      description: 'false once deactivated: the user cannot sign in and none of their tokens works.',
+    }),
+    coverage: Type.Object(
+      {
+        wards: Type.Array(Type.String()),
+        booths: Type.Array(Type.String()),
+        constituencies: Type.Array(Type.String()),
+      },
+      { description: "Where new conversations go to this volunteer (by the contact's voter record)." },
+    ),
+    created_at: Timestamp,
+  },
+  { title: 'User' },
+);
 
 const Places = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
   maxItems: 500,
@@ -36,6 +38,7 @@ const Places = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
 export const CoverageSchema = Type.Object(
   { wards: Type.Optional(Places), booths: Type.Optional(Places), constituencies: Type.Optional(Places) },
   {
+    title: 'Coverage',
     additionalProperties: false,
     description:
       "A volunteer's coverage: a new conversation whose voter is in one of these wards, booths or constituencies goes to the covering active volunteer with the fewest open conversations. Replaces the whole coverage; {} clears it.",

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
 import { actorOf } from '../audit/audit.repository.ts';
-import { IdParams, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Success } from '../../http/schemas.ts';
 import {
   CreateVoterBody,
   CreatedVoter,
@@ -96,7 +95,7 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
         tags,
         summary: 'Delete a voter',
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

@@ -53,36 +53,45 @@ export const UpdateVoterBody = Type.Object(
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const Voter = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  phone: Type.String(),
-  email: NullableString,
-  constituency: NullableString,
-  booth: NullableString,
-  ward: NullableString,
-  address: NullableString,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Voter = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    phone: Type.String(),
+    email: NullableString,
+    constituency: NullableString,
+    booth: NullableString,
+    ward: NullableString,
+    address: NullableString,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Voter' },
+);
 
-export const VoterListItem = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  phone: Type.String(),
-  constituency: NullableString,
-  booth: NullableString,
-  ward: NullableString,
-});
+export const VoterListItem = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    phone: Type.String(),
+    constituency: NullableString,
+    booth: NullableString,
+    ward: NullableString,
+  },
+  { title: 'VoterListItem' },
+);
 
 /** A page of voters: the page envelope and whether `total` is the true count. */
-export const VoterPage = Type.Object({
-  ...Page(VoterListItem).properties,
-  total_exact: Type.Boolean({
-    description:
-      'false when a `search` matches more than 10,000 voters: `total` is then 10,000 and `last_page` follows from it. Lists without `search` are always exact.',
-  }),
-});
+export const VoterPage = Type.Object(
+  {
+    ...Page(VoterListItem).properties,
+    total_exact: Type.Boolean({
+      description:
+        'false when a `search` matches more than 10,000 voters: `total` is then 10,000 and `last_page` follows from it. Lists without `search` are always exact.',
+    }),
+  },
+  { title: 'VoterPage' },
+);
 
 export const CreatedVoter = Type.Object({
   id: Type.Integer(),

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
-import { IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
+import { Done, IdParams, Page, PageQuery, Success } from '../../http/schemas.ts';
 import {
   CreateWebhookBody,
   CreatedWebhook,
@@ -103,7 +102,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
         tags,
         summary: 'Delete an endpoint and its delivery log',
         params: IdParams,
-        response: { 200: Type.Object({ success: Type.Literal(true), message: Type.String() }) },
+        response: { 200: Done },
       },
     },
     async (request) => {

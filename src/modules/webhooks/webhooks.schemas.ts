@@ -44,24 +44,27 @@ export const UpdateWebhookBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const Webhook = Type.Object({
-  id: Type.Integer(),
-  url: Type.String(),
-  events: Type.Array(Type.String()),
-  description: NullableString,
-  active: Type.Boolean(),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], {
-    description: 'Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH.',
-  }),
-  paused_until: Type.Union([Timestamp, Type.Null()], {
-    description:
-      'Set while the circuit breaker holds the endpoint: after 3 attempts in a row with no answer within ' +
-      'WEBHOOK_TIMEOUT_SECONDS its deliveries wait (retries unspent) until then; 30 s, doubling with each ' +
-      'further timeout up to 30 min. Any answer clears it; so does PATCH active=true.',
-  }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Webhook = Type.Object(
+  {
+    id: Type.Integer(),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    description: NullableString,
+    active: Type.Boolean(),
+    disabled_reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH.',
+    }),
+    paused_until: Type.Union([Timestamp, Type.Null()], {
+      description:
+        'Set while the circuit breaker holds the endpoint: after 3 attempts in a row with no answer within ' +
+        'WEBHOOK_TIMEOUT_SECONDS its deliveries wait (retries unspent) until then; 30 s, doubling with each ' +
+        'further timeout up to 30 min. Any answer clears it; so does PATCH active=true.',
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Webhook' },
+);
 
 export const CreatedWebhook = Type.Object({
   ...Webhook.properties,
@@ -71,19 +74,22 @@ export const CreatedWebhook = Type.Object({
   }),
 });
 
-export const Delivery = Type.Object({
-  id: Type.Integer(),
-  event_id: Type.String({ description: 'The `webhook-id` header of the delivery, `evt_<n>`.' }),
-  event_type: Type.String(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
-  attempts: Type.Integer(),
-  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
-  last_error: NullableString,
-  last_attempt_at: Type.Union([Timestamp, Type.Null()]),
-  next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'When pending: the next attempt.' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Delivery = Type.Object(
+  {
+    id: Type.Integer(),
+    event_id: Type.String({ description: 'The `webhook-id` header of the delivery, `evt_<n>`.' }),
+    event_type: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+    attempts: Type.Integer(),
+    last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+    last_error: NullableString,
+    last_attempt_at: Type.Union([Timestamp, Type.Null()]),
+    next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'When pending: the next attempt.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'WebhookDelivery' },
+);
 
 export const DeliveryParams = Type.Object({
   id: RowId,
@@ -92,8 +98,11 @@ export const DeliveryParams = Type.Object({
 
 export const ListQuery = PageQuery;
 
-export const TestResult = Type.Object({
-  event_id: Type.String(),
-  delivery_id: Type.Integer(),
-  status: Type.Literal('pending'),
-});
+export const TestResult = Type.Object(
+  {
+    event_id: Type.String(),
+    delivery_id: Type.Integer(),
+    status: Type.Literal('pending'),
+  },
+  { title: 'WebhookTestResult' },
+);
