@@ -180,7 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   app.addHook('onRequest', async (request, reply) => setSecurityHeaders(request, reply));
-  installCors(app, config.corsOrigins);
+  await installCors(app, config.corsOrigins);
   app.decorate('shuttingDown', false);
   app.decorate('databaseOutage', new DatabaseOutage(db, app.log));
   // A NUL character anywhere in the path, query or JSON body is a 422 naming the field.

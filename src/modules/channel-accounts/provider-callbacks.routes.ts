@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
+import formbody from '@fastify/formbody';
 import { Type } from 'typebox';
 import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts';
@@ -81,9 +82,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       }
     },
   );
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => {
-    const raw = typeof body === 'string' ? body : body.toString('utf8');
-    done(null, { raw, value: Object.fromEntries(new URLSearchParams(raw)) } satisfies Parsed);
+  await app.register(formbody, {
+    parser: (raw) => ({ raw, value: Object.fromEntries(new URLSearchParams(raw)) }) satisfies Parsed,
   });
   app.addContentTypeParser('*', { parseAs: 'string' }, (_r, body, done) => {
     const raw = typeof body === 'string' ? body : body.toString('utf8');

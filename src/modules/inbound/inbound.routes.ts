@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import formbody from '@fastify/formbody';
 import { Type } from 'typebox';
 import type { TwilioSettings } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -67,14 +68,7 @@ export const twilioInboundRoutes: FastifyPluginAsyncTypebox<{
   inbound: InboundService;
   twilio: TwilioSettings;
 }> = async (app, { inbound, twilio }) => {
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
-    (_request, body, done) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
-      done(null, Object.fromEntries(new URLSearchParams(text)));
-    },
-  );
+  await app.register(formbody);
 
   app.post(
     '/providers/twilio/inbound',
