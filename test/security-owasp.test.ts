@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Role } from '../src/db/schema.ts';
+import type { Role } from '../src/domain.ts';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/openapi.ts';
 import { can, permissions } from '../src/http/permissions.ts';
 import { VoterImportLoop } from '../src/jobs/voter-imports.ts';

@@ -1,4 +1,21 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type {
+  AccountProvider,
+  CampaignStatus,
+  CreditChannel,
+  DeliveryStatus,
+  GrievancePriority,
+  GrievanceStatus,
+  LedgerKind,
+  MessageChannel,
+  MessageErrorCode,
+  MessageStatus,
+  OptOutChannel,
+  OptOutSource,
+  Role,
+  TemplateCategory,
+  VoterImportStatus,
+} from '../domain.ts';
 
 /**
  * Row types of every table. Timestamps are ISO 8601 UTC strings on both dialects (connect.ts makes
@@ -37,12 +54,6 @@ export interface Database {
   quick_replies: QuickReplyTable;
   live_events: LiveEventTable;
 }
-
-export const roles = ['politician', 'manager', 'volunteer'] as const;
-export type Role = (typeof roles)[number];
-
-export const creditChannels = ['sms', 'whatsapp', 'email'] as const;
-export type CreditChannel = (typeof creditChannels)[number];
 
 export interface WorkspaceTable {
   id: Generated<number>;
@@ -99,9 +110,6 @@ export interface CreditBalanceTable {
   channel: CreditChannel;
   balance: number;
 }
-
-export const ledgerKinds = ['grant', 'purchase', 'reserve', 'capture', 'refund'] as const;
-export type LedgerKind = (typeof ledgerKinds)[number];
 
 export interface CreditLedgerTable {
   id: Generated<number>;
@@ -200,9 +208,6 @@ export interface WebhookEventTable {
 }
 export type WebhookEventRow = Selectable<WebhookEventTable>;
 
-export const deliveryStatuses = ['pending', 'succeeded', 'failed'] as const;
-export type DeliveryStatus = (typeof deliveryStatuses)[number];
-
 export interface WebhookDeliveryTable {
   id: Generated<number>;
   workspace_id: number;
@@ -222,11 +227,6 @@ export interface WebhookDeliveryTable {
   updated_at: string;
 }
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
-
-export const grievanceStatuses = ['open', 'in_progress', 'resolved', 'closed'] as const;
-export type GrievanceStatus = (typeof grievanceStatuses)[number];
-export const grievancePriorities = ['low', 'normal', 'high', 'urgent'] as const;
-export type GrievancePriority = (typeof grievancePriorities)[number];
 
 export interface GrievanceTable {
   id: Generated<number>;
@@ -267,37 +267,6 @@ export interface PaymentTable {
   completed_at: string | null;
 }
 export type PaymentRow = Selectable<PaymentTable>;
-export const messageChannels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
-export type MessageChannel = (typeof messageChannels)[number];
-
-export const messageStatuses = ['queued', 'sent', 'delivered', 'failed'] as const;
-export type MessageStatus = (typeof messageStatuses)[number];
-
-/** Why a failed message failed (contract, second part, "Messages you can account for"). */
-export const messageErrorCodes = [
-  'cancelled',
-  'invalid_recipient',
-  'provider_rejected',
-  'undeliverable',
-  'opted_out',
-  'silence_period',
-  'dnd',
-  'dlt_rejected',
-  'outside_session',
-  'rate_limited',
-  'auth_failed',
-] as const;
-export type MessageErrorCode = (typeof messageErrorCodes)[number];
-
-export const campaignStatuses = [
-  'draft',
-  'scheduled',
-  'queued',
-  'sending',
-  'completed',
-  'cancelled',
-] as const;
-export type CampaignStatus = (typeof campaignStatuses)[number];
 
 export interface CampaignTable {
   id: Generated<number>;
@@ -395,9 +364,6 @@ export interface AuditLogTable {
 }
 export type AuditLogRow = Selectable<AuditLogTable>;
 
-export const voterImportStatuses = ['queued', 'running', 'completed', 'failed'] as const;
-export type VoterImportStatus = (typeof voterImportStatuses)[number];
-
 /** An import job (`Prefer: respond-async`); see migration 011. */
 export interface VoterImportTable {
   id: Generated<number>;
@@ -434,10 +400,6 @@ export interface VoterImportFileTable {
   seq: number;
   data: Buffer;
 }
-export const optOutChannels = ['whatsapp', 'sms', 'email', 'ivr', 'all'] as const;
-export type OptOutChannel = (typeof optOutChannels)[number];
-export const optOutSources = ['manual', 'keyword', 'unsubscribe_link', 'provider'] as const;
-export type OptOutSource = (typeof optOutSources)[number];
 
 export interface OptOutTable {
   id: Generated<number>;
@@ -478,9 +440,6 @@ export interface InboundMessageTable {
 }
 export type InboundMessageRow = Selectable<InboundMessageTable>;
 
-export const templateCategories = ['promotional', 'service', 'transactional'] as const;
-export type TemplateCategory = (typeof templateCategories)[number];
-
 export interface TemplateTable {
   id: Generated<number>;
   workspace_id: number;
@@ -498,9 +457,6 @@ export interface TemplateTable {
   updated_at: string;
 }
 export type TemplateRow = Selectable<TemplateTable>;
-
-export const accountProviders = ['msg91', 'exotel', 'whatsapp_cloud', 'twilio', 'smtp', 'sandbox'] as const;
-export type AccountProvider = (typeof accountProviders)[number];
 
 export interface ChannelAccountTable {
   id: Generated<number>;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Role } from '../db/schema.ts';
+import type { Role } from '../domain.ts';
 import { AppError } from '../errors.ts';
 import { can, type Permission, permissions } from './permissions.ts';
 import type { Bucket, RateLimits } from './rate-limit.ts';

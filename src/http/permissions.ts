@@ -1,4 +1,4 @@
-import type { Role } from '../db/schema.ts';
+import type { Role } from '../domain.ts';
 
 /**
  * What a route needs. `public` routes need no token; `authenticated` ones any signed-in user; the rest

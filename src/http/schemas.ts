@@ -75,23 +75,5 @@ export const IdParams = Type.Object({ id: RowId });
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 
-export interface PageResult<T> {
-  data: T[];
-  current_page: number;
-  per_page: number;
-  total: number;
-  last_page: number;
-}
-
-export function pageResult<T>(items: T[], total: number, page: number, perPage: number): PageResult<T> {
-  return {
-    data: items,
-    current_page: page,
-    per_page: perPage,
-    total,
-    last_page: Math.max(1, Math.ceil(total / perPage)),
-  };
-}
-
 /** The answer of an action that returns nothing but its message (a delete, a logout). */
 export const Done = Type.Object({ success: Type.Literal(true), message: Type.String() }, { title: 'Done' });

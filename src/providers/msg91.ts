@@ -1,4 +1,4 @@
-import type { MessageErrorCode } from '../db/schema.ts';
+import type { MessageErrorCode } from '../domain.ts';
 import { callProvider, providerText, withoutPlus } from './http.ts';
 import {
   type MessageProvider,

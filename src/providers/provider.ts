@@ -1,4 +1,4 @@
-import type { MessageErrorCode } from '../db/schema.ts';
+import type { MessageErrorCode } from '../domain.ts';
 import { within } from '../lib/time-limit.ts';
 
 export const channels = ['whatsapp', 'sms', 'email', 'ivr'] as const;

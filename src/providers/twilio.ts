@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { TwilioSettings } from '../config.ts';
-import type { MessageErrorCode } from '../db/schema.ts';
+import type { MessageErrorCode } from '../domain.ts';
 import {
   type Channel,
   type FinalStatus,

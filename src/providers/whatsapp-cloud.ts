@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { MessageErrorCode } from '../db/schema.ts';
+import type { MessageErrorCode } from '../domain.ts';
 import { callProvider, providerText, withoutPlus } from './http.ts';
 import {
   type MessageProvider,

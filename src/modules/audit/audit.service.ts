@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { type FieldErrors, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditAction, listAudit } from './audit.repository.ts';
 import { auditView } from './audit.schemas.ts';
 import { dateBounds } from '../../lib/dates.ts';

@@ -1,6 +1,6 @@
 import { pageOf } from '../../db/paginate.ts';
 import { compiledOnce } from '../../db/compiled-once.ts';
-import type { Role } from '../../db/schema.ts';
+import type { Role } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export async function insertToken(

@@ -7,7 +7,7 @@ import type { Database, UserRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, validationError } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { digestsEqual, hmacHex, sha256Hex } from '../../lib/crypto.ts';
 import { toE164 } from '../../lib/phone.ts';
 import type { MessageProvider } from '../../providers/provider.ts';

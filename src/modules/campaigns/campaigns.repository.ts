@@ -1,13 +1,7 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
-import type {
-  CampaignRow,
-  CampaignStatus,
-  CampaignTable,
-  MessageChannel,
-  MessageErrorCode,
-  MessageStatus,
-} from '../../db/schema.ts';
+import type { CampaignRow, CampaignTable } from '../../db/schema.ts';
+import type { CampaignStatus, MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from '../voters/voters.repository.ts';
 import { workspacePage } from '../../db/paginate.ts';

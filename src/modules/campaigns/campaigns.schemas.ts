@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { campaignStatuses } from '../../db/schema.ts';
+import { campaignStatuses } from '../../domain.ts';
 import { Timestamp } from '../../http/schemas.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import {

@@ -5,19 +5,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type {
-  CampaignRow,
-  CampaignStatus,
-  Database,
-  MessageChannel,
-  MessageErrorCode,
-  MessageStatus,
-  TemplateRow,
-} from '../../db/schema.ts';
+import type { CampaignRow, Database, TemplateRow } from '../../db/schema.ts';
+import type { CampaignStatus, MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits } from '../credits/credits.repository.ts';
 import { listHistory } from '../messages/messages.repository.ts';

@@ -1,6 +1,7 @@
 import type { Insertable, Updateable } from 'kysely';
 import { pageOf } from '../../db/paginate.ts';
-import type { ChannelAccountRow, ChannelAccountTable, MessageChannel } from '../../db/schema.ts';
+import type { ChannelAccountRow, ChannelAccountTable } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export async function insertAccount(db: Executor, values: Insertable<ChannelAccountTable>) {

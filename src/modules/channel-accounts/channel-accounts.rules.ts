@@ -1,4 +1,4 @@
-import type { AccountProvider, MessageChannel } from '../../db/schema.ts';
+import type { AccountProvider, MessageChannel } from '../../domain.ts';
 import type { FieldErrors } from '../../errors.ts';
 
 export type SettingValue = string | number | boolean;

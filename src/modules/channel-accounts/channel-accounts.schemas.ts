@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { accountProviders } from '../../db/schema.ts';
+import { accountProviders } from '../../domain.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 

@@ -1,16 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
-import type {
-  AccountProvider,
-  ChannelAccountRow,
-  Database,
-  MessageChannel,
-  TemplateRow,
-} from '../../db/schema.ts';
+import type { ChannelAccountRow, Database, TemplateRow } from '../../db/schema.ts';
+import type { AccountProvider, MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { accountSecretBox, callbackUrl } from '../../providers/accounts.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';

@@ -1,11 +1,12 @@
 import { type Kysely, sql } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import { pageOf } from '../../db/paginate.ts';
-import type { ConversationRow, Database, MessageChannel } from '../../db/schema.ts';
+import type { ConversationRow, Database } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { placeKey } from '../../lib/place.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { ConversationRow, InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { ConversationRow, InboundMessageRow } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { placeKey } from '../../lib/place.ts';
 import { coverageOf } from '../users/users.schemas.ts';

@@ -6,7 +6,8 @@ import { pageOf } from '../../db/paginate.ts';
 import type { Database, QuickReplyRow } from '../../db/schema.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
-import { Done, Page, PageQuery, pageResult, Success, Timestamp } from '../../http/schemas.ts';
+import { Done, Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { actorOf, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 

@@ -1,11 +1,7 @@
 import { pageOf } from '../../db/paginate.ts';
 import { type Selectable, sql } from 'kysely';
-import {
-  type CreditChannel,
-  creditChannels,
-  type CreditLedgerTable,
-  type LedgerKind,
-} from '../../db/schema.ts';
+import { type CreditLedgerTable } from '../../db/schema.ts';
+import { type CreditChannel, creditChannels, type LedgerKind } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export type CreditAmounts = Record<CreditChannel, number>;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { creditChannels } from '../../db/schema.ts';
+import { creditChannels } from '../../domain.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import type { CreditAmounts } from './credits.repository.ts';
 

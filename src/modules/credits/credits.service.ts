@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { CreditChannel, CreditLedgerTable, Database } from '../../db/schema.ts';
-import { pageResult } from '../../http/schemas.ts';
+import type { CreditLedgerTable, Database } from '../../db/schema.ts';
+import type { CreditChannel } from '../../domain.ts';
+import { pageResult } from '../../domain.ts';
 import { listLedger } from './credits.repository.ts';
 import type { LedgerReason } from './credits.schemas.ts';
 

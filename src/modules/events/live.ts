@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database, LiveEventRow, Role } from '../../db/schema.ts';
+import type { Database, LiveEventRow } from '../../db/schema.ts';
+import type { Role } from '../../domain.ts';
 import { deleteCreatedBefore } from '../../db/prune.ts';
 import type { Executor } from '../../db/types.ts';
 import { can, type Permission } from '../../http/permissions.ts';

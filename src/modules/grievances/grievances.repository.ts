@@ -1,7 +1,8 @@
 import { pageOf } from '../../db/paginate.ts';
 import { type Insertable, type Updateable, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
-import type { GrievancePriority, GrievanceRow, GrievanceStatus, GrievanceTable } from '../../db/schema.ts';
+import type { GrievanceRow, GrievanceTable } from '../../db/schema.ts';
+import type { GrievancePriority, GrievanceStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface GrievanceFilters {

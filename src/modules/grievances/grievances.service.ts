@@ -1,15 +1,10 @@
 import type { Kysely, Updateable } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
-import type {
-  Database,
-  GrievancePriority,
-  GrievanceRow,
-  GrievanceStatus,
-  GrievanceTable,
-} from '../../db/schema.ts';
+import type { Database, GrievanceRow, GrievanceTable } from '../../db/schema.ts';
+import type { GrievancePriority, GrievanceStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {

@@ -1,5 +1,6 @@
 import { pageOf } from '../../db/paginate.ts';
-import type { InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { InboundMessageRow } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export async function insertInbound(

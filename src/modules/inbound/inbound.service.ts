@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
-import type { Database, InboundMessageRow, MessageChannel } from '../../db/schema.ts';
+import type { Database, InboundMessageRow } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import type { AuditActor } from '../audit/audit.repository.ts';
 import { addressProblem, recipientAddress } from '../messages/messages.rules.ts';
 import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts';

@@ -1,6 +1,7 @@
 import { pageOf } from '../../db/paginate.ts';
 import type { Insertable } from 'kysely';
-import type { MessageChannel, MessageRow, MessageStatus, MessageTable } from '../../db/schema.ts';
+import type { MessageRow, MessageTable } from '../../db/schema.ts';
+import type { MessageChannel, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export async function insertMessage(

@@ -1,4 +1,4 @@
-import type { CreditChannel, MessageChannel } from '../../db/schema.ts';
+import type { CreditChannel, MessageChannel } from '../../domain.ts';
 import { AppError, type FieldErrors } from '../../errors.ts';
 import { smsSegments } from '../../lib/sms.ts';
 import { toE164 } from '../../lib/phone.ts';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { messageChannels, messageErrorCodes, messageStatuses } from '../../db/schema.ts';
+import { messageChannels, messageErrorCodes, messageStatuses } from '../../domain.ts';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {

@@ -2,16 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type {
-  Database,
-  MessageChannel,
-  MessageErrorCode,
-  MessageRow,
-  MessageStatus,
-} from '../../db/schema.ts';
+import type { Database, MessageRow } from '../../db/schema.ts';
+import type { MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import {
   type FinalStatus,
   ProviderError,

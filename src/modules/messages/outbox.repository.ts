@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { DialectName } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { MessageChannel, MessageErrorCode, MessageRow } from '../../db/schema.ts';
+import type { MessageRow } from '../../db/schema.ts';
+import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 /**

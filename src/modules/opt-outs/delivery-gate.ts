@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database, MessageChannel, MessageErrorCode, MessageRow, TemplateRow } from '../../db/schema.ts';
+import type { Database, MessageRow, TemplateRow } from '../../db/schema.ts';
+import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import { exemptFromQuietHours, type QuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
 import type { OutgoingMessage } from '../../providers/provider.ts';

@@ -1,6 +1,7 @@
 import { pageOf } from '../../db/paginate.ts';
 import type { Insertable } from 'kysely';
-import type { MessageChannel, OptOutChannel, OptOutRow, OptOutSource, OptOutTable } from '../../db/schema.ts';
+import type { OptOutRow, OptOutTable } from '../../db/schema.ts';
+import type { MessageChannel, OptOutChannel, OptOutSource } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface OptOutFilters {

@@ -1,4 +1,5 @@
-import type { OptOutChannel, OptOutRow } from '../../db/schema.ts';
+import type { OptOutRow } from '../../db/schema.ts';
+import type { OptOutChannel } from '../../domain.ts';
 import { recipientAddress } from '../messages/messages.rules.ts';
 
 /**

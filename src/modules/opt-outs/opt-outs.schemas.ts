@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { optOutChannels, optOutSources } from '../../db/schema.ts';
+import { optOutChannels, optOutSources } from '../../domain.ts';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
 
 export const OptOutChannelSchema = Type.Enum([...optOutChannels], {

@@ -1,16 +1,11 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
-import {
-  type Database,
-  type MessageChannel,
-  type OptOutChannel,
-  optOutChannels,
-  type OptOutSource,
-} from '../../db/schema.ts';
+import { type Database } from '../../db/schema.ts';
+import { type MessageChannel, type OptOutChannel, optOutChannels, type OptOutSource } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
 import type { Download } from '../../http/download.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { CsvError, CsvReader, csvField, unguardFormula } from '../../lib/csv.ts';
 import { yieldToOthers } from '../../lib/pacing.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';

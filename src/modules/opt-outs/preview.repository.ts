@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { MessageChannel } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from '../voters/voters.repository.ts';
 

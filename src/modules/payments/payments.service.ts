@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, PaymentRow } from '../../db/schema.ts';
 import { notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { addCredits, balances } from '../credits/credits.repository.ts';
 import { creditsView } from '../credits/credits.schemas.ts';

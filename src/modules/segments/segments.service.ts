@@ -3,7 +3,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { countVoters, type VoterFilters } from '../voters/voters.repository.ts';
 import {
   deleteSegment,

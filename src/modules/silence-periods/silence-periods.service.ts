@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, SilencePeriodRow } from '../../db/schema.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   deleteSilencePeriod,

@@ -1,5 +1,6 @@
 import { pageOf } from '../../db/paginate.ts';
-import type { MessageChannel, TemplateRow, TemplateTable } from '../../db/schema.ts';
+import type { TemplateRow, TemplateTable } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import type { Insertable, Updateable } from 'kysely';
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { templateCategories } from '../../db/schema.ts';
+import { templateCategories } from '../../domain.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 

@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
-import type { Database, MessageChannel, TemplateCategory, TemplateRow } from '../../db/schema.ts';
+import type { Database, TemplateRow } from '../../db/schema.ts';
+import type { MessageChannel, TemplateCategory } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import {
   isTemplateRef,
   renderTemplate,

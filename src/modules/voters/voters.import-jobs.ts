@@ -4,7 +4,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { VoterImportRow } from '../../db/schema.ts';
 import { AppError, notFound } from '../../errors.ts';
 import type { Download } from '../../http/download.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { csvField } from '../../lib/csv.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import {

@@ -4,7 +4,7 @@ import { nowIso } from '../../db/connect.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, VoterRow } from '../../db/schema.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   deleteVoter,

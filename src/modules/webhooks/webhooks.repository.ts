@@ -1,7 +1,8 @@
 import { pageOf } from '../../db/paginate.ts';
 import { type Insertable, sql, type Updateable } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
-import type { DeliveryStatus, WebhookDeliveryTable, WebhookRow, WebhookTable } from '../../db/schema.ts';
+import type { WebhookDeliveryTable, WebhookRow, WebhookTable } from '../../db/schema.ts';
+import type { DeliveryStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { workspacePage } from '../../db/paginate.ts';
 

@@ -3,7 +3,7 @@ import type { WebhookSettings } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, WebhookRow } from '../../db/schema.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
-import { pageResult } from '../../http/schemas.ts';
+import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { emitPing, eventMessageId, webhookEventTypes } from './webhooks.events.ts';
