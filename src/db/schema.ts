@@ -1,6 +1,6 @@
+export type * from './schema.outreach.ts';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type {
-  AccountProvider,
   CampaignStatus,
   CreditChannel,
   DeliveryStatus,
@@ -10,17 +10,25 @@ import type {
   MessageChannel,
   MessageErrorCode,
   MessageStatus,
-  OptOutChannel,
-  OptOutSource,
   Role,
-  TemplateCategory,
   VoterImportStatus,
 } from '../domain.ts';
+import type {
+  OptOutTable,
+  SilencePeriodTable,
+  InboundMessageTable,
+  TemplateTable,
+  ChannelAccountTable,
+  ConversationTable,
+  QuickReplyTable,
+  LiveEventTable,
+} from './schema.outreach.ts';
 
 /**
  * Row types of every table. Timestamps are ISO 8601 UTC strings on both dialects (connect.ts makes
  * PostgreSQL's timestamptz come back as such); ids are numbers (int8 is parsed as a JS number).
  */
+
 export interface Database {
   workspaces: WorkspaceTable;
   users: UserTable;
@@ -400,138 +408,3 @@ export interface VoterImportFileTable {
   seq: number;
   data: Buffer;
 }
-
-export interface OptOutTable {
-  id: Generated<number>;
-  workspace_id: number;
-  /** E.164 phone or lower-cased email. */
-  address: string;
-  channel: OptOutChannel;
-  source: OptOutSource;
-  reason: string | null;
-  created_at: string;
-}
-export type OptOutRow = Selectable<OptOutTable>;
-
-export interface SilencePeriodTable {
-  id: Generated<number>;
-  workspace_id: number;
-  constituency: string;
-  constituency_key: string;
-  starts_at: string;
-  ends_at: string;
-  reason: string | null;
-  created_at: string;
-}
-export type SilencePeriodRow = Selectable<SilencePeriodTable>;
-
-export interface InboundMessageTable {
-  id: Generated<number>;
-  workspace_id: number;
-  channel: MessageChannel;
-  from: string;
-  body: string;
-  keyword: 'stop' | 'start' | null;
-  provider: string;
-  /** The provider's id of the message (Twilio's MessageSid): a replayed callback is stored once. */
-  provider_message_id: ColumnType<string | null, string | null | undefined, string | null>;
-  conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
-  created_at: string;
-}
-export type InboundMessageRow = Selectable<InboundMessageTable>;
-
-export interface TemplateTable {
-  id: Generated<number>;
-  workspace_id: number;
-  name: string;
-  channel: MessageChannel;
-  body: string;
-  language: string;
-  category: TemplateCategory;
-  dlt_template_id: string | null;
-  sender_id: string | null;
-  subject: string | null;
-  /** JSON text `{ msg91?, whatsapp_cloud? }`: the template's id with each provider; null when none. */
-  provider_template_ids: ColumnType<string | null, string | null | undefined, string | null>;
-  created_at: string;
-  updated_at: string;
-}
-export type TemplateRow = Selectable<TemplateTable>;
-
-export interface ChannelAccountTable {
-  id: Generated<number>;
-  workspace_id: number;
-  name: string;
-  provider: AccountProvider;
-  /** JSON text: the channels the account is for. */
-  channels: string;
-  /** JSON text: the provider's non-secret settings. */
-  settings: string;
-  /** The JSON of the credentials, sealed (SecretBox, purpose `channel-accounts`); never returned. */
-  credentials: string;
-  /** JSON text: the names of the credential keys that are set (shown as `credentials_set`). */
-  credentials_set: string;
-  /** JSON text: the channels for which this is the workspace's default account. */
-  default_for: string;
-  send_rate_per_second: number | null;
-  disabled_at: string | null;
-  disabled_reason: string | null;
-  /** Sealed: the secret in the account's callback URLs. */
-  callback_token: string;
-  /** Sealed: the WhatsApp webhook's verify token (whatsapp_cloud only). */
-  verify_token: string | null;
-  created_at: string;
-  updated_at: string;
-}
-export type ChannelAccountRow = Selectable<ChannelAccountTable>;
-
-export interface ConversationTable {
-  id: Generated<number>;
-  workspace_id: number;
-  channel: MessageChannel;
-  address: string;
-  voter_id: number | null;
-  status: 'open' | 'closed';
-  assigned_to: number | null;
-  unread_count: ColumnType<number, number | undefined, number>;
-  last_message_at: string;
-  last_message_preview: string;
-  last_inbound_at: string | null;
-  /** The channel account the contact last wrote to. */
-  channel_account_id: number | null;
-  grievance_id: number | null;
-  created_at: string;
-  updated_at: string;
-  /**
-   * The linked voter's name, ward, booth and constituency key, for the inbox's search and filters: copied when
-   * the conversation is created, kept in step by triggers on voters (null once the voter is deleted).
-   */
-  voter_name: ColumnType<string | null, string | null | undefined, string | null>;
-  voter_ward: ColumnType<string | null, string | null | undefined, string | null>;
-  voter_booth: ColumnType<string | null, string | null | undefined, string | null>;
-  voter_constituency_key: ColumnType<string | null, string | null | undefined, string | null>;
-}
-export type ConversationRow = Selectable<ConversationTable>;
-
-export interface QuickReplyTable {
-  id: Generated<number>;
-  workspace_id: number;
-  title: string;
-  body: string;
-  language: string;
-  created_at: string;
-  updated_at: string;
-}
-export type QuickReplyRow = Selectable<QuickReplyTable>;
-
-export interface LiveEventTable {
-  id: Generated<number>;
-  workspace_id: number;
-  type: string;
-  /** JSON text: the event's data, as webhooks carry it. */
-  data: string;
-  /** Conversation events: the conversation's assignee (a volunteer's stream carries only theirs). */
-  assigned_to: number | null;
-  created_at: string;
-}
-export type LiveEventRow = Selectable<LiveEventTable>;

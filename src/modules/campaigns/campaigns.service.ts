@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { CampaignRow, Database, TemplateRow } from '../../db/schema.ts';
-import type { CampaignStatus, MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
+import type { MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
@@ -15,19 +15,10 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits } from '../credits/credits.repository.ts';
 import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
-import {
-  addressProblem,
-  campaignRef,
-  contentProblems,
-  creditChannel,
-  parseRef,
-  recipientAddress,
-  unitCost,
-} from '../messages/messages.rules.ts';
+import { campaignRef, creditChannel, parseRef } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
 import { accountForSend, templateForAccount } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
-import { segmentFilters } from '../segments/segments.service.ts';
 import {
   campaignStats,
   cancelQueuedMessages,
@@ -41,40 +32,16 @@ import {
 } from './campaigns.repository.ts';
 import { campaignAudit, queueCampaign } from './campaigns.queue.ts';
 import { campaignView, heldNow } from './campaigns.view.ts';
-
-export interface AudienceInput {
-  channel: MessageChannel;
-  /** Required unless template_id names a tpl_ template. */
-  message?: string | undefined;
-  recipients?: string[] | undefined;
-  segment_id?: number | string | undefined;
-  subject?: string | undefined;
-  template_id?: string | undefined;
-  media_url?: string | undefined;
-  /** The channel account its messages go through (`cha_<n>`); default: the workspace's default when it goes out. */
-  channel_account_id?: string | undefined;
-}
-
-export interface CampaignInput extends AudienceInput {
-  name: string;
-  scheduled_at?: string | undefined;
-}
-
-/** PATCH: every field optional; null clears an optional one (scheduled_at: null makes it a draft again). */
-export interface CampaignPatch {
-  name?: string | undefined;
-  message?: string | undefined;
-  recipients?: string[] | null | undefined;
-  segment_id?: number | string | null | undefined;
-  scheduled_at?: string | null | undefined;
-  subject?: string | null | undefined;
-  template_id?: string | null | undefined;
-  media_url?: string | null | undefined;
-  channel_account_id?: string | null | undefined;
-}
-
-/** Only these can be edited or deleted: nothing is counted, charged or queued yet. */
-const EDITABLE: CampaignStatus[] = ['draft', 'scheduled'];
+import {
+  type AudienceInput,
+  campaignColumns,
+  type CampaignInput,
+  type CampaignPatch,
+  checkAudience,
+  editable,
+  EDITABLE,
+  futureTime,
+} from './campaigns.input.ts';
 
 /** Failures worth another try: the provider refused or could not deliver (not a bad address, an opt-out, a cancel). */
 const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable', 'rate_limited'];
@@ -104,11 +71,11 @@ export class CampaignsService {
       this.deps.config.dltEnforce,
     );
     const account = await this.account(workspaceId, input, template);
-    const audience = await this.audience(workspaceId, input, {});
+    const audience = await checkAudience(this.deps, workspaceId, input, {});
     const now = nowIso();
     const row = await this.deps.db.transaction().execute(async (trx) => {
       const draft = await insertCampaign(trx, workspaceId, {
-        ...this.columns(input, audience, now),
+        ...campaignColumns(input, audience, now),
         channel_account_id: account,
         name: `Broadcast ${now.slice(0, 16).replace('T', ' ')} UTC`,
         status: 'draft',
@@ -134,10 +101,10 @@ export class CampaignsService {
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
     const scheduledAt = futureTime(input.scheduled_at, errors);
-    const audience = await this.audience(workspaceId, input, errors);
+    const audience = await checkAudience(this.deps, workspaceId, input, errors);
     const now = nowIso();
     const row = await insertCampaign(this.deps.db, workspaceId, {
-      ...this.columns(input, audience, now),
+      ...campaignColumns(input, audience, now),
       channel_account_id: account,
       name: input.name.trim(),
       status: scheduledAt ? 'scheduled' : 'draft',
@@ -217,8 +184,8 @@ export class CampaignsService {
       patch.scheduled_at === undefined
         ? (current.scheduled_at ?? undefined)
         : futureTime(patch.scheduled_at ?? undefined, errors);
-    const audience = await this.audience(workspaceId, input, errors);
-    const columns = this.columns(input, audience, nowIso());
+    const audience = await checkAudience(this.deps, workspaceId, input, errors);
+    const columns = campaignColumns(input, audience, nowIso());
     const row = await updateCampaign(db, workspaceId, current.id, EDITABLE, {
       name: name.trim(),
       message: columns.message,
@@ -299,7 +266,7 @@ export class CampaignsService {
         const now = nowIso();
         const suffix = ` (retry of ${campaignRef(original.id)})`;
         const draft = await insertCampaign(trx, workspaceId, {
-          ...this.columns(
+          ...campaignColumns(
             {
               channel: original.channel,
               message: original.message,
@@ -439,42 +406,6 @@ export class CampaignsService {
     return row;
   }
 
-  /** Checks recipients (each valid for the channel; deduplicated), the segment and the content. */
-  private async audience(
-    workspaceId: number,
-    input: AudienceInput & { message: string },
-    errors: FieldErrors,
-  ): Promise<{ recipients: string[]; segmentId: number | null }> {
-    const { config } = this.deps;
-    const recipients: string[] = [];
-    if (input.recipients !== undefined) {
-      if (input.recipients.length > config.broadcastMaxRecipients) {
-        errors.recipients = [`must have at most ${config.broadcastMaxRecipients} items.`];
-      } else {
-        const seen = new Set<string>();
-        input.recipients.forEach((raw, i) => {
-          const address = recipientAddress(input.channel, raw, config.defaultCountry);
-          if (!address) errors[`recipients.${i}`] = [addressProblem(input.channel)];
-          else if (!seen.has(address)) {
-            seen.add(address);
-            recipients.push(address);
-          }
-        });
-      }
-    }
-    if (input.recipients === undefined && input.segment_id === undefined) {
-      errors.recipients = ['is required unless segment_id is given.'];
-    }
-    contentProblems(input, errors);
-    if (Object.keys(errors).length > 0) throw validationError(errors);
-    let segmentId: number | null = null;
-    if (input.segment_id !== undefined) {
-      segmentId = Number(input.segment_id);
-      await segmentFilters(this.deps.db, workspaceId, segmentId);
-    }
-    return { recipients, segmentId };
-  }
-
   /**
    * The account a campaign names (422 on channel_account_id unless it is an active account of the workspace
    * for the channel), checked with the template against what the provider needs (MSG91: its own template);
@@ -491,45 +422,4 @@ export class CampaignsService {
     if (Object.keys(errors).length > 0) throw validationError(errors);
     return input.channel_account_id !== undefined && account ? account.id : null;
   }
-
-  private columns(
-    input: AudienceInput & { message: string },
-    audience: { recipients: string[]; segmentId: number | null },
-    now: string,
-  ) {
-    return {
-      channel: input.channel,
-      message: input.message,
-      subject: input.subject ?? null,
-      media_url: input.media_url ?? null,
-      template_id: input.template_id ?? null,
-      segment_id: audience.segmentId,
-      recipients: audience.recipients.length > 0 ? JSON.stringify(audience.recipients) : null,
-      unit_cost: unitCost(input.channel, input.message),
-      total_recipients: 0,
-      reserved_credits: 0,
-      created_at: now,
-      updated_at: now,
-    };
-  }
-}
-
-function editable(campaign: CampaignRow): void {
-  if (!EDITABLE.includes(campaign.status)) {
-    throw new AppError(
-      'conflict',
-      `The campaign is ${campaign.status}; only a draft or scheduled campaign can be changed or deleted.`,
-      { status: campaign.status },
-    );
-  }
-}
-
-/** A future ISO 8601 date-time, normalised; adds to `errors` otherwise. */
-function futureTime(value: string | undefined, errors: FieldErrors): string | undefined {
-  if (value === undefined) return undefined;
-  const at = new Date(value);
-  if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
-  else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
-  else return at.toISOString();
-  return undefined;
 }
