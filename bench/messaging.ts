@@ -16,7 +16,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { channels, type Channel, type MessageProvider } from '../src/providers/provider.ts';
 import { SandboxProvider } from '../src/providers/sandbox.ts';
 

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { buildTestApp, call, dialects, register, type TestApp, uniquePhone } from './helpers.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
 

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { ProviderError } from '../src/providers/provider.ts';
 import { SmtpProvider } from '../src/providers/smtp.ts';
 import { call, dialects, expectError, register, uniquePhone } from './helpers.ts';

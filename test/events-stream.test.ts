@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, buildTestApp, call, dialects, register, uniquePhone, type TestApp } from './helpers.ts';
 import { until } from './messaging-helpers.ts';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { EventHub } from '../src/modules/events/live.ts';
 
 interface Received {

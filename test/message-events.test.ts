@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { buildTestApp, call, dialects, register, type TestApp, uniquePhone } from './helpers.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
 import { startReceiver, workerFor } from './webhook-receivers.ts';

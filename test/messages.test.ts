@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { smsSegments } from '../src/lib/sms.ts';
 import { IdempotencyService } from '../src/modules/idempotency/idempotency.service.ts';
 import {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import {
   type Account,
   addMember,

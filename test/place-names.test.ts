@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { placeKey, placeText } from '../src/lib/place.ts';
 import { up as normalisePlaceNames } from '../src/db/migrations/2026_11_25_020_place_names.ts';
 import { buildTestApp, call, dialects, importCsv, register, type TestApp, uniquePhone } from './helpers.ts';

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { buildTestApp, call, register, type TestApp } from './helpers.ts';
 import { insertVoters } from './messaging-helpers.ts';
 

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
-import { renderTemplate, unknownVariables } from '../src/lib/template-render.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
+import { renderTemplate, unknownVariables } from '../src/modules/sending/render.ts';
 import {
   type Account,
   addMember,

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { logLines } from '../bench/server.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/jobs/delivery-worker.ts';
-import { claimDue } from '../src/modules/messages/outbox.repository.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
+import { claimDue } from '../src/modules/sending/outbox.repository.ts';
 import { type Account, buildTestApp, call, dialects, register, type TestApp } from './helpers.ts';
 import { insertVoters, isolatedDatabase, until } from './messaging-helpers.ts';
 

@@ -5,7 +5,7 @@ import type { Db } from '../db/connect.ts';
 import type { Providers } from '../providers/provider.ts';
 import { VoterImporter } from '../modules/voters/voters.import.ts';
 import { VoterImportJobs } from '../modules/voters/voters.import-jobs.ts';
-import { DeliveryWorker } from './delivery-worker.ts';
+import { DeliveryWorker } from '../modules/sending/delivery-worker.ts';
 import { VoterImportLoop } from './voter-imports.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 

@@ -12,7 +12,7 @@ import { defaultAccount } from '../channel-accounts/channel-accounts.repository.
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel } from '../messages/messages.rules.ts';
 import { emitMessageEvents } from '../messages/messages.service.ts';
-import { failMessages } from '../messages/outbox.repository.ts';
+import { failMessages } from '../sending/outbox.repository.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import {
   claimQueuedCampaign,

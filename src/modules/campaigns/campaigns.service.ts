@@ -1,4 +1,4 @@
-import { isTemplateRef } from '../../lib/template-render.ts';
+import { isTemplateRef } from '../sending/render.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
 import type { FastifyBaseLogger } from 'fastify';

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { CampaignRow, Database } from '../../db/schema.ts';
 import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef } from '../../lib/template-render.ts';
+import { isTemplateRef } from '../sending/render.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { campaignRef } from '../messages/messages.rules.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';

@@ -29,7 +29,7 @@ import {
 } from './messages.rules.ts';
 import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
 import { dltFields, providerTemplateOf, renderFor, withTemplate } from '../templates/templates.service.ts';
-import type { VoterFields } from '../../lib/template-render.ts';
+import type { VoterFields } from '../sending/render.ts';
 import type { AccountPace, AccountProviders } from '../../providers/accounts.ts';
 import {
   accountForSend,
@@ -39,7 +39,13 @@ import {
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { conversationFor, touchOutbound } from '../conversations/conversations.thread.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
-import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
+import {
+  deliverMessages,
+  failMessages,
+  type Handover,
+  markSent,
+  type Settled,
+} from '../sending/outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
 
 export interface SendInput {

@@ -13,7 +13,7 @@ import {
   variableValues,
   type VariableOverrides,
   type VoterFields,
-} from '../../lib/template-render.ts';
+} from '../sending/render.ts';
 import type { ProviderTemplate } from '../../providers/provider.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import {

@@ -2,19 +2,19 @@ import type { Kysely } from 'kysely';
 import type { Database, MessageRow, TemplateRow } from '../../db/schema.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import { exemptFromQuietHours, type QuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
+import { isTemplateRef, renderTemplate } from './render.ts';
 import type { OutgoingMessage } from '../../providers/provider.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
-import { failMessages, releaseUnsent } from '../messages/outbox.repository.ts';
+import { failMessages, releaseUnsent } from './outbox.repository.ts';
 import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
 import { dltFields, providerTemplateOf } from '../templates/templates.service.ts';
 import {
   phonesInConstituencies,
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
-import { optedOutAddresses } from './opt-outs.repository.ts';
+import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 
 export interface Screening {
   /** What may go to the provider now. */

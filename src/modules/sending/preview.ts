@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { CampaignRow, Database } from '../../db/schema.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { type QuietHours, exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef, renderTemplate } from '../../lib/template-render.ts';
+import { isTemplateRef, renderTemplate } from './render.ts';
 import { findCampaign } from '../campaigns/campaigns.repository.ts';
 import { campaignRef, creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
@@ -11,7 +11,7 @@ import {
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
-import { optedOutAddresses } from './opt-outs.repository.ts';
+import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { segmentConsentCounts } from './preview.repository.ts';
 
 const CHUNK = 500;

@@ -1,24 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.ts';
-import { type Db, nowIso } from '../db/connect.ts';
-import type { ChannelAccountRow, MessageRow } from '../db/schema.ts';
-import type { MessageErrorCode } from '../domain.ts';
+import type { Config } from '../../config.ts';
+import { type Db, nowIso } from '../../db/connect.ts';
+import type { ChannelAccountRow, MessageRow } from '../../db/schema.ts';
+import type { MessageErrorCode } from '../../domain.ts';
 import type { Redis } from 'ioredis';
-import { AccountPace, AccountProviders } from '../providers/accounts.ts';
-import { disableForAuth } from '../modules/channel-accounts/channel-accounts.service.ts';
-import { CampaignDispatch } from '../modules/campaigns/campaigns.dispatch.ts';
-import { messageRef } from '../modules/messages/messages.rules.ts';
-import { MessagesService } from '../modules/messages/messages.service.ts';
-import { pruneAuditLog } from '../modules/audit/audit.repository.ts';
-import { pruneLiveEvents } from '../modules/events/live.ts';
-import { DeliveryGate } from '../modules/opt-outs/delivery-gate.ts';
-import {
-  listUnsubscribeHeaders,
-  unsubscribeFooter,
-  unsubscribeUrl,
-} from '../modules/opt-outs/unsubscribe.ts';
+import { AccountPace, AccountProviders } from '../../providers/accounts.ts';
+import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
+import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
+import { messageRef } from '../messages/messages.rules.ts';
+import { MessagesService } from '../messages/messages.service.ts';
+import { pruneAuditLog } from '../audit/audit.repository.ts';
+import { pruneLiveEvents } from '../events/live.ts';
+import { DeliveryGate } from './gate.ts';
+import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
 import {
   claimDueFairly,
   dueSettlements,
@@ -26,7 +22,7 @@ import {
   releaseClaims,
   releaseUnsent,
   scheduleRetry,
-} from '../modules/messages/outbox.repository.ts';
+} from './outbox.repository.ts';
 import {
   type Channel,
   channels,
@@ -36,9 +32,9 @@ import {
   type Providers,
   sendWithin,
   type StatusReport,
-} from '../providers/provider.ts';
+} from '../../providers/provider.ts';
 import { Pace } from './pace.ts';
-import { sandboxOutcome } from '../providers/sandbox.ts';
+import { sandboxOutcome } from '../../providers/sandbox.ts';
 
 type WorkerConfig = Pick<
   Config,
