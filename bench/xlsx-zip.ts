@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { type Cell, xlsxRows, xlsxStream } from '../src/lib/xlsx.ts';
-import { exportColumns as columns } from '../src/modules/voters/voters.export.repository.ts';
+import { exportColumns as columns } from '../src/modules/voter-exports/voter-exports.repository.ts';
 
 const { values: args } = parseArgs({
   options: { rows: { type: 'string', default: '1000000' }, only: { type: 'string' } },

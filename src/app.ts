@@ -57,11 +57,11 @@ import { usersRoutes } from './modules/users/users.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
-import { VoterImporter } from './modules/voters/voters.import.ts';
-import { VoterImportJobs } from './modules/voters/voters.import-jobs.ts';
-import { VoterExports } from './modules/voters/voters.export.ts';
+import { buildVoterImports } from './modules/voter-imports/import-jobs.ts';
+import { VoterExports } from './modules/voter-exports/voter-exports.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
-import { votersTransferRoutes } from './modules/voters/voters.transfer.routes.ts';
+import { voterImportsRoutes } from './modules/voter-imports/voter-imports.routes.ts';
+import { voterExportsRoutes } from './modules/voter-exports/voter-exports.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
@@ -230,18 +230,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
-  const importer = new VoterImporter({
-    db,
-    defaultCountry: config.defaultCountry,
-    maxBytes: config.import.maxBytes,
-    maxErrors: config.import.maxErrors,
-  });
-  await app.register(votersTransferRoutes, {
+  const { importer, jobs } = buildVoterImports({ db, config, log: app.log });
+  await app.register(voterImportsRoutes, {
     prefix: '/api',
     importer,
-    jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log: app.log }),
-    exports: new VoterExports({ db, settings: config.export }),
+    jobs,
     maxImportBytes: config.import.maxBytes,
+    idleTimeoutMs: config.export.idleTimeoutMs,
+  });
+  await app.register(voterExportsRoutes, {
+    prefix: '/api',
+    exports: new VoterExports({ db, settings: config.export }),
     idleTimeoutMs: config.export.idleTimeoutMs,
   });
   await app.register(votersRoutes, { prefix: '/api', voters });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportThreadCounts } from '../src/modules/voters/voters.export-threads.ts';
+import { exportThreadCounts } from '../src/modules/voter-exports/export-threads.ts';
 import {
   buildTestApp,
   call,

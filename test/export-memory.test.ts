@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportVoters } from '../src/modules/voters/voters.export.ts';
+import { exportVoters } from '../src/modules/voter-exports/voter-exports.ts';
 import { buildTestApp, importCsv, register, type TestApp } from './helpers.ts';
 
 setFlagsFromString('--expose-gc');

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { DirectoryFileStore } from '../src/modules/voters/voters.import-store.ts';
+import { DirectoryFileStore } from '../src/modules/voter-imports/import-store.ts';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 

@@ -12,9 +12,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Role } from '../src/domain.ts';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/openapi.ts';
 import { can, permissions } from '../src/http/permissions.ts';
-import { VoterImportLoop } from '../src/jobs/voter-imports.ts';
-import { VoterImportJobs } from '../src/modules/voters/voters.import-jobs.ts';
-import { VoterImporter } from '../src/modules/voters/voters.import.ts';
+import { VoterImportLoop } from '../src/modules/voter-imports/import-jobs.loop.ts';
+import { VoterImportJobs } from '../src/modules/voter-imports/import-jobs.ts';
+import { VoterImporter } from '../src/modules/voter-imports/voter-imports.ts';
 import { newWebhookSecret, webhookSecretBox } from '../src/modules/webhooks/webhooks.secrets.ts';
 import {
   type Account,

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xlsxRows } from '../src/lib/xlsx.ts';
-import { exportVoters as exportVotersFile } from '../src/modules/voters/voters.export.ts';
-import type { ExportRow } from '../src/modules/voters/voters.export.repository.ts';
+import { exportVoters as exportVotersFile } from '../src/modules/voter-exports/voter-exports.ts';
+import type { ExportRow } from '../src/modules/voter-exports/voter-exports.repository.ts';
 import {
   addMember,
   buildTestApp,

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VoterImportLoop } from '../src/jobs/voter-imports.ts';
-import { claimImportJob } from '../src/modules/voters/voters.import-jobs.repository.ts';
-import { VoterImportJobs } from '../src/modules/voters/voters.import-jobs.ts';
-import { VoterImporter } from '../src/modules/voters/voters.import.ts';
+import { VoterImportLoop } from '../src/modules/voter-imports/import-jobs.loop.ts';
+import { claimImportJob } from '../src/modules/voter-imports/import-jobs.repository.ts';
+import { VoterImportJobs } from '../src/modules/voter-imports/import-jobs.ts';
+import { VoterImporter } from '../src/modules/voter-imports/voter-imports.ts';
 import {
   addMember,
   buildTestApp,

@@ -3,11 +3,11 @@ import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { VoterImportLoop } from '../src/jobs/voter-imports.ts';
-import { claimImportJob } from '../src/modules/voters/voters.import-jobs.repository.ts';
-import { VoterImportJobs } from '../src/modules/voters/voters.import-jobs.ts';
-import { DirectoryFileStore, importFileStore } from '../src/modules/voters/voters.import-store.ts';
-import { VoterImporter } from '../src/modules/voters/voters.import.ts';
+import { VoterImportLoop } from '../src/modules/voter-imports/import-jobs.loop.ts';
+import { claimImportJob } from '../src/modules/voter-imports/import-jobs.repository.ts';
+import { VoterImportJobs } from '../src/modules/voter-imports/import-jobs.ts';
+import { DirectoryFileStore, importFileStore } from '../src/modules/voter-imports/import-store.ts';
+import { VoterImporter } from '../src/modules/voter-imports/voter-imports.ts';
 import {
   buildTestApp,
   call,

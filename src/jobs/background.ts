@@ -3,10 +3,9 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/connect.ts';
 import type { Providers } from '../providers/provider.ts';
-import { VoterImporter } from '../modules/voters/voters.import.ts';
-import { VoterImportJobs } from '../modules/voters/voters.import-jobs.ts';
+import { buildVoterImports } from '../modules/voter-imports/import-jobs.ts';
 import { DeliveryWorker } from '../modules/sending/delivery-worker.ts';
-import { VoterImportLoop } from './voter-imports.ts';
+import { VoterImportLoop } from '../modules/voter-imports/import-jobs.loop.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
@@ -36,13 +35,7 @@ export class Background {
     this.redis?.on('error', (error) => deps.log.debug({ err: error }, 'redis error'));
     this.delivery = new DeliveryWorker({ ...deps, redis: this.redis });
     const { db, config, log } = deps;
-    const importer = new VoterImporter({
-      db,
-      defaultCountry: config.defaultCountry,
-      maxBytes: config.import.maxBytes,
-      maxErrors: config.import.maxErrors,
-    });
-    const jobs = new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log });
+    const { jobs } = buildVoterImports(deps);
     this.imports = new VoterImportLoop({
       db,
       jobs,

@@ -5,7 +5,7 @@ import { AppError } from '../../errors.ts';
 import { balances, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel, insufficientCredits } from '../messages/messages.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
-import type { VoterFilters } from '../voters/voters.repository.ts';
+import type { VoterFilters } from '../voters/voters.search.ts';
 import {
   countSegmentAddresses,
   segmentOverlap,

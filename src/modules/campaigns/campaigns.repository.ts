@@ -3,7 +3,7 @@ import { isPostgres } from '../../db/dialect.ts';
 import type { CampaignRow, CampaignTable } from '../../db/schema.ts';
 import type { CampaignStatus, MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { filteredVoters, type VoterFilters } from '../voters/voters.repository.ts';
+import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
 import { workspacePage } from '../../db/paginate.ts';
 
 export type Stats = Record<MessageStatus, number>;

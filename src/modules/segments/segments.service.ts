@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
-import { countVoters, type VoterFilters } from '../voters/voters.repository.ts';
+import { countVoters, type VoterFilters } from '../voters/voters.search.ts';
 import {
   deleteSegment,
   findSegment,

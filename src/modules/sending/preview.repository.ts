@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { filteredVoters, type VoterFilters } from '../voters/voters.repository.ts';
+import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
 
 export interface SegmentCounts {
   total: number;

@@ -11,11 +11,10 @@ import {
   findVoter,
   findVoterByIdentity,
   insertVoter,
-  listVoters,
   nameKey,
   updateVoter,
-  type VoterFilters,
 } from './voters.repository.ts';
+import { listVoters, type VoterFilters } from './voters.search.ts';
 import { checkVoter, type VoterField, type VoterValues } from './voters.rules.ts';
 
 export function voterView(row: VoterRow) {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
 import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { VoterImportRow } from '../../db/schema.ts';
@@ -15,16 +17,16 @@ import {
   insertImportJob,
   listImportJobs,
   updateHeldJob,
-} from './voters.import-jobs.repository.ts';
-import { type ImportFileStore, importFileStore } from './voters.import-store.ts';
+} from './import-jobs.repository.ts';
+import { type ImportFileStore, importFileStore } from './import-store.ts';
 import {
   type FailedRowSink,
   type ImportResult,
   type ImportSource,
   readError,
   tooLarge,
-  type VoterImporter,
-} from './voters.import.ts';
+  VoterImporter,
+} from './voter-imports.ts';
 
 export const importJobId = (id: number) => `imp_${id}`;
 
@@ -339,4 +341,16 @@ export class VoterImportJobs {
   }
 
   private pruneAfter = '';
+}
+
+/** The import's objects, built the same way by the API (its routes) and by the background loop. */
+export function buildVoterImports(deps: { db: Db; config: Readonly<Config>; log: FastifyBaseLogger }) {
+  const { db, config, log } = deps;
+  const importer = new VoterImporter({
+    db,
+    defaultCountry: config.defaultCountry,
+    maxBytes: config.import.maxBytes,
+    maxErrors: config.import.maxErrors,
+  });
+  return { importer, jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log }) };
 }

@@ -8,13 +8,13 @@ import { createRequire } from 'node:module';
 import { URL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const compiled = new URL('./voters.export-worker.js', import.meta.url);
+const compiled = new URL('./export-worker.js', import.meta.url);
 let runExportWorker;
 if (existsSync(compiled)) {
   ({ runExportWorker } = await import(compiled.href));
 } else {
   const require = createRequire(import.meta.url);
   require('tsx/cjs/api').register();
-  ({ runExportWorker } = require('./voters.export-worker.ts'));
+  ({ runExportWorker } = require('./export-worker.ts'));
 }
 await runExportWorker(workerData, parentPort);

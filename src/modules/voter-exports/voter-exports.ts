@@ -2,8 +2,8 @@ import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
 import { xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
-import { type ExportFormat, exportFormats, exportText } from './voters.export-format.ts';
-import { type ExportThreadSettings, threadedCsv, threadedSheet } from './voters.export-threads.ts';
+import { type ExportFormat, exportFormats, exportText } from './export-format.ts';
+import { type ExportThreadSettings, threadedCsv, threadedSheet } from './export-threads.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   copyVoterRows,
@@ -11,9 +11,9 @@ import {
   exportColumns,
   exportVoterBatches,
   type ExportRow,
-} from './voters.export.repository.ts';
-import { countVoters, type VoterFilters } from './voters.repository.ts';
-import { VoterFiltersSchema } from './voters.schemas.ts';
+} from './voter-exports.repository.ts';
+import { countVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
 export interface ExportFile {

@@ -5,9 +5,9 @@ import { nowIso } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
 import type { AuditActor } from '../audit/audit.repository.ts';
-import { startVoterImport, type StagedVoter, type VoterImport } from './voters.import.repository.ts';
-import { nameKey } from './voters.repository.ts';
-import { checkVoter, type VoterField, voterFields } from './voters.rules.ts';
+import { startVoterImport, type StagedVoter, type VoterImport } from './voter-imports.repository.ts';
+import { nameKey } from '../voters/voters.repository.ts';
+import { checkVoter, type VoterField, voterFields } from '../voters/voters.rules.ts';
 
 export interface ImportRowError {
   row: number;

@@ -6,7 +6,7 @@ import { type CopyToStreamQuery, to as copyTo } from 'pg-copy-streams';
 import type { BulkConnections, Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import { filteredVoters, type VoterFilters } from './voters.repository.ts';
+import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
 
 // The export's reads: keyset batches, COPY on PostgreSQL, and the id ranges the export threads split.
 

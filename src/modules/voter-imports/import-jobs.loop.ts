@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { nowIso } from '../db/connect.ts';
-import type { Db } from '../db/connect.ts';
-import { claimImportJob, updateHeldJob } from '../modules/voters/voters.import-jobs.repository.ts';
-import type { VoterImportJobs } from '../modules/voters/voters.import-jobs.ts';
+import { nowIso } from '../../db/connect.ts';
+import type { Db } from '../../db/connect.ts';
+import { claimImportJob, updateHeldJob } from './import-jobs.repository.ts';
+import type { VoterImportJobs } from './import-jobs.ts';
 
 export interface VoterImportLoopDeps {
   db: Db;

@@ -1,6 +1,6 @@
 import { csvField } from '../../lib/csv.ts';
 import { xlsxRows } from '../../lib/xlsx.ts';
-import type { ExportRow } from './voters.export.repository.ts';
+import type { ExportRow } from './voter-exports.repository.ts';
 
 // Loaded by the export's worker threads too: its imports stay light (types only from the database layer).
 

@@ -3,10 +3,10 @@ import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
 import type { SheetPiece } from '../../lib/xlsx.ts';
-import type { ExportFormat } from './voters.export-format.ts';
-import type { ExportChunk, ExportWorkerData } from './voters.export-worker.ts';
-import { exportRangeStatement, voterIdSpan } from './voters.export.repository.ts';
-import { countVoters, hasExactFilters, type VoterFilters } from './voters.repository.ts';
+import type { ExportFormat } from './export-format.ts';
+import type { ExportChunk, ExportWorkerData } from './export-worker.ts';
+import { exportRangeStatement, voterIdSpan } from './voter-exports.repository.ts';
+import { countVoters, hasExactFilters, type VoterFilters } from '../voters/voters.search.ts';
 
 export interface ExportThreadSettings {
   /** Worker threads for one export; 0: every export runs in the request's thread. */
@@ -32,7 +32,7 @@ const CREDITS = 6;
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 };
 /** How long a worker asked to stop may take to end by itself before it is terminated. */
 const STOP_WAIT_MS = 30_000;
-const entry = new URL('./voters.export-worker.mjs', import.meta.url);
+const entry = new URL('./export-worker.mjs', import.meta.url);
 
 const threadCounts = { started: 0, running: 0 };
 /** Threads promised to exports that have started or are about to start them (see threadedExport). */

@@ -1,10 +1,10 @@
 import type { MessagePort } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import { sheetPieceSync } from '../../lib/xlsx.ts';
-import { type ExportFormat, exportText } from './voters.export-format.ts';
-import type { ExportRow } from './voters.export.repository.ts';
+import { type ExportFormat, exportText } from './export-format.ts';
+import type { ExportRow } from './voter-exports.repository.ts';
 
-/** What an export worker thread is started with (see voters.export-threads.ts). */
+/** What an export worker thread is started with (see export-threads.ts). */
 export interface ExportWorkerData {
   /** The SQLite database file, opened read-only by the worker. */
   file: string;

@@ -1,0 +1,189 @@
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError, validationError } from '../../errors.ts';
+import { sendDownload } from '../../http/download.ts';
+import { authOf } from '../../http/guard.ts';
+import { Page, PageQuery, Success } from '../../http/schemas.ts';
+import { validatorCompiler } from '../../http/validation.ts';
+import { actorOf } from '../audit/audit.repository.ts';
+import type { VoterImportJobs } from './import-jobs.ts';
+import type { VoterImporter } from './voter-imports.ts';
+import {
+  ImportJob,
+  ImportQuery,
+  ImportResultSchema,
+  importDescription,
+  JobParams,
+} from './voter-imports.schemas.ts';
+
+/** RFC 7240: whether a Prefer header asks for `respond-async`. */
+function prefersAsync(header: string | string[] | undefined): boolean {
+  const values = Array.isArray(header) ? header : header ? [header] : [];
+  return values.some((value) =>
+    value.split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async'),
+  );
+}
+
+/** Voter import (multipart CSV, at once or as a background job) and the jobs' progress and failed rows. */
+export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
+  importer: VoterImporter;
+  jobs: VoterImportJobs;
+  maxImportBytes: number;
+  idleTimeoutMs: number;
+}> = async (app, { importer, jobs, maxImportBytes, idleTimeoutMs }) => {
+  const tags = ['Voters'];
+
+  await app.register(multipart, {
+    limits: { fileSize: maxImportBytes, files: 1, fields: 20, parts: 20, headerPairs: 100 },
+  });
+  // Any other body type on these routes gets an answer that says what to send.
+  app.addContentTypeParser('*', (_request, _payload, done) => {
+    done(
+      new AppError(
+        'bad_request',
+        'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
+      ),
+    );
+  });
+
+  app.post(
+    '/voters/import',
+    {
+      config: { permission: 'voters:import' },
+      // The multipart body is read as a stream by the handler, not validated as JSON: its schema only
+      // documents it in the OpenAPI document. The query string is checked as on every route.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
+      schema: {
+        tags,
+        summary: 'Import voters from a CSV file (streamed; re-importing updates instead of duplicating)',
+        description: importDescription,
+        consumes: ['multipart/form-data'],
+        querystring: ImportQuery,
+        body: Type.Object(
+          { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
+          { required: ['file'] },
+        ),
+        headers: Type.Object({
+          prefer: Type.Optional(
+            Type.String({
+              description:
+                '`respond-async` (RFC 7240): the upload is stored and the answer is 202 with an import job, run in the background (see `GET /api/voters/imports/{id}`).',
+            }),
+          ),
+        }),
+        response: {
+          200: Success(ImportResultSchema),
+          202: Success(ImportJob, 'The import job, queued. `Location` names it.'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      if (!request.isMultipart()) {
+        throw new AppError(
+          'bad_request',
+          'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
+        );
+      }
+      let part;
+      try {
+        part = await request.file();
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        throw new AppError('bad_request', 'The multipart body could not be read.');
+      }
+      if (!part || part.fieldname !== 'file') {
+        part?.file.resume();
+        throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });
+      }
+      const file = part.file;
+      const dryRun = request.query.dry_run;
+      if (prefersAsync(request.headers.prefer)) {
+        if (dryRun) {
+          file.resume();
+          throw validationError({ dry_run: ['cannot be combined with Prefer: respond-async.'] });
+        }
+        const job = await jobs.enqueue(auth.workspaceId, actorOf(request), part.filename, {
+          stream: file,
+          truncated: () => file.truncated,
+        });
+        return reply
+          .code(202)
+          .header('location', `/api/voters/imports/${job.id}`)
+          .header('preference-applied', 'respond-async')
+          .send({ success: true, message: `Import job ${job.id} queued.`, data: job });
+      }
+      const result = await importer.run(
+        auth.workspaceId,
+        { stream: file, truncated: () => file.truncated },
+        { dryRun, audit: dryRun ? undefined : { actor: actorOf(request), fileName: part.filename } },
+      );
+      const counts = `${result.imported} created, ${result.updated} updated, ${result.failed} failed`;
+      return {
+        success: true as const,
+        message: dryRun ? `Dry run, nothing written: ${counts}.` : `Import finished: ${counts}.`,
+        data: { ...result, dry_run: dryRun },
+      };
+    },
+  );
+
+  app.get(
+    '/voters/imports',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: "List the workspace's voter import jobs, newest first",
+        querystring: PageQuery,
+        response: { 200: Success(Page(ImportJob)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await jobs.list(authOf(request).workspaceId, request.query.page, request.query.per_page),
+    }),
+  );
+
+  app.get(
+    '/voters/imports/:import_id',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: 'Read one voter import job: status, progress, counts, the first errors',
+        params: JobParams,
+        response: { 200: Success(ImportJob) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await jobs.get(authOf(request).workspaceId, request.params.import_id),
+    }),
+  );
+
+  app.get(
+    '/voters/imports/:import_id/errors.csv',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: "A finished import job's failed rows as CSV, ready to fix and upload again",
+        description:
+          "The file's header row plus a last column `error`, then each failed row as it was in the file (a value a spreadsheet would run as a formula gets a leading `'`, which the import removes again) with what was wrong. 409 while the job has not finished.",
+        params: JobParams,
+        produces: ['text/csv'],
+        response: {
+          200: {
+            description: 'The CSV file.',
+            content: { 'text/csv': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const file = await jobs.errorsFile(authOf(request).workspaceId, request.params.import_id);
+      await sendDownload(request, reply, file, idleTimeoutMs);
+    },
+  );
+};

@@ -1,0 +1,84 @@
+import { Type } from 'typebox';
+
+/** The voter import's request and answer shapes. */
+
+const ImportErrors = Type.Array(
+  Type.Object({
+    row: Type.Integer({
+      description: 'Line of the file where the row starts (the header is line 1).',
+    }),
+    field: Type.String(),
+    message: Type.String(),
+  }),
+  { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
+);
+
+export const ImportResultSchema = Type.Object({
+  imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
+  updated: Type.Integer({
+    description:
+      'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside).',
+  }),
+  failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
+  dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
+  errors: ImportErrors,
+});
+
+const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+
+export const ImportJob = Type.Object(
+  {
+    id: Type.String({ pattern: '^imp_[0-9]+$', description: '`imp_<n>`.' }),
+    status: Type.Union(
+      [Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')],
+      {
+        description:
+          '`queued -> running -> completed | failed`. `failed`: the file as a whole could not be imported (`message` says why) and nothing of it was applied.',
+      },
+    ),
+    file_name: Type.String(),
+    bytes: Type.Integer({ description: 'Size of the stored upload.' }),
+    progress: Type.Object({ bytes_read: Type.Integer(), rows_read: Type.Integer() }),
+    imported: Type.Integer(),
+    updated: Type.Integer(),
+    failed: Type.Integer(),
+    errors: ImportErrors,
+    message: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed job failed.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    started_at: NullableTimestamp,
+    finished_at: NullableTimestamp,
+  },
+  { title: 'VoterImportJob' },
+);
+
+export const JobParams = Type.Object({
+  import_id: Type.String({ maxLength: 40, description: 'The job id, `imp_<n>`.' }),
+});
+
+export const ImportQuery = Type.Object({
+  dry_run: Type.Boolean({
+    default: false,
+    description:
+      '`true`: every check runs and the answer has the same counts and errors (with `dry_run: true`), but nothing is written.',
+  }),
+});
+
+export const importDescription = `Multipart form data with one part \`file\`: a CSV file, UTF-8 with or without a BOM, up to
+IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only the first file part is
+read, and it must be named \`file\`; other parts are ignored.
+
+The header row names the columns \`name, phone, email, constituency, booth, ward, address\` in any order and
+case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
+\`phone\` are required columns, and no voter column may be named twice (422 otherwise). Fields may be quoted
+("..." with "" for a quote, holding commas and line breaks); lines end in LF, CRLF or CR alone; blank rows are
+skipped. Each row is checked as a create through the API would be; a leading \`'\` that an export put before a
+formula-like value is removed.
+
+A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
+voter instead of adding another; within one file the later row wins. The file is read to its end before
+anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
+quote, a line of over a million characters) leaves the voters unchanged.
+
+A row that matches a voter changes only what the file says: a column the file lacks leaves that field as it is,
+and so does an empty cell (clear a field with \`PUT /api/voters/{id}\`). \`?dry_run=true\` runs every check and
+answers the same counts and errors with \`dry_run: true\`, writing nothing.`;

@@ -1,0 +1,385 @@
+import { placeKey, placeText } from '../../lib/place.ts';
+import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
+import type { Database, VoterRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+
+/**
+ * How voters are found: the filters shared by the list, the export, segments and broadcasts, the search (trigram
+ * or FTS5 and phone digits), and the planner that picks how a page and its total are read.
+ */
+
+/** The filter object shared by the list, export, segments and broadcasts. */
+export interface VoterFilters {
+  constituency?: string | undefined;
+  booth?: string | undefined;
+  ward?: string | undefined;
+  search?: string | undefined;
+}
+
+/** A term made only of digits, spaces and an optional leading + also searches phones, by its digits. */
+function phoneDigits(term: string): string | undefined {
+  return /^\+?[\d ]+$/.test(term) ? term.replace(/\D/g, '') : undefined;
+}
+
+function likePattern(term: string): string {
+  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+function ftsPhrase(term: string): string {
+  return `"${term.replace(/"/g, '""')}"`;
+}
+
+/**
+ * The FTS5 query for a term on SQLite, or undefined when the term is too short for trigrams. The term's
+ * phrase is not limited to the name and email columns (a column filter cost a fifth of a common term's
+ * count), which matches the same voters: a phone is `+` and digits, so a term that is not made of digits,
+ * spaces and a leading `+` never occurs in one, and a term that is also searches the phone's digits.
+ */
+function ftsMatch(term: string): string | undefined {
+  const digits = phoneDigits(term);
+  if ([...term].length < 3 || (digits !== undefined && digits.length < 3)) return undefined;
+  return digits ? `${ftsPhrase(term)} OR phone: ${ftsPhrase(digits)}` : ftsPhrase(term);
+}
+
+/**
+ * Case-insensitive substring search of name or email (and phone digits), served by an index: pg_trgm GIN
+ * indexes on PostgreSQL, the FTS5 trigram table on SQLite. Trigrams need three characters; a shorter term
+ * falls back to LIKE over the workspace's rows (a scan: slow at millions of voters).
+ */
+function searchCondition(db: Executor, term: string, ids?: IdRange) {
+  const digits = phoneDigits(term);
+  return (eb: ExpressionBuilder<Database, 'voters'>) => {
+    if (isPostgres(db)) {
+      const like = likePattern(term);
+      const ors = [eb('voters.name', 'ilike', like), eb('voters.email', 'ilike', like)];
+      if (digits) ors.push(eb('voters.phone', 'like', likePattern(digits)));
+      return eb.or(ors);
+    }
+    const match = ftsMatch(term);
+    // Within an id range (a campaign's fill), the range goes into the search index's own query: FTS5 seeks by
+    // rowid, so a chunk costs its range, not every match of the term (evaluated again for each chunk).
+    const range = ids ? sql` AND rowid > ${ids.after} AND rowid <= ${ids.upTo}` : sql``;
+    if (match)
+      return eb(
+        'voters.id',
+        'in',
+        sql<number>`(SELECT rowid FROM voters_fts WHERE voters_fts MATCH ${match}${range})`,
+      );
+    const like = likePattern(term);
+    const ors = [
+      sql<boolean>`voters.name LIKE ${like} ESCAPE '\\'`,
+      sql<boolean>`voters.email LIKE ${like} ESCAPE '\\'`,
+    ];
+    if (digits) ors.push(sql<boolean>`voters.phone LIKE ${likePattern(digits)} ESCAPE '\\'`);
+    return eb.or(ors);
+  };
+}
+
+/**
+ * The exact filters as they are compared: in the place-name form voters are stored in (lib/place.ts), the
+ * constituency case-folded (as `constituency_key`), an empty one left out. The SQL (exactFilters) starts
+ * from this.
+ */
+function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
+  const values: ReturnType<typeof exactValues> = {};
+  const constituency = filters.constituency && placeKey(filters.constituency);
+  const booth = filters.booth && placeText(filters.booth);
+  const ward = filters.ward && placeText(filters.ward);
+  if (constituency) values.constituency_key = constituency;
+  if (booth) values.booth = booth;
+  if (ward) values.ward = ward;
+  return values;
+}
+
+/** Whether `filters` has a constituency, booth or ward to match. */
+export function hasExactFilters(filters: VoterFilters): boolean {
+  return Object.keys(exactValues(filters)).length > 0;
+}
+
+function exactFilters(filters: VoterFilters) {
+  const { constituency_key, booth, ward } = exactValues(filters);
+  return (eb: ExpressionBuilder<Database, 'voters'>) => {
+    const and = [];
+    if (constituency_key) and.push(eb('voters.constituency_key', '=', constituency_key));
+    if (booth) and.push(eb('voters.booth', '=', booth));
+    if (ward) and.push(eb('voters.ward', '=', ward));
+    return eb.and(and);
+  };
+}
+
+/**
+ * The voters of a workspace that match `filters`, as a query to select from, count, stream or INSERT ...
+ * SELECT from (segments and broadcasts expand through this, set-based in the database).
+ */
+/** Voter ids in (after, upTo]. */
+export interface IdRange {
+  after: number;
+  upTo: number;
+}
+
+export function filteredVoters(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  ids?: IdRange,
+): SelectQueryBuilder<Database, 'voters', object> {
+  let query = db.selectFrom('voters').where('voters.workspace_id', '=', workspaceId);
+  if (ids) query = query.where('voters.id', '>', ids.after).where('voters.id', '<=', ids.upTo);
+  if (hasExactFilters(filters)) query = query.where(exactFilters(filters));
+  const term = filters.search?.trim();
+  if (term) query = query.where(searchCondition(db, term, ids));
+  return query;
+}
+
+/** A list with a search counts its matches exactly up to this many; above, its total is this figure. */
+export const SEARCH_TOTAL_CAP = 10_000;
+
+/** From this offset on, pages without a search are read through a deferred join (see voterPage). */
+const DEFERRED_JOIN_OFFSET = 1000;
+
+const listColumns = [
+  'voters.id',
+  'voters.name',
+  'voters.phone',
+  'voters.constituency',
+  'voters.booth',
+  'voters.ward',
+] as const;
+type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
+
+/** What a page is read from: the list's total (capped for a search) and, for a rare PostgreSQL search, every id. */
+interface ListCount {
+  total: number;
+  exact: boolean;
+  ids?: number[] | undefined;
+}
+
+/**
+ * One page in id order. On SQLite a search walks the FTS index in rowid (= id) order and joins each hit,
+ * so a page costs its own rows, not every match.
+ */
+async function voterPage(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  page: number,
+  perPage: number,
+  count: ListCount,
+): Promise<ListRow[]> {
+  const { total } = count;
+  const offset = (page - 1) * perPage;
+  if (offset >= total) return []; // past the end (or past the capped total of a search)
+  const term = filters.search?.trim();
+  const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
+  if (match) {
+    let query = db
+      .selectFrom('voters_fts')
+      .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
+      .where(sql<boolean>`voters_fts MATCH ${match}`)
+      .where('voters.workspace_id', '=', workspaceId);
+    if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
+    return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
+  }
+  if (!term && !hasExactFilters(filters) && offset >= DEFERRED_JOIN_OFFSET)
+    return blockPage(db, workspaceId, offset, perPage);
+  if (!term && offset >= DEFERRED_JOIN_OFFSET) {
+    // A deep page: skip rows inside an index that holds the filter columns and the id, then read only the
+    // page's rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever
+    // end is nearer (the total is exact).
+    const fromEnd = total - offset - perPage;
+    let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
+    ids =
+      fromEnd < offset
+        ? ids
+            .orderBy('voters.workspace_id', 'desc')
+            .orderBy('voters.id', 'desc')
+            .limit(perPage + Math.min(0, fromEnd))
+            .offset(Math.max(0, fromEnd))
+        : ids.orderBy('voters.workspace_id').orderBy('voters.id').limit(perPage).offset(offset);
+    return db
+      .selectFrom('voters')
+      .select(listColumns)
+      .where('voters.id', 'in', ids)
+      .orderBy('voters.id')
+      .execute();
+  }
+  if (count.ids) {
+    // A PostgreSQL search with at most 10,000 matches: their ids are known, so a page is a lookup by id.
+    const ids = count.ids.slice(offset, offset + perPage);
+    if (ids.length === 0) return [];
+    return db
+      .selectFrom('voters')
+      .select(listColumns)
+      .where('voters.workspace_id', '=', workspaceId)
+      .where('voters.id', 'in', ids)
+      .orderBy('voters.id')
+      .execute();
+  }
+  // Ordered by (workspace_id, id), the same order given the filter: without the constant column PostgreSQL may
+  // walk the primary key through other workspaces' rows instead of the workspace's index.
+  return filteredVoters(db, workspaceId, filters)
+    .select(listColumns)
+    .orderBy('voters.workspace_id')
+    .orderBy('voters.id')
+    .limit(perPage)
+    .offset(offset)
+    .execute();
+}
+
+/** Voters are counted per block of 2^VOTER_BLOCK_BITS ids in voter_blocks (migration 007 repeats the figure). */
+const VOTER_BLOCK_BITS = 12;
+
+/**
+ * A deep page of the unfiltered list, in one statement (one snapshot): the trigger-kept block counts are
+ * added up to find the block that holds the page's first row, and at most a block's worth of index entries
+ * is skipped inside it, whatever the page and whatever has changed since.
+ */
+async function blockPage(
+  db: Executor,
+  workspaceId: number,
+  offset: number,
+  perPage: number,
+): Promise<ListRow[]> {
+  // The block is found once (a CTE used twice is evaluated once). When voters were deleted since the total
+  // was read, no block holds the row: no id is >= NULL, and the offset falls back to 0 (SQLite refuses a
+  // NULL offset).
+  const ids = sql<number>`(
+    WITH s AS (
+      SELECT block, upto - total AS skipped FROM (
+        SELECT block, total, sum(total) OVER (ORDER BY block) AS upto FROM voter_blocks WHERE workspace_id = ${workspaceId}
+      ) b WHERE upto > ${offset} ORDER BY block LIMIT 1)
+    SELECT id FROM voters
+    WHERE workspace_id = ${workspaceId} AND id >= (SELECT block FROM s) * ${2 ** VOTER_BLOCK_BITS}
+    ORDER BY id LIMIT ${perPage} OFFSET coalesce(${offset} - (SELECT skipped FROM s), 0))`;
+  return db
+    .selectFrom('voters')
+    .select(listColumns)
+    .where('voters.id', 'in', ids)
+    .orderBy('voters.id')
+    .execute();
+}
+
+/** The workspace's trigger-kept voter count. */
+async function workspaceTotal(db: Executor, workspaceId: number): Promise<number> {
+  const row = await db
+    .selectFrom('voter_counts')
+    .select('total')
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(row?.total ?? 0);
+}
+
+/**
+ * Counts the voters matching a search or exact filters, up to `cap + 1` when a cap is given (the count stops
+ * there). A SQLite search with no other filter counts FTS hits directly when the workspace owns every voter
+ * row (the usual embedded deployment: one campaign office), skipping a lookup per hit to check the workspace.
+ */
+async function countMatches(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  cap?: number,
+): Promise<number> {
+  const capped = <T extends SelectQueryBuilder<Database, never, object>>(rows: T) =>
+    db
+      .selectFrom(rows.limit(cap! + 1).as('m'))
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .executeTakeFirstOrThrow();
+  const term = filters.search?.trim();
+  const match = term && !isPostgres(db) && !hasExactFilters(filters) ? ftsMatch(term) : undefined;
+  if (match) {
+    const all = await db
+      .selectFrom('voter_counts')
+      .select((eb) => eb.fn.sum<number>('total').as('all'))
+      .executeTakeFirst();
+    if ((await workspaceTotal(db, workspaceId)) === Number(all?.all ?? 0)) {
+      const hits = db
+        .selectFrom('voters_fts')
+        .where(sql<boolean>`voters_fts MATCH ${match}`)
+        .select(sql<number>`1`.as('one'));
+      const row =
+        cap === undefined
+          ? await db
+              .selectFrom('voters_fts')
+              .select((eb) => eb.fn.countAll<number>().as('total'))
+              .where(sql<boolean>`voters_fts MATCH ${match}`)
+              .executeTakeFirstOrThrow()
+          : await capped(hits as never);
+      return Number(row.total);
+    }
+  }
+  const matches = filteredVoters(db, workspaceId, filters);
+  const row =
+    cap === undefined
+      ? await matches.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+      : await capped(matches.select(sql<number>`1`.as('one')) as never);
+  return Number(row.total);
+}
+
+/** The exact number of the workspace's voters that match `filters` (segments, export planning). */
+export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+  const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
+  return filtered ? countMatches(db, workspaceId, filters) : workspaceTotal(db, workspaceId);
+}
+
+/**
+ * A page of the list and its total. Without a search the total is exact (the trigger-kept count, or a count
+ * over the covering indexes); with one, matches are counted up to SEARCH_TOTAL_CAP and `exact` says whether
+ * the total is the true count.
+ */
+/**
+ * Runs a PostgreSQL search with sequential scans turned off for its statement (SET LOCAL, in a transaction of
+ * its own; inside a caller's transaction it runs as it is). pg_trgm's estimate of how many voters match a term
+ * is rough, and with the search's LIMIT a term it overestimates (a common name: 48,889 estimated, about 18,000
+ * real at a million voters) made a sequential scan look as cheap as the trigram indexes: 0.6-1 s reading the
+ * table until 10,001 matches, against 40-65 ms through the indexes.
+ */
+async function withoutSeqScan<T>(db: Executor, run: (ex: Executor) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return run(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
+    return run(trx);
+  });
+}
+
+export async function listVoters(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  page: number,
+  perPage: number,
+): Promise<{ rows: ListRow[]; total: number; exact: boolean }> {
+  const term = filters.search?.trim();
+  let count: ListCount;
+  if (term && isPostgres(db)) {
+    // PostgreSQL: the matching ids themselves, at most 10,001 of them, in one pass through the trigram
+    // indexes (the same plan as a capped count, with the id instead of a constant). Up to 10,000 matches the
+    // total is their number and every page a lookup by id (walking the primary key until a page is full is
+    // right for common terms and slow for rare ones: PostgreSQL cannot estimate a trigram search's matches).
+    const rows = await withoutSeqScan(db, (ex) =>
+      filteredVoters(ex, workspaceId, filters)
+        .select('voters.id')
+        .limit(SEARCH_TOTAL_CAP + 1)
+        .execute(),
+    );
+    count =
+      rows.length > SEARCH_TOTAL_CAP
+        ? { total: SEARCH_TOTAL_CAP, exact: false }
+        : {
+            total: rows.length,
+            exact: true,
+            ids: rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+          };
+  } else if (term) {
+    const found = await countMatches(db, workspaceId, filters, SEARCH_TOTAL_CAP);
+    count = { total: Math.min(found, SEARCH_TOTAL_CAP), exact: found <= SEARCH_TOTAL_CAP };
+  } else {
+    const total = hasExactFilters(filters)
+      ? await countMatches(db, workspaceId, filters)
+      : await workspaceTotal(db, workspaceId);
+    count = { total, exact: true };
+  }
+  const rows = await voterPage(db, workspaceId, filters, page, perPage, count);
+  return { rows, total: count.total, exact: count.exact };
+}
