@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     // close() closes the connections idle at that moment; a keep-alive connection whose request ends later
     // would otherwise stay open (and keep close() waiting) until its client or the keep-alive timeout ends it.
     const idle = setInterval(() => app.server.closeIdleConnections(), 50);
-    closed.finally(() => clearInterval(idle)).catch(() => {});
+    closed.finally(() => clearInterval(idle)).catch(() => {}); // close()'s error is awaited (and logged) below
     const workers = background ? background.stop() : Promise.resolve();
     if ((await by(closed, requestsBy)) === 'late') {
       app.log.warn('requests still running at SHUTDOWN_TIMEOUT_MS; closing their connections');

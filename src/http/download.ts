@@ -62,7 +62,7 @@ export async function sendDownload(
   try {
     first = await inTime(body.next(), idleTimeoutMs, 'waiting for the first bytes');
   } catch (error) {
-    void body.return?.(undefined).catch(() => {});
+    void body.return?.(undefined).catch(() => {}); // closing the producer after a failure: the first error is thrown
     throw error;
   }
   reply
@@ -91,7 +91,8 @@ export async function sendDownload(
     // A producer stuck in a call (a database that does not answer) cannot run its `return` until that call
     // settles: it is not waited for then.
     const ended = body.return?.(undefined);
-    if (stalled) void ended?.catch(() => {});
+    if (stalled)
+      void ended?.catch(() => {}); // not waited for (see above), so not thrown either
     else await ended;
   }
 }

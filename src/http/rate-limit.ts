@@ -154,6 +154,7 @@ export class RateLimits {
     const ping = redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`Redis ${redis.status}`));
     this.withTimeout(ping)
       .then(() => this.markUp())
+      // Any failure of the PING is the answer "still down": the next probe tries again.
       .catch(() => {})
       .finally(() => {
         this.probing = false;

@@ -81,7 +81,13 @@ export class WebhookDeliveryWorker {
     await this.running;
     this.running = undefined;
     await Promise.all(this.inFlight);
-    await releaseClaims(this.deps.db, this.workerId).catch(() => {});
+    // Claims not released now run out with their leases, and another worker takes them then.
+    await releaseClaims(this.deps.db, this.workerId).catch((error: unknown) =>
+      this.deps.log.warn(
+        { err: error },
+        'webhook deliveries not released at stop: their leases will run out',
+      ),
+    );
   }
 
   private async loop(): Promise<void> {

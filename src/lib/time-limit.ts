@@ -17,7 +17,7 @@ export async function within<T, L = never>(promise: Promise<T>, ms: number, late
       Math.max(0, ms),
     );
   });
-  promise.catch(() => {});
+  promise.catch(() => {}); // observed so that a rejection after the time is up is not unhandled; raced below
   try {
     return await Promise.race([promise, timeUp]);
   } finally {

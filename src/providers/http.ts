@@ -22,7 +22,7 @@ export async function callProvider(
   } catch (error) {
     throw new ProviderError(`${provider} could not be reached: ${(error as Error).message}`, true);
   }
-  const text = await res.text().catch(() => '');
+  const text = await res.text().catch(() => ''); // an error answer whose body cannot be read: its status says enough
   let body: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);

@@ -79,6 +79,7 @@ export class TwilioProvider implements MessageProvider {
     } catch (error) {
       throw new ProviderError(`Twilio could not be reached: ${(error as Error).message}`, true);
     }
+    // A body that is not JSON (a proxy's HTML page) is read as empty: the status decides.
     const payload = (await res.json().catch(() => ({}))) as { sid?: string; message?: string; code?: number };
     if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
     const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${payload.message ?? 'no message'}`;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { isDatabaseUnavailable } from '../../db/errors.ts';
 import { AppError } from '../../errors.ts';
 import { authOf, type AuthContext } from '../../http/guard.ts';
 import type { LiveEventRow } from '../../db/schema.ts';
@@ -90,7 +91,12 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
           .then((still) => {
             if (!still) end();
           })
-          .catch(() => undefined); // the database is away: keep the stream, check again later
+          .catch((error: unknown) => {
+            // The database is away: keep the stream and check again later. Anything else ends it, logged.
+            if (isDatabaseUnavailable(error as { code?: unknown })) return;
+            request.log.error({ err: error }, 'event stream: the token check failed');
+            end();
+          });
       }, TOKEN_CHECK_MS);
       const end = () => {
         if (ended) return;

@@ -154,7 +154,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
           pingWhenReady(redis, redisTimeoutMs),
           redisTimeoutMs,
           () => false,
-        ).catch(() => false);
+        ).catch(() => false); // any failure of the PING: Redis is not ready
         if (!answered) throw unavailable('Redis cannot be reached.', { redis: 'unreachable' });
       }
       return {

@@ -163,6 +163,7 @@ async function* orderedChunks<T>(
       threadCounts.started += 1;
       threadCounts.running += 1;
       workers.push(worker);
+      // Waited for at the end; a worker's error is handled by its 'error' listener, not here.
       exits.push(once(worker, 'exit').catch(() => {}));
       let rangesLeft = Math.ceil((plan.count - first) / threads);
       worker.on('message', (chunk: ExportChunk) => {

@@ -8,7 +8,7 @@ import type { VoterImportJobs } from './import-jobs.ts';
 export interface VoterImportLoopDeps {
   db: Db;
   jobs: VoterImportJobs;
-  log: Pick<FastifyBaseLogger, 'error'>;
+  log: Pick<FastifyBaseLogger, 'warn' | 'error'>;
   /** How often an idle loop looks for a queued job. */
   pollMs?: number;
   /** How long a claim holds without a heartbeat; a worker that dies leaves its job to be claimed after it. */
@@ -103,7 +103,8 @@ export class VoterImportLoop {
           .then((held) => {
             if (!held) lost = true;
           })
-          .catch(() => {});
+          // One renewal that fails is not the end of the lease (a third of it is left): the next one tries again.
+          .catch((error: unknown) => this.deps.log.warn({ err: error }, 'voter import lease renewal failed'));
       },
       Math.max(50, Math.floor(this.leaseMs / 3)),
     );

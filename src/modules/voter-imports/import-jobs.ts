@@ -99,10 +99,22 @@ export class VoterImportJobs {
       db: Db;
       importer: VoterImporter;
       maxBytes: number;
-      log?: { error(obj: object, msg: string): void };
+      log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
     },
   ) {
     this.store = importFileStore(deps.db);
+  }
+
+  /** Removes a stored upload; one that cannot be removed now is logged, and the retention chore removes it. */
+  private async removeUpload(key: string): Promise<void> {
+    try {
+      await this.store.remove(key);
+    } catch (error) {
+      this.deps.log?.warn(
+        { err: error },
+        'a stored voter upload could not be removed yet; the retention chore will',
+      );
+    }
   }
 
   /** Stores the upload and queues its job. */
@@ -129,8 +141,9 @@ export class VoterImportJobs {
       if (source.truncated()) throw tooLarge(maxBytes);
       await writer.end();
     } catch (error) {
+      // The upload already failed: that error is the one thrown, whatever closing and removing its part say.
       await writer.end().catch(() => {});
-      await this.store.remove(key).catch(() => {});
+      await this.removeUpload(key);
       throw error;
     }
     const row = await insertImportJob(db.kysely, {
@@ -260,7 +273,7 @@ export class VoterImportJobs {
     });
     // Only once `completed` is committed, and only by the job's holder: a worker that lost the lease leaves the
     // upload to the one now running the job. A crash in between leaves a leftover that prune() removes.
-    if (finished) await this.store.remove(job.file_key).catch(() => {});
+    if (finished) await this.removeUpload(job.file_key);
   }
 
   /** A job that did not finish: failed (the file is refused, or retries are spent), or handed back. */
@@ -296,7 +309,7 @@ export class VoterImportJobs {
       lease_owner: null,
       lease_until: null,
     });
-    if (failed) await this.store.remove(job.file_key).catch(() => {});
+    if (failed) await this.removeUpload(job.file_key);
   }
 
   /**

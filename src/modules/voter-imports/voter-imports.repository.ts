@@ -287,7 +287,7 @@ async function startPostgresImport(
     stream.on('finish', resolve);
     stream.on('error', reject);
   });
-  finished.catch(() => {});
+  finished.catch(() => {}); // observed here so it is never unhandled; awaited (and thrown) where the copy ends
 
   return {
     stage: async (rows) => {
@@ -334,6 +334,7 @@ async function startPostgresImport(
         if (staged >= ANALYZE_AFTER_ROWS) vacuumLater(connectFor, workspaceId);
         return { imported };
       } catch (error) {
+        // Cleanup after a failure (the connection may be gone): the error thrown is the first one.
         await client.query('ROLLBACK').catch(() => {});
         release(error as Error);
         throw error;
@@ -350,6 +351,7 @@ async function startPostgresImport(
         release();
         return { imported: Number(result.rows[0]?.imported ?? 0) };
       } catch (error) {
+        // Cleanup after a failure (the connection may be gone): the error thrown is the first one.
         await client.query('ROLLBACK').catch(() => {});
         release(error as Error);
         throw error;
@@ -360,7 +362,7 @@ async function startPostgresImport(
       try {
         if (!stream.writableEnded) {
           stream.end();
-          await finished.catch(() => {});
+          await finished.catch(() => {}); // aborting: the copy's own error no longer matters
         }
         await client.query('ROLLBACK');
         release();
