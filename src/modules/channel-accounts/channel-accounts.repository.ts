@@ -79,3 +79,31 @@ export async function defaultAccount(
     .execute();
   return rows.find((row) => (JSON.parse(row.default_for) as string[]).includes(channel));
 }
+
+/** The accounts with these ids (the delivery worker's batch names them). */
+export function accountsByIds(db: Executor, ids: number[]): Promise<ChannelAccountRow[]> {
+  return ids.length === 0
+    ? Promise.resolve([])
+    : db.selectFrom('channel_accounts').selectAll().where('id', 'in', ids).execute();
+}
+
+/** Switches an account off for refused credentials; false when it was off already. */
+export async function disableAccount(
+  db: Executor,
+  id: number,
+  reason: string,
+  now: string,
+): Promise<boolean> {
+  const moved = await db
+    .updateTable('channel_accounts')
+    .set({
+      disabled_at: now,
+      disabled_reason: `credentials refused: ${reason}`.slice(0, 500),
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .where('disabled_at', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  return moved !== undefined;
+}

@@ -20,6 +20,7 @@ import {
   insertAccount,
   listAccounts,
   updateAccount,
+  disableAccount,
 } from './channel-accounts.repository.ts';
 import { accountRef, checkAccount, providerSpecs, type SettingValue } from './channel-accounts.rules.ts';
 
@@ -321,18 +322,7 @@ export async function disableForAuth(
 ): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const now = nowIso();
-    const moved = await trx
-      .updateTable('channel_accounts')
-      .set({
-        disabled_at: now,
-        disabled_reason: `credentials refused: ${reason}`.slice(0, 500),
-        updated_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('disabled_at', 'is', null)
-      .returning('id')
-      .executeTakeFirst();
-    if (!moved) return;
+    if (!(await disableAccount(trx, row.id, reason, now))) return;
     await emitEvent(trx, row.workspace_id, 'channel_account.failed', {
       id: accountRef(row.id),
       name: row.name,

@@ -19,6 +19,7 @@ import {
   whatsappOutcome,
 } from '../../providers/whatsapp-cloud.ts';
 import type { InboundService } from '../inbound/inbound.service.ts';
+import { messageById, messagesByProviderIds, noteSentStatus } from '../messages/messages.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import { accountById } from './channel-accounts.repository.ts';
@@ -133,32 +134,11 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     }
     await messages.applyReports(reports);
     // A status that is neither delivered nor failed is kept in error_message while the message stays sent.
-    for (const note of notes) {
-      await db
-        .updateTable('messages')
-        .set({ error: note.error.slice(0, 500), updated_at: nowIso() })
-        .where('id', '=', note.id)
-        .where('status', '=', 'sent')
-        .execute();
-    }
+    for (const note of notes) await noteSentStatus(db, note.id, note.error, nowIso());
     return applied;
   }
 
-  /** The account's messages with these provider ids, one query per 500 ids (a report may carry thousands). */
-  const byProviderIds = async (accountId: number, ids: string[]): Promise<MessageRow[]> => {
-    const unique = [...new Set(ids)];
-    const rows: MessageRow[] = [];
-    for (let i = 0; i < unique.length; i += 500)
-      rows.push(
-        ...(await db
-          .selectFrom('messages')
-          .selectAll()
-          .where('channel_account_id', '=', accountId)
-          .where('provider_message_id', 'in', unique.slice(i, i + 500))
-          .execute()),
-      );
-    return rows;
-  };
+  const byProviderIds = (accountId: number, ids: string[]) => messagesByProviderIds(db, accountId, ids);
 
   const schema = {
     tags: ['Provider callbacks'],
@@ -208,10 +188,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       }
       if (kind === 'greeting') {
         const id = parseRef('msg', query.CustomField ?? '');
-        const message =
-          id === undefined
-            ? undefined
-            : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+        const message = id === undefined ? undefined : await messageById(db, id);
         const known =
           message &&
           message.channel_account_id === row.id &&
@@ -323,10 +300,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
             "The X-Twilio-Signature does not match this request and the account's auth_token.",
           );
         const id = parseRef('msg', (request.query as Record<string, string>).message ?? '');
-        const message =
-          id === undefined
-            ? undefined
-            : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+        const message = id === undefined ? undefined : await messageById(db, id);
         applied = await apply(row, [{ message, outcome: twilioOutcome(fields) }]);
         // As on the deployment's Twilio callback: the recipient told Twilio to stop (STOP to the number).
         if (applied > 0 && message && fields.ErrorCode === TWILIO_UNSUBSCRIBED)

@@ -56,3 +56,38 @@ export async function listHistory(
   if (filters.before) query = query.where('created_at', '<', filters.before);
   return pageOf(query, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
 }
+
+/** A message by id alone, for a provider's callback that names it (its account is checked by the caller). */
+export function messageById(db: Executor, id: number): Promise<MessageRow | undefined> {
+  return db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** An account's messages with these provider ids, 500 ids a query (a report may carry thousands). */
+export async function messagesByProviderIds(
+  db: Executor,
+  accountId: number,
+  ids: string[],
+): Promise<MessageRow[]> {
+  const unique = [...new Set(ids)];
+  const rows: MessageRow[] = [];
+  for (let i = 0; i < unique.length; i += 500)
+    rows.push(
+      ...(await db
+        .selectFrom('messages')
+        .selectAll()
+        .where('channel_account_id', '=', accountId)
+        .where('provider_message_id', 'in', unique.slice(i, i + 500))
+        .execute()),
+    );
+  return rows;
+}
+
+/** A provider's status that is neither delivered nor failed, kept in `error` while the message stays sent. */
+export async function noteSentStatus(db: Executor, id: number, note: string, now: string): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set({ error: note.slice(0, 500), updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'sent')
+    .execute();
+}

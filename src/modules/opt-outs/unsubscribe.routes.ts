@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { notFound } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
+import { workspaceExists } from '../workspaces/workspaces.repository.ts';
 import { addOptOut } from './opt-outs.service.ts';
 import { readUnsubscribeToken } from './unsubscribe.ts';
 
@@ -114,12 +115,7 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
       const target = readUnsubscribeToken(appKey, request.params.token);
       if (!target) throw notFound('Unsubscribe link');
       await db.transaction().execute(async (trx) => {
-        const workspace = await trx
-          .selectFrom('workspaces')
-          .select('id')
-          .where('id', '=', target.workspaceId)
-          .executeTakeFirst();
-        if (!workspace) throw notFound('Unsubscribe link');
+        if (!(await workspaceExists(trx, target.workspaceId))) throw notFound('Unsubscribe link');
         await addOptOut(
           trx,
           target.workspaceId,

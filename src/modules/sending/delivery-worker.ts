@@ -12,6 +12,7 @@ import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
 import { messageRef } from '../messages/messages.rules.ts';
 import { MessagesService } from '../messages/messages.service.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
+import { accountsByIds } from '../channel-accounts/channel-accounts.repository.ts';
 import { pruneLiveEvents } from '../events/live.ts';
 import { DeliveryGate } from './gate.ts';
 import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
@@ -352,17 +353,7 @@ export class DeliveryWorker {
     const ids = [
       ...new Set(rows.flatMap((r) => (r.channel_account_id !== null ? [r.channel_account_id] : []))),
     ];
-    const accounts = new Map(
-      ids.length === 0
-        ? []
-        : (
-            await this.deps.db.kysely
-              .selectFrom('channel_accounts')
-              .selectAll()
-              .where('id', 'in', ids)
-              .execute()
-          ).map((a) => [a.id, a] as const),
-    );
+    const accounts = new Map((await accountsByIds(this.deps.db.kysely, ids)).map((a) => [a.id, a] as const));
     const units: Unit[] = [];
     const groups = new Map<string, Unit>();
     for (const row of rows) {
