@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { ChannelAccountRow } from '../db/schema.ts';
-import { Pace } from '../modules/sending/pace.ts';
+import { Pace } from './pace.ts';
 import { SecretBox } from '../lib/secret-box.ts';
 import { ExotelProvider } from './exotel.ts';
 import { Msg91Provider } from './msg91.ts';

@@ -34,7 +34,7 @@ import {
   sendWithin,
   type StatusReport,
 } from '../../providers/provider.ts';
-import { Pace } from './pace.ts';
+import { Pace } from '../../providers/pace.ts';
 import { sandboxOutcome } from '../../providers/sandbox.ts';
 
 type WorkerConfig = Pick<
