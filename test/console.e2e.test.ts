@@ -226,6 +226,15 @@ describe.runIf(!browserMissing).each(dialects)(
       await job.getByRole('button', { name: 'Download the failed rows (CSV)' }).waitFor();
       await accessible(page, 'import');
       await shoot(page, 'import', save);
+      // The export reads its filters as they stand in the form: a ward typed, then Download at once.
+      await page.getByLabel('Ward').fill('8');
+      const [file] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Download', exact: true }).click(),
+      ]);
+      const exported = readFileSync(await file.path(), 'utf8');
+      expect(exported).toContain('Mohan Lal');
+      expect(exported).not.toContain('Ravi Kumar');
     });
 
     it('lists and filters voters, opens a voter, and saves a segment', async () => {
@@ -307,6 +316,10 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('button', { name: 'Mark resolved' }).click();
       await panel.getByText('Resolved').waitFor();
       await panel.getByText('Replaced on Tuesday.').waitFor();
+      // Nothing reported and no description: a dash, not a blank. The panel's Close and the grievance's differ.
+      expect(await panel.getByText('—', { exact: true }).count()).toBe(2);
+      await page.getByRole('button', { name: 'Close grievance' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Close', exact: true }).count()).toBe(1);
       await accessible(page, 'grievances');
       await shoot(page, 'grievances', save);
     });
@@ -417,6 +430,9 @@ describe.runIf(!browserMissing).each(dialects)(
       await v.keyboard.type(PASSWORD);
       await v.keyboard.press('Enter');
       await v.getByRole('heading', { name: 'Inbox' }).waitFor();
+      // At 360 px the navigation folds behind the Menu button.
+      expect(await v.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(false);
+      await v.getByRole('button', { name: 'Menu' }).click();
       const links = await v.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
       expect(links).toEqual(['Inbox', 'Voters', 'My profile']);
       // Not the conversation of the staff's voter (not assigned to this volunteer).
@@ -433,6 +449,7 @@ describe.runIf(!browserMissing).each(dialects)(
         await v.screenshot({ path: join(SHOTS, 'volunteer-voter-360.png'), fullPage: true });
       }
       // Signing out drops the token.
+      await v.getByRole('button', { name: 'Menu' }).click();
       await v.getByRole('button', { name: 'Sign out' }).click();
       await v.getByRole('button', { name: 'Sign in' }).waitFor();
       expect(await v.evaluate('sessionStorage.getItem("ces.token")')).toBeNull();
@@ -468,6 +485,26 @@ describe.runIf(!browserMissing).each(dialects)(
       await m.goto(`${server.base}/console/settings`);
       await m.getByRole('heading', { name: 'Page not found' }).waitFor();
       await manager.close();
+    });
+
+    it('says so when the service does not answer at load, and tries again', async () => {
+      await page.route('**/api/user', (route) =>
+        route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({
+            success: false,
+            error_code: 'service_unavailable',
+            message: 'The database does not answer right now; try again in a moment.',
+          }),
+        }),
+      );
+      await go('/voters');
+      await page.getByText('The database does not answer right now').waitFor();
+      await accessible(page, 'load error');
+      await page.unroute('**/api/user');
+      await page.getByRole('button', { name: 'Try again' }).click();
+      await page.getByRole('heading', { name: 'Voters' }).waitFor();
     });
 
     it('drops the token on a 401 and goes back to sign-in', async () => {

@@ -39,6 +39,8 @@ const parser = new XMLParser({
   ignoreAttributes: false,
   parseTagValue: false,
   trimValues: false,
+  // Character references (&#13;) are XML, not HTML, but this is the option that decodes them.
+  htmlEntities: true,
   isArray: (name) => name === 'row' || name === 'c',
 });
 

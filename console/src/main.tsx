@@ -17,7 +17,7 @@ import { SignIn } from './screens/signin.tsx';
 import { Team } from './screens/team.tsx';
 import { VoterPage, Voters } from './screens/voters.tsx';
 import type { Key } from './strings.ts';
-import { Loading } from './ui.tsx';
+import { ErrorNote, Loading } from './ui.tsx';
 import './styles.css';
 
 const queryClient = new QueryClient({
@@ -55,6 +55,9 @@ function Shell({ me }: { me: Me }) {
   const { t } = useI18n();
   const [location] = useLocation();
   const client = useQueryClient();
+  // On a narrow screen the navigation folds behind a Menu button; it folds again on every move.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [location]);
   // New messages and conversation changes arrive without reloading: the stream marks what they touch as stale.
   useEffect(
     () =>
@@ -82,33 +85,44 @@ function Shell({ me }: { me: Me }) {
       </a>
       <header className="top">
         <strong className="brand">{t('app.name')}</strong>
-        <nav aria-label={t('nav.label')}>
-          <ul>
-            {nav
-              .filter((item) => item.roles.includes(me.user.role))
-              .map((item) => {
-                const current =
-                  item.path === '/'
-                    ? location === '/'
-                    : location === item.path || location.startsWith(`${item.path}/`);
-                return (
-                  <li key={item.path}>
-                    <Link href={item.path} aria-current={current ? 'page' : undefined}>
-                      {t(item.key)}
-                    </Link>
-                  </li>
-                );
-              })}
-          </ul>
-        </nav>
-        <div className="who">
-          <span>
-            {me.user.name} · {t(`role.${me.user.role}`)}
-          </span>
-          <LanguageSwitch />
-          <button type="button" onClick={() => void signOut()}>
-            {t('signout')}
-          </button>
+        <button
+          type="button"
+          className="menu-toggle"
+          aria-expanded={menuOpen}
+          aria-controls="top-menu"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
+          {t('menu')}
+        </button>
+        <div id="top-menu" className={menuOpen ? 'menu open' : 'menu'}>
+          <nav aria-label={t('nav.label')}>
+            <ul>
+              {nav
+                .filter((item) => item.roles.includes(me.user.role))
+                .map((item) => {
+                  const current =
+                    item.path === '/'
+                      ? location === '/'
+                      : location === item.path || location.startsWith(`${item.path}/`);
+                  return (
+                    <li key={item.path}>
+                      <Link href={item.path} aria-current={current ? 'page' : undefined}>
+                        {t(item.key)}
+                      </Link>
+                    </li>
+                  );
+                })}
+            </ul>
+          </nav>
+          <div className="who">
+            <span>
+              {me.user.name} · {t(`role.${me.user.role}`)}
+            </span>
+            <LanguageSwitch />
+            <button type="button" onClick={() => void signOut()}>
+              {t('signout')}
+            </button>
+          </div>
         </div>
       </header>
       <main id="main" tabIndex={-1}>
@@ -172,6 +186,7 @@ function Shell({ me }: { me: Me }) {
 }
 
 function App() {
+  const { t } = useI18n();
   const [token, setToken] = useState(session.token());
   useEffect(() => whenSignedOut(() => setToken(null)), []);
   const me = useQuery({
@@ -191,7 +206,17 @@ function App() {
       </Switch>
     );
   if (me.isPending) return <Loading />;
-  if (!me.data) return <Redirect to="/signin" replace />;
+  // The service did not answer (a 401 signs out instead): say so, with a way to try again.
+  if (!me.data)
+    return (
+      <main id="main" className="card">
+        <h1>{t('app.name')}</h1>
+        <ErrorNote error={me.error} />
+        <button type="button" className="primary" onClick={() => void me.refetch()}>
+          {t('error.retry')}
+        </button>
+      </main>
+    );
   return (
     <Switch>
       <Route path="/signin">

@@ -97,14 +97,8 @@ export function Pager({
 /** A status word from the API, translated where there is a translation, shown as it came otherwise. */
 export function Badge({ value }: { value: string }) {
   const { t } = useI18n();
-  const key = `status.${value}` as Key;
-  let text: string;
-  try {
-    text = t(key);
-  } catch {
-    text = value;
-  }
-  return <span className={`badge badge-${value}`}>{text || value}</span>;
+  // A status the strings do not know is shown as the API wrote it.
+  return <span className={`badge badge-${value}`}>{t(`status.${value}` as Key) || value}</span>;
 }
 
 export function Loading() {

@@ -61,12 +61,13 @@ const staticParts: [string, string][] = [
   ],
 ];
 
-// Characters XML 1.0 cannot carry at all are dropped; & < > are escaped.
+// Characters XML 1.0 cannot carry at all are dropped; & < > are escaped, and so is CR: a reader turns a literal
+// CR (or CR LF) into LF, so only a character reference keeps it.
 /* eslint-disable no-control-regex -- matching the control characters is the point */
-const XML_SPECIAL = /[&<>\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/;
-const XML_SPECIAL_G = /[&<>\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
+const XML_SPECIAL = /[&<>\r\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/;
+const XML_SPECIAL_G = /[&<>\r\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
 /* eslint-enable no-control-regex */
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };
 
 function xmlText(value: string): string {
   return XML_SPECIAL.test(value) ? value.replace(XML_SPECIAL_G, (c) => escapes[c] ?? '') : value;

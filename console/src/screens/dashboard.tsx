@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
-import { api, data } from '../api.ts';
+import { api, data, session } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Loading, Section } from '../ui.tsx';
 
@@ -9,8 +9,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
   const { t, n } = useI18n();
+  // The shell's own query of the signed-in user (same key): refreshed every 10 s while the dashboard is open.
   const me = useQuery({
-    queryKey: ['me-credits'],
+    queryKey: ['me', session.token()],
     queryFn: () => data(api.GET('/api/user')),
     refetchInterval: 10_000,
   });

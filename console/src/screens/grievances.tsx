@@ -214,13 +214,11 @@ function GrievancePanel({ id, onClose }: { id: number; onClose(): void }) {
         <dt>{t('field.priority')}</dt>
         <dd>{t(`priority.${g.priority}`)}</dd>
         <dt>{t('grievances.reporter')}</dt>
-        <dd>
-          {g.reporter_name} {g.reporter_phone}
-        </dd>
+        <dd>{[g.reporter_name, g.reporter_phone].filter(Boolean).join(' ') || '—'}</dd>
         <dt>{t('grievances.due')}</dt>
         <dd>{d(g.due_at)}</dd>
         <dt>{t('field.description')}</dt>
-        <dd>{g.description}</dd>
+        <dd>{g.description || '—'}</dd>
         {g.resolution_note && (
           <>
             <dt>{t('grievances.note')}</dt>

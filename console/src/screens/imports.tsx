@@ -159,7 +159,7 @@ export function Imports() {
         )}
       </Section>
       <Section title={t('export.title')}>
-        <FilterForm value={exportFilters} onApply={setExportFilters} />
+        <FilterForm value={exportFilters} onApply={setExportFilters} live />
         <Field label={t('export.format')}>
           <select value={format} onChange={(e) => setFormat(e.target.value as 'csv' | 'excel')}>
             <option value="csv">CSV</option>

@@ -21,11 +21,26 @@ export function setFilters(filters: VoterFilters): Partial<VoterFilters> {
   ) as Partial<VoterFilters>;
 }
 
-export function FilterForm({ value, onApply }: { value: VoterFilters; onApply(next: VoterFilters): void }) {
+/**
+ * The voter filters. `live`: every change is applied as it is typed (the export reads the form as it stands);
+ * otherwise they apply with the button.
+ */
+export function FilterForm({
+  value,
+  onApply,
+  live = false,
+}: {
+  value: VoterFilters;
+  onApply(next: VoterFilters): void;
+  live?: boolean;
+}) {
   const { t } = useI18n();
   const [draft, setDraft] = useState(value);
-  const set = (key: keyof VoterFilters) => (e: { target: { value: string } }) =>
-    setDraft({ ...draft, [key]: e.target.value });
+  const set = (key: keyof VoterFilters) => (e: { target: { value: string } }) => {
+    const next = { ...draft, [key]: e.target.value };
+    setDraft(next);
+    if (live) onApply(next);
+  };
   return (
     <form
       className="filters"
@@ -47,7 +62,7 @@ export function FilterForm({ value, onApply }: { value: VoterFilters; onApply(ne
       <Field label={t('field.ward')}>
         <input value={draft.ward} onChange={set('ward')} />
       </Field>
-      <button className="primary">{t('filter.apply')}</button>
+      {live ? null : <button className="primary">{t('filter.apply')}</button>}
     </form>
   );
 }
