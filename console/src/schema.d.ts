@@ -1810,6 +1810,23 @@ export interface components {
             message?: string;
             data: components["schemas"]["AccessTokenPage"];
         };
+        /** ApiIndex */
+        ApiIndex: {
+            name: string;
+            /** @description The API reference page */
+            docs: string;
+            /** @description The OpenAPI 3.1 document */
+            openapi: string;
+            health: string;
+            ready: string;
+        };
+        /** ApiIndexResponse */
+        ApiIndexResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["ApiIndex"];
+        };
         /**
          * AuditAction
          * @enum {string}
@@ -1939,6 +1956,37 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["CampaignPage"];
+        };
+        /** CampaignPreview */
+        CampaignPreview: {
+            /** @description `camp_<n>` */
+            campaign_id: string;
+            channel: components["schemas"]["Channel"];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            evaluated_at: string;
+            /** @description Distinct addresses: explicit recipients and segment voters. */
+            total_recipients: number;
+            /** @description Skipped: opted out of the channel (or of all). */
+            opted_out: number;
+            /** @description Skipped: voters of a constituency in a silence period then. */
+            silence_period: number;
+            /** @description What would go out. */
+            to_send: number;
+            /** @description Of to_send, held by quiet hours until held_until. */
+            held: number;
+            held_until: string | null;
+            /** @description Credits to_send would take (templates: trued up per recipient). */
+            estimated_credits: number;
+        };
+        /** CampaignPreviewResponse */
+        CampaignPreviewResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["CampaignPreview"];
         };
         /** CampaignResponse */
         CampaignResponse: {
@@ -2135,6 +2183,55 @@ export interface components {
             wards?: string[];
             booths?: string[];
             constituencies?: string[];
+        };
+        /** CreatedVoter */
+        CreatedVoter: {
+            id: number;
+            name: string;
+            phone: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+        };
+        /** CreatedVoterResponse */
+        CreatedVoterResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["CreatedVoter"];
+        };
+        /** CreatedWebhook */
+        CreatedWebhook: {
+            id: number;
+            url: string;
+            events: string[];
+            description: string | null;
+            active: boolean;
+            /** @description Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH. */
+            disabled_reason: string | null;
+            /** @description Set while the circuit breaker holds the endpoint: after 3 attempts in a row with no answer within WEBHOOK_TIMEOUT_SECONDS its deliveries wait (retries unspent) until then; 30 s, doubling with each further timeout up to 30 min. Any answer clears it; so does PATCH active=true. */
+            paused_until: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+            /** @description The signing secret, `whsec_<base64>`. Shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks). */
+            secret: string;
+        };
+        /** CreatedWebhookResponse */
+        CreatedWebhookResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["CreatedWebhook"];
         };
         /**
          * Credits
@@ -2472,6 +2569,18 @@ export interface components {
             message?: string;
             data: components["schemas"]["OptOut"];
         };
+        /** OtpSent */
+        OtpSent: {
+            /** @description Seconds the code stays valid. */
+            expires_in: number;
+        };
+        /** OtpSentResponse */
+        OtpSentResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["OtpSent"];
+        };
         /** Payment */
         Payment: {
             id: number;
@@ -2767,6 +2876,32 @@ export interface components {
             message?: string;
             data: components["schemas"]["Template"];
         };
+        /**
+         * UpdatedVoter
+         * @description The id, the fields the request changed (as stored) and updated_at.
+         */
+        UpdatedVoter: {
+            id: number;
+            name?: string;
+            phone?: string;
+            email?: string | null;
+            constituency?: string | null;
+            booth?: string | null;
+            ward?: string | null;
+            address?: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** UpdatedVoterResponse */
+        UpdatedVoterResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["UpdatedVoter"];
+        };
         /** User */
         User: {
             id: number;
@@ -2887,6 +3022,31 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["VoterImportJob"];
+        };
+        /** VoterImportResult */
+        VoterImportResult: {
+            /** @description Voters this import created (new name + phone identities). */
+            imported: number;
+            /** @description The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside). */
+            updated: number;
+            /** @description Rows refused; nothing of them was written. */
+            failed: number;
+            /** @description true when nothing was written (`?dry_run=true`). */
+            dry_run: boolean;
+            /** @description One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them. */
+            errors: {
+                /** @description Line of the file where the row starts (the header is line 1). */
+                row: number;
+                field: string;
+                message: string;
+            }[];
+        };
+        /** VoterImportResultResponse */
+        VoterImportResultResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VoterImportResult"];
         };
         /** VoterListItem */
         VoterListItem: {
@@ -3045,6 +3205,22 @@ export interface components {
             };
         };
         /** @description OK. */
+        ApiIndex: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiIndexResponse"];
+            };
+        };
+        /** @description OK. */
         AuditEntryPage: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3187,6 +3363,22 @@ export interface components {
             };
         };
         /** @description OK. */
+        CampaignPreview: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CampaignPreviewResponse"];
+            };
+        };
+        /** @description OK. */
         ChannelAccount: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3309,6 +3501,38 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ConversationPageResponse"];
+            };
+        };
+        /** @description Created. */
+        CreatedVoterCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CreatedVoterResponse"];
+            };
+        };
+        /** @description Created. */
+        CreatedWebhookCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CreatedWebhookResponse"];
             };
         };
         /** @description OK. */
@@ -3601,6 +3825,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["OptOutPageResponse"];
+            };
+        };
+        /** @description OK. */
+        OtpSent: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OtpSentResponse"];
             };
         };
         /** @description `payload_too_large`: the body is over the size limit. */
@@ -3943,6 +4183,22 @@ export interface components {
             };
         };
         /** @description OK. */
+        UpdatedVoter: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["UpdatedVoterResponse"];
+            };
+        };
+        /** @description OK. */
         User: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4049,6 +4305,24 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["VoterImportJobPageResponse"];
+            };
+        };
+        /** @description OK. */
+        VoterImportResult: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                Location: components["headers"]["Location"];
+                "Preference-Applied": components["headers"]["Preference-Applied"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterImportResultResponse"];
             };
         };
         /** @description OK. */
@@ -4201,35 +4475,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            name: string;
-                            /** @description The API reference page */
-                            docs: string;
-                            /** @description The OpenAPI 3.1 document */
-                            openapi: string;
-                            health: string;
-                            ready: string;
-                        };
-                    };
-                };
-            };
+            200: components["responses"]["ApiIndex"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
@@ -4361,30 +4607,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            /** @description Seconds the code stays valid. */
-                            expires_in: number;
-                        };
-                    };
-                };
-            };
+            200: components["responses"]["OtpSent"];
             400: components["responses"]["BadRequest"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -4736,45 +4959,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    Location: components["headers"]["Location"];
-                    "Preference-Applied": components["headers"]["Preference-Applied"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            /** @description Voters this import created (new name + phone identities). */
-                            imported: number;
-                            /** @description The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside). */
-                            updated: number;
-                            /** @description Rows refused; nothing of them was written. */
-                            failed: number;
-                            /** @description true when nothing was written (`?dry_run=true`). */
-                            dry_run: boolean;
-                            /** @description One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them. */
-                            errors: {
-                                /** @description Line of the file where the row starts (the header is line 1). */
-                                row: number;
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            200: components["responses"]["VoterImportResult"];
             /** @description The import job, queued. `Location` names it. */
             202: {
                 headers: {
@@ -4991,36 +5176,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created. */
-            201: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            phone: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC timestamp.
-                             */
-                            created_at: string;
-                        };
-                    };
-                };
-            };
+            201: components["responses"]["CreatedVoterCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5082,42 +5238,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        /** @description The id, the fields the request changed (as stored) and updated_at. */
-                        data: {
-                            id: number;
-                            name?: string;
-                            phone?: string;
-                            email?: string | null;
-                            constituency?: string | null;
-                            booth?: string | null;
-                            ward?: string | null;
-                            address?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC timestamp.
-                             */
-                            updated_at: string;
-                        };
-                    };
-                };
-            };
+            200: components["responses"]["UpdatedVoter"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5592,49 +5713,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created. */
-            201: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            id: number;
-                            url: string;
-                            events: string[];
-                            description: string | null;
-                            active: boolean;
-                            /** @description Why the endpoint stopped receiving: a 410 answer, or turned off through PATCH. */
-                            disabled_reason: string | null;
-                            /** @description Set while the circuit breaker holds the endpoint: after 3 attempts in a row with no answer within WEBHOOK_TIMEOUT_SECONDS its deliveries wait (retries unspent) until then; 30 s, doubling with each further timeout up to 30 min. Any answer clears it; so does PATCH active=true. */
-                            paused_until: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC timestamp.
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC timestamp.
-                             */
-                            updated_at: string;
-                            /** @description The signing secret, `whsec_<base64>`. Shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks). */
-                            secret: string;
-                        };
-                    };
-                };
-            };
+            201: components["responses"]["CreatedWebhookCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6588,49 +6667,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        message?: string;
-                        data: {
-                            /** @description `camp_<n>` */
-                            campaign_id: string;
-                            channel: components["schemas"]["Channel"];
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC timestamp.
-                             */
-                            evaluated_at: string;
-                            /** @description Distinct addresses: explicit recipients and segment voters. */
-                            total_recipients: number;
-                            /** @description Skipped: opted out of the channel (or of all). */
-                            opted_out: number;
-                            /** @description Skipped: voters of a constituency in a silence period then. */
-                            silence_period: number;
-                            /** @description What would go out. */
-                            to_send: number;
-                            /** @description Of to_send, held by quiet hours until held_until. */
-                            held: number;
-                            held_until: string | null;
-                            /** @description Credits to_send would take (templates: trued up per recipient). */
-                            estimated_credits: number;
-                        };
-                    };
-                };
-            };
+            200: components["responses"]["CampaignPreview"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

@@ -42,9 +42,12 @@ export const LoginBody = Type.Object(
 
 export const SendOtpBody = Type.Object({ phone: Phone }, { additionalProperties: false });
 
-export const SendOtpResult = Type.Object({
-  expires_in: Type.Integer({ description: 'Seconds the code stays valid.' }),
-});
+export const SendOtpResult = Type.Object(
+  {
+    expires_in: Type.Integer({ description: 'Seconds the code stays valid.' }),
+  },
+  { title: 'OtpSent' },
+);
 
 export const VerifyOtpBody = Type.Object(
   {

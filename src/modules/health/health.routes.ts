@@ -37,13 +37,16 @@ const Ready = Type.Object(
   { title: 'Readiness' },
 );
 
-const Index = Type.Object({
-  name: Type.String(),
-  docs: Type.String({ description: 'The API reference page' }),
-  openapi: Type.String({ description: 'The OpenAPI 3.1 document' }),
-  health: Type.String(),
-  ready: Type.String(),
-});
+const Index = Type.Object(
+  {
+    name: Type.String(),
+    docs: Type.String({ description: 'The API reference page' }),
+    openapi: Type.String({ description: 'The OpenAPI 3.1 document' }),
+    health: Type.String(),
+    ready: Type.String(),
+  },
+  { title: 'ApiIndex' },
+);
 
 /**
  * True once Redis answers a PING. A client still connecting (just after start, or reconnecting) is given the

@@ -6,24 +6,27 @@ import { CampaignParams } from '../campaigns/campaigns.schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 import type { CampaignPreview } from './preview.ts';
 
-const PreviewResult = Type.Object({
-  campaign_id: Type.String({ description: '`camp_<n>`' }),
-  channel: ChannelSchema,
-  evaluated_at: Timestamp,
-  total_recipients: Type.Integer({
-    description: 'Distinct addresses: explicit recipients and segment voters.',
-  }),
-  opted_out: Type.Integer({ description: 'Skipped: opted out of the channel (or of all).' }),
-  silence_period: Type.Integer({
-    description: 'Skipped: voters of a constituency in a silence period then.',
-  }),
-  to_send: Type.Integer({ description: 'What would go out.' }),
-  held: Type.Integer({ description: 'Of to_send, held by quiet hours until held_until.' }),
-  held_until: Type.Union([Timestamp, Type.Null()]),
-  estimated_credits: Type.Integer({
-    description: 'Credits to_send would take (templates: trued up per recipient).',
-  }),
-});
+const PreviewResult = Type.Object(
+  {
+    campaign_id: Type.String({ description: '`camp_<n>`' }),
+    channel: ChannelSchema,
+    evaluated_at: Timestamp,
+    total_recipients: Type.Integer({
+      description: 'Distinct addresses: explicit recipients and segment voters.',
+    }),
+    opted_out: Type.Integer({ description: 'Skipped: opted out of the channel (or of all).' }),
+    silence_period: Type.Integer({
+      description: 'Skipped: voters of a constituency in a silence period then.',
+    }),
+    to_send: Type.Integer({ description: 'What would go out.' }),
+    held: Type.Integer({ description: 'Of to_send, held by quiet hours until held_until.' }),
+    held_until: Type.Union([Timestamp, Type.Null()]),
+    estimated_credits: Type.Integer({
+      description: 'Credits to_send would take (templates: trued up per recipient).',
+    }),
+  },
+  { title: 'CampaignPreview' },
+);
 
 export const previewRoutes: FastifyPluginAsyncTypebox<{ preview: CampaignPreview }> = async (
   app,

@@ -13,16 +13,19 @@ const ImportErrors = Type.Array(
   { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
 );
 
-export const ImportResultSchema = Type.Object({
-  imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
-  updated: Type.Integer({
-    description:
-      'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside).',
-  }),
-  failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
-  dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
-  errors: ImportErrors,
-});
+export const ImportResultSchema = Type.Object(
+  {
+    imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
+    updated: Type.Integer({
+      description:
+        'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside).',
+    }),
+    failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
+    dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
+    errors: ImportErrors,
+  },
+  { title: 'VoterImportResult' },
+);
 
 const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 

@@ -93,12 +93,15 @@ export const VoterPage = Type.Object(
   { title: 'VoterPage' },
 );
 
-export const CreatedVoter = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  phone: Type.String(),
-  created_at: Timestamp,
-});
+export const CreatedVoter = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    phone: Type.String(),
+    created_at: Timestamp,
+  },
+  { title: 'CreatedVoter' },
+);
 
 export const UpdatedVoter = Type.Object(
   {
@@ -112,7 +115,10 @@ export const UpdatedVoter = Type.Object(
     address: Type.Optional(NullableString),
     updated_at: Timestamp,
   },
-  { description: 'The id, the fields the request changed (as stored) and updated_at.' },
+  {
+    title: 'UpdatedVoter',
+    description: 'The id, the fields the request changed (as stored) and updated_at.',
+  },
 );
 
 const filterFields = {

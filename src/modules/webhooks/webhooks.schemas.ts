@@ -66,13 +66,16 @@ export const Webhook = Type.Object(
   { title: 'Webhook' },
 );
 
-export const CreatedWebhook = Type.Object({
-  ...Webhook.properties,
-  secret: Type.String({
-    description:
-      'The signing secret, `whsec_<base64>`. Shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks).',
-  }),
-});
+export const CreatedWebhook = Type.Object(
+  {
+    ...Webhook.properties,
+    secret: Type.String({
+      description:
+        'The signing secret, `whsec_<base64>`. Shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks).',
+    }),
+  },
+  { title: 'CreatedWebhook' },
+);
 
 export const Delivery = Type.Object(
   {
