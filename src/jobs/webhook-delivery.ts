@@ -197,12 +197,8 @@ export class WebhookDeliveryWorker {
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const { db, config, log } = this.deps;
     let outcome: AttemptOutcome;
-    let secret: string | undefined;
-    try {
-      secret = this.secrets.open(delivery.secret_encrypted);
-    } catch {
-      // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
-    }
+    // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
+    const secret = this.secrets.openOr(delivery.secret_encrypted);
     try {
       if (secret === undefined)
         throw new Error('the signing secret cannot be decrypted: was APP_KEY changed?');

@@ -62,13 +62,18 @@ export class AccountProviders {
     return provider;
   }
 
-  /** The secret in the account's callback URLs. */
-  callbackToken(row: ChannelAccountRow): string {
-    return this.box.open(row.callback_token);
+  /** The secret in the account's callback URLs; undefined when it was sealed under another APP_KEY. */
+  callbackToken(row: ChannelAccountRow): string | undefined {
+    return this.box.openOr(row.callback_token);
   }
 
   verifyToken(row: ChannelAccountRow): string | undefined {
-    return row.verify_token ? this.box.open(row.verify_token) : undefined;
+    return row.verify_token ? this.box.openOr(row.verify_token) : undefined;
+  }
+
+  /** Whether this process can open the account's secrets (false: they were sealed under another APP_KEY). */
+  readable(row: ChannelAccountRow): boolean {
+    return this.box.openOr(row.credentials) !== undefined && this.callbackToken(row) !== undefined;
   }
 
   /** The account's credentials: for the callbacks that check a provider's signature. */
@@ -88,7 +93,7 @@ export class AccountProviders {
       typeof settings[name] === 'string' ? (settings[name] as string) : undefined;
     const secrets = this.credentials(row);
     const base = publicBase(config);
-    const token = this.callbackToken(row);
+    const token = this.callbackToken(row) ?? '';
     const urls = config.providerBaseUrls;
     switch (row.provider) {
       case 'msg91':

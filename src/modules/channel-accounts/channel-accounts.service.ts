@@ -104,7 +104,9 @@ export class ChannelAccountsService {
   }
 
   item(row: ChannelAccountRow) {
-    const token = this.box.open(row.callback_token);
+    // Sealed under another APP_KEY: no callback URL can be shown until a PATCH gives the credentials again.
+    const token = this.box.openOr(row.callback_token);
+    const verifyToken = row.verify_token ? this.box.openOr(row.verify_token) : undefined;
     return {
       id: accountRef(row.id),
       name: row.name,
@@ -116,9 +118,9 @@ export class ChannelAccountsService {
       send_rate_per_second: row.send_rate_per_second,
       active: row.disabled_at === null,
       disabled_reason: row.disabled_reason,
-      callback_urls: callbackUrls(row, token, this.deps.publicBaseUrl),
-      ...(row.provider === 'whatsapp_cloud' && row.verify_token
-        ? { verify_token: this.box.open(row.verify_token) }
+      callback_urls: token === undefined ? {} : callbackUrls(row, token, this.deps.publicBaseUrl),
+      ...(row.provider === 'whatsapp_cloud' && verifyToken !== undefined
+        ? { verify_token: verifyToken }
         : {}),
       created_at: row.created_at,
       updated_at: row.updated_at,
@@ -185,10 +187,15 @@ export class ChannelAccountsService {
       const row = await this.find(trx, workspaceId, ref);
       const settings = { ...json<Record<string, SettingValue>>(row.settings), ...input.settings };
       const given = input.credentials ?? {};
+      // Credentials sealed under another APP_KEY are gone: the PATCH must give them all again (422 otherwise),
+      // and the account gets new callback and verify tokens (the old URLs could not be checked anyway).
+      const sealedElsewhere = this.box.openOr(row.credentials) === undefined;
       const credentials = {
-        ...json<Record<string, string>>(this.box.open(row.credentials)),
+        ...(sealedElsewhere ? {} : json<Record<string, string>>(this.box.open(row.credentials))),
         ...given,
       };
+      const lostToken = this.box.openOr(row.callback_token) === undefined;
+      const lostVerify = row.verify_token !== null && this.box.openOr(row.verify_token) === undefined;
       const channels = input.channels ?? json<MessageChannel[]>(row.channels);
       const active = input.active ?? row.disabled_at === null;
       const defaults = active
@@ -206,7 +213,7 @@ export class ChannelAccountsService {
         ...(input.name !== undefined ? { name: input.name.trim() } : {}),
         channels: JSON.stringify(unique(channels)),
         settings: JSON.stringify(settings),
-        ...(input.credentials !== undefined
+        ...(input.credentials !== undefined || sealedElsewhere
           ? {
               credentials: this.box.seal(JSON.stringify(credentials)),
               credentials_set: JSON.stringify(Object.keys(credentials).sort()),
@@ -221,7 +228,8 @@ export class ChannelAccountsService {
           : row.disabled_at === null
             ? { disabled_at: now, disabled_reason: 'switched off' }
             : {}),
-        ...(input.rotate_callback_token ? { callback_token: this.box.seal(newToken()) } : {}),
+        ...(input.rotate_callback_token || lostToken ? { callback_token: this.box.seal(newToken()) } : {}),
+        ...(lostVerify ? { verify_token: this.box.seal(newToken()) } : {}),
         updated_at: now,
       });
       if (!updated) throw notFound('Channel account');

@@ -96,11 +96,14 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     const id = parseRef('cha', params.account);
     const row = id === undefined ? undefined : await accountById(db, id);
     const kinds = row ? (providerSpecs[row.provider].callbacks as readonly string[]) : [];
+    // Undefined when the token was sealed under another APP_KEY: no URL of the account is valid then.
+    const token = row ? accounts.callbackToken(row) : undefined;
     if (
       !row ||
       row.provider !== params.provider ||
       !kinds.includes(params.kind) ||
-      !sameText(accounts.callbackToken(row), params.token)
+      token === undefined ||
+      !sameText(token, params.token)
     ) {
       throw new AppError(
         'unauthorized',
@@ -181,8 +184,12 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       const { row, kind } = await accountOf(request.params);
       const query = request.query as Record<string, string>;
       if (kind === 'webhook') {
-        const expected = accounts.verifyToken(row) ?? '';
-        if (query['hub.mode'] !== 'subscribe' || !sameText(expected, query['hub.verify_token'] ?? ''))
+        const expected = accounts.verifyToken(row);
+        if (
+          expected === undefined ||
+          query['hub.mode'] !== 'subscribe' ||
+          !sameText(expected, query['hub.verify_token'] ?? '')
+        )
           throw new AppError('unauthorized', "hub.verify_token does not match the account's verify_token.");
         return reply.type('text/plain').send(query['hub.challenge'] ?? '');
       }

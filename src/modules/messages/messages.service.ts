@@ -136,6 +136,14 @@ export class MessagesService {
     const { db, config, providers, accounts } = this.deps;
     const errors: FieldErrors = {};
     const account = await accountForSend(db, workspaceId, given.channel, given.channel_account_id);
+    if (account && !accounts.readable(account)) {
+      const ref = accountRef(account.id);
+      throw new AppError(
+        'conflict',
+        `The channel account ${ref}'s credentials cannot be read: they were sealed under another APP_KEY. Give them again with PATCH /api/channel-accounts/${ref}.`,
+        { channel_account_id: ref },
+      );
+    }
     const { template, ...input } = await withTemplate(db, workspaceId, given, config.dltEnforce);
     const to = recipientAddress(input.channel, input.to, config.defaultCountry);
     if (!to) errors.to = [addressProblem(input.channel)];

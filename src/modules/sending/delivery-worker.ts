@@ -356,6 +356,7 @@ export class DeliveryWorker {
     const accounts = new Map((await accountsByIds(this.deps.db.kysely, ids)).map((a) => [a.id, a] as const));
     const units: Unit[] = [];
     const groups = new Map<string, Unit>();
+    const sealedElsewhere = new Map<number, ChannelAccountRow>();
     for (const row of rows) {
       const message = { ...this.withHeaders(row), ...extras.get(row.id) };
       const accountId = row.channel_account_id;
@@ -380,6 +381,15 @@ export class DeliveryWorker {
           );
         continue;
       }
+      if (!this.accounts.readable(account)) {
+        sealedElsewhere.set(account.id, account);
+        failure(
+          `The channel account cha_${accountId}'s credentials cannot be read: they were sealed under another APP_KEY.`,
+          'auth_failed',
+          row.id,
+        );
+        continue;
+      }
       const provider = this.accounts.providerFor(account, channel);
       if (!provider.sendMany || !provider.batchLimit) {
         units.push({ rows: [row], messages: [message], provider, account });
@@ -396,6 +406,9 @@ export class DeliveryWorker {
       unit.rows.push(row);
       unit.messages.push(message);
     }
+    // As when a provider refuses the credentials: the account is switched off and webhooks are told.
+    for (const account of sealedElsewhere.values())
+      await disableForAuth(this.deps.db.kysely, account, 'sealed under another APP_KEY; give them again');
     return units;
   }
 
