@@ -205,7 +205,8 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/webhooks/:id/test': [409],
   'POST /api/providers/twilio/status': [403],
   'GET /api/providers/:provider/:account/:token/:kind': [401],
-  'POST /api/conversations/:id/reply': [402, 502],
+  'POST /api/conversations/:id/reply': [402, 409, 502],
+  'POST /api/channel-accounts/:id/test': [402, 409],
   'POST /api/conversations/:id/grievance': [409],
   'POST /api/providers/:provider/:account/:token/:kind': [401, 400],
 };
