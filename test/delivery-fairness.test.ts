@@ -27,7 +27,10 @@ for (const dialect of dialects) {
     it('a message queued after another workspace’s 2,000-message broadcast goes out in the first batches', async () => {
       const big = await register(t.app);
       const small = await register(t.app);
-      const many = Array.from({ length: 2000 }, () => uniquePhone());
+      // Distinct: a repeated number would be one recipient (1 in 500 runs draws one).
+      const numbers = new Set<string>();
+      while (numbers.size < 2000) numbers.add(uniquePhone());
+      const many = [...numbers];
       await t.db.kysely
         .updateTable('credit_balances')
         .set({ balance: 10_000 })
@@ -57,8 +60,12 @@ for (const dialect of dialects) {
       expect(at, 'the small workspace’s message was handed over').toBeGreaterThanOrEqual(0);
       // Within the first batch after it was queued, not after the big broadcast's remaining ~1,900.
       expect(at - before).toBeLessThan(100);
-      await worker.drain();
-      expect(sent.filter((m) => many.includes(m.to))).toHaveLength(2000);
+      // drain() stops at the first round that hands nothing over. CI once saw 1,999 of 2,000 after it (Node 24,
+      // PostgreSQL; the cause is not known: a repeated number, fixed above, is one candidate), so go on until
+      // all are out or ten drains have passed; a message lost for good still fails this.
+      const delivered = () => sent.filter((m) => many.includes(m.to)).length;
+      for (let i = 0; i < 10 && delivered() < 2000; i++) await worker.drain();
+      expect(delivered()).toBe(2000);
     });
   });
 }
