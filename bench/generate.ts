@@ -263,7 +263,27 @@ function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
 }
 
-export async function generateVotersCsv(path: string, count: number): Promise<void> {
+/** A state's roll (bench/state.ts): `constituencies` names in all, the first holding `firstShare` of the voters. */
+export interface StateShape {
+  constituencies: number;
+  firstShare: number;
+}
+
+/** The k-th constituency of a state: the list's names, then the same with a number ("Varanasi 2"). */
+export function constituencyName(k: number): string {
+  const base = constituencies[k % constituencies.length] as string;
+  const round = Math.floor(k / constituencies.length);
+  return round === 0 ? base : `${base} ${round + 1}`;
+}
+
+/** `i * a mod m` without leaving the integers a double holds exactly (i up to 2^31, a and m below 2^32). */
+function mulMod(i: number, a: number, m: number): number {
+  const hi = Math.floor(a / 65536);
+  const lo = a % 65536;
+  return (((((i * hi) % m) * 65536) % m) + ((i * lo) % m)) % m;
+}
+
+export async function generateVotersCsv(path: string, count: number, state?: StateShape): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const out = createWriteStream(path);
   const random = rng(20261121);
@@ -276,10 +296,14 @@ export async function generateVotersCsv(path: string, count: number): Promise<vo
     const last = devanagari ? pick(devLast) : pick(latinLast);
     const name = `${first} ${last}`;
     // A permutation of 0..3e9 keeps every mobile unique while spreading the digits.
-    const phone = `+91${6_000_000_000 + ((i * 2654435761) % 3_000_000_000)}`;
+    const phone = `+91${6_000_000_000 + mulMod(i, 2654435761, 3_000_000_000)}`;
     const email =
       !devanagari && random() < 0.5 ? `${first}.${last}${i % 997}@${pick(domains)}`.toLowerCase() : '';
-    const constituency = pick(constituencies);
+    const constituency = !state
+      ? pick(constituencies)
+      : random() < state.firstShare
+        ? constituencyName(0)
+        : constituencyName(1 + Math.floor(random() * (state.constituencies - 1)));
     const booth = String(1 + Math.floor(random() * 300));
     const ward = String(1 + Math.floor(random() * 60));
     const address = `H.No ${1 + Math.floor(random() * 999)}, ${pick(streets)}, ${constituency}`;

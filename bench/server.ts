@@ -135,7 +135,8 @@ export function uploadCsv(
   base: string,
   path: string,
   token: string,
-): Promise<{ status: number; body: string }> {
+  extraHeaders: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   const boundary = `----ces-bench-${Date.now()}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="voters.csv"\r\nContent-Type: text/csv\r\n\r\n`,
@@ -150,13 +151,14 @@ export function uploadCsv(
           authorization: `Bearer ${token}`,
           'content-type': `multipart/form-data; boundary=${boundary}`,
           'content-length': head.length + statSync(path).size + tail.length,
+          ...extraHeaders,
         },
       },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolveUpload({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => resolveUpload({ status: res.statusCode ?? 0, body, headers: res.headers }));
       },
     );
     req.on('error', reject);

@@ -11,6 +11,7 @@ import { AppError } from './errors.ts';
 import { type AuditActor, recordAudit } from './modules/audit/audit.repository.ts';
 import { hashPassword, passwordProblem } from './modules/auth/auth.passwords.ts';
 import { revokeUserTokens } from './modules/auth/auth.repository.ts';
+import { announcer, authChannel } from './modules/auth/token-owners.ts';
 import { account, setPassword } from './modules/auth/auth.service.ts';
 import { addCredits, balances } from './modules/credits/credits.repository.ts';
 import { creditsView } from './modules/credits/credits.schemas.ts';
@@ -152,9 +153,10 @@ async function main(): Promise<void> {
   console.error(`Database: ${database.label}${database.file && !existsSync(database.file) ? ' (new)' : ''}`);
   const config = loadConfig(process.env, { keyFile: defaultKeyFile() });
   const db = connect(config.databaseUrl, config.database);
+  const authChanges = announcer(config.redisUrl, authChannel(config.redisPrefix));
   try {
     await migrateToLatest(db.kysely);
-    const users = new UsersService({ db: db.kysely, config });
+    const users = new UsersService({ db: db.kysely, config, tokenOwners: authChanges });
     switch (command) {
       case 'migrate':
         console.log(`Migrations applied (${db.dialect}).`);
@@ -228,6 +230,7 @@ async function main(): Promise<void> {
             details: { via: 'cli' },
           }),
         );
+        await authChanges.forgetUser(user.id);
         console.log(JSON.stringify({ user_id: user.id, password_reset: true, tokens_revoked: true }));
         break;
       }
@@ -244,6 +247,7 @@ async function main(): Promise<void> {
           });
           return revoked;
         });
+        await authChanges.forgetUser(user.id);
         console.log(JSON.stringify({ user_id: user.id, tokens_revoked: revoked }));
         break;
       }
@@ -280,6 +284,7 @@ async function main(): Promise<void> {
       fail(`${error.message} ${error.details ? JSON.stringify(error.details) : ''}`);
     throw error;
   } finally {
+    authChanges.close();
     await db.close();
   }
 }

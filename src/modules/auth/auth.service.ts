@@ -8,6 +8,7 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, validationError } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
 import { pageResult } from '../../domain.ts';
+import { type TokenOwners } from './token-owners.ts';
 import { digestsEqual, hmacHex, sha256Hex } from '../../lib/crypto.ts';
 import { toE164 } from '../../lib/phone.ts';
 import type { MessageProvider } from '../../providers/provider.ts';
@@ -22,7 +23,6 @@ import { defaultWorkspaceName } from '../workspaces/workspaces.rules.ts';
 import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './auth.passwords.ts';
 import {
   consumeOtp,
-  findTokenOwner,
   insertOtp,
   insertToken,
   listLiveTokens,
@@ -49,6 +49,8 @@ export interface AuthServiceDeps {
   users: UsersService;
   sms: MessageProvider;
   log: FastifyBaseLogger;
+  /** Token owners kept between requests; told of every change this service commits. */
+  tokenOwners: TokenOwners;
 }
 
 export class AuthService {
@@ -86,6 +88,7 @@ export class AuthService {
 
   async logout(auth: AuthContext): Promise<void> {
     await revokeToken(this.deps.db, auth.workspaceId, auth.tokenId, nowIso());
+    await this.deps.tokenOwners.forgetToken(auth.tokenId);
   }
 
   /** OTPs being looked up, stored and handed to the provider after send-otp has answered. */
@@ -186,6 +189,7 @@ export class AuthService {
       });
       return { row, token: await this.issueToken(trx, row, 'password-reset', now) };
     });
+    await this.deps.tokenOwners.forgetUser(user.id);
     return this.authResult(row, token);
   }
 
@@ -215,6 +219,7 @@ export class AuthService {
           auth.tokenId,
         ),
       );
+    await this.deps.tokenOwners.forgetUser(user.id);
   }
 
   /** The caller's live tokens, newest first; `current` marks the one that made the call. */
@@ -228,30 +233,35 @@ export class AuthService {
   async revokeOwnToken(auth: AuthContext, tokenId: number): Promise<void> {
     if (!(await revokeUserToken(this.deps.db, auth.userId, tokenId, nowIso())))
       throw new AppError('not_found', 'Token not found.');
+    await this.deps.tokenOwners.forgetToken(tokenId);
   }
 
   /** The caller of `Authorization: Bearer <id>|<secret>`, or null for a missing, unknown, expired or revoked token. */
   async authenticate(authorization: string | undefined): Promise<AuthContext | null> {
     const match = /^Bearer\s+(\d{1,15})\|([A-Za-z0-9_-]{1,100})\s*$/i.exec(authorization ?? '');
     if (!match) return null;
-    const owner = await findTokenOwner(this.deps.db, Number(match[1]));
+    const owner = await this.deps.tokenOwners.find(Number(match[1]));
     if (!owner) return null;
-    if (!digestsEqual(owner.token_hash, sha256Hex(match[2] ?? ''))) return null;
-    if (owner.revoked_at || owner.deactivated_at) return null;
-    const now = nowIso();
-    if (owner.expires_at && owner.expires_at <= now) return null;
-    const staleBefore = new Date(Date.parse(now) - TOUCH_EVERY_MS).toISOString();
-    if (!owner.last_used_at || owner.last_used_at < staleBefore) {
+    if (!digestsEqual(owner.tokenHash, sha256Hex(match[2] ?? ''))) return null;
+    if (owner.dead) return null;
+    const now = Date.now();
+    if (owner.expiresMs !== null && owner.expiresMs <= now) return null;
+    if (owner.lastUsedMs < now - TOUCH_EVERY_MS) {
       // Once a minute per token at most; a failed write must not refuse a valid token.
-      await touchToken(this.deps.db, owner.token_id, now, staleBefore).catch((error: unknown) =>
-        this.deps.log.warn({ err: error }, 'could not record token use'),
-      );
+      owner.lastUsedMs = now;
+      const at = new Date(now);
+      await touchToken(
+        this.deps.db,
+        owner.tokenId,
+        at.toISOString(),
+        new Date(now - TOUCH_EVERY_MS).toISOString(),
+      ).catch((error: unknown) => this.deps.log.warn({ err: error }, 'could not record token use'));
     }
     return {
-      userId: owner.user_id,
-      workspaceId: owner.workspace_id,
+      userId: owner.userId,
+      workspaceId: owner.workspaceId,
       role: owner.role,
-      tokenId: owner.token_id,
+      tokenId: owner.tokenId,
     };
   }
 

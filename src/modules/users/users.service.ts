@@ -13,6 +13,7 @@ import { unassignOpen } from '../conversations/conversations.thread.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { hashPassword, passwordProblem } from '../auth/auth.passwords.ts';
 import { revokeUserTokens } from '../auth/auth.repository.ts';
+import type { AuthChanges } from '../auth/token-owners.ts';
 import {
   countOtherActivePoliticians,
   findUser,
@@ -47,7 +48,14 @@ export interface PreparedUser {
 }
 
 export class UsersService {
-  constructor(private readonly deps: { db: Kysely<Database>; config: Pick<Config, 'defaultCountry'> }) {}
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      config: Pick<Config, 'defaultCountry'>;
+      /** Told of every change of a user's role or activity, after it commits. */
+      tokenOwners: AuthChanges;
+    },
+  ) {}
 
   /** Checks and normalises a new user's fields (422 naming each bad one) and hashes the password. */
   async prepare(input: NewUser): Promise<PreparedUser> {
@@ -187,6 +195,7 @@ export class UsersService {
       }
       return row;
     });
+    await this.deps.tokenOwners.forgetUser(id);
     return userView(row);
   }
 }

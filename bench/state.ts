@@ -1,0 +1,397 @@
+/**
+ * npm run bench:state — issue 25: a state's voter roll on one PostgreSQL. Not in CI (at full size it takes
+ * the better part of an hour and about 6 GB of disk).
+ *
+ * On a database of its own (created beside DATABASE_URL's, or TEST_DATABASE_URL's, and dropped at the end
+ * unless STATE_KEEP=1), with the real processes (`npm start` without in-process workers, and two
+ * `npm run worker` processes; REDIS_URL, when set, is passed to all three):
+ *   1. STATE_VOTERS (10,000,000) generated voters across STATE_CONSTITUENCIES (300) constituencies, the first
+ *      holding STATE_BROADCAST (1,000,000) of them, imported through an import job (`Prefer: respond-async`),
+ *      against PostgreSQL's own COPY of the same file into a table with the same indexes (goal: at least 0.5x);
+ *   2. filtered voter lists (constituency, booth, ward and their combinations), STATE_QUERIES (1,000) distinct
+ *      filters, each asked once (goal: p99 at most 25 ms), and as many distinct searches by name, phone digits
+ *      and email (goal: p99 at most 50 ms);
+ *   3. the whole roll exported as CSV (goal: at least 150,000 rows/s) and Excel (at least 100,000 rows/s), with
+ *      the API process's RSS read every 100 ms (goal: under 300 MB throughout);
+ *   4. a broadcast to the first constituency's segment: the 202 (goal: under a second), the outbox filled
+ *      (goal: at least 100,000 rows/s) and drained through the sandbox by the two workers (goal: at least
+ *      10,000 messages/s), each recipient once, and the credits exact.
+ * The figures go to stdout, bench/out/state.md and bench/results/<date>-state.json.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { resolve } from 'node:path';
+import pg from 'pg';
+import { constituencyName, generateVotersCsv } from './generate.ts';
+import { api, ensureBuilt, freePort, npmStart, uploadCsv, waitUntilUp } from './server.ts';
+
+const VOTERS = Number(process.env.STATE_VOTERS ?? 10_000_000);
+const CONSTITUENCIES = Number(process.env.STATE_CONSTITUENCIES ?? 300);
+const BROADCAST = Math.min(VOTERS, Number(process.env.STATE_BROADCAST ?? 1_000_000));
+const QUERIES = Number(process.env.STATE_QUERIES ?? 1000);
+const adminUrl = [process.env.DATABASE_URL, process.env.TEST_DATABASE_URL].find((u) =>
+  /^postgres(ql)?:\/\//.test(u ?? ''),
+);
+if (!adminUrl) {
+  console.error(
+    'bench:state runs on PostgreSQL: set DATABASE_URL (or TEST_DATABASE_URL) to a postgres:// URL.',
+  );
+  process.exit(1);
+}
+const dbName = `ces_state_${Date.now()}`;
+const url = new URL(adminUrl);
+url.pathname = `/${dbName}`;
+const databaseUrl = url.toString();
+const csvPath = resolve(`bench/out/state-voters-${VOTERS}-${CONSTITUENCIES}.csv`);
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+const children: ChildProcess[] = [];
+function start(entry: 'server' | 'worker', env: Record<string, string>): ChildProcess {
+  const { env: startEnv, args } = npmStart();
+  const child = spawn(process.execPath, [...args.slice(0, -1), `dist/${entry}.js`], {
+    env: {
+      ...process.env,
+      ...startEnv,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      REDIS_PREFIX: `${dbName}:`,
+      APP_KEY: 'a'.repeat(64),
+      LOG_LEVEL: 'warn',
+      QUIET_HOURS: '',
+      SANDBOX_DELIVERY_DELAY_MS: '0',
+      WORKER_IN_PROCESS: 'false',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const s = (ms: number) => (ms / 1000).toFixed(1);
+
+function timedGet(base: string, path: string, token: string): Promise<number> {
+  return new Promise((done, fail) => {
+    const started = performance.now();
+    httpRequest(`${base}${path}`, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        res.statusCode === 200
+          ? done(performance.now() - started)
+          : fail(new Error(`GET ${path}: ${res.statusCode}`)),
+      );
+    })
+      .on('error', fail)
+      .end();
+  });
+}
+
+/** Downloads `path`, counting rows (lines) and reading the API process's RSS every 100 ms. */
+function download(base: string, path: string, token: string, pid: number) {
+  return new Promise<{ ms: number; bytes: number; peakRssMb: number }>((done, fail) => {
+    const started = performance.now();
+    let peak = 0;
+    const sample = () => {
+      const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      peak = Math.max(peak, Math.round(rss / 1024));
+    };
+    const timer = setInterval(sample, 100);
+    httpRequest(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+      if (res.statusCode !== 200) fail(new Error(`GET ${path}: ${res.statusCode}`));
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('end', () => {
+        clearInterval(timer);
+        sample();
+        done({ ms: performance.now() - started, bytes, peakRssMb: peak });
+      });
+    })
+      .on('error', fail)
+      .end();
+  });
+}
+
+/** The reference: psql's \copy of the same file into a table like `voters` (its indexes), keys computed. */
+function referenceCopy(): number {
+  const script = `CREATE TABLE state_reference (LIKE voters INCLUDING ALL);
+CREATE TEMP TABLE staging (name text, phone text, email text, constituency text, booth text, ward text, address text);
+\\copy staging FROM '${csvPath}' CSV HEADER
+INSERT INTO state_reference (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
+  SELECT 1, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address, now(), now() FROM staging;`;
+  const started = performance.now();
+  execFileSync('psql', [databaseUrl, '-q', '-v', 'ON_ERROR_STOP=1'], {
+    input: script,
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  const ms = performance.now() - started;
+  execFileSync('psql', [databaseUrl, '-qc', 'DROP TABLE state_reference']);
+  return ms;
+}
+
+/** Distinct list filters: each kind in turn, never the same twice. */
+function listFilters(): string[] {
+  const out = new Set<string>();
+  const c = (k: number) => encodeURIComponent(constituencyName(k % CONSTITUENCIES));
+  for (let i = 0; out.size < QUERIES; i++) {
+    const booth = 1 + ((i * 7) % 300);
+    const ward = 1 + ((i * 11) % 60);
+    switch (i % 6) {
+      case 0:
+        out.add(`constituency=${c(i)}`);
+        break;
+      case 1:
+        out.add(`booth=${booth}`);
+        break;
+      case 2:
+        out.add(`ward=${ward}`);
+        break;
+      case 3:
+        out.add(`constituency=${c(i)}&ward=${ward}`);
+        break;
+      case 4:
+        out.add(`constituency=${c(i)}&ward=${ward}&booth=${booth}`);
+        break;
+      default:
+        out.add(`ward=${ward}&booth=${booth}&page=${1 + (i % 5)}`);
+    }
+  }
+  return [...out].map((q) => `/api/voters?${q}`);
+}
+
+/** Distinct searches: name fragments, phone digits and email fragments read off the file's first rows. */
+function searchTerms(): string[] {
+  const lines = readFileSync(csvPath, 'utf8').slice(0, 4_000_000).split('\n').slice(1, -1);
+  const out = new Set<string>();
+  for (let i = 0; out.size < QUERIES && i < lines.length; i++) {
+    const [name = '', phone = '', email = ''] = lines[(i * 7919) % lines.length]!.split(',');
+    const kind = i % 3;
+    if (kind === 0) out.add(name.slice(0, 4 + (i % 6)).trim());
+    else if (kind === 1) out.add(phone.slice(3 + (i % 4), 3 + (i % 4) + 5 + (i % 3)));
+    else if (email) out.add(email.slice(0, 6 + (i % 5)));
+  }
+  return [...out].filter((t) => t.length >= 3).map((t) => `/api/voters?search=${encodeURIComponent(t)}`);
+}
+
+async function timeAll(base: string, paths: string[], token: string) {
+  const times: number[] = [];
+  for (const path of paths) times.push(await timedGet(base, path, token));
+  times.sort((a, b) => a - b);
+  return { n: times.length, p50: percentile(times, 50), p99: percentile(times, 99), max: times.at(-1) ?? 0 };
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(csvPath)) {
+    console.log(`generating ${fmt(VOTERS)} voters -> ${csvPath}`);
+    await generateVotersCsv(csvPath, VOTERS, {
+      constituencies: CONSTITUENCIES,
+      firstShare: BROADCAST / VOTERS,
+    });
+  }
+  const mb = Math.round(statSync(csvPath).size / 1024 / 1024);
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const results: Record<string, unknown> = { voters: VOTERS, constituencies: CONSTITUENCIES, csv_mb: mb };
+  try {
+    ensureBuilt();
+    const server = start('server', {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
+      IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
+    });
+    await waitUntilUp(`${base}/api/healthz`, 900);
+    for (let i = 0; i < 2; i++) start('worker', { WORKER_BATCH_SIZE: '2000' });
+
+    console.log(`1. import of ${fmt(VOTERS)} voters (${mb} MB): the reference COPY ...`);
+    const copyMs = referenceCopy();
+    const account = await api(`${base}/api`, 'POST', '/auth/register', undefined, {
+      name: 'State Office',
+      email: `state-${Date.now()}@example.com`,
+      password: 'state benchmark password',
+    });
+    const token = account.access_token as string;
+    const workspaceId = (account.user as { workspace_id: number }).workspace_id;
+    console.log('   ... and the import job');
+    let started = performance.now();
+    const upload = await uploadCsv(`${base}/api`, csvPath, token, { prefer: 'respond-async' });
+    if (upload.status !== 202) throw new Error(`import: ${upload.status} ${upload.body.slice(0, 300)}`);
+    const accepted = performance.now() - started;
+    const location = String(upload.headers.location).replace(/^\/api/, '');
+    let job: Record<string, unknown>;
+    for (;;) {
+      job = await api(`${base}/api`, 'GET', location, token);
+      if (job.status === 'completed' || job.status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const importMs = performance.now() - started;
+    if (job.status !== 'completed') throw new Error(`import job: ${JSON.stringify(job)}`);
+    results.import = {
+      upload_202_ms: Math.round(accepted),
+      seconds: +(importMs / 1000).toFixed(1),
+      rows_per_s: Math.round(VOTERS / (importMs / 1000)),
+      copy_seconds: +(copyMs / 1000).toFixed(1),
+      ratio: +(copyMs / importMs).toFixed(2),
+      job,
+    };
+    console.log(
+      `   import job ${s(importMs)} s against COPY ${s(copyMs)} s: ${(copyMs / importMs).toFixed(2)}x`,
+    );
+
+    console.log(`2. ${QUERIES} distinct list filters and ${QUERIES} distinct searches, each once ...`);
+    results.lists = await timeAll(base, listFilters(), token);
+    results.search = await timeAll(base, searchTerms(), token);
+    console.log(`   lists ${JSON.stringify(results.lists)}\n   search ${JSON.stringify(results.search)}`);
+
+    console.log('3. exports ...');
+    const csv = await download(base, '/api/voters/export?format=csv', token, server.pid as number);
+    const excel = await download(base, '/api/voters/export?format=excel', token, server.pid as number);
+    results.export = {
+      csv: {
+        seconds: +(csv.ms / 1000).toFixed(1),
+        rows_per_s: Math.round(VOTERS / (csv.ms / 1000)),
+        peak_rss_mb: csv.peakRssMb,
+      },
+      excel: {
+        seconds: +(excel.ms / 1000).toFixed(1),
+        rows_per_s: Math.round(VOTERS / (excel.ms / 1000)),
+        peak_rss_mb: excel.peakRssMb,
+      },
+    };
+    console.log(`   ${JSON.stringify(results.export)}`);
+
+    console.log(`4. broadcast to ${fmt(BROADCAST)} voters ...`);
+    execFileSync(
+      process.execPath,
+      ['bin/ces.mjs', 'grant-credits', '--workspace', String(workspaceId), '--sms', String(BROADCAST * 2)],
+      {
+        env: { ...process.env, DATABASE_URL: databaseUrl },
+        stdio: 'ignore',
+      },
+    );
+    const balance = async () =>
+      Number(
+        (
+          await db.query('SELECT balance FROM credit_balances WHERE workspace_id = $1 AND channel = $2', [
+            workspaceId,
+            'sms',
+          ])
+        ).rows[0]?.balance,
+      );
+    const before = await balance();
+    const segment = await api(`${base}/api`, 'POST', '/segments', token, {
+      name: 'The first constituency',
+      filters: { constituency: constituencyName(0) },
+    });
+    started = performance.now();
+    const broadcast = await api(`${base}/api`, 'POST', '/messages/broadcast', token, {
+      channel: 'sms',
+      message: 'Polling day is Sunday. Your booth opens at 7.',
+      segment_id: segment.id,
+    });
+    const acceptMs = performance.now() - started;
+    const total = Number(broadcast.total_recipients);
+    const campaignId = Number(String(broadcast.campaign_id ?? broadcast.id).replace(/^camp_/, ''));
+    const count = async (where: string) =>
+      Number(
+        (await db.query(`SELECT count(*) AS n FROM messages WHERE campaign_id = $1 ${where}`, [campaignId]))
+          .rows[0].n,
+      );
+    let filledMs = 0;
+    for (;;) {
+      const queued = await count('');
+      if (!filledMs && queued >= total) filledMs = performance.now() - started;
+      if (filledMs && (await count(`AND status IN ('queued', 'sending')`)) === 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const drainedMs = performance.now() - started;
+    const distinct = Number(
+      (await db.query('SELECT count(DISTINCT "to") AS n FROM messages WHERE campaign_id = $1', [campaignId]))
+        .rows[0].n,
+    );
+    const rows = await count('');
+    const spent = Number(
+      (
+        await db.query(
+          `SELECT coalesce(sum(cost), 0) AS n FROM messages WHERE campaign_id = $1 AND status IN ('sent', 'delivered')`,
+          [campaignId],
+        )
+      ).rows[0].n,
+    );
+    await new Promise((r) => setTimeout(r, 2000));
+    const after = await balance();
+    results.broadcast = {
+      recipients: total,
+      accept_ms: Math.round(acceptMs),
+      fill_rows_per_s: Math.round(total / (filledMs / 1000)),
+      drain_per_s: Math.round(total / (drainedMs / 1000)),
+      sent_twice: rows - distinct,
+      credits_spent: before - after,
+      credits_for_sent: spent,
+      credits_exact: before - after === spent,
+    };
+    console.log(`   ${JSON.stringify(results.broadcast)}`);
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    for (const child of children)
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    await db.end();
+    if (process.env.STATE_KEEP !== '1') await admin.query(`DROP DATABASE IF EXISTS ${dbName}`);
+    await admin.end();
+  }
+  const date = new Date().toISOString().slice(0, 10);
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync(
+    `bench/results/${date}-state.json`,
+    JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n',
+  );
+  writeFileSync('bench/out/state.md', table(results, date) + '\n');
+  console.log(`\n${table(results, date)}`);
+}
+
+function table(r: Record<string, unknown>, date: string): string {
+  const im = r.import as { seconds: number; rows_per_s: number; copy_seconds: number; ratio: number };
+  const li = r.lists as { p50: number; p99: number; max: number; n: number };
+  const se = r.search as { p50: number; p99: number; max: number; n: number };
+  const ex = r.export as Record<
+    'csv' | 'excel',
+    { seconds: number; rows_per_s: number; peak_rss_mb: number }
+  >;
+  const br = r.broadcast as {
+    accept_ms: number;
+    fill_rows_per_s: number;
+    drain_per_s: number;
+    sent_twice: number;
+    credits_exact: boolean;
+    recipients: number;
+  };
+  const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
+  return [
+    `### bench:state, PostgreSQL, ${fmt(VOTERS)} voters in ${CONSTITUENCIES} constituencies, ${date}`,
+    '',
+    '| measure | figure | reference / goal | met |',
+    '| --- | --- | --- | --- |',
+    `| import job | ${im.seconds} s, ${fmt(im.rows_per_s)} rows/s | COPY ${im.copy_seconds} s: ratio ${im.ratio}x, goal >= 0.5x | ${yes(im.ratio >= 0.5)} |`,
+    `| ${li.n} filtered lists, each once | p50 ${li.p50.toFixed(1)} ms, p99 ${li.p99.toFixed(1)} ms, max ${li.max.toFixed(0)} ms | p99 <= 25 ms | ${yes(li.p99 <= 25)} |`,
+    `| ${se.n} searches, each once | p50 ${se.p50.toFixed(1)} ms, p99 ${se.p99.toFixed(1)} ms, max ${se.max.toFixed(0)} ms | p99 <= 50 ms | ${yes(se.p99 <= 50)} |`,
+    `| CSV export | ${ex.csv.seconds} s, ${fmt(ex.csv.rows_per_s)} rows/s, RSS peak ${ex.csv.peak_rss_mb} MB | >= 150,000 rows/s, RSS < 300 MB | ${yes(ex.csv.rows_per_s >= 150_000 && ex.csv.peak_rss_mb < 300)} |`,
+    `| Excel export | ${ex.excel.seconds} s, ${fmt(ex.excel.rows_per_s)} rows/s, RSS peak ${ex.excel.peak_rss_mb} MB | >= 100,000 rows/s, RSS < 300 MB | ${yes(ex.excel.rows_per_s >= 100_000 && ex.excel.peak_rss_mb < 300)} |`,
+    `| broadcast to ${fmt(br.recipients)}: 202 | ${br.accept_ms} ms | < 1,000 ms | ${yes(br.accept_ms < 1000)} |`,
+    `| outbox filled (from the 202) | ${fmt(br.fill_rows_per_s)} rows/s | >= 100,000 rows/s | ${yes(br.fill_rows_per_s >= 100_000)} |`,
+    `| drained by two workers, sandbox (from the 202) | ${fmt(br.drain_per_s)} msg/s | >= 10,000 msg/s | ${yes(br.drain_per_s >= 10_000)} |`,
+    `| sent twice / credits exact | ${br.sent_twice} / ${br.credits_exact} | 0 / true | ${yes(br.sent_twice === 0 && br.credits_exact)} |`,
+  ].join('\n');
+}
+
+main().catch(async (error: unknown) => {
+  console.error(error);
+  for (const child of children) child.kill('SIGKILL');
+  process.exit(1);
+});
