@@ -12,8 +12,8 @@
  * Exit 1 when a benchmark fails (its row in the document says so).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { freePort } from './server.ts';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { freePort, machine } from './server.ts';
 
 const full = process.env.BENCH_FULL === '1';
 const rows = process.env.BENCH_ROWS ?? '20000';
@@ -166,6 +166,13 @@ function command(): string {
 
 async function main(): Promise<void> {
   const sections: string[] = [];
+  const record: Array<{
+    name: string;
+    dialect: string;
+    exit: number | null;
+    seconds: number;
+    figures: string;
+  }> = [];
   let failed = 0;
   for (const listed of benches()) {
     const port = String(await freePort());
@@ -179,6 +186,7 @@ async function main(): Promise<void> {
       .map(([k, v]) => ` ${k}=${v}`)
       .join('')}, ${Math.round(seconds)} s`;
     if (code !== 0 && !('file' in bench.result && existsSync(bench.result.file))) {
+      record.push({ name: bench.name, dialect: bench.dialect, exit: code, seconds, figures: '' });
       failed++;
       sections.push(`${title}\n\n${how}: **failed (exit ${code})**, no figures.`);
       continue;
@@ -186,7 +194,28 @@ async function main(): Promise<void> {
     if (code !== 0) failed++;
     const verdict = code === 0 ? '' : ` **exit ${code}: the run reported a failure, see its verdict**`;
     sections.push(`${title}\n\n${how}${verdict}\n\n${figures(bench, output)}`);
+    record.push({
+      name: bench.name,
+      dialect: bench.dialect,
+      exit: code,
+      seconds,
+      figures: figures(bench, output),
+    });
   }
+  // Every run is kept, by date (a second run on one day gets its time too), beside bench:state's.
+  mkdirSync('bench/results', { recursive: true });
+  const day = new Date().toISOString().slice(0, 10);
+  const file = existsSync(`bench/results/${day}.json`)
+    ? `bench/results/${new Date().toISOString().slice(0, 16).replace(':', '')}.json`
+    : `bench/results/${day}.json`;
+  writeFileSync(
+    file,
+    JSON.stringify(
+      { at: new Date().toISOString(), command: command(), machine: machine(), benches: record },
+      null,
+      2,
+    ) + '\n',
+  );
   const generated = [
     START,
     `Produced by \`${command()}\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC` +

@@ -1,3 +1,4 @@
+import { cpus, totalmem } from 'node:os';
 import { createServer } from 'node:net';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
@@ -214,4 +215,10 @@ export async function importVoters(base: string, token: string, lines: string[])
     voterIds.push(...items.map((v) => v.id));
   }
   return voterIds;
+}
+
+/** The machine a run was on (bench/results keeps it beside the figures): they mean little without it. */
+export function machine(): string {
+  const cores = cpus();
+  return `${cores.length} × ${cores[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}`;
 }
