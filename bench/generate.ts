@@ -233,6 +233,8 @@ const constituencies = [
   'जयपुर',
   'भोपाल',
 ];
+/** How many constituencies the plain roll (no StateShape) spreads its voters over. */
+export const plainConstituencies = constituencies.length;
 const streets = [
   'MG Road',
   'Station Road',

@@ -12,8 +12,8 @@
  * Exit 1 when a benchmark fails (its row in the document says so).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { freePort, machine } from './server.ts';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { freePort, keepResults } from './server.ts';
 
 const full = process.env.BENCH_FULL === '1';
 const rows = process.env.BENCH_ROWS ?? '20000';
@@ -203,19 +203,7 @@ async function main(): Promise<void> {
     });
   }
   // Every run is kept, by date (a second run on one day gets its time too), beside bench:state's.
-  mkdirSync('bench/results', { recursive: true });
-  const day = new Date().toISOString().slice(0, 10);
-  const file = existsSync(`bench/results/${day}.json`)
-    ? `bench/results/${new Date().toISOString().slice(0, 16).replace(':', '')}.json`
-    : `bench/results/${day}.json`;
-  writeFileSync(
-    file,
-    JSON.stringify(
-      { at: new Date().toISOString(), command: command(), machine: machine(), benches: record },
-      null,
-      2,
-    ) + '\n',
-  );
+  keepResults('', { command: command(), benches: record });
   const generated = [
     START,
     `Produced by \`${command()}\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC` +

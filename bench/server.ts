@@ -222,3 +222,16 @@ export function machine(): string {
   const cores = cpus();
   return `${cores.length} × ${cores[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}`;
 }
+
+/**
+ * Keeps a run's figures in bench/results/<date><suffix>.json (a second run on one day gets its time too:
+ * <date>T<HHMM><suffix>.json); returns the file's path.
+ */
+export function keepResults(suffix: string, figures: Record<string, unknown>): string {
+  mkdirSync('bench/results', { recursive: true });
+  const now = new Date().toISOString();
+  const daily = `bench/results/${now.slice(0, 10)}${suffix}.json`;
+  const file = existsSync(daily) ? `bench/results/${now.slice(0, 16).replace(':', '')}${suffix}.json` : daily;
+  writeFileSync(file, JSON.stringify({ at: now, machine: machine(), ...figures }, null, 2) + '\n');
+  return file;
+}

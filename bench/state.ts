@@ -20,13 +20,22 @@
  * The figures go to stdout, bench/out/state.md and bench/results/<date>-state.json.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
-import { createRequire } from 'node:module';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { constituencyName, generateVotersCsv } from './generate.ts';
-import { api, ensureBuilt, freePort, machine, npmStart, uploadCsv, waitUntilUp } from './server.ts';
+import { listFilters, mixedReads, searchTerms, timeEach } from './reads.ts';
+import {
+  api,
+  ensureBuilt,
+  freePort,
+  keepResults,
+  machine,
+  npmStart,
+  uploadCsv,
+  waitUntilUp,
+} from './server.ts';
 
 const VOTERS = Number(process.env.STATE_VOTERS ?? 10_000_000);
 const CONSTITUENCIES = Number(process.env.STATE_CONSTITUENCIES ?? 300);
@@ -51,7 +60,6 @@ const url = new URL(adminUrl);
 url.pathname = `/${dbName}`;
 const databaseUrl = url.toString();
 const csvPath = resolve(`bench/out/state-voters-${VOTERS}-${CONSTITUENCIES}.csv`);
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
 const children: ChildProcess[] = [];
 function start(entry: 'server' | 'worker', env: Record<string, string>): ChildProcess {
@@ -78,26 +86,8 @@ function start(entry: 'server' | 'worker', env: Record<string, string>): ChildPr
   return child;
 }
 
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const s = (ms: number) => (ms / 1000).toFixed(1);
-
-function timedGet(base: string, path: string, token: string): Promise<number> {
-  return new Promise((done, fail) => {
-    const started = performance.now();
-    httpRequest(`${base}${path}`, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.resume();
-      res.on('end', () =>
-        res.statusCode === 200
-          ? done(performance.now() - started)
-          : fail(new Error(`GET ${path}: ${res.statusCode}`)),
-      );
-    })
-      .on('error', fail)
-      .end();
-  });
-}
 
 /** Downloads `path`, counting rows (lines) and reading the API process's RSS every 100 ms. */
 function download(base: string, path: string, token: string, pid: number) {
@@ -139,99 +129,6 @@ INSERT INTO state_reference (workspace_id, name, name_key, phone, email, constit
   const ms = performance.now() - started;
   execFileSync('psql', [databaseUrl, '-qc', 'DROP TABLE state_reference']);
   return ms;
-}
-
-/** Distinct list filters: each kind in turn, values drawn at random, never the same twice. */
-function listFilters(): string[] {
-  const out = new Set<string>();
-  let seed = 25;
-  const random = () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed / 2147483648;
-  };
-  const c = () => encodeURIComponent(constituencyName(Math.floor(random() * CONSTITUENCIES)));
-  const booth = () => 1 + Math.floor(random() * 300);
-  const ward = () => 1 + Math.floor(random() * 60);
-  for (let i = 0; out.size < QUERIES && i < QUERIES * 100; i++) {
-    const kinds = [
-      () => `constituency=${c()}`,
-      () => `booth=${booth()}`,
-      () => `ward=${ward()}`,
-      () => `constituency=${c()}&ward=${ward()}`,
-      () => `constituency=${c()}&ward=${ward()}&booth=${booth()}`,
-      () => `ward=${ward()}&booth=${booth()}`,
-    ];
-    out.add((kinds[i % kinds.length] as () => string)());
-  }
-  return [...out].map((q) => `/api/voters?${q}`);
-}
-
-/** Distinct searches: name fragments, phone digits and email fragments read off the file's first rows. */
-function searchTerms(): string[] {
-  const lines = readFileSync(csvPath, 'utf8').slice(0, 4_000_000).split('\n').slice(1, -1);
-  const out = new Set<string>();
-  for (let i = 0; out.size < QUERIES && i < lines.length; i++) {
-    const [name = '', phone = '', email = ''] = lines[(i * 7919) % lines.length]!.split(',');
-    const kind = i % 3;
-    if (kind === 0) out.add(name.slice(0, 4 + (i % 6)).trim());
-    else if (kind === 1) out.add(phone.slice(3 + (i % 4), 3 + (i % 4) + 5 + (i % 3)));
-    else if (email) out.add(email.slice(0, 6 + (i % 5)));
-  }
-  return [...out].filter((t) => t.length >= 3).map((t) => `/api/voters?search=${encodeURIComponent(t)}`);
-}
-
-async function timeAll(base: string, paths: string[], token: string) {
-  const times: number[] = [];
-  for (const path of paths) times.push(await timedGet(base, path, token));
-  times.sort((a, b) => a - b);
-  return { n: times.length, p50: percentile(times, 50), p99: percentile(times, 99), max: times.at(-1) ?? 0 };
-}
-
-/**
- * Mixed reads under load: STATE_MIXED_CONNECTIONS (50) for STATE_MIXED_S (30) seconds, each request one of a
- * voter by id, a filtered list or a search (the lists and searches drawn from the distinct ones above).
- */
-async function mixedReads(base: string, token: string) {
-  const connections = Number(process.env.STATE_MIXED_CONNECTIONS ?? 50);
-  const duration = Number(process.env.STATE_MIXED_S ?? 30);
-  const lists = listFilters();
-  const searches = searchTerms();
-  const ids = (
-    (await api(`${base}/api`, 'GET', '/voters?per_page=100', token)).data as Array<{ id: number }>
-  ).map((v) => v.id);
-  let n = 0;
-  const pick = () => {
-    n += 1;
-    if (n % 3 === 0) return `/api/voters/${ids[n % ids.length]}`;
-    return n % 3 === 1 ? (lists[n % lists.length] as string) : (searches[n % searches.length] as string);
-  };
-  const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Promise<{
-    requests: { average: number };
-    latency: { p50: number; p99: number };
-    '2xx': number;
-    non2xx: number;
-    errors: number;
-  }>;
-  const result = await autocannon({
-    url: base,
-    connections,
-    duration,
-    requests: [
-      {
-        method: 'GET',
-        headers: { authorization: `Bearer ${token}` },
-        setupRequest: (r: object) => ({ ...r, path: pick() }),
-      },
-    ],
-  });
-  return {
-    connections,
-    seconds: duration,
-    per_s: Math.round(result['2xx'] / duration),
-    p50_ms: result.latency.p50,
-    p99_ms: result.latency.p99,
-    failed: result.non2xx + result.errors,
-  };
 }
 
 /** The whole roll as CSV, then as Excel, with the API process's RSS read all along. */
@@ -448,10 +345,19 @@ async function main(): Promise<void> {
     }
     if (steps.has('reads')) {
       console.log(`2. ${QUERIES} distinct list filters and ${QUERIES} distinct searches, each once ...`);
-      results.lists = await timeAll(base, listFilters(), token);
-      results.search = await timeAll(base, searchTerms(), token);
+      results.lists = await timeEach(`${base}/api`, listFilters(QUERIES, CONSTITUENCIES), token);
+      results.search = await timeEach(`${base}/api`, searchTerms(csvPath, QUERIES), token);
       console.log(`   lists ${JSON.stringify(results.lists)}\n   search ${JSON.stringify(results.search)}`);
-      results.mixed = await mixedReads(base, token);
+      results.mixed = await mixedReads(
+        `${base}/api`,
+        token,
+        listFilters(QUERIES, CONSTITUENCIES),
+        searchTerms(csvPath, QUERIES),
+        {
+          connections: Number(process.env.STATE_MIXED_CONNECTIONS ?? 50),
+          seconds: Number(process.env.STATE_MIXED_S ?? 30),
+        },
+      );
       console.log(`   mixed reads ${JSON.stringify(results.mixed)}`);
     }
     if (steps.has('exports')) await exports(base, token, server.pid as number, results);
@@ -465,13 +371,7 @@ async function main(): Promise<void> {
     await admin.end();
   }
   const date = new Date().toISOString().slice(0, 10);
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync(
-    existsSync(`bench/results/${date}-state.json`)
-      ? `bench/results/${new Date().toISOString().slice(0, 16).replace(':', '')}-state.json`
-      : `bench/results/${date}-state.json`,
-    JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n',
-  );
+  keepResults('-state', results);
   writeFileSync('bench/out/state.md', table(results, date) + '\n');
   console.log(`\n${table(results, date)}`);
 }

@@ -1,5 +1,5 @@
 /**
- * npm run bench:voters [-- --rows 1000000 --samples 200]
+ * npm run bench:voters [-- --rows 1000000 --samples 200 --queries 1000 --mixed-seconds 30 --skip-exports]
  *
  * Generates a realistic voter roll, then measures, each beside a reference run on the same machine in the
  * same run (these machines are shared and noisy, so ratios matter, not absolute times):
@@ -7,35 +7,51 @@
  *   - CSV export through the API vs the database's own CSV dump of the same query; Excel export rows/s (each
  *     the median of three runs, alternating with the reference);
  *   - peak RSS of the server during import and during export;
- *   - p50/p99 over HTTP of list pages with each filter and of search for name, phone and email fragments.
+ *   - p50/p99 over HTTP of list pages with each filter and of search for name, phone and email fragments;
+ *   - issue 25's reads (bench/reads.ts): `--queries` distinct list filters and as many distinct searches (names,
+ *     phone digits, emails), each asked once, then mixed reads (a voter, a list, a search) from 50
+ *     connections for `--mixed-seconds`.
+ * The tables go to bench/out/voters-<dialect>.md, the figures to bench/results/<date>-voters-<dialect>.json.
  * With DATABASE_URL=postgres://... everything runs on PostgreSQL (reference: psql \copy).
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { request as httpRequest, Agent } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { generateVotersCsv } from './generate.ts';
-import { spawnNpmStart, uploadCsv, waitUntilUp } from './server.ts';
+import { generateVotersCsv, plainConstituencies } from './generate.ts';
+import {
+  type Latencies,
+  listFilters,
+  mixedReads,
+  percentile,
+  searchTerms,
+  timedGet,
+  timeEach,
+} from './reads.ts';
+import { keepResults, spawnNpmStart, uploadCsv, waitUntilUp } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
     rows: { type: 'string', default: '1000000' },
     samples: { type: 'string', default: '200' },
     port: { type: 'string', default: '3917' },
+    queries: { type: 'string', default: '1000' },
+    'mixed-seconds': { type: 'string', default: '30' },
+    'skip-exports': { type: 'boolean', default: false },
   },
 });
 const rows = Number(args.rows);
 const samples = Number(args.samples);
 const coldSamples = Math.max(20, Math.round(samples / 4));
 const port = Number(args.port);
+const queries = Number(args.queries);
 const pgUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined;
 const dialect = pgUrl ? 'postgres' : 'sqlite';
 const work = mkdtempSync(join(tmpdir(), 'ces-bench-'));
 const csvPath = resolve(`bench/out/voters-${rows}.csv`);
 const base = `http://127.0.0.1:${port}/api`;
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 const exportColumns = 'id, name, phone, email, constituency, booth, ward, address, created_at, updated_at';
 
 function seconds(ms: number): string {
@@ -110,22 +126,6 @@ function download(path: string, token: string): Promise<number> {
       let bytes = 0;
       res.on('data', (c: Buffer) => (bytes += c.length));
       res.on('end', () => resolveDownload(bytes));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
-
-function timedGet(path: string, token: string): Promise<number> {
-  return new Promise((resolveGet, reject) => {
-    const started = performance.now();
-    httpRequest(`${base}${path}`, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.resume();
-      res.on('end', () =>
-        res.statusCode === 200
-          ? resolveGet(performance.now() - started)
-          : reject(new Error(`GET ${path}: ${res.statusCode}`)),
-      );
     })
       .on('error', reject)
       .end();
@@ -213,8 +213,31 @@ function referenceExport(workspaceId: number): number {
 const EXPORT_RUNS = 3;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+/**
+ * Each export three times, alternating with the reference (one run alone swings by a third on a shared
+ * machine): the medians are compared.
+ */
+async function exportRuns(token: string, workspaceId: number) {
+  console.log('exports ...');
+  const refRuns: number[] = [];
+  const csvRuns: number[] = [];
+  const xlsxRuns: number[] = [];
+  let csvBytes = 0;
+  let xlsxBytes = 0;
+  resetPeakRss();
+  for (let run = 0; run < EXPORT_RUNS; run += 1) {
+    refRuns.push(referenceExport(workspaceId));
+    let started = performance.now();
+    csvBytes = await download('/voters/export?format=csv', token);
+    csvRuns.push(performance.now() - started);
+    started = performance.now();
+    xlsxBytes = await download('/voters/export?format=excel', token);
+    xlsxRuns.push(performance.now() - started);
+  }
+  const [refMs, csvMs, xlsxMs] = [refRuns, csvRuns, xlsxRuns].map(median) as [number, number, number];
+  const runs = (values: number[]) => values.map((ms) => seconds(ms)).join(', ');
+  console.log(`export runs (s): reference ${runs(refRuns)}; CSV ${runs(csvRuns)}; Excel ${runs(xlsxRuns)}`);
+  return { refMs, csvMs, xlsxMs, csvBytes, xlsxBytes, peakRssMb: peakRssMb() };
 }
 
 type LatencyRow = [string, ...number[]];
@@ -295,14 +318,15 @@ async function latency(token: string): Promise<LatencyRow[]> {
     const times: number[] = [];
     for (let i = 0; i < coldSamples; i++) {
       await before();
-      times.push(await timedGet(paths[i % paths.length] as string, token));
+      times.push(await timedGet(base, paths[i % paths.length] as string, token));
     }
     return times.sort((a, b) => a - b);
   };
   for (const [label, paths] of cases) {
-    for (const path of paths) await timedGet(path, token); // warm
+    for (const path of paths) await timedGet(base, path, token); // warm
     const times: number[] = [];
-    for (let i = 0; i < samples; i++) times.push(await timedGet(paths[i % paths.length] as string, token));
+    for (let i = 0; i < samples; i++)
+      times.push(await timedGet(base, paths[i % paths.length] as string, token));
     times.sort((a, b) => a - b);
     const edited = await afterEach(paths, edit);
     const cold = await afterEach(paths, bulk);
@@ -334,7 +358,7 @@ async function main(): Promise<void> {
 
     console.log('import through the API ...');
     resetPeakRss();
-    let started = performance.now();
+    const started = performance.now();
     const upload = await uploadCsv(base, csvPath, token);
     const importMs = performance.now() - started;
     const importRss = peakRssMb();
@@ -345,34 +369,22 @@ async function main(): Promise<void> {
       throw new Error(`imported ${result.imported} of ${rows}: ${upload.body.slice(0, 500)}`);
     if (!pgUrl) execFileSync('sqlite3', [join(work, 'server.db'), 'PRAGMA optimize;']);
 
-    // Each export three times, alternating with the reference (one run alone swings by a third on a shared
-    // machine): the medians are compared.
-    console.log('exports ...');
-    const refRuns: number[] = [];
-    const csvRuns: number[] = [];
-    const xlsxRuns: number[] = [];
-    let csvBytes = 0;
-    let xlsxBytes = 0;
-    resetPeakRss();
-    for (let run = 0; run < EXPORT_RUNS; run += 1) {
-      refRuns.push(referenceExport(workspaceId));
-      started = performance.now();
-      csvBytes = await download('/voters/export?format=csv', token);
-      csvRuns.push(performance.now() - started);
-      started = performance.now();
-      xlsxBytes = await download('/voters/export?format=excel', token);
-      xlsxRuns.push(performance.now() - started);
-    }
-    const [refExportMs, csvMs, xlsxMs] = [refRuns, csvRuns, xlsxRuns].map(median) as [number, number, number];
-    const runs = (values: number[]) => values.map((ms) => seconds(ms)).join(', ');
-    console.log(`export runs (s): reference ${runs(refRuns)}; CSV ${runs(csvRuns)}; Excel ${runs(xlsxRuns)}`);
-    const exportRss = peakRssMb();
-
+    const exported = args['skip-exports'] ? undefined : await exportRuns(token, workspaceId);
     console.log('latency ...');
     const lat = await latency(token);
 
+    console.log(
+      `${queries} distinct list filters, then as many distinct searches, each once; mixed reads ...`,
+    );
+    const lists = listFilters(queries, plainConstituencies);
+    const searches = searchTerms(csvPath, queries);
+    const distinct: Array<[string, Latencies]> = [
+      ['list filters', await timeEach(base, lists, token)],
+      ['searches (names, phone digits, emails)', await timeEach(base, searches, token)],
+    ];
+    const mixed = await mixedReads(base, token, lists, searches, { seconds: Number(args['mixed-seconds']) });
+
     const importRatio = ref.ms / importMs;
-    const exportRatio = refExportMs / csvMs;
     const lines = [
       `### ${dialect}, ${rows.toLocaleString('en')} voters (${mb} MB CSV), ${new Date().toISOString().slice(0, 10)}`,
       '',
@@ -385,18 +397,43 @@ async function main(): Promise<void> {
           ]
         : []),
       `| import peak RSS (server) | ${importRss} MB | | | < 300 MB |`,
-      `| CSV export (median of 3) | ${seconds(csvMs)} s, ${rate(rows, csvMs).toLocaleString('en')} rows/s, ${(csvBytes / 1024 / 1024).toFixed(0)} MB | ${seconds(refExportMs)} s (${pgUrl ? 'psql \\copy TO STDOUT' : 'sqlite3 -csv'}) | ${exportRatio.toFixed(2)}x | >= 0.5x |`,
-      `| Excel export (median of 3) | ${seconds(xlsxMs)} s, ${rate(rows, xlsxMs).toLocaleString('en')} rows/s, ${(xlsxBytes / 1024 / 1024).toFixed(0)} MB | | | >= 100,000 rows/s |`,
-      `| export peak RSS (server) | ${exportRss} MB | | | < 300 MB |`,
+      ...(exported
+        ? [
+            `| CSV export (median of 3) | ${seconds(exported.csvMs)} s, ${rate(rows, exported.csvMs).toLocaleString('en')} rows/s, ${(exported.csvBytes / 1024 / 1024).toFixed(0)} MB | ${seconds(exported.refMs)} s (${pgUrl ? 'psql \\copy TO STDOUT' : 'sqlite3 -csv'}) | ${(exported.refMs / exported.csvMs).toFixed(2)}x | >= 0.5x |`,
+            `| Excel export (median of 3) | ${seconds(exported.xlsxMs)} s, ${rate(rows, exported.xlsxMs).toLocaleString('en')} rows/s, ${(exported.xlsxBytes / 1024 / 1024).toFixed(0)} MB | | | >= 100,000 rows/s |`,
+            `| export peak RSS (server) | ${exported.peakRssMb} MB | | | < 300 MB |`,
+          ]
+        : []),
       '',
       `| request over HTTP, sequential, keep-alive | repeated (${samples}): p50 ms | p99 ms | each after a one-voter edit (${coldSamples}): p50 ms | p99 ms | each after a bulk change, cold (${coldSamples}): p50 ms | p99 ms | goal |`,
       '|---|---|---|---|---|---|---|---|',
       ...lat.map(
         ([label, ...ms]) => `| ${label} | ${ms.map((m) => m.toFixed(1)).join(' | ')} | p99 < 25 ms |`,
       ),
+      '',
+      '| each asked once, none repeated | n | p50 ms | p99 ms | max ms | goal |',
+      '|---|---|---|---|---|---|',
+      ...distinct.map(
+        ([label, l]) =>
+          `| ${label} | ${l.n} | ${l.p50.toFixed(1)} | ${l.p99.toFixed(1)} | ${l.max.toFixed(1)} | p99 <= 25 ms |`,
+      ),
+      '',
+      '| mixed reads under load | figure | goal |',
+      '|---|---|---|',
+      `| a voter, a list or a search, ${mixed.connections} connections, ${mixed.seconds} s | ${mixed.per_s}/s, p50 ${mixed.p50_ms} ms, p99 ${mixed.p99_ms} ms, ${mixed.failed} failed | p99 < 100 ms |`,
     ];
     console.log('\n' + lines.join('\n'));
     writeFileSync(resolve(`bench/out/voters-${dialect}.md`), lines.join('\n') + '\n');
+    const kept = keepResults(`-voters-${dialect}`, {
+      command: `npm run bench:voters -- ${process.argv.slice(2).join(' ')}`.trim(),
+      dialect,
+      voters: rows,
+      import: { ms: Math.round(importMs), reference_ms: Math.round(ref.ms), ratio: +importRatio.toFixed(2) },
+      ...(exported ? { export: exported } : {}),
+      distinct: Object.fromEntries(distinct),
+      mixed,
+    });
+    console.log(`figures kept in ${kept}`);
   } finally {
     await stopServer();
     rmSync(work, { recursive: true, force: true });
