@@ -114,20 +114,25 @@ function download(base: string, path: string, token: string, pid: number) {
   });
 }
 
-/** The reference: psql's \copy of the same file into a table like `voters` (its indexes), keys computed. */
+/**
+ * The reference: psql's \copy of the same file into a table like `voters` (its indexes), keys computed, and
+ * its searchable columns into a table like `voter_search` (its trigram indexes): what the import job writes.
+ */
 function referenceCopy(): number {
   const script = `CREATE TABLE state_reference (LIKE voters INCLUDING ALL);
 CREATE TEMP TABLE staging (name text, phone text, email text, constituency text, booth text, ward text, address text);
 \\copy staging FROM '${csvPath}' CSV HEADER
 INSERT INTO state_reference (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
-  SELECT 1, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address, now(), now() FROM staging;`;
+  SELECT 1, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address, now(), now() FROM staging;
+CREATE TABLE state_reference_search (LIKE voter_search INCLUDING ALL);
+INSERT INTO state_reference_search SELECT id, workspace_id, name, email, phone FROM state_reference;`;
   const started = performance.now();
   execFileSync('psql', [databaseUrl, '-q', '-v', 'ON_ERROR_STOP=1'], {
     input: script,
     stdio: ['pipe', 'ignore', 'inherit'],
   });
   const ms = performance.now() - started;
-  execFileSync('psql', [databaseUrl, '-qc', 'DROP TABLE state_reference']);
+  execFileSync('psql', [databaseUrl, '-qc', 'DROP TABLE state_reference, state_reference_search']);
   return ms;
 }
 

@@ -28,6 +28,7 @@ import * as channelAccounts from './migrations/2026_11_25_024_channel_accounts.t
 import * as conversations from './migrations/2026_11_25_025_conversations.ts';
 import * as liveEvents from './migrations/2026_11_25_026_live_events.ts';
 import * as inbox from './migrations/2026_11_26_027_inbox.ts';
+import * as voterSearch from './migrations/2026_11_26_028_voter_search.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_025_conversations': conversations,
   '2026_11_25_026_live_events': liveEvents,
   '2026_11_26_027_inbox': inbox,
+  '2026_11_26_028_voter_search': voterSearch,
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {

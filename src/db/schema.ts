@@ -41,6 +41,8 @@ export interface Database {
   voter_blocks: VoterBlockTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
+  /** PostgreSQL only: each voter's searchable columns, with their trigram indexes (kept by triggers). */
+  voter_search: VoterSearchTable;
   segments: SegmentTable;
   webhooks: WebhookTable;
   webhook_events: WebhookEventTable;
@@ -166,6 +168,14 @@ export interface VoterBlockTable {
   /** id >> 12 */
   block: number;
   total: number;
+}
+
+export interface VoterSearchTable {
+  voter_id: number;
+  workspace_id: number;
+  name: string;
+  email: string | null;
+  phone: string;
 }
 
 export interface VoterFtsTable {

@@ -43,19 +43,34 @@ function ftsMatch(term: string): string | undefined {
 }
 
 /**
- * Case-insensitive substring search of name or email (and phone digits), served by an index: pg_trgm GIN
- * indexes on PostgreSQL, the FTS5 trigram table on SQLite. Trigrams need three characters; a shorter term
- * falls back to LIKE over the workspace's rows (a scan: slow at millions of voters).
+ * Case-insensitive substring search of name or email (and phone digits) on PostgreSQL: the ids of the
+ * workspace's matching voters, read from `voter_search` (each voter's searchable columns, narrow, with pg_trgm
+ * GIN indexes; migration 028) without touching `voters`. Trigrams need three characters; a shorter term scans
+ * the workspace's rows of that table.
  */
-function searchCondition(db: Executor, term: string, ids?: IdRange) {
+function searchedIds(db: Executor, workspaceId: number, term: string) {
+  const digits = phoneDigits(term);
+  const like = likePattern(term);
+  return db
+    .selectFrom('voter_search')
+    .select('voter_search.voter_id')
+    .where('voter_search.workspace_id', '=', workspaceId)
+    .where((eb) => {
+      const ors = [eb('voter_search.name', 'ilike', like), eb('voter_search.email', 'ilike', like)];
+      if (digits) ors.push(eb('voter_search.phone', 'like', likePattern(digits)));
+      return eb.or(ors);
+    });
+}
+
+/**
+ * Case-insensitive substring search of name or email (and phone digits), served by an index: `voter_search`'s
+ * trigram indexes on PostgreSQL, the FTS5 trigram table on SQLite. Trigrams need three characters; a shorter
+ * term falls back to LIKE over the workspace's rows (a scan: slow at millions of voters).
+ */
+function searchCondition(db: Executor, workspaceId: number, term: string, ids?: IdRange) {
   const digits = phoneDigits(term);
   return (eb: ExpressionBuilder<Database, 'voters'>) => {
-    if (isPostgres(db)) {
-      const like = likePattern(term);
-      const ors = [eb('voters.name', 'ilike', like), eb('voters.email', 'ilike', like)];
-      if (digits) ors.push(eb('voters.phone', 'like', likePattern(digits)));
-      return eb.or(ors);
-    }
+    if (isPostgres(db)) return eb('voters.id', 'in', searchedIds(db, workspaceId, term));
     const match = ftsMatch(term);
     // Within an id range (a campaign's fill), the range goes into the search index's own query: FTS5 seeks by
     // rowid, so a chunk costs its range, not every match of the term (evaluated again for each chunk).
@@ -128,7 +143,7 @@ export function filteredVoters(
   if (ids) query = query.where('voters.id', '>', ids.after).where('voters.id', '<=', ids.upTo);
   if (hasExactFilters(filters)) query = query.where(exactFilters(filters));
   const term = filters.search?.trim();
-  if (term) query = query.where(searchCondition(db, term, ids));
+  if (term) query = query.where(searchCondition(db, workspaceId, term, ids));
   return query;
 }
 
@@ -357,11 +372,16 @@ export async function listVoters(
     // indexes (the same plan as a capped count, with the id instead of a constant). Up to 10,000 matches the
     // total is their number and every page a lookup by id (walking the primary key until a page is full is
     // right for common terms and slow for rare ones: PostgreSQL cannot estimate a trigram search's matches).
-    const rows = await withoutSeqScan(db, (ex) =>
-      filteredVoters(ex, workspaceId, filters)
-        .select('voters.id')
-        .limit(SEARCH_TOTAL_CAP + 1)
-        .execute(),
+    // Without exact filters the ids come from voter_search alone; with them, voters is joined for the filters.
+    const rows: Array<{ voter_id: number }> = await withoutSeqScan(db, (ex) =>
+      hasExactFilters(filters)
+        ? filteredVoters(ex, workspaceId, filters)
+            .select('voters.id as voter_id')
+            .limit(SEARCH_TOTAL_CAP + 1)
+            .execute()
+        : searchedIds(ex, workspaceId, term)
+            .limit(SEARCH_TOTAL_CAP + 1)
+            .execute(),
     );
     count =
       rows.length > SEARCH_TOTAL_CAP
@@ -369,7 +389,7 @@ export async function listVoters(
         : {
             total: rows.length,
             exact: true,
-            ids: rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+            ids: rows.map((r) => Number(r.voter_id)).sort((a, b) => a - b),
           };
   } else if (term) {
     const found = await countMatches(db, workspaceId, filters, SEARCH_TOTAL_CAP);
