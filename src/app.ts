@@ -219,7 +219,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const providers = deps.providers ?? createProviders(config, app.log);
   const tokenOwners = new TokenOwners(db, redis, authChannel(config.redisPrefix), app.log);
-  const users = new UsersService({ db: db.kysely, config, tokenOwners });
+  const users = new UsersService({ db: db.kysely, config, authChanges: tokenOwners });
   const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const grievances = new GrievancesService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const payments = new PaymentsService({ db: db.kysely });

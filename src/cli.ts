@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   const authChanges = announcer(config.redisUrl, authChannel(config.redisPrefix));
   try {
     await migrateToLatest(db.kysely);
-    const users = new UsersService({ db: db.kysely, config, tokenOwners: authChanges });
+    const users = new UsersService({ db: db.kysely, config, authChanges });
     switch (command) {
       case 'migrate':
         console.log(`Migrations applied (${db.dialect}).`);

@@ -53,7 +53,7 @@ export class UsersService {
       db: Kysely<Database>;
       config: Pick<Config, 'defaultCountry'>;
       /** Told of every change of a user's role or activity, after it commits. */
-      tokenOwners: AuthChanges;
+      authChanges: AuthChanges;
     },
   ) {}
 
@@ -195,7 +195,7 @@ export class UsersService {
       }
       return row;
     });
-    await this.deps.tokenOwners.forgetUser(id);
+    await this.deps.authChanges.forgetUser(id);
     return userView(row);
   }
 }
