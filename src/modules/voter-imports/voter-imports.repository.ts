@@ -218,12 +218,15 @@ const newIdentities = (table: string, workspace: string) =>
   `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key FROM ${table}) s
    WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
 
-/** VACUUM (ANALYZE) of the voters after a large PostgreSQL import, in the background (see apply). */
+/**
+ * VACUUM (ANALYZE) of the voters and their search table after a large PostgreSQL import, in the background
+ * (see apply): the statistics, the visibility map, and the trigram indexes' pending entries merged.
+ */
 function vacuumLater(connectFor: BulkConnections, workspaceId: number): void {
   void (async () => {
     const client = await connectFor(workspaceId);
     try {
-      await client.query('VACUUM (ANALYZE) voters');
+      await client.query('VACUUM (ANALYZE) voters, voter_search');
       client.release();
     } catch (error) {
       client.release(error as Error);
