@@ -48,18 +48,24 @@ function ftsMatch(term: string): string | undefined {
  * GIN indexes; migration 028) without touching `voters`. Trigrams need three characters; a shorter term scans
  * the workspace's rows of that table.
  */
-function searchedIds(db: Executor, workspaceId: number, term: string) {
+function searchedIds(db: Executor, workspaceId: number, term: string, ids?: IdRange) {
   const digits = phoneDigits(term);
   const like = likePattern(term);
-  return db
+  let query = db
     .selectFrom('voter_search')
     .select('voter_search.voter_id')
-    .where('voter_search.workspace_id', '=', workspaceId)
-    .where((eb) => {
-      const ors = [eb('voter_search.name', 'ilike', like), eb('voter_search.email', 'ilike', like)];
-      if (digits) ors.push(eb('voter_search.phone', 'like', likePattern(digits)));
-      return eb.or(ors);
-    });
+    .where('voter_search.workspace_id', '=', workspaceId);
+  // Within an id range (a campaign's fill), the range goes into the search's own query: PostgreSQL does not
+  // carry a range on voters.id over to voter_search.voter_id, and a chunk would find every match of the term.
+  if (ids)
+    query = query
+      .where('voter_search.voter_id', '>', ids.after)
+      .where('voter_search.voter_id', '<=', ids.upTo);
+  return query.where((eb) => {
+    const ors = [eb('voter_search.name', 'ilike', like), eb('voter_search.email', 'ilike', like)];
+    if (digits) ors.push(eb('voter_search.phone', 'like', likePattern(digits)));
+    return eb.or(ors);
+  });
 }
 
 /**
@@ -70,7 +76,7 @@ function searchedIds(db: Executor, workspaceId: number, term: string) {
 function searchCondition(db: Executor, workspaceId: number, term: string, ids?: IdRange) {
   const digits = phoneDigits(term);
   return (eb: ExpressionBuilder<Database, 'voters'>) => {
-    if (isPostgres(db)) return eb('voters.id', 'in', searchedIds(db, workspaceId, term));
+    if (isPostgres(db)) return eb('voters.id', 'in', searchedIds(db, workspaceId, term, ids));
     const match = ftsMatch(term);
     // Within an id range (a campaign's fill), the range goes into the search index's own query: FTS5 seeks by
     // rowid, so a chunk costs its range, not every match of the term (evaluated again for each chunk).
