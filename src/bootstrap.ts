@@ -42,7 +42,7 @@ export async function bootstrap(): Promise<{ config: Readonly<Config>; db: Db; l
     throw error;
   }
   const db = connect(config.databaseUrl, config.database);
-  await migrateToLatest(db.kysely);
+  await migrateToLatest(db);
   const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions, logDestination());
   return { config, db, log };
 }

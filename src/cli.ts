@@ -155,7 +155,7 @@ async function main(): Promise<void> {
   const db = connect(config.databaseUrl, config.database);
   const authChanges = announcer(config.redisUrl, authChannel(config.redisPrefix));
   try {
-    await migrateToLatest(db.kysely);
+    await migrateToLatest(db);
     const users = new UsersService({ db: db.kysely, config, authChanges });
     switch (command) {
       case 'migrate':

@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely';
+import { Kysely, type Migration, type MigrationResultSet, Migrator, PostgresDialect, sql } from 'kysely';
+import type { Db } from './connect.ts';
 import { isPostgres } from './dialect.ts';
 import type { Database } from './schema.ts';
 import * as accounts from './migrations/2026_11_21_001_accounts.ts';
@@ -62,7 +63,18 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_028_voter_search': voterSearch,
 };
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
+/**
+ * Applies every pending migration. Given the service's Db, PostgreSQL's are applied through the bulk pool,
+ * whose connections have no statement time limit: a migration that copies a state's roll (028 at 10,000,000
+ * voters) takes minutes, and DB_STATEMENT_TIMEOUT_MS (with the client's read timeout after it) would cancel
+ * it. The pool stays the Db's: this Kysely is not destroyed.
+ */
+export async function migrateToLatest(target: Kysely<Database> | Db): Promise<MigrationResultSet> {
+  const db = !('raw' in target)
+    ? target
+    : target.raw.dialect === 'postgres'
+      ? new Kysely<Database>({ dialect: new PostgresDialect({ pool: target.raw.bulk }) })
+      : target.kysely;
   const migrator = new Migrator({
     db: db as unknown as Kysely<unknown>,
     provider: { getMigrations: async () => migrations },
