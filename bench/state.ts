@@ -103,6 +103,8 @@ function download(base: string, path: string, token: string, pid: number) {
       if (res.statusCode !== 200) fail(new Error(`GET ${path}: ${res.statusCode}`));
       let bytes = 0;
       res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      // A body cut short (the server failed mid-stream) ends in 'aborted', never in 'end'.
+      res.on('aborted', () => fail(new Error(`GET ${path}: the body was cut short after ${bytes} bytes`)));
       res.on('end', () => {
         clearInterval(timer);
         sample();

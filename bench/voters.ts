@@ -125,6 +125,8 @@ function download(path: string, token: string): Promise<number> {
       if (res.statusCode !== 200) reject(new Error(`GET ${path}: ${res.statusCode}`));
       let bytes = 0;
       res.on('data', (c: Buffer) => (bytes += c.length));
+      // A body cut short (the server failed mid-stream) ends in 'aborted', never in 'end'.
+      res.on('aborted', () => reject(new Error(`GET ${path}: the body was cut short after ${bytes} bytes`)));
       res.on('end', () => resolveDownload(bytes));
     })
       .on('error', reject)

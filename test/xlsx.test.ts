@@ -13,7 +13,11 @@ import { describe, expect, it } from 'vitest';
 import { guardFormula } from '../src/lib/csv.ts';
 import { type Cell, sheetPieceSync, xlsxRows, xlsxStream } from '../src/lib/xlsx.ts';
 
-async function workbook(columns: string[], batches: Array<{ rows: Cell[][]; elsewhere: boolean }>) {
+async function workbook(
+  columns: string[],
+  batches: Array<{ rows: Cell[][]; elsewhere: boolean }>,
+  maxRows?: number,
+) {
   async function* pieces() {
     for (const { rows, elsewhere } of batches) {
       const text = xlsxRows(rows);
@@ -21,7 +25,7 @@ async function workbook(columns: string[], batches: Array<{ rows: Cell[][]; else
     }
   }
   const chunks: Buffer[] = [];
-  for await (const chunk of xlsxStream(columns, pieces())) chunks.push(chunk);
+  for await (const chunk of xlsxStream(columns, pieces(), maxRows)) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
 
@@ -119,6 +123,68 @@ describe('xlsxStream against an independent unzip and XML parser', () => {
         },
       ),
       { numRuns: 150 },
+    );
+  });
+});
+
+describe('a workbook longer than a sheet', () => {
+  it('goes on in further sheets, each with the header, none past the limit, every row once and in order', async () => {
+    const sheetRows = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === 'sheet' });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(fc.array(cell, { maxLength: 3 }), { minLength: 1, maxLength: 4 }), {
+          maxLength: 8,
+        }),
+        fc.integer({ min: 4, max: 7 }),
+        async (batches, maxRows) => {
+          const columns = ['id', 'name'];
+          const zip = await workbook(
+            columns,
+            batches.map((rows) => ({ rows, elsewhere: false })),
+            maxRows,
+          );
+          const files = unzipSync(new Uint8Array(zip));
+          const book = sheetRows.parse(strFromU8(files['xl/workbook.xml']!)) as {
+            workbook: { sheets: { sheet: Array<Record<string, string>> } };
+          };
+          const listed = book.workbook.sheets.sheet;
+          const names = listed.map((sheet) => sheet['@_name']);
+          expect(names).toEqual(listed.map((_, i) => (i === 0 ? 'Voters' : `Voters ${i + 1}`)));
+          const rels = strFromU8(files['xl/_rels/workbook.xml.rels']!);
+          const read: Cell[][] = [];
+          listed.forEach((_, i) => {
+            const path = `xl/worksheets/sheet${i + 1}.xml`;
+            expect(rels).toContain(`Target="worksheets/sheet${i + 1}.xml"`);
+            expect(recordedCrc(zip, path)).toBe(crc32(files[path]!));
+            const [head, ...rows] = sheetCells(strFromU8(files[path]!));
+            expect(head).toEqual(columns);
+            expect(rows.length).toBeLessThanOrEqual(maxRows);
+            // A run of rows is never split, and a sheet is full when the next run would not fit.
+            if (i > 0) expect(rows.length).toBeGreaterThan(0);
+            read.push(...rows);
+          });
+          expect(Object.keys(files).filter((f) => f.startsWith('xl/worksheets/'))).toHaveLength(
+            listed.length,
+          );
+          expect(read).toEqual(batches.flat().map((r) => r.map(expected)));
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('is one sheet up to the limit, and the next row starts a second', async () => {
+    const rows = (n: number) => [{ rows: Array.from({ length: n }, (_, i) => [i]), elsewhere: false }];
+    const sheetsOf = async (n: number) =>
+      Object.keys(unzipSync(new Uint8Array(await workbook(['n'], rows(n), 5)))).filter((f) =>
+        f.startsWith('xl/worksheets/'),
+      );
+    expect(await sheetsOf(5)).toEqual(['xl/worksheets/sheet1.xml']);
+    // One run of six rows cannot be split: it goes whole into the first sheet only when that sheet is empty.
+    const two = [...rows(5), ...rows(1)];
+    const zip = await workbook(['n'], two, 5);
+    expect(Object.keys(unzipSync(new Uint8Array(zip))).filter((f) => f.startsWith('xl/worksheets/'))).toEqual(
+      ['xl/worksheets/sheet1.xml', 'xl/worksheets/sheet2.xml'],
     );
   });
 });

@@ -3,30 +3,41 @@ import { crc32, deflateRaw, deflateRawSync, constants as zlibConstants } from 'n
 import { guardFormula, mayNeedGuard } from './csv.ts';
 
 /**
- * A streaming .xlsx writer: one worksheet of inline strings (`t="inlineStr"`, so no shared-strings table
+ * A streaming .xlsx writer: worksheets of inline strings (`t="inlineStr"`, so no shared-strings table
  * grows in memory) deflated into a zip as the rows arrive. The zip is written by hand (local headers with a
  * data descriptor, then the central directory), so memory stays at one batch of rows whatever the count.
  *
- * Limit: no ZIP64, so the uncompressed sheet must stay under 4 GiB (about 25 million voter rows).
+ * A sheet holds at most SHEET_MAX_ROWS rows under its header (Excel opens no more than 1,048,576 rows a
+ * sheet): a longer export goes on in sheets "Voters 2", "Voters 3", ..., each with the header again, so a
+ * state's roll of ten million voters is a workbook Excel opens whole. The workbook's list of sheets is
+ * written after them, once their number is known; [Content_Types].xml, first as usual, gives every other
+ * .xml part the worksheet type by default. Each sheet's XML stays far under 4 GiB, so no ZIP64 is needed
+ * until the compressed workbook itself nears 4 GiB (some 80 million voters).
  */
 
 export type Cell = string | number | null;
 
 const MAX_32 = 0xffffffff;
 
+/** Data rows a sheet holds under its header row: Excel's limit is 1,048,576 rows a sheet. */
+export const SHEET_MAX_ROWS = 1_048_575;
+
 const NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 const REL_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
 const PKG_REL_NS = 'http://schemas.openxmlformats.org/package/2006/relationships';
 const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 
+const WORKSHEET_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+
+/** The parts written before the sheets: none depends on how many sheets there are. */
 const staticParts: [string, string][] = [
   [
     '[Content_Types].xml',
     `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
       '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>' +
-      '<Default Extension="xml" ContentType="application/xml"/>' +
+      // Every .xml part not named below is a worksheet, however many sheets follow.
+      `<Default Extension="xml" ContentType="${WORKSHEET_TYPE}"/>` +
       '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>' +
-      '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' +
       '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>' +
       '</Types>',
   ],
@@ -34,18 +45,6 @@ const staticParts: [string, string][] = [
     '_rels/.rels',
     `${XML_HEAD}<Relationships xmlns="${PKG_REL_NS}">` +
       `<Relationship Id="rId1" Type="${REL_NS}/officeDocument" Target="xl/workbook.xml"/>` +
-      '</Relationships>',
-  ],
-  [
-    'xl/workbook.xml',
-    `${XML_HEAD}<workbook xmlns="${NS}" xmlns:r="${REL_NS}"><sheets>` +
-      '<sheet name="Voters" sheetId="1" r:id="rId1"/></sheets></workbook>',
-  ],
-  [
-    'xl/_rels/workbook.xml.rels',
-    `${XML_HEAD}<Relationships xmlns="${PKG_REL_NS}">` +
-      `<Relationship Id="rId1" Type="${REL_NS}/worksheet" Target="worksheets/sheet1.xml"/>` +
-      `<Relationship Id="rId2" Type="${REL_NS}/styles" Target="styles.xml"/>` +
       '</Relationships>',
   ],
   [
@@ -60,6 +59,33 @@ const staticParts: [string, string][] = [
       '</styleSheet>',
   ],
 ];
+
+/** The workbook and its relationships, written after its `sheets` sheets: "Voters", "Voters 2", ... */
+function workbookParts(sheets: number): [string, string][] {
+  const numbers = Array.from({ length: sheets }, (_, i) => i + 1);
+  return [
+    [
+      'xl/workbook.xml',
+      `${XML_HEAD}<workbook xmlns="${NS}" xmlns:r="${REL_NS}"><sheets>` +
+        numbers
+          .map((n) => `<sheet name="Voters${n === 1 ? '' : ` ${n}`}" sheetId="${n}" r:id="rId${n}"/>`)
+          .join('') +
+        '</sheets></workbook>',
+    ],
+    [
+      'xl/_rels/workbook.xml.rels',
+      `${XML_HEAD}<Relationships xmlns="${PKG_REL_NS}">` +
+        numbers
+          .map(
+            (n) =>
+              `<Relationship Id="rId${n}" Type="${REL_NS}/worksheet" Target="worksheets/sheet${n}.xml"/>`,
+          )
+          .join('') +
+        `<Relationship Id="rId${sheets + 1}" Type="${REL_NS}/styles" Target="styles.xml"/>` +
+        '</Relationships>',
+    ],
+  ];
+}
 
 // Characters XML 1.0 cannot carry at all are dropped; & < > are escaped, and so is CR: a reader turns a literal
 // CR (or CR LF) into LF, so only a character reference keeps it.
@@ -251,25 +277,33 @@ function* nonEmpty(chunk: Buffer): Generator<Buffer> {
 // A final, empty block (fixed Huffman codes, only the end-of-block code): ends the sheet's deflate stream.
 const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 
+/** How many rows a run of sheet XML holds (`<` of cell text is escaped, so `<row>` only starts a row). */
+function rowsIn(xml: string): number {
+  let rows = 0;
+  for (let at = xml.indexOf('<row>'); at >= 0; at = xml.indexOf('<row>', at + 5)) rows += 1;
+  return rows;
+}
+
 /**
- * Yields the bytes of an .xlsx workbook with one sheet: a header row of `columns`, then the rows of
- * `sheetRows` as they arrive: the XML of `xlsxRows` (deflated here, off the event loop) or pieces already
- * deflated elsewhere (sheetPieceSync in a worker thread). They are pulled one ahead of the consumer, so its
- * backpressure reaches whoever produces them.
+ * Yields the bytes of an .xlsx workbook: a header row of `columns`, then the rows of `sheetRows` as they
+ * arrive: the XML of `xlsxRows` (deflated here, off the event loop) or pieces already deflated elsewhere
+ * (sheetPieceSync in a worker thread). They are pulled one ahead of the consumer, so its backpressure reaches
+ * whoever produces them. A run of XML that would take a sheet past `maxRows` rows starts the next sheet
+ * (with the header again); a deflated piece, which may end inside a row, always goes on in the current one
+ * (its producer keeps to one sheet's rows).
  */
 export async function* xlsxStream(
   columns: readonly string[],
   sheetRows: AsyncIterable<string | SheetPiece>,
+  maxRows = SHEET_MAX_ROWS,
 ): AsyncGenerator<Buffer> {
   const zip = new ZipWriter();
   for (const [path, content] of staticParts) yield zip.whole(path, content);
 
-  const name = Buffer.from('xl/worksheets/sheet1.xml', 'utf8');
-  const entry: Entry = { name, crc: 0, compressed: 0, size: 0, offset: zip.offset };
-  const header = zip.localHeader(name, true);
-  zip.offset += header.length;
-  yield header;
-
+  let sheets = 0;
+  let entry: Entry;
+  let header: Buffer;
+  let rowsInSheet = 0;
   const add = (piece: SheetPiece): Buffer => {
     entry.crc = crc32Combine(entry.crc, piece.crc, piece.size);
     entry.size += piece.size;
@@ -280,7 +314,27 @@ export async function* xlsxStream(
     const { buffer, byteOffset, byteLength } = piece.deflated;
     return Buffer.from(buffer, byteOffset, byteLength);
   };
-  yield add(await sheetPiece(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`));
+  async function* openSheet(): AsyncGenerator<Buffer> {
+    sheets += 1;
+    rowsInSheet = 0;
+    const name = Buffer.from(`xl/worksheets/sheet${sheets}.xml`, 'utf8');
+    entry = { name, crc: 0, compressed: 0, size: 0, offset: zip.offset };
+    header = zip.localHeader(name, true);
+    zip.offset += header.length;
+    yield header;
+    yield add(await sheetPiece(`${XML_HEAD}<worksheet xmlns="${NS}"><sheetData>${row(columns)}`));
+  }
+  async function* closeSheet(): AsyncGenerator<Buffer> {
+    yield add(await sheetPiece('</sheetData></worksheet>'));
+    entry.compressed += FINAL_BLOCK.length;
+    yield FINAL_BLOCK;
+    const descriptor = zip.dataDescriptor(entry);
+    zip.entries.push(entry);
+    zip.offset = entry.offset + header.length + entry.compressed + descriptor.length;
+    yield descriptor;
+  }
+
+  yield* openSheet();
   // XML made in this thread is deflated one piece ahead: the thread pool deflates a run of rows while this
   // thread reads and formats the next. A piece deflated elsewhere is yielded before the next is asked for
   // (its memory is the producer's again once it is).
@@ -289,19 +343,20 @@ export async function* xlsxStream(
     // `rows` is not referred to past this point: while the consumer waits, XML text is held only until
     // its deflate is done.
     const ready = pending;
+    const count = typeof rows === 'string' ? rowsIn(rows) : 0;
+    // Pieces are deflated independently of the sheet they go in: the next one starts before the sheet is known.
     pending = typeof rows === 'string' ? sheetPiece(rows) : undefined;
     pending?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
-    const piece = typeof rows === 'string' ? undefined : rows;
     if (ready) yield* nonEmpty(add(await ready));
-    if (piece) yield* nonEmpty(add(piece));
+    if (rowsInSheet > 0 && rowsInSheet + count > maxRows) {
+      yield* closeSheet();
+      yield* openSheet();
+    }
+    rowsInSheet += count;
+    if (typeof rows !== 'string') yield* nonEmpty(add(rows));
   }
   if (pending) yield* nonEmpty(add(await pending));
-  yield add(await sheetPiece('</sheetData></worksheet>'));
-  entry.compressed += FINAL_BLOCK.length;
-  yield FINAL_BLOCK;
-  const descriptor = zip.dataDescriptor(entry);
-  zip.entries.push(entry);
-  zip.offset = entry.offset + header.length + entry.compressed + descriptor.length;
-  yield descriptor;
+  yield* closeSheet();
+  for (const [path, content] of workbookParts(sheets)) yield zip.whole(path, content);
   yield zip.centralDirectory();
 }

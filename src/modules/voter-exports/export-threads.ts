@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../../db/connect.ts';
-import type { SheetPiece } from '../../lib/xlsx.ts';
+import { type SheetPiece, SHEET_MAX_ROWS } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './export-worker.ts';
 import { exportRangeStatement, voterIdSpan } from './voter-exports.repository.ts';
@@ -46,8 +46,8 @@ export function exportThreadCounts(): { started: number; running: number } {
 /**
  * An export read and formatted by worker threads, or undefined when it runs in the request's thread: not
  * SQLite on a file (an in-memory database cannot be opened from another thread), threads turned off, fewer
- * than `minVoters` matching voters, a search, or the process's export threads (`threads` in all, not per
- * export) all busy with other exports. A paused export's threads hold their heaps and chunks until it ends,
+ * than `minVoters` matching voters, a search, an Excel export longer than a sheet (SHEET_MAX_ROWS), or the
+ * process's export threads (`threads` in all, not per export) all busy with other exports. A paused export's threads hold their heaps and chunks until it ends,
  * so many exports at once must not each start threads (twenty paused threaded exports took the server to
  * 373 MB); an export in the request's thread holds one batch. (A search's FTS subquery is evaluated again by every
  * statement: over id ranges it would run once per range instead of once per batch of matches. At a million
@@ -70,8 +70,11 @@ async function threadedExport<T>(
   if (filters.search?.trim()) return undefined;
   const span = await voterIdSpan(db.kysely, workspaceId);
   if (span.total < settings.minVoters || span.min === null || span.max === null) return undefined;
-  if (hasExactFilters(filters) && (await countVoters(db.kysely, workspaceId, filters)) < settings.minVoters)
-    return undefined;
+  const total = hasExactFilters(filters) ? await countVoters(db.kysely, workspaceId, filters) : span.total;
+  if (total < settings.minVoters) return undefined;
+  // A workbook longer than a sheet is written in this thread: xlsxStream starts each new sheet at the end of
+  // a run of rows, and a thread's pieces may end inside one.
+  if (format === 'excel' && total > SHEET_MAX_ROWS) return undefined;
 
   const ids = span.max - span.min + 1;
   const width = Math.max(1, Math.ceil((RANGE_ROWS * ids) / Math.max(1, span.total)));
