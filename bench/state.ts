@@ -217,12 +217,14 @@ async function broadcast(
       (await db.query(`SELECT count(*) AS n FROM messages WHERE campaign_id = $1 ${where}`, [campaignId]))
         .rows[0].n,
     );
-  // The watching must not load the database it measures: a count of the outbox only until it is full, then
-  // one indexed probe a second for anything left to send (a count of a million rows every 200 ms halved the
-  // drain in the first run).
+  // The watching must not load the database it measures: the campaign's status (the fill ends when it moves
+  // from queued to sending), then one indexed probe a second for anything left to send. (A count of a million
+  // rows every 200 ms halved the drain in the first run; counting the outbox every 250 ms until it was full
+  // was an eighth of the database's time during the fill at 10,000,000 voters.)
   let filledMs = 0;
   while (!filledMs) {
-    if ((await count('')) >= total) filledMs = performance.now() - started;
+    const { rows } = await db.query('SELECT status FROM campaigns WHERE id = $1', [campaignId]);
+    if (rows[0]?.status !== 'queued') filledMs = performance.now() - started;
     else await new Promise((r) => setTimeout(r, 250));
   }
   const left = async () =>
