@@ -5084,7 +5084,7 @@ export interface operations {
     getVotersExport: {
         parameters: {
             query?: {
-                /** @description `csv` (default) or `excel` (.xlsx). */
+                /** @description `csv` (default) or `excel` (.xlsx; past 1,048,575 voters the rows go on in sheets "Voters 2", "Voters 3", ..., each with the header). */
                 format?: "csv" | "excel";
                 /** @description A JSON object with any of `constituency`, `booth`, `ward`, `search` (as the list filters), e.g. `{"constituency":"Varanasi","ward":"7"}`. Anything else is 422. */
                 filters?: string;

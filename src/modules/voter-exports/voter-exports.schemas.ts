@@ -5,7 +5,8 @@ import { Type } from 'typebox';
 export const ExportQuery = Type.Object({
   format: Type.Union([Type.Literal('csv'), Type.Literal('excel')], {
     default: 'csv',
-    description: '`csv` (default) or `excel` (.xlsx).',
+    description:
+      '`csv` (default) or `excel` (.xlsx; past 1,048,575 voters the rows go on in sheets "Voters 2", "Voters 3", ..., each with the header).',
   }),
   filters: Type.Optional(
     Type.String({
