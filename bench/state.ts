@@ -1,6 +1,6 @@
 /**
  * npm run bench:state — issue 25: a state's voter roll on one PostgreSQL. Not in CI: at full size it takes
- * about an hour and a half and 20 GB of disk (2,000,000 voters: 25 minutes and 3.5 GB).
+ * about 40 minutes and 16 GB of disk on two cores (2,000,000 voters: 15 minutes and 3.5 GB).
  *
  * On a database of its own (created beside DATABASE_URL's, or TEST_DATABASE_URL's, and dropped at the end
  * unless STATE_KEEP=1), with the real processes (`npm start` without in-process workers, and two
