@@ -25,7 +25,7 @@ import { request as httpRequest } from 'node:http';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { constituencyName, generateVotersCsv } from './generate.ts';
-import { listFilters, mixedReads, searchTerms, timeEach } from './reads.ts';
+import { type Latencies, listFilters, type MixedReads, mixedReads, searchTerms, timeEach } from './reads.ts';
 import {
   api,
   ensureBuilt,
@@ -388,18 +388,9 @@ async function main(): Promise<void> {
 function table(r: Record<string, unknown>, date: string): string {
   const im = r.import as
     { seconds: number; rows_per_s: number; copy_seconds: number; ratio: number } | undefined;
-  const li = r.lists as { p50: number; p99: number; max: number; n: number } | undefined;
-  const se = r.search as { p50: number; p99: number; max: number; n: number } | undefined;
-  const mi = r.mixed as
-    | {
-        connections: number;
-        seconds: number;
-        per_s: number;
-        p50_ms: number;
-        p99_ms: number;
-        failed: number;
-      }
-    | undefined;
+  const li = r.lists as Latencies | undefined;
+  const se = r.search as Latencies | undefined;
+  const mi = r.mixed as MixedReads | undefined;
   const ex = r.export as
     Record<'csv' | 'excel', { seconds: number; rows_per_s: number; peak_rss_mb: number }> | undefined;
   const br = r.broadcast as
