@@ -347,13 +347,14 @@ export async function* xlsxStream(
     // Pieces are deflated independently of the sheet they go in: the next one starts before the sheet is known.
     pending = typeof rows === 'string' ? sheetPiece(rows) : undefined;
     pending?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
+    const piece = typeof rows === 'string' ? undefined : rows;
     if (ready) yield* nonEmpty(add(await ready));
     if (rowsInSheet > 0 && rowsInSheet + count > maxRows) {
       yield* closeSheet();
       yield* openSheet();
     }
     rowsInSheet += count;
-    if (typeof rows !== 'string') yield* nonEmpty(add(rows));
+    if (piece) yield* nonEmpty(add(piece));
   }
   if (pending) yield* nonEmpty(add(await pending));
   yield* closeSheet();
