@@ -11,7 +11,7 @@ import { strFromU8, unzipSync } from 'fflate';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { guardFormula } from '../src/lib/csv.ts';
-import { type Cell, sheetPieceSync, xlsxRows, xlsxStream } from '../src/lib/xlsx.ts';
+import { type Cell, sheetPieceSync, xlsxRows, xlsxRun, xlsxStream } from '../src/lib/xlsx.ts';
 
 async function workbook(
   columns: string[],
@@ -20,8 +20,7 @@ async function workbook(
 ) {
   async function* pieces() {
     for (const { rows, elsewhere } of batches) {
-      const text = xlsxRows(rows);
-      yield elsewhere ? sheetPieceSync(Buffer.from(text, 'utf8')) : text;
+      yield elsewhere ? sheetPieceSync(Buffer.from(xlsxRows(rows), 'utf8')) : xlsxRun(rows);
     }
   }
   const chunks: Buffer[] = [];

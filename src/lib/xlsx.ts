@@ -116,11 +116,22 @@ function row(values: readonly Cell[]): string {
   return out + '</row>';
 }
 
-/** The sheet XML of a batch of rows (`<row>` elements), as `xlsxStream` takes it. */
+/** The sheet XML of a batch of rows (`<row>` elements). */
 export function xlsxRows(rows: readonly (readonly Cell[])[]): string {
   let text = '';
   for (const values of rows) text += row(values);
   return text;
+}
+
+/** A run of sheet rows made in this thread, as `xlsxStream` takes it: the XML and how many rows it holds. */
+export interface SheetRun {
+  xml: string;
+  rows: number;
+}
+
+/** The SheetRun of a batch of rows. */
+export function xlsxRun(rows: readonly (readonly Cell[])[]): SheetRun {
+  return { xml: xlsxRows(rows), rows: rows.length };
 }
 
 function dosDateTime(date: Date): { time: number; date: number } {
@@ -277,24 +288,17 @@ function* nonEmpty(chunk: Buffer): Generator<Buffer> {
 // A final, empty block (fixed Huffman codes, only the end-of-block code): ends the sheet's deflate stream.
 const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 
-/** How many rows a run of sheet XML holds (`<` of cell text is escaped, so `<row>` only starts a row). */
-function rowsIn(xml: string): number {
-  let rows = 0;
-  for (let at = xml.indexOf('<row>'); at >= 0; at = xml.indexOf('<row>', at + 5)) rows += 1;
-  return rows;
-}
-
 /**
  * Yields the bytes of an .xlsx workbook: a header row of `columns`, then the rows of `sheetRows` as they
- * arrive: the XML of `xlsxRows` (deflated here, off the event loop) or pieces already deflated elsewhere
+ * arrive: runs of `xlsxRun` (deflated here, off the event loop) or pieces already deflated elsewhere
  * (sheetPieceSync in a worker thread). They are pulled one ahead of the consumer, so its backpressure reaches
- * whoever produces them. A run of XML that would take a sheet past `maxRows` rows starts the next sheet
- * (with the header again); a deflated piece, which may end inside a row, always goes on in the current one
- * (its producer keeps to one sheet's rows).
+ * whoever produces them. A run that would take a sheet past `maxRows` rows starts the next sheet (with the
+ * header again); a deflated piece, which may end inside a row, always goes on in the current one (its
+ * producer keeps to one sheet's rows).
  */
 export async function* xlsxStream(
   columns: readonly string[],
-  sheetRows: AsyncIterable<string | SheetPiece>,
+  sheetRows: AsyncIterable<SheetRun | SheetPiece>,
   maxRows = SHEET_MAX_ROWS,
 ): AsyncGenerator<Buffer> {
   const zip = new ZipWriter();
@@ -343,11 +347,12 @@ export async function* xlsxStream(
     // `rows` is not referred to past this point: while the consumer waits, XML text is held only until
     // its deflate is done.
     const ready = pending;
-    const count = typeof rows === 'string' ? rowsIn(rows) : 0;
+    const run = 'xml' in rows ? rows : undefined;
+    const count = run?.rows ?? 0;
     // Pieces are deflated independently of the sheet they go in: the next one starts before the sheet is known.
-    pending = typeof rows === 'string' ? sheetPiece(rows) : undefined;
+    pending = run && sheetPiece(run.xml);
     pending?.catch(() => {}); // awaited below; failing early must not be an unhandled rejection meanwhile
-    const piece = typeof rows === 'string' ? undefined : rows;
+    const piece = run ? undefined : (rows as SheetPiece);
     if (ready) yield* nonEmpty(add(await ready));
     if (rowsInSheet > 0 && rowsInSheet + count > maxRows) {
       yield* closeSheet();

@@ -47,9 +47,10 @@ export function exportThreadCounts(): { started: number; running: number } {
  * An export read and formatted by worker threads, or undefined when it runs in the request's thread: not
  * SQLite on a file (an in-memory database cannot be opened from another thread), threads turned off, fewer
  * than `minVoters` matching voters, a search, an Excel export longer than a sheet (SHEET_MAX_ROWS), or the
- * process's export threads (`threads` in all, not per export) all busy with other exports. A paused export's threads hold their heaps and chunks until it ends,
- * so many exports at once must not each start threads (twenty paused threaded exports took the server to
- * 373 MB); an export in the request's thread holds one batch. (A search's FTS subquery is evaluated again by every
+ * process's export threads (`threads` in all, not per export) all busy with other exports. A paused export's
+ * threads hold their heaps and chunks until it ends, so many exports at once must not each start threads
+ * (twenty paused threaded exports took the server to 373 MB); an export in the request's thread holds one
+ * batch. (A search's FTS subquery is evaluated again by every
  * statement: over id ranges it would run once per range instead of once per batch of matches. At a million
  * voters a common term took 12 s that way, and 0.7-2.4 s even through FTS rowid ranges, against 0.06 s in
  * one thread.)

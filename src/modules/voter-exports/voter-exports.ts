@@ -1,8 +1,8 @@
 import type { Db } from '../../db/connect.ts';
 import { AppError, validationError } from '../../errors.ts';
 import { fieldErrors, refuseNul, validatorCompiler } from '../../http/validation.ts';
-import { xlsxRows, xlsxStream } from '../../lib/xlsx.ts';
-import { type ExportFormat, exportFormats, exportText } from './export-format.ts';
+import { xlsxRun, xlsxStream } from '../../lib/xlsx.ts';
+import { csvLines, type ExportFormat, exportFormats } from './export-format.ts';
 import { type ExportThreadSettings, threadedCsv, threadedSheet } from './export-threads.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
@@ -114,45 +114,45 @@ function* atMost(bytes: Buffer, most: number): Generator<Buffer> {
   else for (let at = 0; at < bytes.length; at += most) yield bytes.subarray(at, at + most);
 }
 
-/** The text of the next batch, or undefined after the last: the batch's rows are not kept. */
-async function nextText(
+/** The formatted next batch, or undefined after the last: the batch's rows are not kept. */
+async function nextPiece<U>(
   batches: AsyncGenerator<ExportRow[]>,
-  format: ExportFormat,
-): Promise<string | undefined> {
+  format: (rows: ExportRow[]) => U,
+): Promise<U | undefined> {
   const next = await batches.next();
-  return next.done ? undefined : exportText(format, next.value);
+  return next.done ? undefined : format(next.value);
 }
 
 /**
  * An export's text in pieces: from worker threads when `threaded` gives them (see threadedExport; asked only
- * when the body is first pulled), else read and formatted in this thread, IN_THREAD_ROWS rows at a time
- * (only the text of one read is held while the consumer waits, not its rows).
+ * when the body is first pulled), else read and formatted by `format` in this thread, IN_THREAD_ROWS rows at
+ * a time (only the text of one read is held while the consumer waits, not its rows).
  */
-async function* exportPieces<T>(
+async function* exportPieces<T, U>(
   threaded: () => Promise<AsyncGenerator<T> | undefined> | undefined,
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
-  format: ExportFormat,
-): AsyncGenerator<T | string> {
+  format: (rows: ExportRow[]) => U,
+): AsyncGenerator<T | U> {
   const pieces = await threaded();
   if (pieces) return yield* pieces;
   const batches = exportVoterBatches(db, workspaceId, filters, IN_THREAD_ROWS);
   try {
     for (
-      let text = await nextText(batches, format);
-      text !== undefined;
-      text = await nextText(batches, format)
+      let piece = await nextPiece(batches, format);
+      piece !== undefined;
+      piece = await nextPiece(batches, format)
     ) {
-      yield text;
+      yield piece;
     }
   } finally {
     await batches.return(undefined);
   }
 }
 
-async function* sheetRows(batches: AsyncGenerator<ExportRow[]>): AsyncGenerator<string> {
-  for await (const rows of batches) yield xlsxRows(rows);
+async function* sheetRuns(batches: AsyncGenerator<ExportRow[]>) {
+  for await (const rows of batches) yield xlsxRun(rows);
 }
 
 /**
@@ -177,7 +177,7 @@ export function exportVoters(
         ? copyVotersCsv(db.kysely, db.raw.bulkFor, workspaceId, filters)
         : xlsxStream(
             exportColumns,
-            sheetRows(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)),
+            sheetRuns(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)),
           );
   } else {
     body =
@@ -188,7 +188,7 @@ export function exportVoters(
               db,
               workspaceId,
               filters,
-              format,
+              csvLines,
             ),
           )
         : xlsxStream(
@@ -198,7 +198,7 @@ export function exportVoters(
               db,
               workspaceId,
               filters,
-              format,
+              xlsxRun,
             ),
           );
   }
