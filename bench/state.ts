@@ -288,6 +288,7 @@ async function importRoll(
   const token = account.access_token as string;
   const workspaceId = (account.user as { workspace_id: number }).workspace_id;
   console.log('   ... and the import job');
+  const since = (await db.query<{ now: Date }>('SELECT now()')).rows[0]?.now ?? new Date();
   const started = performance.now();
   const upload = await uploadCsv(`${base}/api`, csvPath, token, { prefer: 'respond-async' });
   if (upload.status !== 202) throw new Error(`import: ${upload.status} ${upload.body.slice(0, 300)}`);
@@ -313,7 +314,7 @@ async function importRoll(
     `   import job ${s(importMs)} s against COPY ${s(copyMs)} s: ${(copyMs / importMs).toFixed(2)}x`,
   );
   if (waitForVacuum) {
-    const vacuumMs = await afterImportVacuum(db);
+    const vacuumMs = await afterImportVacuum(db, since);
     (results.import as Record<string, unknown>).vacuum_after_seconds = +(vacuumMs / 1000).toFixed(1);
     console.log(
       `   the service's VACUUM (ANALYZE) after the import ran ${s(vacuumMs)} s more; waited for it`,
@@ -325,19 +326,23 @@ async function importRoll(
 
 /**
  * How long the service's `VACUUM (ANALYZE)` after a large import (started in the background when the job
- * commits) runs on after the job is completed; it returns when it has ended. 0 if none is seen within 10 s.
+ * commits) runs on after the job is completed (`since`: the database's clock before the upload); it returns
+ * when the vacuum has ended. 0 when it had already ended, or when none is seen within 10 s.
  */
-async function afterImportVacuum(db: pg.Pool): Promise<number> {
+async function afterImportVacuum(db: pg.Pool, since: Date): Promise<number> {
   const started = performance.now();
   let seen = false;
   for (;;) {
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND state = 'active' AND query ILIKE 'VACUUM%'`,
+    const { rows } = await db.query<{ running: boolean; done: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+                      AND query ILIKE 'VACUUM%') AS running,
+              COALESCE((SELECT last_vacuum >= $1 FROM pg_stat_user_tables WHERE relname = 'voter_search'),
+                       false) AS done`,
+      [since],
     );
-    const running = (rows[0]?.n ?? 0) > 0;
+    const { running, done } = rows[0] ?? { running: false, done: false };
     if (running) seen = true;
-    else if (seen || performance.now() - started > 10_000) break;
+    else if (seen || done || performance.now() - started > 10_000) break;
     await new Promise((r) => setTimeout(r, 500));
   }
   return seen ? performance.now() - started : 0;
