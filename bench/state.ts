@@ -43,12 +43,12 @@ const VOTERS = Number(process.env.STATE_VOTERS ?? 10_000_000);
 const CONSTITUENCIES = Number(process.env.STATE_CONSTITUENCIES ?? 300);
 const BROADCAST = Math.min(VOTERS, Number(process.env.STATE_BROADCAST ?? 1_000_000));
 const QUERIES = Number(process.env.STATE_QUERIES ?? 1000);
-/** STATE_STEPS: which of reads, exports, broadcast to run after the import (all by default). */
 /**
  * STATE_WAIT_VACUUM=0: read straight after the import job completes, while the service's background
  * `VACUUM (ANALYZE)` of the new roll still runs (by default the bench waits for it and reports its length).
  */
 const waitForVacuum = process.env.STATE_WAIT_VACUUM !== '0';
+/** STATE_STEPS: which of reads, exports, broadcast to run after the import (all by default). */
 const steps = new Set((process.env.STATE_STEPS ?? 'reads,exports,broadcast').split(',').map((x) => x.trim()));
 const adminUrl = [process.env.DATABASE_URL, process.env.TEST_DATABASE_URL].find((u) =>
   /^postgres(ql)?:\/\//.test(u ?? ''),
@@ -327,11 +327,10 @@ async function importRoll(
 /**
  * How long the service's `VACUUM (ANALYZE)` after a large import (started in the background when the job
  * commits) runs on after the job is completed (`since`: the database's clock before the upload); it returns
- * when the vacuum has ended. 0 when it had already ended, or when none is seen within 10 s.
+ * when `voter_search` (vacuumed last) shows a vacuum since then and none runs. 0 when none comes within 10 s.
  */
 async function afterImportVacuum(db: pg.Pool, since: Date): Promise<number> {
   const started = performance.now();
-  let seen = false;
   for (;;) {
     const { rows } = await db.query<{ running: boolean; done: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
@@ -341,11 +340,10 @@ async function afterImportVacuum(db: pg.Pool, since: Date): Promise<number> {
       [since],
     );
     const { running, done } = rows[0] ?? { running: false, done: false };
-    if (running) seen = true;
-    else if (seen || done || performance.now() - started > 10_000) break;
+    if (!running && done) return performance.now() - started;
+    if (!running && performance.now() - started > 10_000) return 0;
     await new Promise((r) => setTimeout(r, 500));
   }
-  return seen ? performance.now() - started : 0;
 }
 
 async function main(): Promise<void> {
