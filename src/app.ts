@@ -307,11 +307,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     conversations: new ConversationsService({ db: db.kysely, messages, grievances }),
   });
   await app.register(quickRepliesRoutes, { prefix: '/api', db: db.kysely });
+  // Started now, not at the first stream: it prunes live_events whether or not any stream or worker runs.
+  const hub = new EventHub(db.kysely, config.databaseUrl);
+  hub.start();
   await app.register(eventsRoutes, {
     prefix: '/api',
-    hub: new EventHub(db.kysely),
+    hub,
     authenticate: (header) => auth.authenticate(header),
     perUser: config.eventStreamsPerUser,
+    bufferBytes: config.eventStreamBufferBytes,
   });
   await app.register(providerCallbackRoutes, {
     prefix: '/api',

@@ -352,6 +352,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     },
     whatsappCloudApiVersion: graphVersion(env),
     eventStreamsPerUser: int(env, 'EVENT_STREAMS_PER_USER', 5, 1, 1000),
+    eventStreamBufferBytes: int(env, 'EVENT_STREAM_BUFFER_KB', 256, 16, 65536) * 1024,
     smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),

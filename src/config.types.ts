@@ -79,6 +79,8 @@ export interface Config {
   readonly whatsappCloudApiVersion: string;
   /** Open `GET /api/events/stream` connections a user may hold (in one API process). */
   readonly eventStreamsPerUser: number;
+  /** EVENT_STREAM_BUFFER_KB in bytes: a stream whose client leaves this much unread is closed (it resumes). */
+  readonly eventStreamBufferBytes: number;
   readonly smtp: SmtpSettings | undefined;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;

@@ -123,9 +123,11 @@ export class WebhookDeliveryWorker {
   private async fill(): Promise<{ started: Promise<void>[]; more: boolean }> {
     const { db, config } = this.deps;
     const { maxInFlight, maxInFlightPerEndpoint, maxInFlightPerWorkspace, batchSize } = config.webhooks;
-    const room = Math.min(maxInFlight - this.inFlight.size, batchSize);
+    // With every slot held (other workspaces' receivers hanging), a workspace with nothing in flight still gets
+    // one: slots beyond WEBHOOK_MAX_IN_FLIGHT go one per such workspace, so nobody waits on another's timeouts.
+    const full = this.inFlight.size >= maxInFlight;
+    const room = full ? batchSize : Math.min(maxInFlight - this.inFlight.size, batchSize);
     const started: Promise<void>[] = [];
-    if (room <= 0) return { started, more: false };
     const now = new Date();
     const at = now.toISOString();
     const leaseUntil = new Date(now.getTime() + this.leaseMs).toISOString();
@@ -141,7 +143,9 @@ export class WebhookDeliveryWorker {
     for (const endpoint of endpoints) {
       if (left <= 0 || this.stopping) break;
       const workspaceHeld = endpoint.workspace_held + (taken.get(endpoint.workspace_id) ?? 0);
+      if (full && workspaceHeld > 0) continue;
       const wanted = Math.min(
+        full ? 1 : Infinity,
         endpoint.due,
         maxInFlightPerEndpoint - endpoint.held,
         maxInFlightPerWorkspace - workspaceHeld,
@@ -162,7 +166,7 @@ export class WebhookDeliveryWorker {
       left -= ids.length;
       for (const delivery of await loadClaimed(db, this.workerId, ids)) started.push(this.track(delivery));
     }
-    return { started, more: left === 0 && this.inFlight.size < maxInFlight };
+    return { started, more: !full && left === 0 && this.inFlight.size < maxInFlight };
   }
 
   /** Starts one attempt in the background; its end frees its slot and wakes the loop. */

@@ -38,6 +38,38 @@ interface Parsed {
   value: unknown;
 }
 
+/** The most messages and reports one callback body may carry (more is 413). */
+export const MAX_CALLBACK_ITEMS = 1000;
+/** A callback body is applied in slices of at most this much time, each followed by a turn for other requests. */
+const SLICE_MS = 20;
+
+function tooMany(count: number): void {
+  if (count > MAX_CALLBACK_ITEMS)
+    throw new AppError(
+      'payload_too_large',
+      `This body carries ${count} messages and reports; one body may carry at most ${MAX_CALLBACK_ITEMS}. Nothing was applied: send them in smaller bodies.`,
+    );
+}
+
+/**
+ * Runs `each` over `items` in slices of about SLICE_MS, giving the event loop a turn between slices: on SQLite
+ * every statement runs on the one thread, and a loop over a large body would hold every other request.
+ */
+async function inSlices<T>(
+  items: readonly T[],
+  size: number,
+  each: (slice: T[]) => Promise<void>,
+): Promise<void> {
+  let since = performance.now();
+  for (let i = 0; i < items.length; i += size) {
+    await each(items.slice(i, i + size));
+    if (performance.now() - since >= SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+  }
+}
+
 const sameText = (a: string, b: string) => {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -113,8 +145,17 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return { row, kind: params.kind as CallbackKind };
   }
 
-  /** Applies outcomes to the account's messages they name (never another account's). */
+  /** Applies outcomes to the account's messages they name (never another account's), a slice at a time. */
   async function apply(
+    row: ChannelAccountRow,
+    found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
+  ) {
+    let applied = 0;
+    await inSlices(found, 50, async (slice) => void (applied += await applySlice(row, slice)));
+    return applied;
+  }
+
+  async function applySlice(
     row: ChannelAccountRow,
     found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
   ) {
@@ -219,7 +260,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         description:
           '`msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` ' +
           '`webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). ' +
-          'See docs/providers.md for each status mapping.',
+          'See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).',
         querystring: Type.Object(
           { message: Type.Optional(Type.String({ maxLength: 40, description: 'Twilio: our message id.' })) },
           { additionalProperties: true },
@@ -239,6 +280,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       let applied = 0;
       if (row.provider === 'msg91') {
         const reports = msg91Reports(body.value);
+        tooMany(reports.length);
         // A Flow request's id covers every number it carried: each report is its id and number.
         const sent = new Map(
           (
@@ -269,6 +311,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
             "The X-Hub-Signature-256 does not match this request and the account's app_secret.",
           );
         const { statuses, messages: received } = whatsappNotification(body.value);
+        tooMany(statuses.length + received.length);
         const sent = new Map(
           (
             await byProviderIds(
@@ -281,21 +324,21 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
           row,
           statuses.map((status) => ({ message: sent.get(status.id), outcome: whatsappOutcome(status) })),
         );
-        for (const message of received) {
+        await inSlices(received, 1, async ([message]) => {
           const stored = await inbound.receiveForAccount(
             row.workspace_id,
             {
               channel: 'whatsapp',
-              from: `+${message.from}`,
-              body: message.body.slice(0, 5000),
-              providerMessageId: message.id.slice(0, 128),
+              from: `+${message!.from}`,
+              body: message!.body.slice(0, 5000),
+              providerMessageId: message!.id.slice(0, 128),
               channelAccountId: row.id,
             },
             'whatsapp_cloud',
             request.ip ?? null,
           );
           if (stored) applied += 1;
-        }
+        });
       } else if (row.provider === 'twilio') {
         const fields = fieldsOf(body.value);
         const url = `${publicBase(deps)}${request.originalUrl}`;

@@ -142,7 +142,12 @@ export class ConversationsService {
         + (SELECT count(*) FROM messages WHERE conversation_id = ${row.id}) AS n`.execute(db),
     ]);
     if (row.assigned_to === auth.userId && Number(row.unread_count) > 0) {
-      await db.updateTable('conversations').set({ unread_count: 0 }).where('id', '=', row.id).execute();
+      // Read up to the newest inbound message returned: one that arrived since stays unread.
+      const seen = Math.max(0, ...items.rows.filter((m) => m.kind === 'inbound').map((m) => Number(m.id)));
+      await sql`UPDATE conversations SET unread_count = (
+          SELECT CASE WHEN count(*) < conversations.unread_count THEN count(*) ELSE conversations.unread_count END
+            FROM inbound_messages WHERE conversation_id = ${row.id} AND id > ${seen})
+        WHERE id = ${row.id}`.execute(db);
     }
     const data = items.rows.map((m) =>
       m.kind === 'inbound'
@@ -282,6 +287,12 @@ export class ConversationsService {
       throw validationError({
         conversation: [`${row.address} is not a voter of this workspace: add them first.`],
       });
+    const conflict = (id?: number) =>
+      new AppError(
+        'conflict',
+        `This conversation already has an open grievance${id === undefined ? '' : ` (${id})`}.`,
+        id === undefined ? undefined : { grievance_id: id },
+      );
     if (row.grievance_id !== null) {
       const open = await db
         .selectFrom('grievances')
@@ -289,10 +300,7 @@ export class ConversationsService {
         .where('id', '=', row.grievance_id)
         .where('status', 'in', ['open', 'in_progress'])
         .executeTakeFirst();
-      if (open)
-        throw new AppError('conflict', `This conversation already has an open grievance (${open.id}).`, {
-          grievance_id: Number(open.id),
-        });
+      if (open) throw conflict(Number(open.id));
     }
     const last = await db
       .selectFrom('inbound_messages')
@@ -302,19 +310,41 @@ export class ConversationsService {
       .limit(1)
       .executeTakeFirst();
     const description = last?.body ?? row.last_message_preview;
-    const created = await grievances.create(auth.workspaceId, {
-      title: input.title ?? `Reply on ${row.channel}: ${description.replace(/\s+/g, ' ').slice(0, 80)}`,
-      description,
-      ...(input.category !== undefined ? { category: input.category } : {}),
-      ...(input.priority !== undefined ? { priority: input.priority } : {}),
-      voter_id: Number(row.voter_id),
-    });
-    await db
-      .updateTable('conversations')
-      .set({ grievance_id: created.id, updated_at: nowIso() })
-      .where('id', '=', row.id)
-      .execute();
-    return created;
+    // One winner: the link moves only from the grievance this request saw (none, or a closed one), in the new
+    // grievance's transaction; a concurrent request's link makes this one's update match nothing, and its
+    // grievance is undone (PostgreSQL re-checks the condition once the other transaction commits).
+    return grievances.create(
+      auth.workspaceId,
+      {
+        title: input.title ?? `Reply on ${row.channel}: ${description.replace(/\s+/g, ' ').slice(0, 80)}`,
+        description,
+        ...(input.category !== undefined ? { category: input.category } : {}),
+        ...(input.priority !== undefined ? { priority: input.priority } : {}),
+        voter_id: Number(row.voter_id),
+      },
+      async (trx, created) => {
+        const moved = await trx
+          .updateTable('conversations')
+          .set({ grievance_id: created.id, updated_at: nowIso() })
+          .where('id', '=', row.id)
+          .where((eb) =>
+            row.grievance_id === null
+              ? eb('grievance_id', 'is', null)
+              : eb('grievance_id', '=', row.grievance_id),
+          )
+          .executeTakeFirst();
+        if (Number(moved.numUpdatedRows) === 0) {
+          const now = await trx
+            .selectFrom('conversations')
+            .select('grievance_id')
+            .where('id', '=', row.id)
+            .executeTakeFirst();
+          throw conflict(
+            now?.grievance_id === null || now === undefined ? undefined : Number(now.grievance_id),
+          );
+        }
+      },
+    );
   }
 
   private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ConversationRow, InboundMessageRow } from '../../db/schema.ts';
+import type { ConversationRow, InboundMessageRow, VoterRow } from '../../db/schema.ts';
 import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { placeKey } from '../../lib/place.ts';
@@ -19,6 +19,74 @@ export async function voterOf(db: Executor, workspaceId: number, channel: Messag
     .orderBy('id')
     .limit(1)
     .executeTakeFirst();
+}
+
+/**
+ * Links the workspace's conversations whose contact has since become a voter (added, imported, or given that
+ * phone or email): a contact who wrote before they were on the roll is linked once they are.
+ */
+export async function linkNewVoters(db: Executor, workspaceId: number): Promise<number> {
+  const found = await sql<{
+    conversation_id: number;
+    id: number;
+    name: string;
+    ward: string | null;
+    booth: string | null;
+    constituency_key: string | null;
+  }>`SELECT c.id AS conversation_id, v.id, v.name, v.ward, v.booth, v.constituency_key
+      FROM conversations c JOIN voters v ON v.workspace_id = c.workspace_id AND v.phone = c.address
+     WHERE c.workspace_id = ${workspaceId} AND c.voter_id IS NULL AND c.channel <> 'email'
+    UNION ALL
+    SELECT c.id AS conversation_id, v.id, v.name, v.ward, v.booth, v.constituency_key
+      FROM conversations c JOIN voters v ON v.workspace_id = c.workspace_id AND v.email = c.address
+     WHERE c.workspace_id = ${workspaceId} AND c.voter_id IS NULL AND c.channel = 'email'
+    ORDER BY 1, 2`.execute(db);
+  let linked = 0;
+  let last: number | undefined;
+  for (const voter of found.rows) {
+    if (Number(voter.conversation_id) === last) continue;
+    last = Number(voter.conversation_id);
+    const done = await db
+      .updateTable('conversations')
+      .set({
+        voter_id: Number(voter.id),
+        voter_name: voter.name,
+        voter_ward: voter.ward,
+        voter_booth: voter.booth,
+        voter_constituency_key: voter.constituency_key,
+      })
+      .where('id', '=', last)
+      .where('voter_id', 'is', null)
+      .executeTakeFirst();
+    linked += Number(done.numUpdatedRows);
+  }
+  return linked;
+}
+
+/** Links the workspace's unlinked conversations with this voter's phone or email to the voter. */
+export async function linkVoter(
+  db: Executor,
+  workspaceId: number,
+  voter: Pick<VoterRow, 'id' | 'name' | 'phone' | 'email' | 'ward' | 'booth' | 'constituency_key'>,
+): Promise<void> {
+  await db
+    .updateTable('conversations')
+    .set({
+      voter_id: Number(voter.id),
+      voter_name: voter.name,
+      voter_ward: voter.ward,
+      voter_booth: voter.booth,
+      voter_constituency_key: voter.constituency_key,
+    })
+    .where('workspace_id', '=', workspaceId)
+    .where('voter_id', 'is', null)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('channel', '<>', 'email'), eb('address', '=', voter.phone)]),
+        ...(voter.email ? [eb.and([eb('channel', '=', 'email'), eb('address', '=', voter.email)])] : []),
+      ]),
+    )
+    .execute();
 }
 
 /**

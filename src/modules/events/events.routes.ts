@@ -20,7 +20,9 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
   hub: EventHub;
   authenticate: (authorization: string | undefined) => Promise<AuthContext | null>;
   perUser: number;
-}> = async (app, { hub, authenticate, perUser }) => {
+  /** EVENT_STREAM_BUFFER_KB: what a client may leave unread before its stream is closed. */
+  bufferBytes: number;
+}> = async (app, { hub, authenticate, perUser, bufferBytes }) => {
   const open = new Map<number, number>();
   const enders = new Set<() => void>();
   app.addHook('preClose', async () => {
@@ -40,7 +42,8 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
           "(a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` " +
           `(JSON, as webhooks carry it). \`Last-Event-ID\` resumes after that id, from the workspace's last ${RESUME_LIMIT}. ` +
           'A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most ' +
-          'EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429.',
+          'EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) ' +
+          "unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.",
         headers: Type.Object({
           'last-event-id': Type.Optional(
             Type.String({ maxLength: 20, description: 'The last event id received.' }),
@@ -78,18 +81,32 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
       });
       raw.write('retry: 3000\n\n');
       let ended = false;
+      // Never buffered without bound: a client that leaves bufferBytes unread is closed, and resumes with
+      // Last-Event-ID (the console's reader does).
+      const write = (text: string) => {
+        if (ended) return;
+        raw.write(text);
+        if (raw.writableLength > bufferBytes) {
+          request.log.warn(
+            { buffered: raw.writableLength },
+            'event stream: the client does not read; closed',
+          );
+          end(true);
+        }
+      };
       const listener: Listener = {
         workspaceId: auth.workspaceId,
         viewer: { userId: auth.userId, role: auth.role },
-        send: (event: LiveEventRow) => {
-          if (!ended) raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.data}\n\n`);
-        },
+        send: (event: LiveEventRow) =>
+          write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.data}\n\n`),
       };
-      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
       const check = setInterval(() => {
         authenticate(request.headers.authorization)
           .then((still) => {
             if (!still) end();
+            // The role is read again: a demotion narrows an open stream within TOKEN_CHECK_MS.
+            else listener.viewer = { userId: still.userId, role: still.role };
           })
           .catch((error: unknown) => {
             // The database is away: keep the stream and check again later. Anything else ends it, logged.
@@ -98,7 +115,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
             end();
           });
       }, TOKEN_CHECK_MS);
-      const end = () => {
+      const end = (stuck = false) => {
         if (ended) return;
         ended = true;
         clearInterval(heartbeat);
@@ -108,11 +125,13 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
         const left = (open.get(auth.userId) ?? 1) - 1;
         if (left > 0) open.set(auth.userId, left);
         else open.delete(auth.userId);
-        raw.end();
+        // A client that does not read would never take the end either: its socket is dropped with what waits.
+        if (stuck) raw.destroy();
+        else raw.end();
       };
       enders.add(end);
-      request.raw.on('close', end);
-      raw.on('error', end);
+      request.raw.on('close', () => end());
+      raw.on('error', () => end());
       try {
         await hub.add(listener, after);
       } catch {

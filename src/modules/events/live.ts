@@ -1,6 +1,9 @@
-import type { Kysely } from 'kysely';
+import { EventEmitter } from 'node:events';
+import { type Kysely, sql } from 'kysely';
 import type { Database, LiveEventRow } from '../../db/schema.ts';
 import type { Role } from '../../domain.ts';
+import { isPostgres } from '../../db/dialect.ts';
+import { listen } from '../../db/notify.ts';
 import { deleteCreatedBefore } from '../../db/prune.ts';
 import type { Executor } from '../../db/types.ts';
 import { can, type Permission } from '../../http/permissions.ts';
@@ -23,7 +26,17 @@ const visibleWith: Record<string, Permission | 'conversation'> = {
 
 export const liveEventTypes = Object.keys(visibleWith);
 
-/** Writes a live event in the caller's transaction (types the stream does not carry are skipped). */
+/** The PostgreSQL channel that carries each committed event's `<id> <workspace id>` to every API process. */
+const CHANNEL = 'ces_live_events';
+/** SQLite is one process: its writers tell its hubs here (an event is read only once its transaction ends). */
+const localBus = new EventEmitter().setMaxListeners(0);
+
+/**
+ * Writes a live event in the caller's transaction (types the stream does not carry are skipped) and tells the
+ * hubs: on PostgreSQL with `pg_notify` in the same transaction, which the server delivers at commit (never for a
+ * rollback, and a late commit is delivered when it commits); on SQLite in-process, where the hub's read waits
+ * for the one connection this transaction holds.
+ */
 export async function recordLive(
   trx: Executor,
   workspaceId: number,
@@ -33,7 +46,7 @@ export async function recordLive(
   now: string,
 ): Promise<void> {
   if (!(type in visibleWith)) return;
-  await trx
+  const row = await trx
     .insertInto('live_events')
     .values({
       workspace_id: workspaceId,
@@ -42,7 +55,10 @@ export async function recordLive(
       assigned_to: assignedTo,
       created_at: now,
     })
-    .execute();
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  if (isPostgres(trx)) await sql`SELECT pg_notify(${CHANNEL}, ${`${row.id} ${workspaceId}`})`.execute(trx);
+  else localBus.emit('event', Number(row.id), workspaceId);
 }
 
 export interface Viewer {
@@ -68,124 +84,195 @@ export interface Listener {
   send(event: LiveEventRow): void;
 }
 
-/** How often the hub reads new events while streams are open: the stream's latency is at most about this. */
-const POLL_MS = 50;
-/** What Last-Event-ID can resume: the last this many of the workspace's events. */
+/** What Last-Event-ID can resume: the last this many of the workspace's events (and what is kept of them). */
 export const RESUME_LIMIT = 1000;
-/** Events are kept this long for resuming; older ones are deleted by the delivery worker's chores. */
-const KEEP_MS = 3600_000;
+/** Events older than this are deleted whatever their number. */
+const KEEP_MS = 86_400_000;
+/** How often the workspaces that had new events are cut back to RESUME_LIMIT, and the old events deleted. */
+const PRUNE_EVERY_MS = 1000;
+const PRUNE_OLD_EVERY_MS = 60_000;
 
-/** Deletes the events older than KEEP_MS, in bounded batches (a backlog goes over the next rounds). */
+/** Deletes the events older than a day, in bounded batches (a backlog goes over the next rounds). */
 export function pruneLiveEvents(db: Executor, nowMs = Date.now()): Promise<number> {
   return deleteCreatedBefore(db, 'live_events', new Date(nowMs - KEEP_MS).toISOString());
 }
-/**
- * Ids are given in insert order, but on PostgreSQL a transaction that took an id may commit after one that took
- * a later id: each read looks back this far below the last id seen (and skips what it already sent).
- */
-const LOOK_BACK = 200;
+
+/** Deletes a workspace's events beyond its newest RESUME_LIMIT. */
+export async function trimLiveEvents(db: Executor, workspaceId: number): Promise<number> {
+  const result = await sql`DELETE FROM live_events WHERE workspace_id = ${workspaceId} AND id < (
+      SELECT id FROM live_events WHERE workspace_id = ${workspaceId} ORDER BY id DESC LIMIT 1 OFFSET ${RESUME_LIMIT - 1})`.execute(
+    db,
+  );
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** A stream as the hub keeps it: while its Last-Event-ID replay runs, live events wait in `queued`. */
+interface Stream {
+  listener: Listener;
+  queued: LiveEventRow[] | undefined;
+  replayed: Set<number> | undefined;
+}
 
 /**
- * One per API process: reads the events every process writes to `live_events` (the database carries them
- * between processes, so nothing else is needed to scale out) and hands each to the open streams of its
- * workspace that may see it. It reads only while a stream is open.
+ * One per API process. Events are pushed, not polled: each committed event's id reaches every process's hub
+ * (PostgreSQL `LISTEN/NOTIFY`, or in-process on SQLite), which reads the rows of the ids that workspaces with open
+ * streams wait for and hands each to the streams that may see it, in commit order, once. The table is there for
+ * `Last-Event-ID`, and the hub keeps it short: each workspace's newest RESUME_LIMIT events, none older than a day
+ * (it prunes whether or not a delivery worker runs).
  */
 export class EventHub {
-  private readonly listeners = new Set<Listener>();
-  private lastId = 0;
-  private readonly sent = new Set<number>();
-  private timer: NodeJS.Timeout | undefined;
-  private reading = false;
-  private ready: Promise<void> | undefined;
+  private readonly streams = new Map<Listener, Stream>();
+  /** Ids told and not yet read, in commit order, for workspaces with a stream open. */
+  private pending: number[] = [];
+  private pumping: Promise<void> | undefined;
+  private highest = 0;
+  private readonly dirty = new Set<number>();
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private prunedOldAt = 0;
+  private stopListening: (() => Promise<void>) | undefined;
+  private readonly onLocal = (id: number, workspaceId: number) => this.told(id, workspaceId);
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly databaseUrl?: string,
+  ) {}
+
+  /** Starts hearing events (and pruning): at the app's start, so that pruning needs no stream open. */
+  start(): void {
+    if (this.pruneTimer) return;
+    if (isPostgres(this.db)) {
+      let connected = false;
+      const listening = listen(
+        this.databaseUrl!,
+        CHANNEL,
+        (payload) => {
+          const [id, workspaceId] = payload.split(' ').map(Number);
+          if (Number.isSafeInteger(id) && Number.isSafeInteger(workspaceId)) this.told(id!, workspaceId!);
+        },
+        () => {
+          // After a lost connection: what was told meanwhile is read from the table.
+          if (connected) void this.catchUp();
+          connected = true;
+        },
+      );
+      this.stopListening = () => listening.close();
+    } else {
+      localBus.on('event', this.onLocal);
+      this.stopListening = async () => void localBus.off('event', this.onLocal);
+    }
+    this.pruneTimer = setInterval(() => void this.prune().catch(() => {}), PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
 
   /** Registers a stream; the events after `after` (Last-Event-ID) come first, at most RESUME_LIMIT. */
   async add(listener: Listener, after: number | undefined): Promise<void> {
-    // A failed start (the database away) is tried again by the next stream, not kept.
-    await (this.ready ??= this.start().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    }));
-    this.listeners.add(listener);
-    this.schedule();
+    this.start();
+    const stream: Stream = { listener, queued: after === undefined ? undefined : [], replayed: undefined };
+    this.streams.set(listener, stream);
     if (after === undefined) return;
-    const missed = await this.db
-      .selectFrom('live_events')
-      .selectAll()
-      .where('workspace_id', '=', listener.workspaceId)
-      .where('id', '>', after)
-      .where('id', '<=', this.lastId)
-      .orderBy('id', 'desc')
-      .limit(RESUME_LIMIT)
-      .execute();
-    for (const event of missed.reverse()) if (visibleTo(event, listener.viewer)) listener.send(event);
+    try {
+      const missed = await this.db
+        .selectFrom('live_events')
+        .selectAll()
+        .where('workspace_id', '=', listener.workspaceId)
+        .where('id', '>', after)
+        .orderBy('id', 'desc')
+        .limit(RESUME_LIMIT)
+        .execute();
+      stream.replayed = new Set(missed.map((event) => Number(event.id)));
+      for (const event of missed.reverse()) if (visibleTo(event, listener.viewer)) listener.send(event);
+    } finally {
+      const queued = stream.queued ?? [];
+      stream.queued = undefined;
+      for (const event of queued) if (!stream.replayed?.has(Number(event.id))) listener.send(event);
+    }
   }
 
   remove(listener: Listener): void {
-    this.listeners.delete(listener);
+    this.streams.delete(listener);
   }
 
   count(): number {
-    return this.listeners.size;
+    return this.streams.size;
   }
 
   close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.listeners.clear();
+    clearInterval(this.pruneTimer);
+    this.pruneTimer = undefined;
+    void this.stopListening?.();
+    this.stopListening = undefined;
+    this.streams.clear();
   }
 
-  private async start(): Promise<void> {
-    const last = await this.db
-      .selectFrom('live_events')
-      .select((eb) => eb.fn.max('id').as('id'))
-      .executeTakeFirst();
-    this.lastId = Number(last?.id ?? 0);
-    // What is already there is not new: only Last-Event-ID resumes it.
-    const window = await this.db
-      .selectFrom('live_events')
-      .select('id')
-      .where('id', '>', Math.max(0, this.lastId - LOOK_BACK))
-      .execute();
-    for (const row of window) this.sent.add(Number(row.id));
+  /** Cuts back the workspaces that had new events, and (each minute) deletes what is older than a day. */
+  async prune(): Promise<void> {
+    const workspaces = [...this.dirty];
+    this.dirty.clear();
+    for (const workspaceId of workspaces) await trimLiveEvents(this.db, workspaceId);
+    if (Date.now() - this.prunedOldAt >= PRUNE_OLD_EVERY_MS) {
+      this.prunedOldAt = Date.now();
+      await pruneLiveEvents(this.db);
+    }
   }
 
-  private schedule(): void {
-    if (this.timer || this.listeners.size === 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.read().finally(() => this.schedule());
-    }, POLL_MS);
-    this.timer.unref();
+  private told(id: number, workspaceId: number): void {
+    this.dirty.add(workspaceId);
+    if (id > this.highest) this.highest = id;
+    let wanted = false;
+    for (const stream of this.streams.values())
+      if (Number(stream.listener.workspaceId) === workspaceId) wanted = true;
+    if (!wanted) return;
+    this.pending.push(id);
+    this.pumping ??= this.pump().finally(() => (this.pumping = undefined));
   }
 
-  private async read(): Promise<void> {
-    if (this.reading) return;
-    this.reading = true;
+  /** Reads the told ids' rows (after a tick, so that a burst is read in one query) and hands them out in order. */
+  private async pump(): Promise<void> {
+    while (this.pending.length > 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const ids = [...new Set(this.pending.splice(0, 500))];
+      try {
+        const rows = await this.db.selectFrom('live_events').selectAll().where('id', 'in', ids).execute();
+        const byId = new Map(rows.map((row) => [Number(row.id), row]));
+        for (const id of ids) {
+          const row = byId.get(id);
+          if (row) this.deliver(row);
+        }
+      } catch {
+        // The database is away: these events are lost to the open streams (a reconnect's Last-Event-ID finds them).
+      }
+    }
+  }
+
+  private deliver(row: LiveEventRow): void {
+    for (const stream of this.streams.values()) {
+      const { listener } = stream;
+      if (Number(listener.workspaceId) !== Number(row.workspace_id) || !visibleTo(row, listener.viewer))
+        continue;
+      if (stream.queued) stream.queued.push(row);
+      else listener.send(row);
+    }
+  }
+
+  /** After the listening connection was lost: the events written since the highest one told. */
+  private async catchUp(): Promise<void> {
+    const workspaces = [...new Set([...this.streams.values()].map((s) => Number(s.listener.workspaceId)))];
+    if (workspaces.length === 0) return;
     try {
       const rows = await this.db
         .selectFrom('live_events')
         .selectAll()
-        .where('id', '>', Math.max(0, this.lastId - LOOK_BACK))
+        .where('id', '>', this.highest)
+        .where('workspace_id', 'in', workspaces)
         .orderBy('id')
-        .limit(5000)
+        .limit(RESUME_LIMIT)
         .execute();
       for (const row of rows) {
-        const id = Number(row.id);
-        if (this.sent.has(id) || id <= this.lastId - LOOK_BACK) continue;
-        this.sent.add(id);
-        if (id > this.lastId) this.lastId = id;
-        for (const listener of this.listeners) {
-          if (Number(listener.workspaceId) === Number(row.workspace_id) && visibleTo(row, listener.viewer))
-            listener.send(row);
-        }
+        if (Number(row.id) > this.highest) this.highest = Number(row.id);
+        this.deliver(row);
       }
-      for (const id of this.sent) if (id <= this.lastId - LOOK_BACK) this.sent.delete(id);
     } catch {
-      // A database hiccup: the next read tries again (the streams stay open).
-    } finally {
-      this.reading = false;
+      // the next reconnection tries again
     }
   }
 }

@@ -138,7 +138,12 @@ export class GrievancesService {
     return values;
   }
 
-  async create(workspaceId: number, input: GrievanceInput) {
+  /** `within` runs in the grievance's transaction, after it is written: what it throws undoes the grievance. */
+  async create(
+    workspaceId: number,
+    input: GrievanceInput,
+    within?: (trx: Executor, grievance: ReturnType<typeof grievanceView>) => Promise<void>,
+  ) {
     return this.deps.db.transaction().execute(async (trx) => {
       const values = await this.values(trx, workspaceId, input);
       const now = nowIso();
@@ -166,6 +171,7 @@ export class GrievancesService {
         resolved_at: null,
       });
       const view = grievanceView(row);
+      await within?.(trx, view);
       await emitEvent(trx, workspaceId, 'grievance.created', view, now);
       return view;
     });

@@ -114,6 +114,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
         await db.ping();
       } catch (error) {
         request.log.error({ err: error }, 'health check: database unreachable');
+        // The check's own timeout opens the breaker too: the next requests are refused at once, not held.
+        app.databaseOutage?.report();
         throw new AppError('service_unavailable', 'The database cannot be reached.', {
           database: 'unreachable',
         });
@@ -143,6 +145,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
         await db.ping();
       } catch (error) {
         request.log.warn({ err: error }, 'readiness: database unreachable');
+        app.databaseOutage?.report();
         throw unavailable('The database cannot be reached.', { database: 'unreachable' });
       }
       let applied = false;

@@ -13,7 +13,6 @@ import { messageRef } from '../messages/messages.rules.ts';
 import { MessagesService } from '../messages/messages.service.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
 import { accountsByIds } from '../channel-accounts/channel-accounts.repository.ts';
-import { pruneLiveEvents } from '../events/live.ts';
 import { DeliveryGate } from './gate.ts';
 import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
 import {
@@ -193,7 +192,6 @@ export class DeliveryWorker {
       // AUDIT_RETENTION_DAYS: bounded batches; a backlog goes over the next rounds.
       const keepMs = this.deps.config.auditRetentionDays * 86_400_000;
       await pruneAuditLog(this.deps.db.kysely, new Date(Date.now() - keepMs).toISOString());
-      await pruneLiveEvents(this.deps.db.kysely);
     }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();

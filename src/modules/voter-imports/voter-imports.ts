@@ -8,6 +8,7 @@ import type { AuditActor } from '../audit/audit.repository.ts';
 import { startVoterImport, type StagedVoter, type VoterImport } from './voter-imports.repository.ts';
 import { nameKey } from '../voters/voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from '../voters/voters.rules.ts';
+import { linkNewVoters } from '../conversations/conversations.thread.ts';
 
 export interface ImportRowError {
   row: number;
@@ -187,6 +188,7 @@ export class VoterImporter {
               })),
           );
       staging = undefined;
+      if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
       const result = { imported, updated: valid - imported, failed, errors };
       return result;
     } catch (error) {

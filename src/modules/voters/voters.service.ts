@@ -16,6 +16,7 @@ import {
 } from './voters.repository.ts';
 import { listVoters, type VoterFilters } from './voters.search.ts';
 import { checkVoter, type VoterField, type VoterValues } from './voters.rules.ts';
+import { linkVoter } from '../conversations/conversations.thread.ts';
 
 export function voterView(row: VoterRow) {
   return {
@@ -66,6 +67,8 @@ export class VotersService {
         created_at: now,
         updated_at: now,
       });
+      // A contact who wrote in before they were on the roll: their conversation is linked now.
+      await linkVoter(db, workspaceId, row);
       return { id: row.id, name: row.name, phone: row.phone, created_at: row.created_at };
     } catch (error) {
       if (isUniqueViolation(error)) throw duplicate();
@@ -108,6 +111,7 @@ export class VotersService {
         throw error;
       }
       if (!row) throw notFound('Voter');
+      if (values.phone !== undefined || values.email !== undefined) await linkVoter(trx, workspaceId, row);
       const changed: Record<string, string | null> = {};
       for (const field of Object.keys(values) as VoterField[]) changed[field] = row[field];
       return { id: row.id, ...changed, updated_at: row.updated_at };
