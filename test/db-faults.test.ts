@@ -158,6 +158,17 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
     await recovered(t, owner, 5000);
   });
 
+  it('a health check that times out opens the breaker: the next request answers 503 at once', async () => {
+    proxy.set('stall');
+    expectError(await call(t.app, 'GET', '/api/healthz'), 503, 'service_unavailable');
+    const started = Date.now();
+    expectError(await call(t.app, 'GET', '/api/voters', { token: owner.token }), 503, 'service_unavailable');
+    // Without the breaker the request waits out DB_POOL_ACQUIRE_TIMEOUT_MS (1 s here) or more.
+    expect(Date.now() - started).toBeLessThan(500);
+    proxy.set('pass');
+    await recovered(t, owner, 5000);
+  });
+
   it('a stall, a reset and a stall again under load: the process survives and recovers each time', async () => {
     for (const fault of ['stall', 'reset', 'stall'] as const) {
       const during = load(t, owner, 20);

@@ -166,7 +166,7 @@ for (const dialect of dialects) {
       }
     }, 40_000);
 
-    it('WEBHOOK_MAX_IN_FLIGHT bounds the attempts open in one worker, whatever the endpoints', async () => {
+    it('WEBHOOK_MAX_IN_FLIGHT bounds the attempts open in one worker, plus one for each workspace that had none in flight', async () => {
       const capped = await buildTestApp(dialect, { ...env, WEBHOOK_MAX_IN_FLIGHT: '2' });
       const hang = await hangingReceiver();
       const owners = [await register(capped.app), await register(capped.app), await register(capped.app)];
@@ -175,16 +175,56 @@ for (const dialect of dialects) {
         owners.map((a) => a.user.workspace_id),
       );
       try {
+        // Two endpoints each: six deliveries due, two of them for every workspace.
         for (const [i, owner] of owners.entries()) {
-          await createHook(capped, owner, `${hang.url}/${i}`);
+          await createHook(capped, owner, `${hang.url}/${i}/a`);
+          await createHook(capped, owner, `${hang.url}/${i}/b`);
           await grievance(capped, owner, `Grievance ${i}`);
         }
         worker.start();
-        await until(() => hang.held.length === 2);
+        await until(() => hang.held.length === 4);
         await new Promise((r) => setTimeout(r, 300));
-        expect(hang.held).toHaveLength(2);
+        // Two slots, then one each for the two workspaces left with nothing in flight; no more.
+        expect(hang.held).toHaveLength(4);
       } finally {
         await hang.close();
+        await worker.stop();
+        await capped.close();
+      }
+    });
+
+    it("a workspace with nothing in flight gets a slot within 1 s while five workspaces' hanging receivers hold them all", async () => {
+      const capped = await buildTestApp(dialect, {
+        ...env,
+        WEBHOOK_MAX_IN_FLIGHT: '5',
+        WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '1',
+        WEBHOOK_TIMEOUT_SECONDS: '30',
+      });
+      const hang = await hangingReceiver();
+      const ok: Receiver = await startReceiver();
+      const attackers = await Promise.all(Array.from({ length: 5 }, () => register(capped.app)));
+      const victim = await register(capped.app);
+      const worker = workerFor(
+        capped,
+        [...attackers, victim].map((a) => a.user.workspace_id),
+      );
+      try {
+        for (const [i, attacker] of attackers.entries()) {
+          await createHook(capped, attacker, `${hang.url}/${i}`);
+          for (let k = 0; k < 3; k += 1) await grievance(capped, attacker, `Flood ${k}`);
+        }
+        await createHook(capped, victim, ok.url);
+        worker.start();
+        await until(() => hang.held.length === 5);
+        const started = Date.now();
+        await grievance(capped, victim, 'Water supply cut');
+        await until(() => ok.received.length === 1, 10_000);
+        // The hanging attempts time out only after 30 s: this slot is the idle workspace's own.
+        expect(Date.now() - started).toBeLessThan(1500);
+        expect(hang.held).toHaveLength(5);
+      } finally {
+        await hang.close();
+        await ok.close();
         await worker.stop();
         await capped.close();
       }

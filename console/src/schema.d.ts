@@ -1567,7 +1567,7 @@ export interface paths {
         };
         /**
          * Live events (Server-Sent Events)
-         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429.
+         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
          *
          *     Any signed-in user.
          */
@@ -1595,7 +1595,7 @@ export interface paths {
         put?: never;
         /**
          * A channel account's delivery reports and inbound messages
-         * @description `msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` `webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). See docs/providers.md for each status mapping.
+         * @description `msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` `webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).
          */
         post: operations["postProvidersProviderAccountTokenKind"];
         delete?: never;
