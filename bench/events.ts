@@ -133,7 +133,7 @@ async function register(base: string, name: string) {
     password: 'correct horse battery',
     phone: `+9199${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`,
   });
-  return (res.body as { data: { access_token: string } }).data.access_token;
+  return res.access_token as string;
 }
 
 async function main(): Promise<void> {
@@ -207,13 +207,11 @@ async function main(): Promise<void> {
       settings: { phone_number_id: '106540352242922', waba_id: '102290129340398' },
       credentials: { access_token: 'EAAG-bench', app_secret: APP_SECRET },
     });
-    const webhook = new URL(
-      (account.body as { data: { callback_urls: { webhook: string } } }).data.callback_urls.webhook,
-    ).pathname;
+    const webhook = new URL((account.callback_urls as { webhook: string }).webhook).pathname;
     const other = await register(base, 'Other Office');
     const probe = () => api(base, 'GET', '/voters?per_page=5', other);
     const idle = await waitsDuring(probe, new Promise((resolve) => setTimeout(resolve, 3000)));
-    const raw = repliesBody(1000, 1000);
+    const raw = repliesBody(1000, 850);
     const signature = `sha256=${createHmac('sha256', APP_SECRET).update(raw).digest('hex')}`;
     const callback = fetch(`http://127.0.0.1:${port}${webhook}`, {
       method: 'POST',
