@@ -98,6 +98,34 @@ export const MAX_PATH_PARAM = 2048;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+const SECRET_PATHS: Array<[RegExp, string]> = [
+  // A channel account's callback URL: its token is the only authentication of MSG91's and Exotel's callbacks.
+  [/(\/providers\/[^/]+\/[^/]+\/)[^/]+(?=\/[^/]+\/?$)/, '$1:token'],
+  // A one-click unsubscribe link: its token carries the address.
+  [/(\/unsubscribe\/)[^/]+/, '$1:token'],
+];
+
+/**
+ * A request's path as logged: without its query, and with every secret or personal segment replaced by
+ * `:token` (callback tokens, unsubscribe tokens, and any segment that is an email address or a phone number).
+ */
+export function loggedPath(url: string): string {
+  let path = url.split('?')[0] ?? '';
+  for (const [pattern, replacement] of SECRET_PATHS) path = path.replace(pattern, replacement);
+  return path
+    .split('/')
+    .map((segment) => {
+      let text = segment;
+      try {
+        text = decodeURIComponent(segment);
+      } catch {
+        // not percent-encoded text: judged as it is
+      }
+      return text.includes('@') || /^\+\d{6,15}$/.test(text) || /^\d{10,15}$/.test(text) ? ':token' : segment;
+    })
+    .join('/');
+}
+
 /** Personal data stays out of the logs: requests are logged by method and path only, without query or headers. */
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
@@ -106,7 +134,7 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
       req: (req: { method: string; url: string; id: string }) => ({
         id: req.id,
         method: req.method,
-        path: req.url.split('?')[0],
+        path: loggedPath(req.url),
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       // PostgreSQL errors quote row values in `detail` (e.g. the email of a unique violation): drop them.

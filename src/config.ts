@@ -335,6 +335,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
       leaseSeconds,
       providerTimeoutMs: providerTimeout(env, leaseSeconds),
+      unconfirmedAfterMs: int(env, 'UNCONFIRMED_AFTER_HOURS', 48, 1, 24 * 30) * 3_600_000,
       pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
       retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
       sendRate: {

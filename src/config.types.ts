@@ -138,6 +138,8 @@ export interface DeliverySettings {
    * retryable provider error. At most half the lease, so a claim never runs out while its call is open.
    */
   readonly providerTimeoutMs: number;
+  /** UNCONFIRMED_AFTER_HOURS: a message whose provider never answered, with no report since, fails after this. */
+  readonly unconfirmedAfterMs: number;
 }
 
 export interface TwilioSettings {

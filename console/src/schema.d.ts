@@ -2444,7 +2444,7 @@ export interface components {
             status: components["schemas"]["MessageStatus"];
             /** @description Why it failed (see MessageErrorCode); null unless `failed`. */
             error_code: components["schemas"]["MessageErrorCode"] | null;
-            /** @description The failure in words (a provider error code where one was given); null unless `failed`. */
+            /** @description The failure in words (a provider error code where one was given). On a `sent` message: what the provider said short of a final word, e.g. that no answer came within PROVIDER_TIMEOUT_MS (the message is not sent again; a delivery report, or UNCONFIRMED_AFTER_HOURS, settles it). Null otherwise. */
             error_message: string | null;
             /** @description When a provider accepted it; null for a message that never went out. */
             sent_at: string | null;

@@ -30,6 +30,7 @@ import * as conversations from './migrations/2026_11_25_025_conversations.ts';
 import * as liveEvents from './migrations/2026_11_25_026_live_events.ts';
 import * as inbox from './migrations/2026_11_26_027_inbox.ts';
 import * as voterSearch from './migrations/2026_11_26_028_voter_search.ts';
+import * as unconfirmedMessages from './migrations/2026_11_27_029_unconfirmed_messages.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -61,6 +62,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_25_026_live_events': liveEvents,
   '2026_11_26_027_inbox': inbox,
   '2026_11_26_028_voter_search': voterSearch,
+  '2026_11_27_029_unconfirmed_messages': unconfirmedMessages,
 };
 
 /**

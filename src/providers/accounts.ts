@@ -147,7 +147,7 @@ export class AccountProviders {
           config.delivery.providerTimeoutMs,
         );
       case 'sandbox':
-        return new SandboxProvider(channel, log, config.sandboxDeliveryDelayMs);
+        return new SandboxProvider(channel, log, config.sandboxDeliveryDelayMs, false, true);
     }
   }
 }

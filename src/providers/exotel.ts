@@ -81,8 +81,8 @@ export class ExotelProvider implements MessageProvider {
     const exception = (answer.body.RestException ?? {}) as { Message?: unknown; Code?: unknown };
     const text = providerText(exception.Message ?? answer.body.message);
     const reason = `Exotel answered ${answer.status}${exception.Code ? ` (code ${String(exception.Code)})` : ''}: ${text}`;
-    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
-    if (answer.status >= 500) throw new ProviderError(reason, true);
+    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
+    if (answer.status >= 500) throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
     if (answer.status === 401 || (answer.status === 403 && !/insufficient balance/i.test(text)))
       throw new ProviderError(reason, false, 'auth_failed');
     throw new ProviderError(reason, false, 'provider_rejected');

@@ -1,9 +1,41 @@
-import { ProviderError } from './provider.ts';
+import { ProviderError, retryAfterMs } from './provider.ts';
+
+/** A provider's answer larger than this is a provider error, read no further (the contract's fourth part). */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export interface ProviderAnswer {
   status: number;
   /** The JSON body, or {} when the body is not JSON. */
   body: Record<string, unknown>;
+  /** A 429's or 503's `Retry-After`, in ms. */
+  retryAfterMs?: number | undefined;
+}
+
+/** A response's body as text, at most MAX_ANSWER_BYTES; a longer one is a retryable ProviderError. */
+export async function readCapped(provider: string, res: Response): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_ANSWER_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw new ProviderError(
+        `${provider} answered ${res.status} with more than ${MAX_ANSWER_BYTES / 1024} KB: read no further.`,
+        true,
+      );
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The status's Retry-After, where a 429 or 503 gives one. */
+export function retryAfterOf(res: Response): number | undefined {
+  return res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
 }
 
 /**
@@ -22,7 +54,13 @@ export async function callProvider(
   } catch (error) {
     throw new ProviderError(`${provider} could not be reached: ${(error as Error).message}`, true);
   }
-  const text = await res.text().catch(() => ''); // an error answer whose body cannot be read: its status says enough
+  let text = '';
+  try {
+    text = await readCapped(provider, res);
+  } catch (error) {
+    if (error instanceof ProviderError) throw error;
+    // an error answer whose body cannot be read: its status says enough
+  }
   let body: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);
@@ -31,7 +69,7 @@ export async function callProvider(
   } catch {
     // not JSON: the adapter reports the status
   }
-  return { status: res.status, body };
+  return { status: res.status, body, retryAfterMs: retryAfterOf(res) };
 }
 
 /** A provider's text, short and on one line, for `error_message`. */

@@ -66,8 +66,9 @@ export class Msg91Provider implements MessageProvider {
     }
     const given = code === undefined ? '' : String(code);
     const reason = `MSG91 answered ${answer.status}${given ? ` (code ${given})` : ''}: ${providerText(message)}`;
-    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
-    if (answer.status >= 500) throw new ProviderError(reason, true);
+    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
+    if (answer.status >= 500) throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
+    if (answer.status === 401) throw new ProviderError(reason, false, 'auth_failed');
     throw new ProviderError(reason, false, MSG91_ERRORS[given] ?? 'provider_rejected');
   }
 }

@@ -84,6 +84,8 @@ export class ProviderError extends Error {
     readonly retryable: boolean,
     /** The message's `error_code` when this ends it: `provider_rejected` unless the provider said more. */
     readonly code: MessageErrorCode = 'provider_rejected',
+    /** A 429 or 503's `Retry-After`: the next try waits at least this long. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'ProviderError';
@@ -91,9 +93,34 @@ export class ProviderError extends Error {
 }
 
 /**
+ * No answer came within PROVIDER_TIMEOUT_MS. The provider may have taken the message, so it is not sent again:
+ * it is recorded `sent`, with this as its `error_message`, until a delivery report settles it (or
+ * UNCONFIRMED_AFTER_HOURS pass without one).
+ */
+export class ProviderTimeout extends ProviderError {
+  constructor(provider: string, timeoutMs: number) {
+    super(
+      `${provider} did not answer within ${timeoutMs / 1000} s: the message may have gone, and is not sent again; a delivery report settles it.`,
+      false,
+      'undeliverable',
+    );
+    this.name = 'ProviderTimeout';
+  }
+}
+
+/** `Retry-After` in ms (seconds, or an HTTP date), or undefined. */
+export function retryAfterMs(header: string | null | undefined, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header.trim());
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds, 86_400) * 1000;
+  const at = Date.parse(header);
+  return Number.isFinite(at) ? Math.max(0, Math.min(at - now, 86_400_000)) : undefined;
+}
+
+/**
  * Hands a message to its provider within `timeoutMs` (PROVIDER_TIMEOUT_MS). Past it the call is given up
- * (and aborted where the provider can be) as a retryable ProviderError: whether the provider took the
- * message is then unknown, so a retry may deliver it twice; a call that never ends would hold its lane.
+ * (and aborted where the provider can be) as a ProviderTimeout: whether the provider took the message is then
+ * unknown, so it is not tried again (a call that never ends would hold its lane).
  */
 export function sendWithin(
   provider: MessageProvider,
@@ -106,7 +133,7 @@ export function sendWithin(
     : provider.send(message, controller.signal);
   return within(call, timeoutMs, () => {
     controller.abort();
-    throw new ProviderError(`${provider.name} did not answer within ${timeoutMs / 1000} s`, true);
+    throw new ProviderTimeout(provider.name, timeoutMs);
   });
 }
 

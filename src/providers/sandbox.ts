@@ -19,6 +19,11 @@ export class SandboxProvider implements MessageProvider {
     delayMs = 500,
     /** Keep every send in `sent` (tests); off in the service, where the list would only grow. */
     private readonly record = false,
+    /**
+     * A workspace's own sandbox channel account: its line names the message and the channel, never the
+     * address or the body (the deployment's sandbox is the one place personal data may reach the logs).
+     */
+    private readonly quiet = false,
   ) {
     this.settlement = { afterMs: delayMs, outcome: sandboxOutcome };
   }
@@ -30,8 +35,7 @@ export class SandboxProvider implements MessageProvider {
       {
         provider: 'sandbox',
         channel: message.channel,
-        to: message.to,
-        body: message.body,
+        ...(this.quiet ? {} : { to: message.to, body: message.body }),
         reference: message.reference,
         ...(message.dltTemplateId ? { dlt_template_id: message.dltTemplateId } : {}),
         ...(message.senderId ? { sender_id: message.senderId } : {}),

@@ -48,10 +48,12 @@ export class SmtpProvider implements MessageProvider {
       const permanent = typeof code === 'number' && code >= 500;
       // 550/551/553: no such mailbox or a malformed address; any other 5xx is the server refusing the email.
       const recipient = code === 550 || code === 551 || code === 553;
+      // 535 (or nodemailer's EAUTH): the server refused the username and password.
+      const auth = code === 535 || (error as { code?: string }).code === 'EAUTH';
       throw new ProviderError(
         `SMTP: ${(error as Error).message}`.slice(0, 300),
-        !permanent,
-        recipient ? 'invalid_recipient' : 'provider_rejected',
+        !permanent && !auth,
+        auth ? 'auth_failed' : recipient ? 'invalid_recipient' : 'provider_rejected',
       );
     }
   }

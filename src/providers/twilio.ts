@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { TwilioSettings } from '../config.ts';
 import type { MessageErrorCode } from '../domain.ts';
+import { readCapped, retryAfterOf } from './http.ts';
 import {
   type Channel,
   type FinalStatus,
@@ -79,14 +80,23 @@ export class TwilioProvider implements MessageProvider {
     } catch (error) {
       throw new ProviderError(`Twilio could not be reached: ${(error as Error).message}`, true);
     }
-    // A body that is not JSON (a proxy's HTML page) is read as empty: the status decides.
-    const payload = (await res.json().catch(() => ({}))) as { sid?: string; message?: string; code?: number };
+    // A body that is not JSON (a proxy's HTML page) is read as empty: the status decides. Read at most 1 MB.
+    let payload: { sid?: string; message?: string; code?: number } = {};
+    try {
+      payload = JSON.parse(await readCapped('Twilio', res)) as typeof payload;
+    } catch (error) {
+      if (error instanceof ProviderError) throw error;
+    }
+    payload = payload && typeof payload === 'object' ? payload : {};
     if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
     const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${payload.message ?? 'no message'}`;
+    // 401 (Twilio's 20003): the account SID or auth token is refused.
+    if (res.status === 401 || payload.code === 20003) throw new ProviderError(reason, false, 'auth_failed');
     throw new ProviderError(
       reason,
       res.status === 429 || res.status >= 500,
-      twilioErrorCode(payload.code) ?? 'provider_rejected',
+      res.status === 429 ? 'rate_limited' : (twilioErrorCode(payload.code) ?? 'provider_rejected'),
+      retryAfterOf(res),
     );
   }
 
@@ -102,7 +112,7 @@ export class TwilioProvider implements MessageProvider {
  */
 const TWILIO_ERROR_CODES: Record<number, MessageErrorCode> = {
   21610: 'opted_out', // the recipient replied STOP
-  63016: 'opted_out', // WhatsApp: outside the allowed window / not opted in
+  63016: 'outside_session', // WhatsApp: outside the 24-hour window (a template is needed)
   21211: 'invalid_recipient', // invalid 'To' number
   21214: 'invalid_recipient', // 'To' number cannot be reached
   21217: 'invalid_recipient', // not a valid phone number

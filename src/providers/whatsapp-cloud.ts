@@ -93,8 +93,12 @@ export class WhatsAppCloudProvider implements MessageProvider {
     const reason =
       `WhatsApp Cloud API answered ${answer.status}${Number.isFinite(code) ? ` (code ${code})` : ''}: ` +
       providerText(details ? `${providerText(error.message)}: ${providerText(details)}` : error.message);
-    if (RETRIED.has(code) || answer.status === 429) throw new ProviderError(reason, true, 'rate_limited');
-    if (answer.status >= 500 && !Number.isFinite(code)) throw new ProviderError(reason, true);
+    if (RETRIED.has(code) || answer.status === 429)
+      throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
+    // A 5xx is retried whatever its body says (Meta puts Graph codes on its outages too), unless the code is a
+    // refusal of the credentials.
+    if (answer.status >= 500 && whatsappErrorCode(code) !== 'auth_failed')
+      throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
     throw new ProviderError(reason, false, whatsappErrorCode(code));
   }
 }

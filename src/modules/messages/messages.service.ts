@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
@@ -10,6 +11,7 @@ import { pageResult } from '../../domain.ts';
 import {
   type FinalStatus,
   ProviderError,
+  ProviderTimeout,
   type Providers,
   sendWithin,
   type StatusReport,
@@ -44,6 +46,7 @@ import {
   failMessages,
   type Handover,
   markSent,
+  renewClaim,
   type Settled,
 } from '../sending/outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
@@ -86,7 +89,8 @@ export function historyItem(row: MessageRow) {
     message: row.body,
     status: row.status,
     error_code: row.status === 'failed' ? (row.error_code ?? legacyErrorCode(row.error)) : null,
-    error_message: row.status === 'failed' ? (row.error ?? null) : null,
+    // A failure's reason; on a sent message, what the provider said short of a final word (no answer yet).
+    error_message: row.status === 'failed' || row.status === 'sent' ? (row.error ?? null) : null,
     sent_at: row.sent_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -169,6 +173,7 @@ export class MessagesService {
     const credit = creditChannel(input.channel);
     const now = nowIso();
     const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
+    const claimedBy = `api:${process.pid}:${randomUUID().slice(0, 8)}`;
     const row = await db.transaction().execute(async (trx) => {
       const row = await insertMessage(trx, workspaceId, {
         campaign_id: null,
@@ -183,7 +188,7 @@ export class MessagesService {
         sent_by: options.sentBy ?? null,
         status: 'queued',
         cost,
-        claimed_by: `api:${process.pid}`,
+        claimed_by: claimedBy,
         lease_until: leaseUntil,
         attempts: 1,
         next_attempt_at: leaseUntil,
@@ -198,8 +203,22 @@ export class MessagesService {
     });
 
     const provider = account ? accounts.providerFor(account, input.channel) : providers[input.channel];
+    let handover: Handover | undefined;
     try {
-      if (account) await this.deps.pace.take(account.id, account.send_rate_per_second);
+      if (account) {
+        await this.deps.pace.take(account.id, account.send_rate_per_second);
+        // The wait for the account's pace may have run past the lease: the call is made only while this request
+        // still holds the message (renewed now), never beside a worker that took it meanwhile.
+        if (!(await renewClaim(db, row.id, claimedBy, config.delivery.leaseSeconds)))
+          return this.sentOrQueued(
+            workspaceId,
+            row.id,
+            input.channel,
+            to,
+            account?.id ?? null,
+            provider.name,
+          );
+      }
       // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
       const message = {
         channel: input.channel,
@@ -213,39 +232,78 @@ export class MessagesService {
         ...providerTemplateOf(template, voter, options.variables),
       };
       const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
-      await this.handedOver([
-        { id: row.id, provider: provider.name, providerMessageId: result.providerMessageId },
-      ]);
+      handover = { id: row.id, provider: provider.name, providerMessageId: result.providerMessageId };
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      const code = error instanceof ProviderError ? error.code : 'provider_rejected';
-      await this.fail([row.id], reason, code);
-      if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
-      this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
-      if (options.test)
-        throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
-          id: messageRef(row.id),
-          provider: provider.name,
-          error_code: code,
-          error_message: reason,
-        });
-      throw new AppError(
-        'provider_error',
-        `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
-        { id: messageRef(row.id), status: 'failed', provider: provider.name },
-      );
+      if (error instanceof ProviderTimeout) {
+        // No answer: the provider may have taken it. Recorded sent (never failed, never sent again).
+        handover = { id: row.id, provider: provider.name, providerMessageId: null, note: error.message };
+      } else {
+        const reason = error instanceof Error ? error.message : String(error);
+        const code = error instanceof ProviderError ? error.code : 'provider_rejected';
+        await this.fail([row.id], reason, code);
+        if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
+        this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
+        if (options.test)
+          throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
+            id: messageRef(row.id),
+            provider: provider.name,
+            error_code: code,
+            error_message: reason,
+          });
+        throw new AppError(
+          'provider_error',
+          `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
+          { id: messageRef(row.id), status: 'failed', provider: provider.name },
+        );
+      }
     }
+    // The provider has it: the hand-over is recorded, tried again while the database refuses, never failed.
+    await this.recordHandover(handover);
     if (conversationId !== undefined) await touchOutbound(db, conversationId, input.message, nowIso());
-    const sent = await findMessage(db, workspaceId, row.id);
+    return this.sentOrQueued(workspaceId, row.id, input.channel, to, account?.id ?? null, provider.name);
+  }
+
+  /** The answer of a send: the message as it now is (sent, or queued when a worker took it over). */
+  private async sentOrQueued(
+    workspaceId: number,
+    id: number,
+    channel: MessageChannel,
+    to: string,
+    accountId: number | null,
+    provider: string,
+  ) {
+    const sent = await findMessage(this.deps.db, workspaceId, id);
     return {
-      id: messageRef(row.id),
-      status: 'sent' as const,
-      channel: input.channel,
+      id: messageRef(id),
+      status: sent?.status ?? ('queued' as const),
+      channel,
       to,
-      channel_account_id: account ? accountRef(account.id) : null,
-      provider: provider.name,
+      channel_account_id: accountId !== null ? accountRef(accountId) : null,
+      provider,
       provider_message_id: sent?.provider_message_id ?? null,
     };
+  }
+
+  /**
+   * Records a hand-over the provider accepted, trying again for up to half the lease while the database fails
+   * (the message must not be failed and refunded: a retried send would reach the voter twice). Past that the
+   * error goes up (503) with the message still claimed by this request.
+   */
+  private async recordHandover(handover: Handover): Promise<void> {
+    const until = Date.now() + (this.deps.config.delivery.leaseSeconds * 1000) / 2;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        await this.handedOver([handover]);
+        return;
+      } catch (error) {
+        if (Date.now() + wait > until) throw error;
+        this.deps.log.warn(
+          { message_id: handover.id, err: error },
+          'recording a hand-over failed: trying again',
+        );
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   async history(workspaceId: number, query: HistoryInput) {

@@ -22,6 +22,7 @@ import {
   releaseClaims,
   releaseUnsent,
   scheduleRetry,
+  unconfirmedBefore,
 } from './outbox.repository.ts';
 import {
   type Channel,
@@ -29,6 +30,7 @@ import {
   type MessageProvider,
   type OutgoingMessage,
   ProviderError,
+  ProviderTimeout,
   type Providers,
   sendWithin,
   type StatusReport,
@@ -192,10 +194,24 @@ export class DeliveryWorker {
       // AUDIT_RETENTION_DAYS: bounded batches; a backlog goes over the next rounds.
       const keepMs = this.deps.config.auditRetentionDays * 86_400_000;
       await pruneAuditLog(this.deps.db.kysely, new Date(Date.now() - keepMs).toISOString());
+      await this.failUnconfirmed();
     }
     const started = await this.campaigns.startDue();
     const filled = await this.campaigns.fillNext();
     return started > 0 || filled;
+  }
+
+  /** Messages whose provider never answered, with no report within UNCONFIRMED_AFTER_HOURS: failed, refunded. */
+  async failUnconfirmed(): Promise<number> {
+    const cutoff = new Date(Date.now() - this.deps.config.delivery.unconfirmedAfterMs).toISOString();
+    const ids = await unconfirmedBefore(this.deps.db.kysely, cutoff, 1000);
+    const hours = this.deps.config.delivery.unconfirmedAfterMs / 3_600_000;
+    await this.messages.fail(
+      ids,
+      `The provider never answered the hand-over, and no delivery report came within ${hours} hours.`,
+      'undeliverable',
+    );
+    return ids.length;
   }
 
   private async settleAndComplete(drained: boolean): Promise<boolean> {
@@ -306,6 +322,12 @@ export class DeliveryWorker {
           });
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
+        if (error instanceof ProviderTimeout) {
+          // No answer: the provider may have the message. It is not sent again; a report settles it.
+          for (const row of unit.rows)
+            handovers.push({ id: row.id, provider: provider.name, providerMessageId: null, note: reason });
+          continue;
+        }
         const retryable = error instanceof ProviderError ? error.retryable : true;
         const code = error instanceof ProviderError ? error.code : 'undeliverable';
         if (account && !retryable && code === 'auth_failed') {
@@ -314,7 +336,11 @@ export class DeliveryWorker {
         }
         for (const row of unit.rows) {
           if (retryable && row.attempts <= retrySchedule.length) {
-            const delay = (retrySchedule[row.attempts - 1] ?? 0) * 1000;
+            // Never sooner than a 429's or 503's Retry-After.
+            const delay = Math.max(
+              (retrySchedule[row.attempts - 1] ?? 0) * 1000,
+              error instanceof ProviderError ? (error.retryAfterMs ?? 0) : 0,
+            );
             await scheduleRetry(
               db.kysely,
               row.id,

@@ -121,7 +121,9 @@ export async function claimDueFairly(
 export interface Handover {
   id: number;
   provider: string;
-  providerMessageId: string;
+  /** Null: the provider did not answer in time (it may have the message); `note` says so on the message. */
+  providerMessageId: string | null;
+  note?: string | undefined;
 }
 
 /**
@@ -130,18 +132,54 @@ export interface Handover {
  */
 export async function markSent(db: Executor, handovers: Handover[], now: string): Promise<number> {
   if (handovers.length === 0) return 0;
-  const rows = sql.join(handovers.map((h) => sql`(${h.id}, ${h.providerMessageId}, ${h.provider})`));
+  const rows = sql.join(
+    handovers.map((h) => sql`(${h.id}, ${h.providerMessageId}, ${h.provider}, ${h.note ?? null})`),
+  );
   const query = isPostgres(db)
     ? sql`UPDATE messages AS m SET status = 'sent', provider_message_id = v.pid, provider = v.provider,
-        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = NULL
-        FROM (VALUES ${rows}) AS v(id, pid, provider)
+        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = v.note
+        FROM (VALUES ${rows}) AS v(id, pid, provider, note)
         WHERE m.id = v.id::bigint AND m.status = 'queued'`
     : sql`UPDATE messages SET status = 'sent', provider_message_id = v.column2, provider = v.column3,
-        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = NULL
+        sent_at = ${now}, updated_at = ${now}, claimed_by = NULL, lease_until = NULL, error = v.column4
         FROM (VALUES ${rows}) AS v
         WHERE messages.id = v.column1 AND messages.status = 'queued'`;
   const result = await query.execute(db);
   return Number(result.numAffectedRows ?? 0);
+}
+
+/** Extends this claimant's lease on a queued message; false when it no longer holds it (a worker took it). */
+export async function renewClaim(
+  db: Executor,
+  id: number,
+  claimedBy: string,
+  leaseSeconds: number,
+): Promise<boolean> {
+  const until = new Date(Date.now() + leaseSeconds * 1000).toISOString();
+  // A claim is due again at its lease's end (next_attempt_at): both move.
+  const result = await db
+    .updateTable('messages')
+    .set({ lease_until: until, next_attempt_at: until })
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .where('claimed_by', '=', claimedBy)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Messages handed over with no answer (no provider id) and no report since `cutoff`: at most `limit`. */
+export async function unconfirmedBefore(db: Executor, cutoff: string, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('status', '=', 'sent')
+    .where('provider_message_id', 'is', null)
+    .where('sent_at', '<', cutoff)
+    .orderBy('sent_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Number(r.id));
 }
 
 /** A retryable provider error: the message stays queued and is due again at `nextAttemptAt`. */
