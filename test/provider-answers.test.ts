@@ -1,0 +1,247 @@
+/**
+ * Provider answers map by their meaning (the contract's fourth part, "Seams"): each real adapter calls a local
+ * HTTP server that answers as the provider documents, and the error it raises is checked: refused credentials
+ * are `auth_failed` (not retried), WhatsApp outside the 24-hour window is `outside_session`, a 5xx or a
+ * throttling answer is retried whatever its body (no sooner than its Retry-After), and an answer over 1 MB is a
+ * provider error read no further. A call past PROVIDER_TIMEOUT_MS is a ProviderTimeout (never repeated).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ExotelProvider } from '../src/providers/exotel.ts';
+import { Msg91Provider } from '../src/providers/msg91.ts';
+import {
+  type MessageProvider,
+  type OutgoingMessage,
+  ProviderError,
+  ProviderTimeout,
+  sendWithin,
+} from '../src/providers/provider.ts';
+import { SmtpProvider } from '../src/providers/smtp.ts';
+import { TwilioProvider } from '../src/providers/twilio.ts';
+import { WhatsAppCloudProvider } from '../src/providers/whatsapp-cloud.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+const servers: Server[] = [];
+afterAll(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A local server answering every request with `handler`. */
+async function answering(handler: Handler): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => handler(req, res));
+  });
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
+
+const sms: OutgoingMessage = { channel: 'sms', to: '+919812345678', body: 'Rally at 5', reference: 'msg_1' };
+const msg91Message: OutgoingMessage = {
+  ...sms,
+  providerTemplate: { ids: { msg91: '65f0c0ffee' }, language: 'en', variables: [] },
+};
+
+async function refusal(provider: MessageProvider, message: OutgoingMessage = sms): Promise<ProviderError> {
+  try {
+    await sendWithin(provider, message, 5000);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProviderError);
+    return error as ProviderError;
+  }
+  throw new Error('the send did not fail');
+}
+
+const twilio = (base: string, channel: 'sms' | 'whatsapp' = 'sms') =>
+  new TwilioProvider(channel, {
+    accountSid: 'AC00000000000000000000000000000abc',
+    authToken: 'token',
+    apiBaseUrl: base,
+    smsFrom: '+15005550006',
+    whatsappFrom: '+15005550006',
+    voiceFrom: undefined,
+    publicBaseUrl: undefined,
+  });
+const msg91 = (base: string) => new Msg91Provider({ baseUrl: base, authkey: 'key', sender: 'CESOFC' });
+const whatsapp = (base: string) =>
+  new WhatsAppCloudProvider({ baseUrl: base, version: 'v23.0', phoneNumberId: '1065', accessToken: 'EAAG' });
+const exotel = (base: string) =>
+  new ExotelProvider('sms', {
+    baseUrl: base,
+    sid: 'office',
+    apiKey: 'k',
+    apiToken: 't',
+    sender: 'CESOFC',
+    callerId: undefined,
+    appId: undefined,
+    dltEntityId: undefined,
+    deliveryUrl: 'https://ces.example.org/d',
+    callStatusUrl: 'https://ces.example.org/c',
+  });
+
+describe('provider answers, as each provider documents them', () => {
+  it('Twilio 401 (code 20003: https://www.twilio.com/docs/api/errors/20003) is auth_failed, not retried', async () => {
+    const base = await answering(
+      json(401, {
+        code: 20003,
+        message: 'Authenticate',
+        more_info: 'https://www.twilio.com/docs/errors/20003',
+        status: 401,
+      }),
+    );
+    const error = await refusal(twilio(base));
+    expect([error.code, error.retryable]).toEqual(['auth_failed', false]);
+  });
+
+  it('Twilio 63016 (WhatsApp outside the 24-hour window) is outside_session, not opted_out', async () => {
+    const base = await answering(
+      json(400, {
+        code: 63016,
+        message: 'Failed to send freeform message because you are outside the allowed window.',
+        status: 400,
+      }),
+    );
+    const error = await refusal(twilio(base, 'whatsapp'), { ...sms, channel: 'whatsapp' });
+    expect([error.code, error.retryable]).toEqual(['outside_session', false]);
+  });
+
+  it('Twilio 429 with Retry-After: 60 is retried, no sooner than 60 s', async () => {
+    const base = await answering(
+      json(429, { code: 20429, message: 'Too Many Requests', status: 429 }, { 'retry-after': '60' }),
+    );
+    const error = await refusal(twilio(base));
+    expect([error.code, error.retryable, error.retryAfterMs]).toEqual(['rate_limited', true, 60_000]);
+  });
+
+  it('MSG91 401 without code 207 or 106 is auth_failed', async () => {
+    const base = await answering(json(401, { type: 'error', message: 'Unauthorized' }));
+    const error = await refusal(msg91(base), msg91Message);
+    expect([error.code, error.retryable]).toEqual(['auth_failed', false]);
+  });
+
+  it('MSG91 503 with Retry-After is retried no sooner than it says', async () => {
+    const base = await answering(
+      json(503, { type: 'error', message: 'Service unavailable' }, { 'retry-after': '30' }),
+    );
+    const error = await refusal(msg91(base), msg91Message);
+    expect([error.retryable, error.retryAfterMs]).toEqual([true, 30_000]);
+  });
+
+  it('a WhatsApp 5xx carrying a Graph code is retried (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes)', async () => {
+    const base = await answering(
+      json(500, {
+        error: { message: 'An unknown error occurred', type: 'OAuthException', code: 1, fbtrace_id: 'A' },
+      }),
+    );
+    const error = await refusal(whatsapp(base), { ...sms, channel: 'whatsapp' });
+    expect(error.retryable).toBe(true);
+  });
+
+  it('WhatsApp code 190 (access token expired) is auth_failed', async () => {
+    const base = await answering(
+      json(401, { error: { message: 'Error validating access token', type: 'OAuthException', code: 190 } }),
+    );
+    const error = await refusal(whatsapp(base), { ...sms, channel: 'whatsapp' });
+    expect([error.code, error.retryable]).toEqual(['auth_failed', false]);
+  });
+
+  it('Exotel 401 and 403 are auth_failed; its 429 with Retry-After is retried after it', async () => {
+    const refused = await answering(
+      json(401, { RestException: { Status: 401, Message: 'Authentication required' } }),
+    );
+    expect((await refusal(exotel(refused))).code).toBe('auth_failed');
+    const forbidden = await answering(json(403, { RestException: { Status: 403, Message: 'Forbidden' } }));
+    expect((await refusal(exotel(forbidden))).code).toBe('auth_failed');
+    const busy = await answering(
+      json(429, { RestException: { Status: 429, Message: 'Too many' } }, { 'retry-after': '5' }),
+    );
+    const error = await refusal(exotel(busy));
+    expect([error.code, error.retryable, error.retryAfterMs]).toEqual(['rate_limited', true, 5000]);
+  });
+
+  it('an answer larger than 1 MB is a provider error, read no further', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const base = await answering((_req, res) => {
+      let written = 0;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const more = () => {
+        // 200 MB offered; the adapter stops reading past 1 MB and the server stops with it.
+        while (written < 200 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      res.on('close', () => (written = Number.MAX_SAFE_INTEGER));
+      more();
+    });
+    for (const provider of [msg91(base), twilio(base), whatsapp(base)]) {
+      const error = await refusal(provider, provider.name === 'msg91' ? msg91Message : sms);
+      expect(error.message).toMatch(/more than 1024 KB: read no further/);
+      expect(error.retryable).toBe(true);
+    }
+  });
+
+  it('SMTP 535 (authentication refused) is auth_failed, not retried', async () => {
+    const server = new SMTPServer({
+      authOptional: false,
+      allowInsecureAuth: true,
+      disabledCommands: ['STARTTLS'],
+      onAuth: (_auth, _session, callback) =>
+        callback(Object.assign(new Error('Invalid username or password'), { responseCode: 535 })),
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.server.address() as AddressInfo).port;
+    const smtp = new SmtpProvider(
+      {
+        host: '127.0.0.1',
+        port,
+        secure: false,
+        user: 'office',
+        password: 'wrong',
+        from: 'office@example.org',
+      },
+      5000,
+    );
+    try {
+      const error = await refusal(smtp, {
+        channel: 'email',
+        to: 'voter@example.org',
+        subject: 'Hi',
+        body: 'Hi',
+      });
+      expect([error.code, error.retryable]).toEqual(['auth_failed', false]);
+    } finally {
+      smtp.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('a call past PROVIDER_TIMEOUT_MS is a ProviderTimeout: not retried, the message may have gone', async () => {
+    const base = await answering(() => {
+      // never answers
+    });
+    let caught: unknown;
+    try {
+      await sendWithin(msg91(base), msg91Message, 300);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ProviderTimeout);
+    expect((caught as ProviderTimeout).retryable).toBe(false);
+  });
+});
