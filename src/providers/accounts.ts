@@ -2,7 +2,6 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { ChannelAccountRow } from '../db/schema.ts';
-import { Pace } from './pace.ts';
 import { SecretBox } from '../lib/secret-box.ts';
 import { ExotelProvider } from './exotel.ts';
 import { Msg91Provider } from './msg91.ts';
@@ -153,41 +152,67 @@ export class AccountProviders {
 }
 
 /**
- * An account's `send_rate_per_second`, held across every process through Redis where REDIS_URL is set (a
- * counter per account and second: a process that finds the second full waits for the next), else in this
- * process. A Redis call that fails falls back to this process's own pace for that take.
+ * Reserves `count` messages at `rate` per second on the key's schedule: each reservation takes
+ * `count / rate` seconds of it, starting when the previous one ends (a shared "next free time", as GCRA keeps),
+ * so the messages handed over never run ahead of the rate by more than one reservation, and a reservation that
+ * would start more than `maxWaitMs` from now is not made (-1). Redis's own clock (TIME) is used, so every
+ * process shares one schedule. Returns the wait in ms before the reservation's messages may go.
+ */
+const RESERVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nextFree = tonumber(redis.call('GET', KEYS[1]) or '0')
+local start = math.max(now, nextFree)
+if start - now > tonumber(ARGV[2]) then return -1 end
+local finish = start + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], tostring(finish), 'PX', math.ceil(finish - now) + 1000)
+return start - now`;
+
+/** No reservation within the longest wait allowed: the caller gives the messages back for later. */
+export class PaceUnavailable extends Error {
+  constructor(readonly reason: 'busy' | 'redis') {
+    super(
+      reason === 'busy'
+        ? "The account's send rate has no room within this message's lease."
+        : "The account's send rate cannot be checked: Redis does not answer.",
+    );
+    this.name = 'PaceUnavailable';
+  }
+}
+
+/**
+ * An account's `send_rate_per_second`, held across every process through Redis where REDIS_URL is set (one
+ * schedule per account, reserved by a script), else in this process. A batch of n messages takes n of the
+ * allowance (callers split batches larger than a second's). A wait is bounded (`maxWaitMs`): past it, or when
+ * Redis does not answer, PaceUnavailable is thrown and nothing is sent (never unpaced).
  */
 export class AccountPace {
-  private readonly local = new Map<number, { rate: number; pace: Pace }>();
+  private readonly local = new Map<number, number>();
 
   constructor(private readonly deps: { redis?: Redis | undefined; prefix: string }) {}
 
   /** Waits until `count` more messages of the account may go at `rate` per second (0 or null: no limit). */
-  async take(accountId: number, rate: number | null, count = 1): Promise<void> {
+  async take(accountId: number, rate: number | null, count = 1, maxWaitMs = 30_000): Promise<void> {
     if (!rate || rate <= 0) return;
+    const cost = (count * 1000) / rate;
     const { redis, prefix } = this.deps;
+    let wait: number;
     if (redis) {
-      for (;;) {
-        const second = Math.floor(Date.now() / 1000);
-        const key = `${prefix}pace:cha_${accountId}:${second}`;
-        let used: number;
-        try {
-          const reply = await redis.multi().incrby(key, count).expire(key, 5).exec();
-          used = Number(reply?.[0]?.[1]);
-          if (!Number.isFinite(used)) throw new Error('no answer');
-        } catch {
-          break;
-        }
-        // The first take of a second goes even when it is larger than the rate (a batch): it fills the second.
-        if (used <= rate || used === count) return;
-        await new Promise((resolve) => setTimeout(resolve, (second + 1) * 1000 - Date.now() + 1));
+      try {
+        wait = Number(
+          await redis.eval(RESERVE, 1, `${prefix}pace:cha_${accountId}`, String(cost), String(maxWaitMs)),
+        );
+      } catch {
+        throw new PaceUnavailable('redis');
       }
+      if (!Number.isFinite(wait)) throw new PaceUnavailable('redis');
+    } else {
+      const now = performance.now();
+      const start = Math.max(now, this.local.get(accountId) ?? 0);
+      wait = start - now > maxWaitMs ? -1 : start - now;
+      if (wait >= 0) this.local.set(accountId, start + cost);
     }
-    let local = this.local.get(accountId);
-    if (!local || local.rate !== rate) {
-      local = { rate, pace: new Pace(rate) };
-      this.local.set(accountId, local);
-    }
-    for (let i = 0; i < count; i++) await local.pace.take();
+    if (wait < 0) throw new PaceUnavailable('busy');
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }

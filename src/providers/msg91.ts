@@ -31,10 +31,49 @@ export class Msg91Provider implements MessageProvider {
   constructor(private readonly account: Msg91Account) {}
 
   send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
-    return this.sendMany([message], signal);
+    return this.request([message], signal);
   }
 
+  /**
+   * A batch in one request. MSG91 refuses a whole request for one number it will not take: a refused batch is
+   * sent again in halves, down to the numbers themselves, so that a refused number fails alone and the others go
+   * (each part with its own request id). A refusal of the credentials, or one every number meets, is the
+   * batch's.
+   */
   async sendMany(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult> {
+    const { ids, refused } = await this.settle(messages, signal);
+    if (refused.length === messages.length) throw refused[0]![1];
+    return {
+      providerMessageId: ids.find((id) => id !== undefined)!,
+      ids: ids.map((id) => id ?? ''),
+      refused: refused.map(([i, error]) => [i, error.message]),
+    };
+  }
+
+  private async settle(
+    messages: OutgoingMessage[],
+    signal?: AbortSignal,
+  ): Promise<{ ids: Array<string | undefined>; refused: Array<[number, ProviderError]> }> {
+    try {
+      const { providerMessageId } = await this.request(messages, signal);
+      return { ids: messages.map(() => providerMessageId), refused: [] };
+    } catch (error) {
+      if (!(error instanceof ProviderError) || error.retryable || error.code === 'auth_failed') throw error;
+      if (messages.length === 1) return { ids: [undefined], refused: [[0, error]] };
+      const half = Math.ceil(messages.length / 2);
+      const first = await this.settle(messages.slice(0, half), signal);
+      const second = await this.settle(messages.slice(half), signal);
+      return {
+        ids: [...first.ids, ...second.ids],
+        refused: [
+          ...first.refused,
+          ...second.refused.map(([i, e]) => [i + half, e] as [number, ProviderError]),
+        ],
+      };
+    }
+  }
+
+  private async request(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult> {
     const templateId = messages[0]?.providerTemplate?.ids.msg91;
     if (!templateId || messages.some((m) => m.providerTemplate?.ids.msg91 !== templateId)) {
       throw new ProviderError(

@@ -39,6 +39,13 @@ export interface ProviderTemplate {
 export interface SendResult {
   /** The provider's id for the message, used to match its delivery reports. */
   providerMessageId: string;
+  /**
+   * A batch the provider took while refusing some of its numbers (MSG91): each refused message's index in the
+   * batch and the provider's reason. Those fail alone (`invalid_recipient`); the others went.
+   */
+  refused?: Array<[number, string]>;
+  /** A batch sent in parts: each message's provider id, by index (`providerMessageId` is the first). */
+  ids?: string[];
 }
 
 export type FinalStatus = 'delivered' | 'failed';

@@ -32,7 +32,7 @@ import {
 import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
 import { dltFields, providerTemplateOf, renderFor, withTemplate } from '../templates/templates.service.ts';
 import type { VoterFields } from '../sending/render.ts';
-import type { AccountPace, AccountProviders } from '../../providers/accounts.ts';
+import { type AccountPace, type AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
 import {
   accountForSend,
   disableForAuth,
@@ -46,6 +46,7 @@ import {
   failMessages,
   type Handover,
   markSent,
+  releaseUnsent,
   renewClaim,
   type Settled,
 } from '../sending/outbox.repository.ts';
@@ -206,7 +207,19 @@ export class MessagesService {
     let handover: Handover | undefined;
     try {
       if (account) {
-        await this.deps.pace.take(account.id, account.send_rate_per_second);
+        try {
+          // At most a quarter of the lease: beyond that the message is left to the delivery worker's lane.
+          await this.deps.pace.take(
+            account.id,
+            account.send_rate_per_second,
+            1,
+            config.delivery.leaseSeconds * 250,
+          );
+        } catch (error) {
+          if (!(error instanceof PaceUnavailable)) throw error;
+          await releaseUnsent(db, [row.id], claimedBy, nowIso());
+          return this.sentOrQueued(workspaceId, row.id, input.channel, to, account.id, provider.name);
+        }
         // The wait for the account's pace may have run past the lease: the call is made only while this request
         // still holds the message (renewed now), never beside a worker that took it meanwhile.
         if (!(await renewClaim(db, row.id, claimedBy, config.delivery.leaseSeconds)))

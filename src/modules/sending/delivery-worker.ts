@@ -6,7 +6,7 @@ import { type Db, nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, MessageRow } from '../../db/schema.ts';
 import type { MessageErrorCode } from '../../domain.ts';
 import type { Redis } from 'ioredis';
-import { AccountPace, AccountProviders } from '../../providers/accounts.ts';
+import { AccountPace, AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
 import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
 import { messageRef } from '../messages/messages.rules.ts';
@@ -89,6 +89,8 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
   private readonly paces = new Map<string, Pace>();
+  /** The lanes sending now, by key (`cha_<id>`, or `<channel>:deployment`): the next claim skips them. */
+  private readonly lanes = new Map<string, Promise<void>>();
   /** Per channel, the last workspace a claim served: the next scan starts after it (claimDueFairly). */
   private readonly fairCursor = new Map<Channel, number>();
   /** Per channel, the workspaces with due messages found by the last scan, and when. */
@@ -138,6 +140,7 @@ export class DeliveryWorker {
     this.running = false;
     for (const wake of this.wakers) wake();
     await this.loop;
+    await Promise.all(this.lanes.values());
     this.accounts.close();
     const released = await releaseClaims(this.deps.db.kysely, this.id, nowIso());
     this.deps.log.info({ worker: this.id, released }, 'delivery worker stopped');
@@ -154,7 +157,7 @@ export class DeliveryWorker {
     await Promise.all([
       this.repeat('delivery round', () => this.chores()),
       ...channels.map((channel) =>
-        this.repeat(`${channel} delivery`, async () => (await this.sendBatch(channel)) > 0),
+        this.repeat(`${channel} delivery`, async () => (await this.sendBatch(channel, false)) > 0),
       ),
     ]);
   }
@@ -237,15 +240,27 @@ export class DeliveryWorker {
     return pace;
   }
 
-  private async sendBatch(channel: Channel): Promise<number> {
+  /**
+   * A channel's claim: what is due on the channel for every lane that is idle (a lane is one channel account, or
+   * the deployment's provider of the channel), shared fairly between workspaces, handed to each lane to send on
+   * its own. A lane that waits on its pace or on a provider that hangs holds only its own messages: the next
+   * claim skips it and serves the others. `wait`: return once the lanes have sent the claim (tests, drain).
+   */
+  private async sendBatch(channel: Channel, wait = true): Promise<number> {
     const { db, config } = this.deps;
-    const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
+    const { leaseSeconds } = config.delivery;
     const at = this.deps.clock?.() ?? new Date();
     const now = at.toISOString();
     const leaseEnds = Date.now() + leaseSeconds * 1000;
     const leaseUntil = new Date(leaseEnds).toISOString();
     const known = this.dueWorkspaces.get(channel);
     const fresh = known !== undefined && at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS;
+    const busy = {
+      accounts: [...this.lanes.keys()].flatMap((key) =>
+        key.startsWith('cha_') ? [Number(key.slice(4))] : [],
+      ),
+      deployment: this.lanes.has(deploymentLane(channel)),
+    };
     const {
       rows: claimed,
       last,
@@ -260,6 +275,7 @@ export class DeliveryWorker {
       channel,
       this.fairCursor.get(channel) ?? 0,
       fresh ? known.ids : undefined,
+      busy,
     );
     this.fairCursor.set(channel, last);
     // Scanned now and found some: kept for a second. Reused and nothing came of it: scan again next time.
@@ -267,6 +283,36 @@ export class DeliveryWorker {
       this.dueWorkspaces.set(channel, { ids: workspaces, at: at.getTime() });
     else if (claimed.length === 0) this.dueWorkspaces.delete(channel);
     const { rows, extras } = await this.gate.screen(claimed, at, this.id);
+    const failures = new Failures();
+    const units = await this.units(channel, rows, extras, failures.add);
+    await failures.apply(this.messages);
+    const byLane = new Map<string, Unit[]>();
+    for (const unit of units) {
+      const key = unit.account ? `cha_${unit.account.id}` : deploymentLane(channel);
+      byLane.set(key, [...(byLane.get(key) ?? []), unit]);
+    }
+    const started: Promise<void>[] = [];
+    for (const [key, laneUnits] of byLane) {
+      const run = this.runLane(laneUnits, leaseEnds)
+        .catch((error: unknown) =>
+          this.deps.log.error({ err: error, worker: this.id, lane: key }, 'lane failed'),
+        )
+        .finally(() => {
+          this.lanes.delete(key);
+          // The channel's claim skipped this lane while it was busy: claim again now.
+          for (const wake of this.wakers) wake();
+        });
+      this.lanes.set(key, run);
+      started.push(run);
+    }
+    if (wait) await Promise.all(started);
+    return claimed.length;
+  }
+
+  /** One lane's share of a claim: its provider calls one after another, at its pace, within the lease. */
+  private async runLane(units: Unit[], leaseEnds: number): Promise<void> {
+    const { db, config } = this.deps;
+    const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -274,52 +320,68 @@ export class DeliveryWorker {
       handovers = [];
       markedAt = performance.now();
     };
-    const failures = new Map<string, { code: MessageErrorCode; ids: number[] }>();
-    const failure = (reason: string, code: MessageErrorCode, id: number) => {
-      const entry = failures.get(reason) ?? { code, ids: [] };
-      entry.ids.push(id);
-      failures.set(reason, entry);
+    const failures = new Failures();
+    /** The provider refused the account's credentials: its other messages fail without a call. */
+    let refused: string | undefined;
+    /** The last quarter of the lease is left for recording; a call may take PROVIDER_TIMEOUT_MS. */
+    const lastCall = leaseEnds - (leaseSeconds * 1000) / 4 - providerTimeoutMs;
+    const giveBack = async (from: number, dueAt = nowIso()) => {
+      await mark();
+      await releaseUnsent(
+        db.kysely,
+        units.slice(from).flatMap((u) => u.rows.map((r) => r.id)),
+        this.id,
+        nowIso(),
+        dueAt,
+      );
     };
-    const units = await this.units(channel, rows, extras, failure);
-    /** Accounts whose credentials the provider refused in this batch: their other messages fail without a call. */
-    const refused = new Map<number, string>();
     for (const [index, unit] of units.entries()) {
       if (!this.running && this.loop) break; // stopping: the rest is released
       const { provider, account } = unit;
-      const gone = account && refused.get(account.id);
-      if (gone) {
-        for (const row of unit.rows) failure(gone, 'auth_failed', row.id);
+      if (refused) {
+        for (const row of unit.rows) failures.add(refused, 'auth_failed', row.id);
         continue;
       }
       const pace = account ? undefined : this.pace(provider.name);
       // Record before a wait that would hold the last hand-overs unrecorded past MARK_AFTER_MS (an account's
-      // shared pace may wait for the next second: record first whenever it has a rate).
+      // shared pace may wait: record first whenever it has a rate).
       const waits = pace ? pace.waitMs() : account?.send_rate_per_second ? 1000 : 0;
       if (handovers.length > 0 && performance.now() + waits - markedAt >= MARK_AFTER_MS) await mark();
-      if (account) await this.accountPace.take(account.id, account.send_rate_per_second, unit.rows.length);
-      else await pace!.take();
-      // A call may take PROVIDER_TIMEOUT_MS (at most half the lease): one that could still be open, or not
-      // yet recorded, when the lease ends is not made (another worker may claim the message then); the rest
-      // of the batch is given back at once. The last quarter of the lease is left for recording.
-      if (Date.now() + providerTimeoutMs > leaseEnds - (leaseSeconds * 1000) / 4) {
-        await mark();
-        await releaseUnsent(
-          db.kysely,
-          units.slice(index).flatMap((u) => u.rows.map((r) => r.id)),
-          this.id,
-          nowIso(),
-        );
+      try {
+        // The wait is bounded: a call that could not be made (and recorded) within the lease is not made.
+        if (account)
+          await this.accountPace.take(
+            account.id,
+            account.send_rate_per_second,
+            unit.rows.length,
+            Math.max(0, lastCall - Date.now()),
+          );
+        else await pace!.take();
+      } catch (error) {
+        if (!(error instanceof PaceUnavailable)) throw error;
+        // No room in the account's rate within the lease (or Redis away): given back, due in a second.
+        await giveBack(index, new Date(Date.now() + 1000).toISOString());
+        break;
+      }
+      if (Date.now() > lastCall) {
+        await giveBack(index);
         break;
       }
       try {
         const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
         const result = await sendWithin(provider, message, providerTimeoutMs);
-        for (const row of unit.rows)
-          handovers.push({
-            id: row.id,
-            provider: provider.name,
-            providerMessageId: result.providerMessageId,
-          });
+        // A batch the provider took with some numbers refused (MSG91): those fail alone.
+        const refusedAt = new Map(result.refused ?? []);
+        for (const [i, row] of unit.rows.entries()) {
+          const why = refusedAt.get(i);
+          if (why !== undefined) failures.add(why, 'invalid_recipient', row.id);
+          else
+            handovers.push({
+              id: row.id,
+              provider: provider.name,
+              providerMessageId: result.ids?.[i] || result.providerMessageId,
+            });
+        }
       } catch (error) {
         const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
         if (error instanceof ProviderTimeout) {
@@ -331,7 +393,7 @@ export class DeliveryWorker {
         const retryable = error instanceof ProviderError ? error.retryable : true;
         const code = error instanceof ProviderError ? error.code : 'undeliverable';
         if (account && !retryable && code === 'auth_failed') {
-          refused.set(account.id, reason);
+          refused = reason;
           await disableForAuth(db.kysely, account, reason);
         }
         for (const row of unit.rows) {
@@ -352,15 +414,18 @@ export class DeliveryWorker {
           } else {
             // A refusal says why (ProviderError.code); a provider still unreachable after every retry could not
             // deliver, or refused for throughput (rate_limited).
-            failure(reason, retryable ? (code === 'rate_limited' ? code : 'undeliverable') : code, row.id);
+            failures.add(
+              reason,
+              retryable ? (code === 'rate_limited' ? code : 'undeliverable') : code,
+              row.id,
+            );
           }
         }
       }
       if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
     }
     await mark();
-    for (const [reason, { code, ids }] of failures) await this.messages.fail(ids, reason, code);
-    return claimed.length;
+    await failures.apply(this.messages);
   }
 
   /**
@@ -374,6 +439,7 @@ export class DeliveryWorker {
     extras: Map<number, Partial<OutgoingMessage>>,
     failure: (reason: string, code: MessageErrorCode, id: number) => void,
   ): Promise<Unit[]> {
+    // (each account's messages become one lane's calls: see sendBatch)
     const ids = [
       ...new Set(rows.flatMap((r) => (r.channel_account_id !== null ? [r.channel_account_id] : []))),
     ];
@@ -419,10 +485,12 @@ export class DeliveryWorker {
         units.push({ rows: [row], messages: [message], provider, account });
         continue;
       }
-      // One request per account, campaign and template (MSG91: up to 1,000 recipients of one campaign).
+      // One request per account, campaign and template (MSG91: up to 1,000 recipients of one campaign), and
+      // never more than one second of the account's send rate (a batch takes as many of it as it carries).
       const key = `${accountId}:${row.campaign_id ?? `msg${row.id}`}:${row.template_id ?? ''}`;
+      const limit = Math.min(provider.batchLimit, account.send_rate_per_second || Infinity);
       let unit = groups.get(key);
-      if (!unit || unit.rows.length >= provider.batchLimit) {
+      if (!unit || unit.rows.length >= limit) {
         unit = { rows: [], messages: [], provider, account };
         groups.set(key, unit);
         units.push(unit);
@@ -491,6 +559,25 @@ export class DeliveryWorker {
       }
       wakers.add(done);
     });
+  }
+}
+
+/** The lane of a channel's deployment provider (a channel account's lane is `cha_<id>`). */
+const deploymentLane = (channel: Channel) => `${channel}:deployment`;
+
+/** Messages to fail, grouped by reason: one conditional update (and refund) per reason. */
+class Failures {
+  private readonly byReason = new Map<string, { code: MessageErrorCode; ids: number[] }>();
+
+  readonly add = (reason: string, code: MessageErrorCode, id: number): void => {
+    const entry = this.byReason.get(reason) ?? { code, ids: [] };
+    entry.ids.push(id);
+    this.byReason.set(reason, entry);
+  };
+
+  async apply(messages: MessagesService): Promise<void> {
+    for (const [reason, { code, ids }] of this.byReason) await messages.fail(ids, reason, code);
+    this.byReason.clear();
   }
 }
 

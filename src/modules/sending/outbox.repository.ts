@@ -28,6 +28,8 @@ export async function claimDue(
   channel?: MessageChannel,
   /** Only this workspace's messages (claimDueFairly). */
   workspaceId?: number,
+  /** Lanes busy sending: their messages are left for a later claim. */
+  busy: BusyLanes = { accounts: [], deployment: false },
 ): Promise<MessageRow[]> {
   // The pick is a MATERIALIZED CTE: evaluated exactly once (an IN (subquery ... LIMIT) may be re-run by
   // PostgreSQL's planner and so claim more rows than it locked).
@@ -42,6 +44,15 @@ export async function claimDue(
           .where('next_attempt_at', '<=', now)
           .$if(channel !== undefined, (q) => q.where('channel', '=', channel as MessageChannel))
           .$if(workspaceId !== undefined, (q) => q.where('workspace_id', '=', workspaceId as number))
+          .$if(busy.deployment, (q) => q.where('channel_account_id', 'is not', null))
+          .$if(busy.accounts.length > 0, (q) =>
+            q.where((eb) =>
+              eb.or([
+                eb('channel_account_id', 'is', null),
+                eb('channel_account_id', 'not in', busy.accounts),
+              ]),
+            ),
+          )
           .orderBy('next_attempt_at')
           .orderBy('id')
           .limit(limit);
@@ -60,6 +71,12 @@ export async function claimDue(
     .where('status', '=', 'queued')
     .returningAll()
     .execute();
+}
+
+/** The delivery lanes busy sending (channel accounts by id, and the deployment's provider of the channel). */
+export interface BusyLanes {
+  accounts: readonly number[];
+  deployment: boolean;
 }
 
 /** Workspaces served per claim of a lane: a batch is shared between at most this many. */
@@ -87,6 +104,7 @@ export async function claimDueFairly(
   after: number,
   /** The workspaces a recent scan found (the scan is skipped); undefined: scan. */
   known?: readonly number[],
+  busy?: BusyLanes,
 ): Promise<{ rows: MessageRow[]; last: number; workspaces: readonly number[] }> {
   const next = (from: number, count: number) =>
     sql<{ id: number }>`
@@ -110,7 +128,7 @@ export async function claimDueFairly(
   const share = Math.ceil(limit / workspaces.length);
   const claims: MessageRow[][] = [];
   for (const workspaceId of workspaces) {
-    claims.push(await claimDue(db, dialect, workerId, now, leaseUntil, share, channel, workspaceId));
+    claims.push(await claimDue(db, dialect, workerId, now, leaseUntil, share, channel, workspaceId, busy));
   }
   const rows: MessageRow[] = [];
   const longest = Math.max(...claims.map((c) => c.length));
