@@ -166,6 +166,18 @@ export async function markSent(db: Executor, handovers: Handover[], now: string)
   return Number(result.numAffectedRows ?? 0);
 }
 
+/** Whether any queued message is due at `now` (DeliveryWorker.drain). */
+export async function anyDue(db: Executor, now: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('status', '=', 'queued')
+    .where('next_attempt_at', '<=', now)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Extends this claimant's lease on a queued message; false when it no longer holds it (a worker took it). */
 export async function renewClaim(
   db: Executor,
