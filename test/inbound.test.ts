@@ -174,7 +174,7 @@ for (const dialect of dialects) {
       );
     });
 
-    it('the Twilio inbound callback verifies its signature and opts out in the workspaces that messaged the sender', async () => {
+    it('the Twilio inbound callback verifies its signature; a reply belongs to the workspace that last messaged the sender, a STOP opts out in every one that did', async () => {
       const owner = await register(t.app);
       const other = await register(t.app);
       const bystander = await register(t.app);
@@ -207,12 +207,27 @@ for (const dialect of dialects) {
       // Twilio retries and replays of the same validly signed request (same MessageSid) are stored once.
       for (let i = 0; i < 2; i++)
         expect((await post(params, sign(`${PUBLIC}${path}`, params))).status).toBe(200);
-      for (const account of [owner, other]) {
+      for (const account of [owner, other])
         expect(await optOuts(account)).toMatchObject([{ address: phone, channel: 'sms', source: 'keyword' }]);
-        const inbound = await call(t.app, 'GET', '/api/messages/inbound', { token: account.token });
-        expect(inbound.body.data.data).toMatchObject([{ from: phone, body: 'STOP', keyword: 'stop' }]);
-        expect(inbound.body.data.total).toBe(1);
-      }
+      // The reply itself is the last sender's alone: a rival office that also messaged the voter never reads it.
+      const theirs = await call(t.app, 'GET', '/api/messages/inbound', { token: other.token });
+      expect(theirs.body.data.data).toMatchObject([{ from: phone, body: 'STOP', keyword: 'stop' }]);
+      expect(theirs.body.data.total).toBe(1);
+      const rival = await call(t.app, 'GET', '/api/messages/inbound', { token: owner.token });
+      expect(rival.body.data.total).toBe(0);
+      const complaint = {
+        From: phone,
+        To: '+15005550006',
+        Body: 'The road near my house',
+        MessageSid: 'SM9',
+      };
+      expect((await post(complaint, sign(`${PUBLIC}${path}`, complaint))).status).toBe(200);
+      expect(
+        (await call(t.app, 'GET', '/api/messages/inbound', { token: owner.token })).body.data.total,
+      ).toBe(0);
+      expect(
+        (await call(t.app, 'GET', '/api/messages/inbound', { token: other.token })).body.data.total,
+      ).toBe(2);
       expect(await optOuts(bystander)).toEqual([]);
       expect(
         (await call(t.app, 'GET', '/api/messages/inbound', { token: bystander.token })).body.data.total,
@@ -221,8 +236,8 @@ for (const dialect of dialects) {
       const wa = { From: `whatsapp:${phone}`, Body: 'hello' };
       expect((await post(wa, sign(`${PUBLIC}${path}`, wa))).status).toBe(200);
       expect(
-        (await call(t.app, 'GET', '/api/messages/inbound', { token: owner.token })).body.data.total,
-      ).toBe(1);
+        (await call(t.app, 'GET', '/api/messages/inbound', { token: other.token })).body.data.total,
+      ).toBe(2);
     });
 
     it('a Twilio status callback with error 21610 (unsubscribed at Twilio) opts the recipient out, source provider', async () => {

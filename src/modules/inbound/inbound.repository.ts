@@ -57,3 +57,24 @@ export async function workspacesThatMessaged(
     .execute();
   return rows.map((r) => Number(r.workspace_id));
 }
+
+/**
+ * The workspace that last sent to `address` on `channel` through the deployment's own provider (no channel
+ * account): a reply to the deployment's shared number is that workspace's.
+ */
+export async function lastSenderThroughDeployment(
+  db: Executor,
+  channel: MessageChannel,
+  address: string,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('messages')
+    .select('workspace_id')
+    .where('to', '=', address)
+    .where('channel', '=', channel)
+    .where('channel_account_id', 'is', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? Number(row.workspace_id) : undefined;
+}

@@ -11,7 +11,12 @@ import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { consentKeyword } from './inbound.keywords.ts';
 import { threadInbound } from '../conversations/conversations.thread.ts';
-import { insertInbound, listInbound, workspacesThatMessaged } from './inbound.repository.ts';
+import {
+  insertInbound,
+  lastSenderThroughDeployment,
+  listInbound,
+  workspacesThatMessaged,
+} from './inbound.repository.ts';
 
 export interface InboundInput {
   channel: MessageChannel;
@@ -55,19 +60,28 @@ export class InboundService {
   }
 
   /**
-   * A reply that came to the provider's shared number (the Twilio callback): it belongs to every workspace
-   * that has messaged its sender on that channel; one that no workspace messaged is dropped.
+   * A reply that came to the deployment's shared number (the Twilio callback): it belongs to the one workspace
+   * that last sent to its sender on that channel through the deployment's provider (a rival office that also
+   * messaged them never sees it); one that no workspace messaged is dropped. A STOP in it still opts the sender
+   * out in every workspace that messaged them on the channel. Returns how many workspaces it reached.
    */
   async receiveFromProvider(input: InboundInput, provider: string, ip: string | null): Promise<number> {
+    const { db } = this.deps;
     const from = recipientAddress(input.channel, input.from, this.deps.defaultCountry);
     if (!from) return 0;
-    const workspaces = await workspacesThatMessaged(this.deps.db, input.channel, from);
-    for (const workspaceId of workspaces) {
-      await this.deps.db
-        .transaction()
-        .execute((trx) => record(trx, workspaceId, { userId: null, ip }, { ...input, from }, provider));
-    }
-    return workspaces.length;
+    const owner = await lastSenderThroughDeployment(db, input.channel, from);
+    if (owner === undefined) return 0;
+    const actor = { userId: null, ip };
+    return db.transaction().execute(async (trx) => {
+      const row = await record(trx, owner, actor, { ...input, from }, provider);
+      if (row?.keyword === 'stop') {
+        const reason = 'Replied with an opt-out keyword to the shared number.';
+        for (const workspaceId of await workspacesThatMessaged(trx, input.channel, from))
+          if (workspaceId !== owner)
+            await addOptOut(trx, workspaceId, actor, from, input.channel, 'keyword', reason);
+      }
+      return row ? 1 : 0;
+    });
   }
 
   /** A reply to a workspace's own channel account (the WhatsApp Cloud API webhook): it is that workspace's. */
