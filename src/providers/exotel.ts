@@ -116,3 +116,20 @@ export function exotelCallOutcome(fields: Record<string, string>): ReportOutcome
     return { status: 'failed', code: 'undeliverable', error: `Exotel call status ${status}` };
   return undefined;
 }
+
+/**
+ * An SMS to an ExoPhone, from the "Send a Reply" applet of an SMS app whose text is our URL: Exotel sends a HEAD
+ * and then a GET with `SmsSid`, `From` (the sender, in national form: 09052161119), `To` (the ExoPhone), `Date`
+ * and `Body`, and sends the answer's text/plain body back as a reply (empty: none).
+ * https://support.exotel.com/support/solutions/articles/45270-send-a-sms-reply-in-response-to-an-incoming-sms
+ */
+export function exotelInbound(
+  fields: Record<string, string>,
+): { from: string; body: string; id: string } | undefined {
+  if (!fields.From || !fields.Body) return undefined;
+  return {
+    from: fields.From,
+    body: fields.Body,
+    id: fields.SmsSid || `exotel:${fields.From}:${fields.Date ?? ''}`,
+  };
+}

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { MessageErrorCode } from '../domain.ts';
 import { callProvider, providerText, withoutPlus } from './http.ts';
 import {
@@ -175,4 +176,25 @@ export function msg91Outcome(report: Msg91Report): ReportOutcome {
     default:
       return { status: 'sent', error: said };
   }
+}
+
+/**
+ * A reply forwarded by MSG91's inbound SMS (a virtual number or keyword's "forward to URL"): MSG91 calls the URL
+ * with the sender's number, the text and the time, by GET (query) or POST (form or JSON). MSG91's help pages
+ * (https://msg91.com/help/what-is-a-virtual-number-or-longcode-what-is-keyword-and-inbox-balance) describe the
+ * forwarding without a field table; the names taken here are those its panel sends (`number`, `message`,
+ * `keyword`, `inboundNumber`, `date`), with `sender`/`mobile` and `content`/`text` accepted as well. MSG91 gives
+ * no message id: the reply's id is derived from its sender, text and time, so a repeated forward is kept once.
+ */
+export function msg91Inbound(
+  fields: Record<string, string>,
+): { from: string; body: string; id: string } | undefined {
+  const from = fields.number ?? fields.sender ?? fields.mobile ?? fields.from ?? '';
+  const body = fields.message ?? fields.content ?? fields.text ?? '';
+  if (!from || !body) return undefined;
+  const id = `msg91:${createHash('sha256')
+    .update(`${from}|${body}|${fields.date ?? ''}`)
+    .digest('hex')
+    .slice(0, 40)}`;
+  return { from, body, id };
 }

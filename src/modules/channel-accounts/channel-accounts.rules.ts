@@ -15,7 +15,7 @@ interface ProviderSpec {
   callbacks: readonly CallbackKind[];
 }
 
-export const callbackKinds = ['delivery', 'call_status', 'greeting', 'webhook'] as const;
+export const callbackKinds = ['delivery', 'call_status', 'greeting', 'webhook', 'inbound'] as const;
 export type CallbackKind = (typeof callbackKinds)[number];
 
 /** What each provider's account is made of (contract, third part, "The providers Indian offices use"). */
@@ -24,7 +24,7 @@ export const providerSpecs: Record<AccountProvider, ProviderSpec> = {
     channels: ['sms'],
     settings: { sender: ['text', true] },
     credentials: { authkey: true },
-    callbacks: ['delivery'],
+    callbacks: ['delivery', 'inbound'],
   },
   exotel: {
     channels: ['sms', 'ivr'],
@@ -36,7 +36,7 @@ export const providerSpecs: Record<AccountProvider, ProviderSpec> = {
       dlt_entity_id: ['text', false],
     },
     credentials: { api_key: true, api_token: true },
-    callbacks: ['delivery', 'call_status', 'greeting'],
+    callbacks: ['delivery', 'call_status', 'greeting', 'inbound'],
   },
   whatsapp_cloud: {
     channels: ['whatsapp'],

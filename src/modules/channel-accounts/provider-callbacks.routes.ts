@@ -8,8 +8,8 @@ import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
-import { exotelCallOutcome, exotelSmsOutcome } from '../../providers/exotel.ts';
-import { msg91Outcome, msg91Reports } from '../../providers/msg91.ts';
+import { exotelCallOutcome, exotelInbound, exotelSmsOutcome } from '../../providers/exotel.ts';
+import { msg91Inbound, msg91Outcome, msg91Reports } from '../../providers/msg91.ts';
 import type { ReportOutcome } from '../../providers/provider.ts';
 import { twilioOutcome, verifyTwilioSignature } from '../../providers/twilio.ts';
 import { optOutByProvider, TWILIO_UNSUBSCRIBED } from '../opt-outs/opt-outs.service.ts';
@@ -184,6 +184,25 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
 
   const byProviderIds = (accountId: number, ids: string[]) => messagesByProviderIds(db, accountId, ids);
 
+  /** An SMS reply to an MSG91 or Exotel account (`callback_urls.inbound`): it joins conversations, STOP works. */
+  async function smsReply(row: ChannelAccountRow, fields: Record<string, string>, ip: string | null) {
+    const reply = row.provider === 'msg91' ? msg91Inbound(fields) : exotelInbound(fields);
+    if (!reply) return 0;
+    const stored = await inbound.receiveForAccount(
+      row.workspace_id,
+      {
+        channel: 'sms',
+        from: reply.from,
+        body: reply.body.slice(0, 5000),
+        providerMessageId: reply.id.slice(0, 128),
+        channelAccountId: row.id,
+      },
+      row.provider,
+      ip,
+    );
+    return stored ? 1 : 0;
+  }
+
   const schema = {
     tags: ['Provider callbacks'],
     params: Params,
@@ -197,10 +216,12 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         ...schema,
         summary:
-          "A channel account's GET callbacks: Exotel's greeting text, the WhatsApp webhook's verification",
+          "A channel account's GET callbacks: Exotel's greeting text, SMS replies, the WhatsApp webhook's verification",
         description:
           "`exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 " +
-          "for an unknown call. `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's " +
+          'for an unknown call. `exotel` `inbound` (the SMS app\'s "Send a Reply" URL: `SmsSid`, `From`, `To`, `Date`, ' +
+          '`Body`) and `msg91` `inbound` (its inbound SMS forwarding: `number`, `message`, ...): a reply, answered with ' +
+          "an empty text/plain (no automatic reply). `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's " +
           '`verify_token`) and `hub.challenge` answer the challenge as text/plain.',
         querystring: Type.Object(
           {
@@ -209,6 +230,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
             'hub.challenge': Type.Optional(Type.String({ maxLength: 200 })),
             CallSid: Type.Optional(Type.String({ maxLength: 100 })),
             CustomField: Type.Optional(Type.String({ maxLength: 100 })),
+            From: Type.Optional(Type.String({ maxLength: 40 })),
+            Body: Type.Optional(Type.String({ maxLength: 5000 })),
           },
           {
             additionalProperties: true,
@@ -233,6 +256,12 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         )
           throw new AppError('unauthorized', "hub.verify_token does not match the account's verify_token.");
         return reply.type('text/plain').send(query['hub.challenge'] ?? '');
+      }
+      if (kind === 'inbound') {
+        // Exotel's SMS app (a HEAD first, then this GET) and MSG91's forwarding by GET: an empty text/plain
+        // answer sends no automatic reply.
+        await smsReply(row, fieldsOf(query), request.ip ?? null);
+        return reply.type('text/plain').send('');
       }
       if (kind === 'greeting') {
         const id = parseRef('msg', query.CustomField ?? '');
@@ -259,7 +288,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         summary: "A channel account's delivery reports and inbound messages",
         description:
           '`msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` ' +
-          '`webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). ' +
+          '`webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature), ' +
+          '`msg91` `inbound` (a forwarded SMS reply: form or JSON `number`, `message`). ' +
           'See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).',
         querystring: Type.Object(
           { message: Type.Optional(Type.String({ maxLength: 40, description: 'Twilio: our message id.' })) },
@@ -278,7 +308,13 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       const { row, kind } = await accountOf(request.params);
       const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
       let applied = 0;
-      if (row.provider === 'msg91') {
+      if (kind === 'inbound') {
+        applied = await smsReply(
+          row,
+          { ...fieldsOf(request.query), ...fieldsOf(body.value) },
+          request.ip ?? null,
+        );
+      } else if (row.provider === 'msg91') {
         const reports = msg91Reports(body.value);
         tooMany(reports.length);
         // A Flow request's id covers every number it carried: each report is its id and number.
