@@ -529,7 +529,12 @@ for (const dialect of dialects) {
         })
       ).body.data;
       expect(account.channels).toEqual(['sms', 'ivr']);
-      expect(Object.keys(account.callback_urls).sort()).toEqual(['call_status', 'delivery', 'greeting']);
+      expect(Object.keys(account.callback_urls).sort()).toEqual([
+        'call_status',
+        'delivery',
+        'greeting',
+        'inbound',
+      ]);
       const tpl = await template(o.token, {
         name: 'Reminder',
         channel: 'sms',

@@ -31,6 +31,7 @@ import * as liveEvents from './migrations/2026_11_25_026_live_events.ts';
 import * as inbox from './migrations/2026_11_26_027_inbox.ts';
 import * as voterSearch from './migrations/2026_11_26_028_voter_search.ts';
 import * as unconfirmedMessages from './migrations/2026_11_27_029_unconfirmed_messages.ts';
+import * as channelDefaults from './migrations/2026_11_27_030_channel_defaults.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -63,6 +64,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_027_inbox': inbox,
   '2026_11_26_028_voter_search': voterSearch,
   '2026_11_27_029_unconfirmed_messages': unconfirmedMessages,
+  '2026_11_27_030_channel_defaults': channelDefaults,
 };
 
 /**

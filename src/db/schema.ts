@@ -60,9 +60,18 @@ export interface Database {
   inbound_messages: InboundMessageTable;
   templates: TemplateTable;
   channel_accounts: ChannelAccountTable;
+  channel_defaults: ChannelDefaultTable;
   conversations: ConversationTable;
   quick_replies: QuickReplyTable;
   live_events: LiveEventTable;
+}
+
+/** The key that holds one default account per workspace and channel (migration 030). */
+export interface ChannelDefaultTable {
+  workspace_id: number;
+  channel: string;
+  channel_account_id: number;
+  updated_at: string;
 }
 
 export interface WorkspaceTable {

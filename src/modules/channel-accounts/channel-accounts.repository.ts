@@ -107,3 +107,34 @@ export async function disableAccount(
     .executeTakeFirst();
   return moved !== undefined;
 }
+
+/**
+ * Takes the key of each of `channels`' default for `accountId` (insert, or update where another account held
+ * it). On PostgreSQL a concurrent change of the same channel's default waits here until this one commits, so the
+ * accounts it reads next are the committed ones: one default per channel, whatever the race.
+ */
+export async function claimDefaults(
+  db: Executor,
+  workspaceId: number,
+  accountId: number,
+  channels: readonly string[],
+  now: string,
+): Promise<void> {
+  for (const channel of [...channels].sort()) {
+    await db
+      .insertInto('channel_defaults')
+      .values({ workspace_id: workspaceId, channel, channel_account_id: accountId, updated_at: now })
+      .onConflict((oc) =>
+        oc
+          .columns(['workspace_id', 'channel'])
+          .doUpdateSet({ channel_account_id: accountId, updated_at: now }),
+      )
+      .execute();
+  }
+  // The channels this account is no longer the default of.
+  await db
+    .deleteFrom('channel_defaults')
+    .where('channel_account_id', '=', accountId)
+    .$if(channels.length > 0, (q) => q.where('channel', 'not in', [...channels]))
+    .execute();
+}

@@ -87,7 +87,8 @@ export function checkAccount(
   else if (foreign.length > 0)
     errors.channels = [`${provider} serves ${served.join(', ')}; it cannot carry ${foreign.join(', ')}.`];
   for (const [name, value] of Object.entries(settings)) {
-    const rule = spec.settings[name];
+    // Own keys only: `constructor`, `valueOf` and the other names every object inherits are not settings.
+    const rule = Object.hasOwn(spec.settings, name) ? spec.settings[name] : undefined;
     const field = `settings.${name}`;
     if (!rule) {
       const known = Object.keys(spec.settings);
@@ -124,7 +125,7 @@ export function checkAccount(
   }
   for (const [name, value] of Object.entries(credentials)) {
     const field = `credentials.${name}`;
-    if (!(name in spec.credentials)) {
+    if (!Object.hasOwn(spec.credentials, name)) {
       const known = Object.keys(spec.credentials);
       errors[field] = [
         known.length > 0

@@ -14,6 +14,7 @@ import { providerIdsOf } from '../templates/templates.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
   accountsOfWorkspace,
+  claimDefaults,
   defaultAccount,
   deleteAccount,
   findAccount,
@@ -139,7 +140,6 @@ export class ChannelAccountsService {
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const now = nowIso();
     return this.deps.db.transaction().execute(async (trx) => {
-      if (input.active !== false) await this.moveDefaults(trx, workspaceId, defaults, undefined, now);
       const row = await insertAccount(trx, {
         workspace_id: workspaceId,
         name: input.name.trim(),
@@ -157,6 +157,7 @@ export class ChannelAccountsService {
         created_at: now,
         updated_at: now,
       });
+      await this.moveDefaults(trx, workspaceId, input.active === false ? [] : defaults, row.id, now);
       await recordAudit(trx, {
         workspaceId,
         actor,
@@ -269,15 +270,21 @@ export class ChannelAccountsService {
     return row;
   }
 
-  /** One default per channel: `channels` stop being the default of the workspace's other accounts. */
+  /**
+   * One default per channel: `channels` become `account`'s and stop being the default of the workspace's other
+   * accounts. The channels' keys are taken first (claimDefaults), so concurrent changes of one channel's
+   * default run one after the other.
+   */
   private async moveDefaults(
     trx: Executor,
     workspaceId: number,
     channels: readonly MessageChannel[],
-    except: number | undefined,
+    account: number,
     now: string,
   ): Promise<void> {
+    await claimDefaults(trx, workspaceId, account, unique(channels), now);
     if (channels.length === 0) return;
+    const except = account;
     for (const other of await accountsOfWorkspace(trx, workspaceId)) {
       if (other.id === except) continue;
       const before = json<MessageChannel[]>(other.default_for);
