@@ -44,6 +44,26 @@ for (const dialect of dialects) {
       }
     });
 
+    it('concurrent creates with default_for leave one default per channel (10 trials)', async () => {
+      for (let trial = 0; trial < 10; trial += 1) {
+        const owner = await register(t.app);
+        const answers = await Promise.all(
+          ['A', 'B', 'C'].map((name) =>
+            call(t.app, 'POST', '/api/channel-accounts', {
+              token: owner.token,
+              body: { name, provider: 'sandbox', channels: ['sms'], default_for: ['sms'] },
+            }),
+          ),
+        );
+        for (const answer of answers) expect(answer.status, answer.raw).toBe(201);
+        const list = await call(t.app, 'GET', '/api/channel-accounts', { token: owner.token });
+        const defaults = list.body.data.data.filter((a: { default_for: string[] }) =>
+          a.default_for.includes('sms'),
+        );
+        expect(defaults, `trial ${trial}`).toHaveLength(1);
+      }
+    });
+
     it('refuses keys that are not the provider’s, prototype names included, each on its own field', async () => {
       const owner = await register(t.app);
       for (const key of ['constructor', 'valueOf', 'toString', 'hasOwnProperty', 'isPrototypeOf']) {
