@@ -73,6 +73,7 @@ import { AccountPace, AccountProviders, publicBase } from './providers/accounts.
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
 import { ChannelAccountsService } from './modules/channel-accounts/channel-accounts.service.ts';
 import { providerCallbackRoutes } from './modules/channel-accounts/provider-callbacks.routes.ts';
+import { defaultAccount } from './modules/channel-accounts/channel-accounts.repository.ts';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.ts';
 import { ConversationsService } from './modules/conversations/conversations.service.ts';
 import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
@@ -257,11 +258,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     settings: config.webhooks,
     resolver: deps.webhookResolver ?? systemResolver,
   });
+  // Created here (before the routes that use it) so that sign-in codes can go through a workspace's own gateway.
+  const accountProviders = new AccountProviders({ config, log: app.log });
   const auth = new AuthService({
     db: db.kysely,
     config,
     users,
     sms: providers.sms,
+    otpRoute: async (workspaceId) => {
+      const account = await defaultAccount(db.kysely, workspaceId, 'sms');
+      if (!account || !accountProviders.readable(account)) return undefined;
+      const templateId = (JSON.parse(account.settings) as Record<string, unknown>).otp_template_id;
+      // MSG91 sends templates only: without an OTP template the deployment's provider carries the code.
+      if (account.provider === 'msg91' && typeof templateId !== 'string') return undefined;
+      return {
+        provider: accountProviders.providerFor(account, 'sms'),
+        ...(typeof templateId === 'string' ? { templateId } : {}),
+      };
+    },
     log: app.log,
     tokenOwners,
   });
@@ -296,7 +310,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(paymentsRoutes, { prefix: '/api', payments, idempotency });
   await app.register(webhooksRoutes, { prefix: '/api', webhooks });
 
-  const accountProviders = new AccountProviders({ config, log: app.log });
   const messages = new MessagesService({
     db: db.kysely,
     config,

@@ -3,16 +3,74 @@
  * constraint, not a read-then-write), and settings and credentials that accept only the provider's own keys,
  * prototype names included.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, call, dialects, expectError, register, type TestApp } from './helpers.ts';
+import { buildTestApp, call, dialects, expectError, register, type TestApp, uniquePhone } from './helpers.ts';
+import { until } from './messaging-helpers.ts';
+
+/** MSG91's Flow API (POST /api/v5/flow): records each request's template and recipients, answers success. */
+async function flows() {
+  const received: Array<{ template_id: string; recipients: Array<Record<string, string>> }> = [];
+  const server: Server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      received.push(JSON.parse(raw) as (typeof received)[number]);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'success', message: `otp${received.length}` }));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 for (const dialect of dialects) {
   describe(`channel accounts' seams (${dialect})`, () => {
     let t: TestApp;
+    let msg91: Awaited<ReturnType<typeof flows>>;
     beforeAll(async () => {
-      t = await buildTestApp(dialect);
+      msg91 = await flows();
+      t = await buildTestApp(dialect, { MSG91_BASE_URL: msg91.url });
     });
-    afterAll(() => t?.close());
+    afterAll(async () => {
+      await t?.close();
+      await msg91?.close();
+    });
+
+    it("sign-in codes go through the workspace's default SMS account: MSG91 with its DLT OTP template", async () => {
+      const phone = uniquePhone();
+      const owner = await register(t.app, { phone });
+      const created = await call(t.app, 'POST', '/api/channel-accounts', {
+        token: owner.token,
+        body: {
+          name: 'MSG91',
+          provider: 'msg91',
+          settings: { sender: 'CESOFC', otp_template_id: '65a0f0otp' },
+          credentials: { authkey: 'msg91-authkey-0123456789' },
+          default_for: ['sms'],
+        },
+      });
+      expect(created.status, created.raw).toBe(201);
+      const deploymentSent = t.providers.sms.sent.length;
+      expect((await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone } })).status).toBe(200);
+      await until(
+        async () => msg91.received.some((f) => f.recipients.some((r) => r.mobiles === phone.slice(1))),
+        'the code through MSG91',
+      );
+      const flow = msg91.received.find((f) => f.recipients.some((r) => r.mobiles === phone.slice(1)))!;
+      expect(flow.template_id).toBe('65a0f0otp');
+      const code = flow.recipients[0]!.otp!;
+      expect(code).toMatch(/^\d{6}$/);
+      expect(t.providers.sms.sent.length).toBe(deploymentSent);
+      const signedIn = await call(t.app, 'POST', '/api/auth/verify-otp', { body: { phone, otp: code } });
+      expect(signedIn.status, signedIn.raw).toBe(200);
+    });
 
     const sandbox = async (token: string, name: string) => {
       const res = await call(t.app, 'POST', '/api/channel-accounts', {

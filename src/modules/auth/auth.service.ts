@@ -48,6 +48,11 @@ export interface AuthServiceDeps {
   >;
   users: UsersService;
   sms: MessageProvider;
+  /**
+   * What carries a workspace's sign-in codes: its default SMS account, where it has one (an MSG91 account
+   * through its DLT-registered `otp_template_id`), else undefined (the deployment's SMS provider).
+   */
+  otpRoute?: (workspaceId: number) => Promise<{ provider: MessageProvider; templateId?: string } | undefined>;
   log: FastifyBaseLogger;
   /** Token owners kept between requests; told of every change this service commits. */
   tokenOwners: TokenOwners;
@@ -138,10 +143,24 @@ export class AuthService {
       created_at: now.toISOString(),
     });
     const minutes = Math.max(1, Math.round(config.otp.ttlSeconds / 60));
-    await this.deps.sms.send({
+    const route = await this.deps.otpRoute?.(Number(user.workspace_id));
+    await (route?.provider ?? this.deps.sms).send({
       channel: 'sms',
       to: phone,
       body: `${code} is your Campaign Engagement sign-in code. It expires in ${minutes} minutes. Do not share it.`,
+      // A template gateway (MSG91) sends the code through its DLT-registered OTP template: ##otp##, ##minutes##.
+      ...(route?.templateId
+        ? {
+            providerTemplate: {
+              ids: { msg91: route.templateId },
+              language: 'en',
+              variables: [
+                ['otp', code],
+                ['minutes', String(minutes)],
+              ],
+            },
+          }
+        : {}),
     });
   }
 

@@ -22,7 +22,8 @@ export type CallbackKind = (typeof callbackKinds)[number];
 export const providerSpecs: Record<AccountProvider, ProviderSpec> = {
   msg91: {
     channels: ['sms'],
-    settings: { sender: ['text', true] },
+    // otp_template_id: the Flow of a DLT-registered OTP template (##otp##, ##minutes##) for sign-in codes.
+    settings: { sender: ['text', true], otp_template_id: ['text', false] },
     credentials: { authkey: true },
     callbacks: ['delivery', 'inbound'],
   },
