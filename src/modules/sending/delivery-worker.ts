@@ -71,14 +71,15 @@ const MARK_AFTER_MS = 5;
 const PRUNE_EVERY_MS = 60_000;
 
 /**
- * The delivery loops. One per channel (a lane): claim a batch of that channel's due messages (a lease; FOR
- * UPDATE SKIP LOCKED on PostgreSQL) and hand them to the channel's provider at its pace, each call limited
- * to PROVIDER_TIMEOUT_MS; retry provider errors on the schedule and then fail them (refunding). A provider
- * that hangs holds only its own lane, and gives back what it cannot send before the lease ends, so no other
- * worker takes a message while a call for it is open. Beside the lanes, one loop does the rest: start
- * scheduled campaigns that are due, fill the outbox of a queued campaign, settle sandbox deliveries and
- * complete drained campaigns. Any number of workers may run against PostgreSQL; on SQLite, one in the API
- * process.
+ * The delivery loops. One claim loop per channel: claim a batch of that channel's due messages (a lease; FOR
+ * UPDATE SKIP LOCKED on PostgreSQL), fairly between workspaces, skipping the lanes busy sending, and hand each
+ * lane its share without waiting for it. A lane is one channel account, or the deployment's provider of the
+ * channel: it sends at its own pace, each call limited to PROVIDER_TIMEOUT_MS and made only while the lease has
+ * room for it (what cannot go in time is given back), retries provider errors on the schedule and then fails
+ * them (refunding). A provider that hangs, or an account's low send rate, holds only its own lane. Beside the
+ * claim loops, one loop does the rest: start scheduled campaigns that are due, fill the outbox of a queued
+ * campaign, settle sandbox deliveries and complete drained campaigns. Any number of workers may run against
+ * PostgreSQL; on SQLite, one in the API process.
  */
 export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
