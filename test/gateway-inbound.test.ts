@@ -68,6 +68,29 @@ for (const dialect of dialects) {
       );
     });
 
+    it('a complaint that begins with a stop word opts nobody out, and the office can answer it', async () => {
+      const owner = await register(t.app);
+      for (const body of [
+        'End of the road near my house has potholes',
+        'बंद नाली की वजह से गली में पानी भरा है',
+      ]) {
+        const from = uniquePhone();
+        const reply = await call(t.app, 'POST', '/api/inbound', {
+          token: owner.token,
+          body: { channel: 'sms', from, body },
+        });
+        expect(reply.status, reply.raw).toBe(201);
+        expect(reply.body.data.keyword).toBeNull();
+        const answer = await call(t.app, 'POST', '/api/messages/send', {
+          token: owner.token,
+          body: { channel: 'sms', to: from, message: 'We have told the ward office.' },
+        });
+        expect(answer.status, answer.raw).toBe(201);
+      }
+      const optOuts = await call(t.app, 'GET', '/api/opt-outs', { token: owner.token });
+      expect(optOuts.body.data.total).toBe(0);
+    });
+
     it('MSG91: a forwarded reply by POST (form or JSON) or GET joins a conversation; STOP opts out', async () => {
       const owner = await register(t.app);
       const path = await account(owner.token, {

@@ -24,25 +24,37 @@ function sign(url: string, params: Record<string, string>): string {
 }
 
 describe('consent keywords', () => {
-  it('reads the first word, any case, English and Hindi', () => {
+  it('reads the whole text, any case, trailing punctuation dropped, English and Hindi; a longer text is a message', () => {
     for (const body of [
       'STOP',
-      'stop please',
       ' Stop.',
+      'stop!!',
       'STOPALL',
       'unsubscribe',
       'Cancel',
       'END',
       'quit!',
       'बंद',
+      'बंद।',
       'रोकें',
-      'रोको कृपया',
+      'रुको',
     ]) {
       expect(consentKeyword(body), body).toBe('stop');
     }
-    for (const body of ['START', 'unstop', 'Start again', 'शुरू'])
-      expect(consentKeyword(body), body).toBe('start');
-    for (const body of ['', 'Please stop', 'stopping by', 'ok', 'BAND'])
+    for (const body of ['START', 'unstop', 'Start.', 'शुरू']) expect(consentKeyword(body), body).toBe('start');
+    for (const body of [
+      '',
+      'stop please',
+      'Please stop',
+      'stopping by',
+      'ok',
+      'BAND',
+      'Start again',
+      // Complaints that begin with a stop word (issue 37): messages, not opt-outs.
+      'End of the road near my house has potholes',
+      'बंद नाली की वजह से गली में पानी भरा है',
+      'Cancel the rally? The ground is flooded',
+    ])
       expect(consentKeyword(body), body).toBeNull();
   });
 });

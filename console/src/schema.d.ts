@@ -1285,7 +1285,7 @@ export interface paths {
         put?: never;
         /**
          * Record a reply from a voter (what the sandbox provider’s replies use)
-         * @description A reply whose first word is STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (any case; Hindi बंद, रोको, रोकें) opts the sender out of that channel (`source: "keyword"`); START or UNSTOP (शुरू) removes a keyword opt-out. Every reply is kept (GET /api/messages/inbound) and emitted as `message.received` to webhooks.
+         * @description A reply whose whole text (trimmed, any case, trailing punctuation dropped) is STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (Hindi बंद, रोकें, रुको) opts the sender out of that channel (`source: "keyword"`); START, UNSTOP (शुरू) removes a keyword opt-out. Any longer text is a message, never a keyword. Every reply is kept (GET /api/messages/inbound) and emitted as `message.received` to webhooks.
          *
          *     Requires permission `consent:manage` (politician, manager).
          */
@@ -1588,14 +1588,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A channel account's GET callbacks: Exotel's greeting text, the WhatsApp webhook's verification
-         * @description `exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 for an unknown call. `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's `verify_token`) and `hub.challenge` answer the challenge as text/plain.
+         * A channel account's GET callbacks: Exotel's greeting text, SMS replies, the WhatsApp webhook's verification
+         * @description `exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 for an unknown call. `exotel` `inbound` (the SMS app's "Send a Reply" URL: `SmsSid`, `From`, `To`, `Date`, `Body`) and `msg91` `inbound` (its inbound SMS forwarding: `number`, `message`, ...): a reply, answered with an empty text/plain (no automatic reply). `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's `verify_token`) and `hub.challenge` answer the challenge as text/plain.
          */
         get: operations["getProvidersProviderAccountTokenKind"];
         put?: never;
         /**
          * A channel account's delivery reports and inbound messages
-         * @description `msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` `webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature). See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).
+         * @description `msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` `webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature), `msg91` `inbound` (a forwarded SMS reply: form or JSON `number`, `message`). See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).
          */
         post: operations["postProvidersProviderAccountTokenKind"];
         delete?: never;
@@ -7479,6 +7479,8 @@ export interface operations {
                 "hub.challenge"?: string;
                 CallSid?: string;
                 CustomField?: string;
+                From?: string;
+                Body?: string;
             };
             header?: never;
             path: {

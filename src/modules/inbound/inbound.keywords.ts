@@ -1,23 +1,24 @@
 /**
- * Consent keywords of a reply, read from its first word (any case). The English set is the contract's (and
- * the carriers' usual one). Hindi, for replies typed in Devanagari: बंद ("band", off / closed, the word an
- * Indian subscriber uses for "switch it off"), रोको / रोकें ("roko" / "rokein", stop) opt out; शुरू ("shuru",
- * start) opts back in. Romanised "BAND" is left out: it is also an ordinary English word.
+ * Consent keywords of a reply (the contract's fourth part, "An office's first week"): a reply opts out only when
+ * its whole text, trimmed, case-folded, with trailing punctuation dropped, is one of the stop words; the start
+ * words undo a keyword opt-out. Any longer text is a message, never a keyword: "End of the road near my house
+ * has potholes" and "बंद नाली की वजह से गली में पानी भरा है" (a blocked drain) are complaints, not opt-outs.
+ * Hindi, for replies typed in Devanagari: बंद ("band", off), रोकें ("rokein", stop), रुको ("ruko", stop) opt out;
+ * शुरू ("shuru", start) opts back in.
  */
-const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'बंद', 'रोको', 'रोकें']);
+const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'बंद', 'रोकें', 'रुको']);
 const START_WORDS = new Set(['START', 'UNSTOP', 'शुरू']);
 
 export type ConsentKeyword = 'stop' | 'start';
 
-/** `stop`, `start`, or null when the reply's first word is neither. */
+/** `stop`, `start`, or null when the reply's whole text is neither. */
 export function consentKeyword(body: string): ConsentKeyword | null {
-  const first = body
+  const text = body
+    .normalize('NFC')
     .trim()
-    .split(/[\s.,;:!?।]+/u, 1)[0]
-    ?.normalize('NFC')
+    .replace(/[\s.,;:!?।॥'"()-]+$/u, '')
     .toUpperCase();
-  if (!first) return null;
-  if (STOP_WORDS.has(first)) return 'stop';
-  if (START_WORDS.has(first)) return 'start';
+  if (STOP_WORDS.has(text)) return 'stop';
+  if (START_WORDS.has(text)) return 'start';
   return null;
 }

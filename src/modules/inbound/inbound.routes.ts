@@ -11,9 +11,10 @@ import { InboundBody, InboundItem, InboundQuery } from './inbound.schemas.ts';
 import type { InboundService } from './inbound.service.ts';
 
 const keywordsNote =
-  'A reply whose first word is STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (any case; Hindi बंद, रोको, ' +
-  'रोकें) opts the sender out of that channel (`source: "keyword"`); START or UNSTOP (शुरू) removes a keyword ' +
-  'opt-out. Every reply is kept (GET /api/messages/inbound) and emitted as `message.received` to webhooks.';
+  'A reply whose whole text (trimmed, any case, trailing punctuation dropped) is STOP, STOPALL, UNSUBSCRIBE, ' +
+  'CANCEL, END or QUIT (Hindi बंद, रोकें, रुको) opts the sender out of that channel (`source: "keyword"`); START, ' +
+  'UNSTOP (शुरू) removes a keyword opt-out. Any longer text is a message, never a keyword. Every reply is kept ' +
+  '(GET /api/messages/inbound) and emitted as `message.received` to webhooks.';
 
 export const inboundRoutes: FastifyPluginAsyncTypebox<{ inbound: InboundService }> = async (
   app,
