@@ -286,7 +286,10 @@ export async function installOpenApi(
         title: 'Campaign Engagement Service API',
         version: '1.0.0',
         description,
-        license: { name: 'UNLICENSED (proprietary)', url: 'https://choosealicense.com/no-permission/' },
+        license: {
+          name: 'GNU Affero General Public License v3.0 or later',
+          identifier: 'AGPL-3.0-or-later',
+        },
       },
       servers: [{ url: '/', description: 'This server' }],
       components: {
