@@ -55,6 +55,8 @@ import { TemplatesService } from './modules/templates/templates.service.ts';
 import { CampaignPreview } from './modules/sending/preview.ts';
 import { previewRoutes } from './modules/sending/preview.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
+import { messageChannels, type MessageChannel } from './domain.ts';
+import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
 import { segmentsRoutes } from './modules/segments/segments.routes.ts';
 import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
@@ -71,9 +73,11 @@ import type { Providers } from './providers/provider.ts';
 import { createProviders } from './providers/registry.ts';
 import { AccountPace, AccountProviders, publicBase } from './providers/accounts.ts';
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
-import { ChannelAccountsService } from './modules/channel-accounts/channel-accounts.service.ts';
+import {
+  ChannelAccountsService,
+  channelCarrier,
+} from './modules/channel-accounts/channel-accounts.service.ts';
 import { providerCallbackRoutes } from './modules/channel-accounts/provider-callbacks.routes.ts';
-import { defaultAccount } from './modules/channel-accounts/channel-accounts.repository.ts';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.ts';
 import { ConversationsService } from './modules/conversations/conversations.service.ts';
 import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
@@ -266,7 +270,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     users,
     sms: providers.sms,
     otpRoute: async (workspaceId) => {
-      const account = await defaultAccount(db.kysely, workspaceId, 'sms');
+      const { account } = await channelCarrier(db.kysely, workspaceId, 'sms');
       if (!account || !accountProviders.readable(account)) return undefined;
       const templateId = (JSON.parse(account.settings) as Record<string, unknown>).otp_template_id;
       // MSG91 sends templates only: without an OTP template the deployment's provider carries the code.
@@ -289,6 +293,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });
   await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
   await app.register(usersRoutes, { prefix: '/api', users });
+  await app.register(workspacesRoutes, {
+    prefix: '/api',
+    db: db.kysely,
+    deployment: Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
+      MessageChannel,
+      string
+    >,
+  });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
   const { importer, jobs } = buildVoterImports({ db, config, log: app.log });
   await app.register(voterImportsRoutes, {
@@ -318,7 +330,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts: accountProviders,
     pace: new AccountPace({ redis, prefix: config.redisPrefix }),
   });
-  const campaigns = new CampaignsService({ db: db.kysely, config, log: app.log });
+  const campaigns = new CampaignsService({
+    db: db.kysely,
+    config,
+    log: app.log,
+    deployment: Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
+      MessageChannel,
+      string
+    >,
+  });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns, idempotency });
   await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });

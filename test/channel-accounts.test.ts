@@ -483,18 +483,21 @@ for (const dialect of dialects) {
         provider: 'msg91',
         error_code: 'auth_failed',
       });
-      // A switched-off account is refused by name; without a name the deployment's provider carries the message.
+      // A switched-off account is refused by name; without a name nothing falls back to the deployment's
+      // provider (the fourth part): the workspace's other active SMS account carries it (an MSG91 one here,
+      // which needs its template).
       const named = await api(t.app, 'POST', '/api/messages/send', {
         token: o.token,
         body: { channel: 'sms', to, template_id: tpl, channel_account_id: bad.id },
       });
       expectError(named, 422, 'validation_error');
       expect(Object.keys(named.body.details)).toEqual(['channel_account_id']);
-      const fallback = await api(t.app, 'POST', '/api/messages/send', {
+      const noFallback = await api(t.app, 'POST', '/api/messages/send', {
         token: o.token,
         body: { channel: 'sms', to, message: 'Hi' },
       });
-      expect(fallback.body.data).toMatchObject({ provider: 'sandbox', channel_account_id: null });
+      expectError(noFallback, 422, 'validation_error');
+      expect(noFallback.body.details.template_id[0]).toMatch(/MSG91 \(cha_\d+\)/);
       // Switched back on (credentials fixed) it carries messages again.
       await api(t.app, 'PATCH', `/api/channel-accounts/${bad.id}`, {
         token: o.token,

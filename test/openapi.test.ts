@@ -227,8 +227,11 @@ describe('the OpenAPI document', () => {
     expect(headersOf('/api/voters/export', 'get', '200')).toContain('Content-Disposition');
   });
 
-  it('is a third of its size before named components, or less (826 KB then)', () => {
-    expect(JSON.stringify(raw).length).toBeLessThan(826_507 / 3);
+  // 826 KB before named components; a third of that was the bound. New routes since (GET /api/workspace, the
+  // gateways' inbound callbacks, campaigns' carriers and last errors) grew it by about 1 KB: the bound is now
+  // 280,000 bytes, still far below what inlined schemas would give.
+  it('stays small with named components (under 280 KB; 826 KB before them)', () => {
+    expect(JSON.stringify(raw).length).toBeLessThan(280_000);
   });
 
   it("documents the channel accounts' callbacks even when no real provider is configured, not Twilio's", async () => {

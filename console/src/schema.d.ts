@@ -305,6 +305,28 @@ export interface paths {
         patch: operations["patchUsersId"];
         trace?: never;
     };
+    "/api/workspace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your workspace, and which provider carries each channel
+         * @description Each channel: its default active channel account, else its first active one, else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.
+         *
+         *     Any signed-in user.
+         */
+        get: operations["getWorkspace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit-log": {
         parameters: {
             query?: never;
@@ -1918,8 +1940,14 @@ export interface components {
             template_id: string | null;
             /** @description An https URL sent with the message. */
             media_url: string | null;
-            /** @description The channel account it goes through (`cha_<n>`); null: the workspace's default when it goes out. */
+            /** @description The channel account carrying its messages (or that would now); null: the deployment's provider. */
             channel_account_id: string | null;
+            /** @description The provider that carries its messages (`sandbox`: simulated). */
+            provider: string | null;
+            /** @description true when the sandbox carries it: its messages reach no phone or inbox. */
+            simulated: boolean;
+            /** @description Its messages' latest failure or retry error; null: none. */
+            last_error: components["schemas"]["CampaignLastError"] | null;
             /** @description Counted when the campaign is sent (0 before). */
             total_recipients: number;
             /** @description Its messages by status, live. */
@@ -1941,6 +1969,16 @@ export interface components {
             held_until: string | null;
             /** @description `quiet_hours`: a queued or sending sms, whatsapp or ivr campaign (not a service or transactional template) inside QUIET_HOURS: its messages are held until held_until. `silence_period`: such a campaign while a silence period of the workspace is in force (and not quiet hours): messages to voters of those constituencies fail with error_code silence_period until held_until, when the last of those periods ends; the others go out. null otherwise. */
             held_reason: ("quiet_hours" | "silence_period") | null;
+        };
+        /** CampaignLastError */
+        CampaignLastError: {
+            error_code: string;
+            error_message: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            at: string;
         };
         /** CampaignPage */
         CampaignPage: {
@@ -2085,6 +2123,17 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["ChannelAccountTestResult"];
+        };
+        /** ChannelCarrier */
+        ChannelCarrier: {
+            /** @description The provider that carries the channel now (`sandbox`: nothing reaches anyone). */
+            provider: string;
+            /** @description null: the deployment's provider. */
+            channel_account_id: string | null;
+            /** @description true where the carrier is the sandbox: messages are simulated and reach no phone or inbox. */
+            simulated: boolean;
+            /** @description false: the workspace's accounts for it are all switched off (sends are 422). */
+            active: boolean;
         };
         /** Conversation */
         Conversation: {
@@ -2444,7 +2493,7 @@ export interface components {
             status: components["schemas"]["MessageStatus"];
             /** @description Why it failed (see MessageErrorCode); null unless `failed`. */
             error_code: components["schemas"]["MessageErrorCode"] | null;
-            /** @description The failure in words (a provider error code where one was given). On a `sent` message: what the provider said short of a final word, e.g. that no answer came within PROVIDER_TIMEOUT_MS (the message is not sent again; a delivery report, or UNCONFIRMED_AFTER_HOURS, settles it). Null otherwise. */
+            /** @description The failure in words; on a `sent` message, what the provider said short of a final word (e.g. no answer came). Null otherwise. */
             error_message: string | null;
             /** @description When a provider accepted it; null for a message that never went out. */
             sent_at: string | null;
@@ -3185,6 +3234,30 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["WebhookTestResult"];
+        };
+        /** Workspace */
+        Workspace: {
+            id: number;
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /** @description What carries each channel now. */
+            channels: {
+                whatsapp: components["schemas"]["ChannelCarrier"];
+                sms: components["schemas"]["ChannelCarrier"];
+                email: components["schemas"]["ChannelCarrier"];
+                ivr: components["schemas"]["ChannelCarrier"];
+            };
+        };
+        /** WorkspaceResponse */
+        WorkspaceResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Workspace"];
         };
     };
     responses: {
@@ -4421,6 +4494,22 @@ export interface components {
                 "application/json": components["schemas"]["WebhookTestResultResponse"];
             };
         };
+        /** @description OK. */
+        Workspace: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WorkspaceResponse"];
+            };
+        };
     };
     parameters: {
         /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
@@ -4898,6 +4987,23 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Workspace"];
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -324,6 +324,10 @@ export interface CampaignTable {
   retry_of: ColumnType<number | null, number | null | undefined, number | null>;
   /** The channel account its messages go through; null: the workspace's default, else the deployment's. */
   channel_account_id: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The latest failure of its messages (a refusal, or a retry's error): migration 031. */
+  last_error_code: ColumnType<string | null, string | null | undefined, string | null>;
+  last_error_message: ColumnType<string | null, string | null | undefined, string | null>;
+  last_error_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type CampaignRow = Selectable<CampaignTable>;
 

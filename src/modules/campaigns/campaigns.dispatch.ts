@@ -8,7 +8,7 @@ import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { ChunkPacer } from '../../lib/pacing.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
-import { defaultAccount } from '../channel-accounts/channel-accounts.repository.ts';
+import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel } from '../messages/messages.rules.ts';
 import { emitMessageEvents } from '../messages/messages.service.ts';
@@ -91,9 +91,11 @@ export class CampaignDispatch {
       (await updateCampaign(db, ws, claimed.id, ['queued'], { started_at: claimed.started_at ?? now })) ??
       claimed;
     const recipients = JSON.parse(campaign.recipients ?? '[]') as string[];
-    // The campaign's account, else the workspace's default for the channel now, else the deployment's provider.
-    const accountId =
-      campaign.channel_account_id ?? (await defaultAccount(db, ws, campaign.channel))?.id ?? null;
+    // The campaign's account, else what carries the channel now; where the workspace's accounts for it are all
+    // switched off, the messages name one of them and fail as switched off: never the deployment's provider.
+    const carrier =
+      campaign.channel_account_id === null ? await channelCarrier(db, ws, campaign.channel) : {};
+    const accountId = campaign.channel_account_id ?? (carrier.account ?? carrier.off)?.id ?? null;
     await insertRecipientMessages(db, ws, campaign, recipients, campaign.started_at ?? now, accountId);
     if (campaign.segment_id !== null && campaign.voter_id_limit !== null) {
       // A segment deleted since the campaign was queued fills nothing; any other failure (a database timeout, a

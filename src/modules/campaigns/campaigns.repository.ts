@@ -427,3 +427,19 @@ export async function newestQueued(
     .execute();
   return rows.map((r) => r.id);
 }
+
+/** Keeps a failure of these campaigns' messages as their latest error (campaign items' `last_error`). */
+export async function noteCampaignError(
+  db: Executor,
+  campaignIds: readonly number[],
+  code: string,
+  message: string,
+  now: string,
+): Promise<void> {
+  if (campaignIds.length === 0) return;
+  await db
+    .updateTable('campaigns')
+    .set({ last_error_code: code, last_error_message: message.slice(0, 500), last_error_at: now })
+    .where('id', 'in', [...new Set(campaignIds)])
+    .execute();
+}

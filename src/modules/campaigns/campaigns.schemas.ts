@@ -96,8 +96,26 @@ export const Campaign = Type.Object(
     }),
     channel_account_id: Type.Union([Type.String(), Type.Null()], {
       description:
-        "The channel account it goes through (`cha_<n>`); null: the workspace's default when it goes out.",
+        "The channel account carrying its messages (or that would now); null: the deployment's provider.",
     }),
+    provider: Type.Union([Type.String(), Type.Null()], {
+      description: 'The provider that carries its messages (`sandbox`: simulated).',
+    }),
+    simulated: Type.Boolean({
+      description: 'true when the sandbox carries it: its messages reach no phone or inbox.',
+    }),
+    last_error: Type.Union(
+      [
+        Type.Object(
+          { error_code: Type.String(), error_message: Type.String(), at: Timestamp },
+          { title: 'CampaignLastError' },
+        ),
+        Type.Null(),
+      ],
+      {
+        description: "Its messages' latest failure or retry error; null: none.",
+      },
+    ),
     total_recipients: Type.Integer({ description: 'Counted when the campaign is sent (0 before).' }),
     stats: Type.Object(
       {

@@ -17,7 +17,11 @@ import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
 import { campaignRef, creditChannel, parseRef } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
-import { accountForSend, templateForAccount } from '../channel-accounts/channel-accounts.service.ts';
+import {
+  accountForSend,
+  channelCarrier,
+  templateForAccount,
+} from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import {
   campaignStats,
@@ -29,9 +33,10 @@ import {
   insertCampaign,
   listCampaigns,
   updateCampaign,
+  type Stats,
 } from './campaigns.repository.ts';
 import { campaignAudit, queueCampaign } from './campaigns.queue.ts';
-import { campaignView, heldNow } from './campaigns.view.ts';
+import { campaignView, type Held, heldNow } from './campaigns.view.ts';
 import {
   type AudienceInput,
   campaignColumns,
@@ -60,6 +65,8 @@ export class CampaignsService {
         'defaultCountry' | 'broadcastMaxRecipients' | 'delivery' | 'dltEnforce' | 'quietHours'
       >;
       log: FastifyBaseLogger;
+      /** The deployment's provider of each channel (for campaigns on no channel account). */
+      deployment?: Record<MessageChannel, string>;
     },
   ) {}
 
@@ -110,7 +117,7 @@ export class CampaignsService {
       status: scheduledAt ? 'scheduled' : 'draft',
       scheduled_at: scheduledAt ?? null,
     });
-    return campaignView(row, undefined, await heldNow(this.deps, row));
+    return await this.view(row, undefined, await heldNow(this.deps, row));
   }
 
   async list(workspaceId: number, page: number, perPage: number) {
@@ -126,14 +133,14 @@ export class CampaignsService {
     const silenceOnce = () => (silence ??= silenceInForceUntil(this.deps.db, workspaceId, now.toISOString()));
     const items = [];
     for (const r of rows)
-      items.push(campaignView(r, stats.get(r.id), await heldNow(this.deps, r, now, silenceOnce)));
+      items.push(await this.view(r, stats.get(r.id), await heldNow(this.deps, r, now, silenceOnce)));
     return pageResult(items, total, page, perPage);
   }
 
   async get(workspaceId: number, ref: string) {
     const row = await this.find(this.deps.db, workspaceId, ref);
     const stats = await campaignStats(this.deps.db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id), await heldNow(this.deps, row));
+    return await this.view(row, stats.get(row.id), await heldNow(this.deps, row));
   }
 
   /** Edits a draft or scheduled campaign (409 otherwise); the result is checked as a new one would be. */
@@ -201,7 +208,7 @@ export class CampaignsService {
       updated_at: columns.updated_at,
     });
     if (!row) throw new AppError('conflict', 'The campaign was sent or cancelled meanwhile; read it again.');
-    return campaignView(row, undefined, await heldNow(this.deps, row));
+    return await this.view(row, undefined, await heldNow(this.deps, row));
   }
 
   /** Deletes a draft or scheduled campaign (409 otherwise). */
@@ -307,7 +314,7 @@ export class CampaignsService {
       if (retry) throw alreadyRetried(retry);
       throw error;
     }
-    return campaignView(row, undefined, await heldNow(this.deps, row));
+    return await this.view(row, undefined, await heldNow(this.deps, row));
   }
 
   /** A draft or scheduled campaign goes out now. */
@@ -326,7 +333,7 @@ export class CampaignsService {
       await recordAudit(trx, { workspaceId, actor, action: 'campaign.sent', ...campaignAudit(campaign) });
       return queueCampaign(trx, campaign, nowIso());
     });
-    return campaignView(row, undefined, await heldNow(this.deps, row));
+    return await this.view(row, undefined, await heldNow(this.deps, row));
   }
 
   /** Stops what has not gone out and refunds it. */
@@ -394,10 +401,49 @@ export class CampaignsService {
       return moved;
     });
     const stats = await campaignStats(db, workspaceId, [row.id]);
-    return campaignView(row, stats.get(row.id), await heldNow(this.deps, row));
+    return await this.view(row, stats.get(row.id), await heldNow(this.deps, row));
   }
 
   // ---- Internals. ----
+
+  /** A campaign as items show it, with what carries its messages (or would now) and its latest failure. */
+  private async view(row: CampaignRow, counted: Stats | undefined, held: Held) {
+    const { db, deployment } = this.deps;
+    let accountId = row.channel_account_id;
+    let provider: string | undefined;
+    let off = false;
+    if (accountId === null) {
+      // Filled: its messages name their carrier. Not yet: what carries the channel now.
+      const first = await db
+        .selectFrom('messages')
+        .select(['channel_account_id'])
+        .where('campaign_id', '=', row.id)
+        .limit(1)
+        .executeTakeFirst();
+      if (first) accountId = first.channel_account_id;
+      else {
+        const carrier = await channelCarrier(db, row.workspace_id, row.channel);
+        accountId = (carrier.account ?? carrier.off)?.id ?? null;
+        off = carrier.off !== undefined;
+      }
+    }
+    if (accountId !== null) {
+      const account = await db
+        .selectFrom('channel_accounts')
+        .select(['provider', 'disabled_at'])
+        .where('id', '=', accountId)
+        .where('workspace_id', '=', row.workspace_id)
+        .executeTakeFirst();
+      provider = account?.provider;
+      off ||= account?.disabled_at != null;
+    }
+    provider ??= deployment?.[row.channel] ?? 'sandbox';
+    return campaignView(row, counted, held, {
+      channel_account_id: accountId !== null ? accountRef(accountId) : null,
+      provider,
+      simulated: provider === 'sandbox' && !off,
+    });
+  }
 
   private async find(db: Executor, workspaceId: number, ref: string): Promise<CampaignRow> {
     const id = parseRef('camp', ref);

@@ -21,7 +21,19 @@ export interface Held {
 }
 const notHeld: Held = { held_until: null, held_reason: null };
 
-export function campaignView(row: CampaignRow, counted: Stats | undefined, held: Held = notHeld) {
+/** What carries a campaign's messages (or would now, before they are filled). */
+export interface CampaignCarrier {
+  channel_account_id: string | null;
+  provider: string;
+  simulated: boolean;
+}
+
+export function campaignView(
+  row: CampaignRow,
+  counted: Stats | undefined,
+  held: Held = notHeld,
+  carrier?: CampaignCarrier,
+) {
   const stats = { ...(counted ?? emptyStats()) };
   if (row.status === 'queued') {
     // Credits are reserved but the outbox is still being filled: what is not there yet is queued.
@@ -37,7 +49,19 @@ export function campaignView(row: CampaignRow, counted: Stats | undefined, held:
     subject: row.subject,
     template_id: row.template_id,
     media_url: row.media_url,
-    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
+    channel_account_id:
+      carrier?.channel_account_id ??
+      (row.channel_account_id !== null ? accountRef(row.channel_account_id) : null),
+    provider: carrier?.provider ?? null,
+    simulated: carrier?.simulated ?? false,
+    last_error:
+      row.last_error_code !== null && row.last_error_at !== null
+        ? {
+            error_code: row.last_error_code,
+            error_message: row.last_error_message ?? '',
+            at: row.last_error_at,
+          }
+        : null,
     total_recipients: row.total_recipients,
     stats,
     scheduled_at: row.scheduled_at,

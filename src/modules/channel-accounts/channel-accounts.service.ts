@@ -15,7 +15,6 @@ import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
   accountsOfWorkspace,
   claimDefaults,
-  defaultAccount,
   deleteAccount,
   findAccount,
   insertAccount,
@@ -61,18 +60,51 @@ export async function accountForSend(
   channel: MessageChannel,
   given: string | undefined,
 ): Promise<ChannelAccountRow | undefined> {
-  if (given === undefined) return defaultAccount(db, workspaceId, channel);
+  if (given === undefined) {
+    const carrier = await channelCarrier(db, workspaceId, channel);
+    if (carrier.off) {
+      const ref = accountRef(carrier.off.id);
+      throw validationError({
+        channel_account_id: [
+          `${channel} goes through this workspace's own accounts, and they are all switched off (${ref}, "${carrier.off.name}"${carrier.off.disabled_reason ? `: ${carrier.off.disabled_reason}` : ''}). Switch one on with PATCH /api/channel-accounts/${ref} {"active": true}: nothing falls back to the deployment's provider.`,
+        ],
+      });
+    }
+    return carrier.account;
+  }
   const id = parseRef('cha', given);
   const row = id === undefined ? undefined : await findAccount(db, workspaceId, id);
   const problem = !row
     ? 'is not a channel account of this workspace (cha_<n>).'
     : row.disabled_at !== null
-      ? `is ${given}, which is switched off (active: false)${row.disabled_reason ? `: ${row.disabled_reason}` : ''}.`
+      ? `is ${given}, which is switched off (active: false)${row.disabled_reason ? `: ${row.disabled_reason}` : ''}. Switch it on with PATCH /api/channel-accounts/${given} {"active": true}.`
       : !json<string[]>(row.channels).includes(channel)
         ? `is ${given}, which is not for ${channel} (its channels: ${json<string[]>(row.channels).join(', ')}).`
         : undefined;
   if (problem) throw validationError({ channel_account_id: [problem] });
   return row;
+}
+
+/**
+ * What carries `channel` for the workspace now (the contract's fourth part, "Which provider carries a
+ * channel"): its default active account, else its first active account for the channel. A workspace with
+ * accounts for the channel, all switched off, never falls back to the deployment's provider: `off` names the
+ * default (or first) of them. Neither: the workspace has no account for the channel (the deployment's provider).
+ */
+export async function channelCarrier(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+): Promise<{ account?: ChannelAccountRow; off?: ChannelAccountRow }> {
+  const serving = (await accountsOfWorkspace(db, workspaceId))
+    .filter((row) => json<string[]>(row.channels).includes(channel))
+    .sort((a, b) => Number(a.id) - Number(b.id));
+  if (serving.length === 0) return {};
+  const isDefault = (row: ChannelAccountRow) => json<string[]>(row.default_for).includes(channel);
+  const active = serving.filter((row) => row.disabled_at === null);
+  const account = active.find(isDefault) ?? active[0];
+  if (account) return { account };
+  return { off: serving.find(isDefault) ?? serving[0]! };
 }
 
 /**
@@ -132,14 +164,21 @@ export class ChannelAccountsService {
     const settings = input.settings ?? {};
     const credentials = input.credentials ?? {};
     const channels = input.channels ?? defaultChannels(input.provider, settings);
-    const defaults = input.default_for ?? [];
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
     checkAccount(input.provider, channels, settings, credentials, errors);
-    checkDefaults(channels, defaults, errors);
+    checkDefaults(channels, input.default_for ?? [], errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const now = nowIso();
     return this.deps.db.transaction().execute(async (trx) => {
+      // The first active account a workspace adds for a channel becomes its default there.
+      const current = await accountsOfWorkspace(trx, workspaceId);
+      const hasDefault = (channel: MessageChannel) =>
+        current.some((row) => row.disabled_at === null && json<string[]>(row.default_for).includes(channel));
+      const defaults = unique([
+        ...(input.default_for ?? []),
+        ...(input.active === false ? [] : channels.filter((channel) => !hasDefault(channel))),
+      ]);
       const row = await insertAccount(trx, {
         workspace_id: workspaceId,
         name: input.name.trim(),

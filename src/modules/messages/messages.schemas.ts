@@ -151,7 +151,7 @@ export const MessageItem = Type.Object(
     }),
     error_message: Type.Union([Type.String(), Type.Null()], {
       description:
-        'The failure in words (a provider error code where one was given). On a `sent` message: what the provider said short of a final word, e.g. that no answer came within PROVIDER_TIMEOUT_MS (the message is not sent again; a delivery report, or UNCONFIRMED_AFTER_HOURS, settles it). Null otherwise.',
+        'The failure in words; on a `sent` message, what the provider said short of a final word (e.g. no answer came). Null otherwise.',
     }),
     sent_at: Type.Union([Timestamp, Type.Null()], {
       description: 'When a provider accepted it; null for a message that never went out.',

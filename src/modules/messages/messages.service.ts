@@ -51,6 +51,7 @@ import {
   type Settled,
 } from '../sending/outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
+import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 
 export interface SendInput {
   channel: MessageChannel;
@@ -375,6 +376,15 @@ export class MessagesService {
       const now = nowIso();
       const moved = await failMessages(trx, ids, reason, code, now);
       await refund(trx, moved, now);
+      // A campaign shows its latest failure (a cancellation is not one).
+      if (code !== 'cancelled')
+        await noteCampaignError(
+          trx,
+          moved.flatMap((m) => (m.campaign_id !== null ? [Number(m.campaign_id)] : [])),
+          code,
+          reason,
+          now,
+        );
       await emitMessageEvents(trx, moved, 'message.failed', now);
       return moved;
     });

@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { AccountPace, AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
 import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
+import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 import { messageRef } from '../messages/messages.rules.ts';
 import { MessagesService } from '../messages/messages.service.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
@@ -405,6 +406,14 @@ export class DeliveryWorker {
           refused = reason;
           await disableForAuth(db.kysely, account, reason);
         }
+        // The campaign shows it at once, even while the messages wait for their retries (an outage).
+        await noteCampaignError(
+          db.kysely,
+          unit.rows.flatMap((r) => (r.campaign_id !== null ? [Number(r.campaign_id)] : [])),
+          code,
+          reason,
+          nowIso(),
+        );
         for (const row of unit.rows) {
           if (retryable && row.attempts <= retrySchedule.length) {
             // Never sooner than a 429's or 503's Retry-After.
