@@ -301,6 +301,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       public: int(env, 'RATE_LIMIT_PUBLIC_PER_MIN', 60, 1),
       authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
       auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
+      authIp: int(env, 'RATE_LIMIT_AUTH_IP_PER_MIN', 60, 1),
       otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
       callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
       failedAuth: int(env, 'RATE_LIMIT_AUTH_FAILED_PER_MIN', 30, 1),

@@ -36,7 +36,10 @@ export interface Config {
   readonly rateLimits: {
     readonly public: number;
     readonly authenticated: number;
+    /** Sign-in and sign-up per email (or phone): RATE_LIMIT_AUTH_PER_MIN. */
     readonly auth: number;
+    /** Sign-in and sign-up per client address (a whole office on one network): RATE_LIMIT_AUTH_IP_PER_MIN. */
+    readonly authIp: number;
     readonly otp: number;
     /** Signed delivery reports from messaging providers (Twilio), per client address. */
     readonly callback: number;

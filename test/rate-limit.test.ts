@@ -16,27 +16,48 @@ const tight = {
 };
 
 describe('rate limits (in memory)', () => {
-  it('auth endpoints: 5 per minute per address, then 429 with Retry-After and X-RateLimit-Reset', async () => {
+  it('sign-in: 5 a minute per email, then 429 with Retry-After; the rest of the office (other emails, one address) is not locked out', async () => {
     const t = await buildTestApp('sqlite', tight);
     try {
-      const remaining: string[] = [];
+      const mistyped = uniqueEmail();
       for (let i = 0; i < 5; i++) {
         const res = await call(t.app, 'POST', '/api/auth/login', {
-          body: { email: uniqueEmail(), password: 'wrong password' },
+          body: { email: mistyped, password: 'wrong password' },
         });
         expect(res.status).toBe(401);
-        expect(res.headers['x-ratelimit-limit']).toBe('5');
-        remaining.push(String(res.headers['x-ratelimit-remaining']));
       }
-      expect(remaining).toEqual(['4', '3', '2', '1', '0']);
-      const limited = await call(t.app, 'POST', '/api/auth/register', {
-        body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026' },
+      const limited = await call(t.app, 'POST', '/api/auth/login', {
+        body: { email: ` ${mistyped.toUpperCase()} `, password: 'wrong password' },
       });
       expectError(limited, 429, 'rate_limit_exceeded');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
       expect(limited.headers['x-ratelimit-reset']).toBe(limited.headers['retry-after']);
       expect(limited.headers['x-ratelimit-remaining']).toBe('0');
+      // A colleague on the same network signs in as usual.
+      const colleague = await register(t.app);
+      const ok = await call(t.app, 'POST', '/api/auth/login', {
+        body: { email: colleague.user.email, password: colleague.password },
+      });
+      expect(ok.status, ok.raw).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('sign-in and sign-up: RATE_LIMIT_AUTH_IP_PER_MIN per address, whatever the emails', async () => {
+    const t = await buildTestApp('sqlite', { ...tight, RATE_LIMIT_AUTH_IP_PER_MIN: '6' });
+    try {
+      for (let i = 0; i < 6; i++) {
+        const res = await call(t.app, 'POST', '/api/auth/login', {
+          body: { email: uniqueEmail(), password: 'wrong password' },
+        });
+        expect(res.status).toBe(401);
+      }
+      const limited = await call(t.app, 'POST', '/api/auth/register', {
+        body: { name: 'A', email: uniqueEmail(), password: 'campaign office 2026' },
+      });
+      expectError(limited, 429, 'rate_limit_exceeded');
     } finally {
       await t.close();
     }
@@ -260,7 +281,17 @@ describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
     const redis = new Redis(redisUrl as string);
     try {
       const limits = new RateLimits(
-        { rateLimits: { public: 10, authenticated: 10, auth: 10, otp: 10, callback: 10, failedAuth: 10 } },
+        {
+          rateLimits: {
+            public: 10,
+            authenticated: 10,
+            auth: 10,
+            authIp: 10,
+            otp: 10,
+            callback: 10,
+            failedAuth: 10,
+          },
+        },
         redis,
         `test:${randomUUID()}`,
       );

@@ -824,8 +824,11 @@ for (const dialect of dialects) {
         }
       });
 
-      it('sign-in and sign-up are limited per address (RATE_LIMIT_AUTH_PER_MIN)', async () => {
-        const own = await buildTestApp(dialect, { RATE_LIMIT_AUTH_PER_MIN: '3' });
+      it('sign-in is limited per email (RATE_LIMIT_AUTH_PER_MIN) and per address (RATE_LIMIT_AUTH_IP_PER_MIN)', async () => {
+        const own = await buildTestApp(dialect, {
+          RATE_LIMIT_AUTH_PER_MIN: '3',
+          RATE_LIMIT_AUTH_IP_PER_MIN: '6',
+        });
         try {
           const statuses: number[] = [];
           for (let i = 0; i < 4; i++) {
@@ -838,6 +841,17 @@ for (const dialect of dialects) {
             );
           }
           expect(statuses).toEqual([401, 401, 401, 429]);
+          // Other emails from the same address: up to the address's own limit (6 in all), then 429.
+          const others: number[] = [];
+          for (let i = 0; i < 3; i++)
+            others.push(
+              (
+                await call(own.app, 'POST', '/api/auth/login', {
+                  body: { email: uniqueEmail('other'), password: 'guess' },
+                })
+              ).status,
+            );
+          expect(others).toEqual([401, 401, 429]);
           const signUp = await call(own.app, 'POST', '/api/auth/register', {
             body: { name: 'Bot', email: uniqueEmail('bot'), password: 'a fine long password' },
           });

@@ -8,7 +8,15 @@ import {
 import type { Config } from '../config.ts';
 import { within } from '../lib/time-limit.ts';
 
-export const buckets = ['public', 'authenticated', 'auth', 'otp', 'callback', 'failedAuth'] as const;
+export const buckets = [
+  'public',
+  'authenticated',
+  'auth',
+  'authIp',
+  'otp',
+  'callback',
+  'failedAuth',
+] as const;
 export type Bucket = (typeof buckets)[number];
 
 export interface RateLimitState {

@@ -30,6 +30,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
 ) => {
   const tags = ['Authentication'];
 
+  // Sign-in and sign-up: 60 a minute per client address (in the guard: an office behind one address is not
+  // locked out by one person's mistakes) and RATE_LIMIT_AUTH_PER_MIN per email, here.
+  const limitPerAccount = async (
+    request: { body: { email?: string } },
+    reply: Parameters<typeof limitRequest>[1],
+  ) => {
+    const email = typeof request.body.email === 'string' ? request.body.email.trim().toLowerCase() : '';
+    await limitRequest(rateLimits, reply, 'auth', `email:${email}`);
+  };
+
   // OTP routes are limited per client address (in the guard) and, here, per phone number as well.
   const limitPerPhone = async (
     request: { body: { phone: string } },
@@ -42,7 +52,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app.post(
     '/auth/register',
     {
-      config: { permission: 'public', rateLimit: 'auth' },
+      config: { permission: 'public', rateLimit: 'authIp' },
+      preHandler: limitPerAccount,
       schema: {
         tags,
         summary: 'Create a workspace and its first user (role politician), and sign in',
@@ -61,7 +72,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app.post(
     '/auth/login',
     {
-      config: { permission: 'public', rateLimit: 'auth' },
+      config: { permission: 'public', rateLimit: 'authIp' },
+      preHandler: limitPerAccount,
       schema: {
         tags,
         summary: 'Sign in with email and password',
