@@ -100,6 +100,7 @@ async function startServer(): Promise<string> {
     APP_KEY: 'c'.repeat(64),
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
     RATE_LIMIT_AUTH_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '100000',
     RATE_LIMIT_PUBLIC_PER_MIN: '100000000',
     // One user holds them all here (the politician sees every event: the widest fan-out).
     EVENT_STREAMS_PER_USER: String(STREAMS),

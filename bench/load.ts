@@ -68,6 +68,7 @@ async function startServer(databaseUrl: string, port: number): Promise<void> {
     RATE_LIMIT_PUBLIC_PER_MIN: '100000000',
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
     RATE_LIMIT_AUTH_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '100000',
     QUIET_HOURS: '',
     SANDBOX_DELIVERY_DELAY_MS: '0',
     APP_KEY: 'b'.repeat(64),

@@ -38,6 +38,7 @@ async function main() {
     QUIET_HOURS: '',
     WORKER_BATCH_SIZE: process.env.BENCH_BATCH ?? '2000',
     RATE_LIMIT_AUTH_PER_MIN: '1000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
   });
   const db = connect(config.databaseUrl);
   await migrateToLatest(db.kysely);

@@ -74,6 +74,7 @@ async function startServer(databaseUrl: string): Promise<void> {
     LOG_LEVEL: 'warn',
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000000',
     RATE_LIMIT_AUTH_PER_MIN: '1000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
     IMPORT_MAX_BYTES: String(2 * 1024 * 1024 * 1024),
     APP_KEY: 'a'.repeat(64),
   });

@@ -42,6 +42,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
       RATE_LIMIT_PUBLIC_PER_MIN: '100000',
       RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
       RATE_LIMIT_AUTH_PER_MIN: '100000',
+      RATE_LIMIT_AUTH_IP_PER_MIN: '100000',
       RATE_LIMIT_OTP_PER_MIN: '100000',
       RATE_LIMIT_AUTH_FAILED_PER_MIN: '100000',
       ...env,

@@ -260,6 +260,7 @@ describe('shutdown (SIGTERM to the server process)', () => {
         SHUTDOWN_TIMEOUT_MS: '1500',
         EXPORT_THREADS: '0',
         RATE_LIMIT_AUTH_PER_MIN: '1000',
+        RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
         RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -226,6 +226,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('events pushed across OS processes
         WORKER_IN_PROCESS: 'false',
         EXPORT_THREADS: '0',
         RATE_LIMIT_AUTH_PER_MIN: '1000',
+        RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
       },
       stdio: ['ignore', 'ignore', 'ignore'],
     });

@@ -45,6 +45,7 @@ export async function buildTestApp(
     RATE_LIMIT_PUBLIC_PER_MIN: '100000',
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
     RATE_LIMIT_AUTH_PER_MIN: '100000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '100000',
     // Quiet hours (on by default) would hold bulk deliveries at night in India; their tests turn them on.
     QUIET_HOURS: '',
     RATE_LIMIT_OTP_PER_MIN: '100000',

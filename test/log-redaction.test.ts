@@ -25,6 +25,7 @@ describe('log lines (sqlite, LOG_LEVEL=trace)', () => {
       LOG_LEVEL: 'trace',
       QUIET_HOURS: '',
       RATE_LIMIT_AUTH_PER_MIN: '1000',
+      RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
       PUBLIC_BASE_URL: 'https://ces.example.org',
     });
     db = connect(config.databaseUrl);

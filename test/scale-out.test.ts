@@ -118,6 +118,7 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
             HOST: '127.0.0.1',
             WORKER_IN_PROCESS: 'false',
             RATE_LIMIT_AUTH_PER_MIN: String(AUTH_LIMIT),
+            RATE_LIMIT_AUTH_IP_PER_MIN: String(AUTH_LIMIT),
             TRUST_PROXY: '1',
             RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
             RATE_LIMIT_PUBLIC_PER_MIN: '100000',

@@ -87,6 +87,7 @@ describe.skipIf(!pgUrl || !redisUrl)('two real API processes on PostgreSQL + Red
           QUIET_HOURS: '',
           RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
           RATE_LIMIT_AUTH_PER_MIN: '100000',
+          RATE_LIMIT_AUTH_IP_PER_MIN: '100000',
           RATE_LIMIT_PUBLIC_PER_MIN: '100000',
         },
         'pipe',

@@ -157,7 +157,7 @@ export const hi: Record<Key, string> = {
   'compose.audience': 'किसे भेजें',
   'compose.segment': 'सेगमेंट',
   'compose.recipients': 'फ़ोन या ईमेल',
-  'compose.recipients.hint': 'कॉमा, स्पेस या नई पंक्ति से अलग करें।',
+  'compose.recipients.hint': 'हर पंक्ति में एक, या कॉमा या सेमीकॉलन से अलग करें (नंबर के भीतर की जगह बनी रहती है)।',
   'compose.choose': 'चुनें…',
   'compose.template': 'टेम्पलेट',
   'compose.noTemplate': 'बिना टेम्पलेट: संदेश लिखें',

@@ -159,7 +159,8 @@ export const en = {
   'compose.audience': 'Send to',
   'compose.segment': 'Segment',
   'compose.recipients': 'Phones or emails',
-  'compose.recipients.hint': 'Separated by commas, spaces or new lines.',
+  'compose.recipients.hint':
+    'One per line, or separated by commas or semicolons (spaces inside a number are kept).',
   'compose.choose': 'Choose…',
   'compose.template': 'Template',
   'compose.noTemplate': 'No template: write the message',

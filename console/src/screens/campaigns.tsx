@@ -124,7 +124,12 @@ export function Compose() {
     channel,
     ...(audience === 'segment'
       ? { segment_id: segmentId }
-      : { recipients: recipients.split(/[\s,;]+/).filter(Boolean) }),
+      : {
+          recipients: recipients
+            .split(/[,;\n]+/)
+            .map((r) => r.trim())
+            .filter(Boolean),
+        }),
     ...(template ? { template_id: template.id } : { message }),
     ...(channel === 'email' && subject ? { subject } : {}),
     ...(scheduledAt ? { scheduled_at: new Date(scheduledAt).toISOString() } : {}),
