@@ -658,8 +658,8 @@ export interface paths {
         get: operations["getPayments"];
         put?: never;
         /**
-         * Buy credits
-         * @description The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance. Send an `Idempotency-Key` to make retries safe: a repeat with the same key and body answers the first payment again and buys nothing.
+         * Buy credits (recorded; no payment provider is set, so nothing is charged)
+         * @description No payment provider is built: a payment records credits and charges nothing (`charged: false`, and the answer says so). The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance. Send an `Idempotency-Key` to make retries safe: a repeat with the same key and body answers the first payment again and buys nothing.
          *
          *     Requires permission `payments:manage` (politician).
          */
@@ -2637,6 +2637,11 @@ export interface components {
             status: "completed";
             /** @enum {string} */
             gateway: "sandbox";
+            /**
+             * @description No payment provider is set (none is built): the credits are recorded, nothing is charged.
+             * @enum {boolean}
+             */
+            charged: false;
             sms_credits: number;
             whatsapp_credits: number;
             email_credits: number;

@@ -279,6 +279,7 @@ export const hi: Record<Key, string> = {
   'settings.addWebhook': 'एंडपॉइंट जोड़ें',
   'settings.secretOnce': 'इसका साइनिंग सीक्रेट, केवल इस बार दिखाया गया:',
   'settings.buy': 'क्रेडिट खरीदें',
+  'settings.buy.note': 'कोई भुगतान सेवा नहीं जुड़ी है: क्रेडिट यहाँ दर्ज होते हैं, कोई शुल्क नहीं लिया जाता।',
   'settings.sms_credits': 'एसएमएस क्रेडिट',
   'settings.whatsapp_credits': 'व्हाट्सऐप क्रेडिट',
   'settings.email_credits': 'ईमेल क्रेडिट',

@@ -282,6 +282,7 @@ export const en = {
   'settings.addWebhook': 'Add an endpoint',
   'settings.secretOnce': 'Its signing secret, shown this once:',
   'settings.buy': 'Buy credits',
+  'settings.buy.note': 'No payment provider is set: credits are recorded here, and nothing is charged.',
   'settings.sms_credits': 'SMS credits',
   'settings.whatsapp_credits': 'WhatsApp credits',
   'settings.email_credits': 'Email credits',

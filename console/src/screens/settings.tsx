@@ -391,6 +391,7 @@ function Credits() {
   return (
     <>
       <Section title={t('settings.buy')}>
+        <p className="muted">{t('settings.buy.note')}</p>
         <form
           className="filters"
           onSubmit={(e) => {

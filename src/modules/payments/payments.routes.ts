@@ -19,9 +19,9 @@ export const paymentsRoutes: FastifyPluginAsyncTypebox<{
       config: { permission: 'payments:manage' },
       schema: {
         tags,
-        summary: 'Buy credits',
+        summary: 'Buy credits (recorded; no payment provider is set, so nothing is charged)',
         description:
-          'The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance. Send an `Idempotency-Key` to make retries safe: a repeat with the same key and body answers the first payment again and buys nothing.',
+          'No payment provider is built: a payment records credits and charges nothing (`charged: false`, and the answer says so). The `sandbox` gateway completes the payment at once: the credits are added (credit ledger entries `purchase`, reference `payment:<id>`) and `payment.processed` is emitted, all in one transaction. Answers the payment and the new balance. Send an `Idempotency-Key` to make retries safe: a repeat with the same key and body answers the first payment again and buys nothing.',
         headers: IdempotencyHeaders,
         body: CreatePaymentBody,
         response: { 201: Success(ProcessedPayment) },
@@ -34,7 +34,7 @@ export const paymentsRoutes: FastifyPluginAsyncTypebox<{
         reply,
         '/payments',
         201,
-        'Payment completed; credits added.',
+        'Credits recorded. No payment provider is set, so nothing was charged.',
         (workspaceId) => payments.create(workspaceId, authOf(request).userId, request.body, actorOf(request)),
       ),
   );

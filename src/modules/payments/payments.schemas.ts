@@ -29,6 +29,10 @@ export const Payment = Type.Object(
     id: Type.Integer(),
     status: Type.Literal('completed'),
     gateway: Type.Literal('sandbox'),
+    charged: Type.Literal(false, {
+      description:
+        'No payment provider is set (none is built): the credits are recorded, nothing is charged.',
+    }),
     sms_credits: Type.Integer(),
     whatsapp_credits: Type.Integer(),
     email_credits: Type.Integer(),

@@ -14,6 +14,8 @@ export function paymentView(row: PaymentRow) {
     id: row.id,
     status: row.status,
     gateway: row.gateway,
+    // No payment provider is built: a payment records credits and charges nothing.
+    charged: false as const,
     sms_credits: Number(row.sms_credits),
     whatsapp_credits: Number(row.whatsapp_credits),
     email_credits: Number(row.email_credits),
