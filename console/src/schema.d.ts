@@ -258,7 +258,9 @@ export interface paths {
         };
         /**
          * List your workspace's team, active and deactivated members
-         * @description Requires permission `team:manage` (politician).
+         * @description Politicians get each member whole; managers (to assign conversations) get id, name, role, active and coverage only. Only politicians change the team.
+         *
+         *     Requires permission `team:read` (politician, manager).
          */
         get: operations["getUsers"];
         put?: never;
@@ -859,11 +861,33 @@ export interface paths {
         };
         /**
          * Your workspace's messages, newest first
-         * @description Filters: `channel`, `status`, `campaign_id`, `to` (a phone, read as E.164, or an email address), and `date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; a date covers its whole UTC day) on when the message was created. A failed message says why in `error_code` and `error_message`.
+         * @description Filters: `channel`, `status`, `campaign_id`, `to` (a phone, read as E.164, or an email address), `voter_id` (the voter's phone and email), and `date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; a date covers its whole UTC day) on when the message was created. A failed message says why in `error_code` and `error_message`.
          *
          *     Requires permission `messages:read` (politician, manager).
          */
         get: operations["getMessagesHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Failed messages by error code over a window (default the last 24 hours)
+         * @description `since` and `until` (ISO 8601 dates or date-times) bound when the messages failed; `campaign_id` takes one campaign.
+         *
+         *     Requires permission `messages:read` (politician, manager).
+         */
+        get: operations["getMessagesFailures"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2327,6 +2351,11 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "bad_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "validation_error" | "provider_rejected" | "rate_limit_exceeded" | "server_error" | "provider_error" | "service_unavailable";
+        /** FailureCount */
+        FailureCount: {
+            error_code: string;
+            count: number;
+        };
         /** Grievance */
         Grievance: {
             id: number;
@@ -2876,6 +2905,19 @@ export interface components {
             message?: string;
             data: components["schemas"]["SilencePeriod"];
         };
+        /** TeamMember */
+        TeamMember: {
+            id: number;
+            name: string;
+            role: components["schemas"]["Role"];
+            active: boolean;
+            /** @description Where new conversations go to this volunteer (by the contact's voter record). */
+            coverage: {
+                wards: string[];
+                booths: string[];
+                constituencies: string[];
+            };
+        };
         /** Template */
         Template: {
             /** @description `tpl_<n>` */
@@ -2978,21 +3020,6 @@ export interface components {
              * @description ISO 8601 UTC timestamp.
              */
             created_at: string;
-        };
-        /** UserPage */
-        UserPage: {
-            data: components["schemas"]["User"][];
-            current_page: number;
-            per_page: number;
-            total: number;
-            last_page: number;
-        };
-        /** UserPageResponse */
-        UserPageResponse: {
-            /** @enum {boolean} */
-            success: true;
-            message?: string;
-            data: components["schemas"]["UserPage"];
         };
         /** UserResponse */
         UserResponse: {
@@ -4308,22 +4335,6 @@ export interface components {
                 "application/json": components["schemas"]["UserResponse"];
             };
         };
-        /** @description OK. */
-        UserPage: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                Deprecation: components["headers"]["Deprecation"];
-                Sunset: components["headers"]["Sunset"];
-                Link: components["headers"]["Link"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["UserPageResponse"];
-            };
-        };
         /** @description `validation_error`: `details` maps each invalid field, body or query, to its messages; an unknown field or query parameter is one. */
         ValidationError: {
             headers: {
@@ -4872,7 +4883,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["UserPage"];
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: {
+                            data: (components["schemas"]["User"] | components["schemas"]["TeamMember"])[];
+                            current_page: number;
+                            per_page: number;
+                            total: number;
+                            last_page: number;
+                        };
+                    };
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
@@ -6097,6 +6134,8 @@ export interface operations {
                 campaign_id?: string;
                 /** @description Only messages to this recipient: a phone (read as E.164) or an email address. */
                 to?: string;
+                /** @description Only messages to this voter's phone or email. */
+                voter_id?: number;
                 /** @description ISO 8601 date (from its start) or date-time, inclusive. */
                 date_from?: string;
                 /** @description ISO 8601 date (to its end) or date-time, inclusive. */
@@ -6109,6 +6148,52 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["MessagePage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMessagesFailures: {
+        parameters: {
+            query?: {
+                /** @description ISO 8601 date or date-time (default: 24 hours ago). */
+                since?: string;
+                /** @description ISO 8601 date or date-time (default: now). */
+                until?: string;
+                /** @description `camp_<n>` */
+                campaign_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        /** @description Failed messages by error code, most first. */
+                        data: components["schemas"]["FailureCount"][];
+                    };
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
@@ -7241,6 +7326,8 @@ export interface operations {
                 ward?: string;
                 booth?: string;
                 constituency?: string;
+                /** @description The contact's voter. */
+                voter_id?: number;
                 /** @description Part of the contact's name or address. */
                 search?: string;
             };

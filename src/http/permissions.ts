@@ -19,6 +19,8 @@ export const permissions = [
   'grievances:read',
   'grievances:write',
   'team:manage',
+  /** Listing the team (managers: id, name, role, active and coverage, to assign conversations). */
+  'team:read',
   'webhooks:manage',
   'payments:manage',
   'audit:read',

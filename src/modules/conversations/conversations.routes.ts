@@ -43,6 +43,7 @@ const ListQuery = Type.Object({
   ward: Type.Optional(Type.String({ maxLength: 200, description: "Of the contact's voter." })),
   booth: Type.Optional(Type.String({ maxLength: 200 })),
   constituency: Type.Optional(Type.String({ maxLength: 200 })),
+  voter_id: Type.Optional(Type.Integer({ minimum: 1, description: "The contact's voter." })),
   search: Type.Optional(
     Type.String({ maxLength: 200, description: "Part of the contact's name or address." }),
   ),

@@ -31,6 +31,7 @@ export interface ConversationQuery {
   ward?: string | undefined;
   booth?: string | undefined;
   constituency?: string | undefined;
+  voter_id?: number | undefined;
   search?: string | undefined;
 }
 
@@ -75,6 +76,7 @@ export class ConversationsService {
     if (query.booth !== undefined) q = q.where(sql`lower(c.voter_booth)`, '=', placeKey(query.booth));
     if (query.constituency !== undefined)
       q = q.where('c.voter_constituency_key', '=', placeKey(query.constituency));
+    if (query.voter_id !== undefined) q = q.where('c.voter_id', '=', query.voter_id);
     if (query.search !== undefined && query.search.trim() !== '') {
       const like = `%${query.search
         .trim()
@@ -321,6 +323,9 @@ export class ConversationsService {
         ...(input.category !== undefined ? { category: input.category } : {}),
         ...(input.priority !== undefined ? { priority: input.priority } : {}),
         voter_id: Number(row.voter_id),
+        // The voter is its reporter, with their ward and booth; the conversation's assignee takes it on.
+        ...(await this.reporterOf(row)),
+        assigned_to: row.assigned_to === null ? null : Number(row.assigned_to),
       },
       async (trx, created) => {
         const moved = await trx
@@ -345,6 +350,23 @@ export class ConversationsService {
         }
       },
     );
+  }
+
+  /** A conversation's voter as a grievance's reporter: name, phone (the address on a phone channel), place. */
+  private async reporterOf(row: ConversationRow) {
+    const voter = await this.deps.db
+      .selectFrom('voters')
+      .select(['name', 'phone', 'ward', 'booth', 'constituency'])
+      .where('workspace_id', '=', row.workspace_id)
+      .where('id', '=', Number(row.voter_id))
+      .executeTakeFirst();
+    return {
+      reporter_name: voter?.name ?? row.voter_name,
+      reporter_phone: voter?.phone ?? (row.channel === 'email' ? null : row.address),
+      ward: voter?.ward ?? row.voter_ward,
+      booth: voter?.booth ?? row.voter_booth,
+      ...(voter?.constituency ? { constituency: voter.constituency } : {}),
+    };
   }
 
   private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {

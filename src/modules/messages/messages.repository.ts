@@ -34,6 +34,8 @@ export interface HistoryFilters {
   status?: MessageStatus | undefined;
   campaignId?: number | undefined;
   to?: string | undefined;
+  /** Messages to any of these addresses (a voter's phone and email). */
+  toAny?: readonly string[] | undefined;
   /** Inclusive lower bound of created_at (ISO 8601). */
   from?: string | undefined;
   /** Exclusive upper bound of created_at (ISO 8601). */
@@ -52,6 +54,7 @@ export async function listHistory(
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.campaignId !== undefined) query = query.where('campaign_id', '=', filters.campaignId);
   if (filters.to !== undefined) query = query.where('to', '=', filters.to);
+  if (filters.toAny !== undefined) query = query.where('to', 'in', [...filters.toAny, '']);
   if (filters.from) query = query.where('created_at', '>=', filters.from);
   if (filters.before) query = query.where('created_at', '<', filters.before);
   return pageOf(query, (q) => q.selectAll().orderBy('id', 'desc'), page, perPage);
@@ -90,4 +93,24 @@ export async function noteSentStatus(db: Executor, id: number, note: string, now
     .where('id', '=', id)
     .where('status', '=', 'sent')
     .execute();
+}
+
+/** Failed messages by error code, those that failed (last changed) in [from, before), optionally one campaign's. */
+export async function failureCounts(
+  db: Executor,
+  workspaceId: number,
+  from: string,
+  before: string,
+  campaignId: number | undefined,
+): Promise<Array<{ error_code: string; count: number }>> {
+  let query = db
+    .selectFrom('messages')
+    .select(['error_code', (eb) => eb.fn.countAll<number>().as('count')])
+    .where('workspace_id', '=', workspaceId)
+    .where('status', '=', 'failed')
+    .where('updated_at', '>=', from)
+    .where('updated_at', '<', before);
+  if (campaignId !== undefined) query = query.where('campaign_id', '=', campaignId);
+  const rows = await query.groupBy('error_code').orderBy('count', 'desc').execute();
+  return rows.map((r) => ({ error_code: r.error_code ?? 'provider_rejected', count: Number(r.count) }));
 }

@@ -8,6 +8,8 @@ import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import {
   BroadcastBody,
   BroadcastResult,
+  FailureCounts,
+  FailuresQuery,
   HistoryQuery,
   MessageItem,
   MessageParams,
@@ -88,7 +90,8 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         tags,
         summary: "Your workspace's messages, newest first",
         description:
-          'Filters: `channel`, `status`, `campaign_id`, `to` (a phone, read as E.164, or an email address), and ' +
+          'Filters: `channel`, `status`, `campaign_id`, `to` (a phone, read as E.164, or an email address), `voter_id` ' +
+          "(the voter's phone and email), and " +
           '`date_from` / `date_to` (ISO 8601 dates or date-times, inclusive; a date covers its whole UTC day) on ' +
           'when the message was created. A failed message says why in `error_code` and `error_message`.',
         querystring: HistoryQuery,
@@ -101,6 +104,25 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         data: await messages.history(authOf(request).workspaceId, request.query),
       };
     },
+  );
+
+  app.get(
+    '/messages/failures',
+    {
+      config: { permission: 'messages:read' },
+      schema: {
+        tags,
+        summary: 'Failed messages by error code over a window (default the last 24 hours)',
+        description:
+          '`since` and `until` (ISO 8601 dates or date-times) bound when the messages failed; `campaign_id` takes one campaign.',
+        querystring: FailuresQuery,
+        response: { 200: Success(FailureCounts) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await messages.failures(authOf(request).workspaceId, request.query),
+    }),
   );
 
   app.get(

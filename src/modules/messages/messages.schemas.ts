@@ -133,11 +133,25 @@ export const HistoryQuery = Type.Object({
       description: 'Only messages to this recipient: a phone (read as E.164) or an email address.',
     }),
   ),
+  voter_id: Type.Optional(
+    Type.Integer({ minimum: 1, description: "Only messages to this voter's phone or email." }),
+  ),
   date_from: Type.Optional(
     Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),
   ),
   date_to: Type.Optional(Type.String({ description: 'ISO 8601 date (to its end) or date-time, inclusive.' })),
 });
+
+export const FailuresQuery = Type.Object({
+  since: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time (default: 24 hours ago).' })),
+  until: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time (default: now).' })),
+  campaign_id: Type.Optional(Type.String({ maxLength: 40, description: '`camp_<n>`' })),
+});
+
+export const FailureCounts = Type.Array(
+  Type.Object({ error_code: Type.String(), count: Type.Integer() }, { title: 'FailureCount' }),
+  { description: 'Failed messages by error code, most first.' },
+);
 
 export const MessageItem = Type.Object(
   {

@@ -17,7 +17,7 @@ import {
   type StatusReport,
 } from '../../providers/provider.ts';
 import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
-import { findMessage, insertMessage, listHistory } from './messages.repository.ts';
+import { failureCounts, findMessage, insertMessage, listHistory } from './messages.repository.ts';
 import {
   addressProblem,
   campaignRef,
@@ -74,6 +74,7 @@ export interface HistoryInput {
   date_to?: string | undefined;
   campaign_id?: string | undefined;
   to?: string | undefined;
+  voter_id?: number | undefined;
 }
 
 /** Messages that failed before error codes existed (migration 009) get one from their reason. */
@@ -332,6 +333,17 @@ export class MessagesService {
     if (query.campaign_id !== undefined && campaignId === undefined) {
       errors.campaign_id = ['must be a campaign id such as camp_12.'];
     }
+    let toAny: string[] | undefined;
+    if (query.voter_id !== undefined) {
+      const voter = await this.deps.db
+        .selectFrom('voters')
+        .select(['phone', 'email'])
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', query.voter_id)
+        .executeTakeFirst();
+      if (!voter) errors.voter_id = ['is not a voter of this workspace.'];
+      else toAny = [voter.phone, ...(voter.email ? [voter.email] : [])];
+    }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const { rows, total } = await listHistory(
       this.deps.db,
@@ -341,6 +353,7 @@ export class MessagesService {
         status: query.status,
         campaignId,
         to: query.to !== undefined ? this.recipientKey(query.to) : undefined,
+        toAny,
         from: from?.[0],
         before: to?.[1],
       },
@@ -348,6 +361,27 @@ export class MessagesService {
       query.per_page,
     );
     return pageResult(rows.map(historyItem), total, query.page, query.per_page);
+  }
+
+  /** Failed messages by error code over a window (default the last 24 hours): the dashboard's failures. */
+  async failures(
+    workspaceId: number,
+    query: { since?: string | undefined; until?: string | undefined; campaign_id?: string | undefined },
+  ) {
+    const errors: FieldErrors = {};
+    const problem = 'must be an ISO 8601 date (2026-01-31) or date-time (2026-01-31T09:30:00Z).';
+    const since = query.since !== undefined ? dateBounds(query.since) : undefined;
+    const until = query.until !== undefined ? dateBounds(query.until) : undefined;
+    if (query.since !== undefined && !since) errors.since = [problem];
+    if (query.until !== undefined && !until) errors.until = [problem];
+    const campaignId = query.campaign_id !== undefined ? parseRef('camp', query.campaign_id) : undefined;
+    if (query.campaign_id !== undefined && campaignId === undefined)
+      errors.campaign_id = ['must be a campaign id such as camp_12.'];
+    const before = until?.[1] ?? new Date(Date.now() + 1).toISOString();
+    const from = since?.[0] ?? new Date(Date.parse(before) - 86_400_000).toISOString();
+    if (!errors.since && !errors.until && from >= before) errors.until = ['must not be before since.'];
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    return failureCounts(this.deps.db, workspaceId, from, before, campaignId);
   }
 
   async get(workspaceId: number, ref: string) {

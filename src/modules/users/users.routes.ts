@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../../http/guard.ts';
 import { IdParams, Page, Success } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
-import { CreateUserBody, ListUsersQuery, UpdateUserBody, User } from './users.schemas.ts';
+import { Type } from 'typebox';
+import { CreateUserBody, ListUsersQuery, TeamMember, UpdateUserBody, User } from './users.schemas.ts';
 import type { UsersService } from './users.service.ts';
 
 const LAST_POLITICIAN =
@@ -32,19 +33,33 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
   app.get(
     '/users',
     {
-      config,
+      config: { permission: 'team:read' },
       schema: {
         tags,
         summary: "List your workspace's team, active and deactivated members",
+        description:
+          'Politicians get each member whole; managers (to assign conversations) get id, name, role, active and coverage only. Only politicians change the team.',
         querystring: ListUsersQuery,
-        response: { 200: Success(Page(User)) },
+        response: { 200: Success(Page(Type.Union([User, TeamMember]))) },
       },
     },
     async (request) => {
       const { page, per_page, active } = request.query;
+      const auth = authOf(request);
+      const list = await users.list(auth.workspaceId, page, per_page, active);
+      if (auth.role === 'politician') return { success: true as const, data: list };
       return {
         success: true as const,
-        data: await users.list(authOf(request).workspaceId, page, per_page, active),
+        data: {
+          ...list,
+          data: list.data.map(({ id, name, role, active, coverage }) => ({
+            id,
+            name,
+            role,
+            active,
+            coverage,
+          })),
+        },
       };
     },
   );

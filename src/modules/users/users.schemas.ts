@@ -31,6 +31,18 @@ export const User = Type.Object(
   { title: 'User' },
 );
 
+/** A team member as managers list them (to assign conversations): no email, phone or dates. */
+export const TeamMember = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    role: RoleSchema,
+    active: Type.Boolean(),
+    coverage: User.properties.coverage,
+  },
+  { title: 'TeamMember' },
+);
+
 const Places = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
   maxItems: 500,
   uniqueItems: true,
