@@ -67,6 +67,8 @@ function fill(url: string, value: (param: string, resource: string) => string): 
 function contractAllows(role: Role, route: RegisteredRoute): boolean {
   if (route.permission === 'public' || route.permission === 'authenticated') return true;
   if (role === 'politician') return true;
+  // The fourth part: managers list the team (id, name, role, active, coverage) to assign conversations.
+  if (role === 'manager' && label(route) === 'GET /api/users') return true;
   const politicianOnly = [
     '/api/users',
     '/api/webhooks',

@@ -33,6 +33,7 @@ import * as voterSearch from './migrations/2026_11_26_028_voter_search.ts';
 import * as unconfirmedMessages from './migrations/2026_11_27_029_unconfirmed_messages.ts';
 import * as channelDefaults from './migrations/2026_11_27_030_channel_defaults.ts';
 import * as campaignLastError from './migrations/2026_11_27_031_campaign_last_error.ts';
+import * as createdBy from './migrations/2026_11_27_032_created_by.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -67,6 +68,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_029_unconfirmed_messages': unconfirmedMessages,
   '2026_11_27_030_channel_defaults': channelDefaults,
   '2026_11_27_031_campaign_last_error': campaignLastError,
+  '2026_11_27_032_created_by': createdBy,
 };
 
 /**

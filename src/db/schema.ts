@@ -162,6 +162,8 @@ export interface VoterTable {
   address: string | null;
   created_at: string;
   updated_at: string;
+  /** The user who added the voter (migration 032); null by import or before. */
+  created_by: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type VoterRow = Selectable<VoterTable>;
 
@@ -278,6 +280,8 @@ export interface GrievanceTable {
   created_at: string;
   updated_at: string;
   resolved_at: string | null;
+  /** The user who opened it (migration 032); null before. */
+  created_by: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type GrievanceRow = Selectable<GrievanceTable>;
 

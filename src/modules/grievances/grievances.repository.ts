@@ -4,6 +4,7 @@ import { isPostgres } from '../../db/dialect.ts';
 import type { GrievanceRow, GrievanceTable } from '../../db/schema.ts';
 import type { GrievancePriority, GrievanceStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
+import { filteredVoters, type VoterScope } from '../voters/voters.search.ts';
 
 export interface GrievanceFilters {
   status?: GrievanceStatus | undefined;
@@ -13,6 +14,8 @@ export interface GrievanceFilters {
   assigned_to?: number | undefined;
   overdue?: boolean | undefined;
   search?: string | undefined;
+  /** A volunteer: only the grievances they opened, those assigned to them, and those of voters in their scope. */
+  scope?: VoterScope | undefined;
 }
 
 function likePattern(term: string): string {
@@ -21,6 +24,19 @@ function likePattern(term: string): string {
 
 function filtered(db: Executor, workspaceId: number, filters: GrievanceFilters, now: string) {
   let query = db.selectFrom('grievances').where('workspace_id', '=', workspaceId);
+  const scope = filters.scope;
+  if (scope)
+    query = query.where((eb) =>
+      eb.or([
+        eb('grievances.assigned_to', '=', scope.userId),
+        eb('grievances.created_by', '=', scope.userId),
+        eb(
+          'grievances.voter_id',
+          'in',
+          filteredVoters(db, workspaceId, { scope }).select('voters.id') as never,
+        ),
+      ]),
+    );
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.priority) query = query.where('priority', '=', filters.priority);
   const category = filters.category?.trim();
@@ -113,6 +129,20 @@ export async function voterInWorkspace(db: Executor, workspaceId: number, voterI
     .select('id')
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', voterId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether a volunteer may see this grievance (see GrievanceFilters.scope). */
+export async function grievanceInScope(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  scope: VoterScope,
+): Promise<boolean> {
+  const row = await filtered(db, workspaceId, { scope }, new Date().toISOString())
+    .where('grievances.id', '=', id)
+    .select('grievances.id')
     .executeTakeFirst();
   return row !== undefined;
 }

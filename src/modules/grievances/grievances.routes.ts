@@ -28,9 +28,12 @@ export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: Grievance
     },
     async (request) => {
       const { page, per_page, ...filters } = request.query;
+      const auth = authOf(request);
+      // A volunteer: those they opened, those assigned to them, and those of voters in their part of the roll.
+      const scope = await grievances.scopeOf(auth);
       return {
         success: true as const,
-        data: await grievances.list(authOf(request).workspaceId, filters, page, per_page),
+        data: await grievances.list(auth.workspaceId, { ...filters, scope }, page, per_page),
       };
     },
   );
@@ -46,10 +49,13 @@ export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: Grievance
         response: { 200: Success(Grievance) },
       },
     },
-    async (request) => ({
-      success: true as const,
-      data: await grievances.get(authOf(request).workspaceId, request.params.id),
-    }),
+    async (request) => {
+      const auth = authOf(request);
+      return {
+        success: true as const,
+        data: await grievances.get(auth.workspaceId, request.params.id, await grievances.scopeOf(auth)),
+      };
+    },
   );
 
   app.post(
@@ -66,7 +72,8 @@ export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: Grievance
       },
     },
     async (request, reply) => {
-      const data = await grievances.create(authOf(request).workspaceId, request.body);
+      const auth = authOf(request);
+      const data = await grievances.create(auth.workspaceId, request.body, undefined, auth.userId);
       return reply.code(201).send({ success: true, message: 'Grievance created.', data });
     },
   );
@@ -85,10 +92,18 @@ export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: Grievance
         response: { 200: Success(Grievance) },
       },
     },
-    async (request) => ({
-      success: true as const,
-      message: 'Grievance updated.',
-      data: await grievances.update(authOf(request).workspaceId, request.params.id, request.body),
-    }),
+    async (request) => {
+      const auth = authOf(request);
+      return {
+        success: true as const,
+        message: 'Grievance updated.',
+        data: await grievances.update(
+          auth.workspaceId,
+          request.params.id,
+          request.body,
+          await grievances.scopeOf(auth),
+        ),
+      };
+    },
   );
 };

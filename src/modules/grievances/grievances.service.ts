@@ -5,10 +5,12 @@ import type { GrievancePriority, GrievanceStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
+import { volunteerScope, type VoterScope } from '../voters/voters.search.ts';
 import { toE164 } from '../../lib/phone.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
   findGrievance,
+  grievanceInScope,
   type GrievanceFilters,
   insertGrievance,
   listGrievances,
@@ -143,6 +145,7 @@ export class GrievancesService {
     workspaceId: number,
     input: GrievanceInput,
     within?: (trx: Executor, grievance: ReturnType<typeof grievanceView>) => Promise<void>,
+    createdBy?: number,
   ) {
     return this.deps.db.transaction().execute(async (trx) => {
       const values = await this.values(trx, workspaceId, input);
@@ -169,6 +172,7 @@ export class GrievancesService {
         created_at: now,
         updated_at: now,
         resolved_at: null,
+        created_by: createdBy ?? null,
       });
       const view = grievanceView(row);
       await within?.(trx, view);
@@ -177,13 +181,20 @@ export class GrievancesService {
     });
   }
 
-  async get(workspaceId: number, id: number) {
+  /** A volunteer's scope (what they may read of the roll and its grievances); undefined for other roles. */
+  scopeOf(auth: { userId: number; workspaceId: number; role: string }): Promise<VoterScope | undefined> {
+    return volunteerScope(this.deps.db, auth);
+  }
+
+  async get(workspaceId: number, id: number, scope?: VoterScope) {
+    if (scope && !(await grievanceInScope(this.deps.db, workspaceId, id, scope))) throw notFound('Grievance');
     const row = await findGrievance(this.deps.db, workspaceId, id);
     if (!row) throw notFound('Grievance');
     return grievanceView(row);
   }
 
-  async update(workspaceId: number, id: number, input: GrievanceInput) {
+  async update(workspaceId: number, id: number, input: GrievanceInput, scope?: VoterScope) {
+    if (scope && !(await grievanceInScope(this.deps.db, workspaceId, id, scope))) throw notFound('Grievance');
     return this.deps.db.transaction().execute(async (trx) => {
       const current = await findGrievance(trx, workspaceId, id);
       if (!current) throw notFound('Grievance');

@@ -24,16 +24,19 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
         tags,
         summary: 'List voters, filtered and paged (ordered by id)',
         description:
-          'With `search`, matches are counted exactly up to 10,000; above that `total` is 10,000 and `total_exact` is false.',
+          'A volunteer lists only their part of the roll: the voters of their coverage (wards, booths, constituencies), those they added, and the contacts of conversations assigned to them. With `search`, matches are counted exactly up to 10,000; above that `total` is 10,000 and `total_exact` is false.',
         querystring: ListVotersQuery,
         response: { 200: Success(VoterPage) },
       },
     },
     async (request) => {
       const { page, per_page, ...filters } = request.query;
+      const auth = authOf(request);
+      // A volunteer lists only their part of the roll.
+      const scope = await voters.scopeOf(auth);
       return {
         success: true as const,
-        data: await voters.list(authOf(request).workspaceId, filters, page, per_page),
+        data: await voters.list(auth.workspaceId, { ...filters, scope }, page, per_page),
       };
     },
   );
@@ -44,10 +47,13 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       config: { permission: 'voters:read' },
       schema: { tags, summary: 'Read one voter', params: IdParams, response: { 200: Success(Voter) } },
     },
-    async (request) => ({
-      success: true as const,
-      data: await voters.get(authOf(request).workspaceId, request.params.id),
-    }),
+    async (request) => {
+      const auth = authOf(request);
+      return {
+        success: true as const,
+        data: await voters.get(auth.workspaceId, request.params.id, await voters.scopeOf(auth)),
+      };
+    },
   );
 
   app.post(
@@ -64,7 +70,8 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       },
     },
     async (request, reply) => {
-      const data = await voters.create(authOf(request).workspaceId, request.body);
+      const auth = authOf(request);
+      const data = await voters.create(auth.workspaceId, request.body, auth.userId);
       return reply.code(201).send({ success: true, message: 'Voter created.', data });
     },
   );
@@ -82,7 +89,13 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       },
     },
     async (request) => {
-      const data = await voters.update(authOf(request).workspaceId, request.params.id, request.body);
+      const auth = authOf(request);
+      const data = await voters.update(
+        auth.workspaceId,
+        request.params.id,
+        request.body,
+        await voters.scopeOf(auth),
+      );
       return { success: true as const, message: 'Voter updated.', data };
     },
   );

@@ -3,6 +3,7 @@ import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { coverageOf } from '../users/users.schemas.ts';
 
 /**
  * How voters are found: the filters shared by the list, the export, segments and broadcasts, the search (trigram
@@ -15,6 +16,57 @@ export interface VoterFilters {
   booth?: string | undefined;
   ward?: string | undefined;
   search?: string | undefined;
+  /** A volunteer's part of the roll: only the voters in it (VoterScope). */
+  scope?: VoterScope | undefined;
+}
+
+/**
+ * A volunteer's part of the roll (the contract's fourth part): the voters of their coverage (wards, booths,
+ * constituencies, compared case-folded), those they added, and the contacts of conversations assigned to them.
+ */
+export interface VoterScope {
+  userId: number;
+  wards: readonly string[];
+  booths: readonly string[];
+  constituencies: readonly string[];
+}
+
+/** A volunteer's part of the roll (their coverage read from their user row); undefined for other roles. */
+export async function volunteerScope(
+  db: Executor,
+  auth: { userId: number; workspaceId: number; role: string },
+): Promise<VoterScope | undefined> {
+  if (auth.role !== 'volunteer') return undefined;
+  const user = await db
+    .selectFrom('users')
+    .select('coverage')
+    .where('id', '=', auth.userId)
+    .where('workspace_id', '=', auth.workspaceId)
+    .executeTakeFirst();
+  return { userId: auth.userId, ...coverageOf({ coverage: user?.coverage ?? null }) };
+}
+
+function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: number, scope: VoterScope) {
+  const lower = (list: readonly string[]) => [...new Set(list.map((v) => placeKey(v)).filter(Boolean))];
+  const wards = lower(scope.wards);
+  const booths = lower(scope.booths);
+  const constituencies = lower(scope.constituencies);
+  return eb.or([
+    ...(wards.length > 0 ? [eb(sql<string>`lower(voters.ward)`, 'in', wards)] : []),
+    ...(booths.length > 0 ? [eb(sql<string>`lower(voters.booth)`, 'in', booths)] : []),
+    ...(constituencies.length > 0 ? [eb('voters.constituency_key', 'in', constituencies)] : []),
+    eb('voters.created_by', '=', scope.userId),
+    eb(
+      'voters.id',
+      'in',
+      eb
+        .selectFrom('conversations')
+        .select('conversations.voter_id')
+        .where('conversations.workspace_id', '=', workspaceId)
+        .where('conversations.assigned_to', '=', scope.userId)
+        .where('conversations.voter_id', 'is not', null),
+    ),
+  ]);
 }
 
 /** A term made only of digits, spaces and an optional leading + also searches phones, by its digits. */
@@ -113,18 +165,19 @@ function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' |
   return values;
 }
 
-/** Whether `filters` has a constituency, booth or ward to match. */
+/** Whether `filters` has a constituency, booth or ward to match, or a volunteer's scope. */
 export function hasExactFilters(filters: VoterFilters): boolean {
-  return Object.keys(exactValues(filters)).length > 0;
+  return Object.keys(exactValues(filters)).length > 0 || filters.scope !== undefined;
 }
 
-function exactFilters(filters: VoterFilters) {
+function exactFilters(filters: VoterFilters, workspaceId: number) {
   const { constituency_key, booth, ward } = exactValues(filters);
   return (eb: ExpressionBuilder<Database, 'voters'>) => {
     const and = [];
     if (constituency_key) and.push(eb('voters.constituency_key', '=', constituency_key));
     if (booth) and.push(eb('voters.booth', '=', booth));
     if (ward) and.push(eb('voters.ward', '=', ward));
+    if (filters.scope) and.push(scopeCondition(eb, workspaceId, filters.scope));
     return eb.and(and);
   };
 }
@@ -147,7 +200,7 @@ export function filteredVoters(
 ): SelectQueryBuilder<Database, 'voters', object> {
   let query = db.selectFrom('voters').where('voters.workspace_id', '=', workspaceId);
   if (ids) query = query.where('voters.id', '>', ids.after).where('voters.id', '<=', ids.upTo);
-  if (hasExactFilters(filters)) query = query.where(exactFilters(filters));
+  if (hasExactFilters(filters)) query = query.where(exactFilters(filters, workspaceId));
   const term = filters.search?.trim();
   if (term) query = query.where(searchCondition(db, workspaceId, term, ids));
   return query;
@@ -199,7 +252,7 @@ async function voterPage(
       .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
       .where(sql<boolean>`voters_fts MATCH ${match}`)
       .where('voters.workspace_id', '=', workspaceId);
-    if (hasExactFilters(filters)) query = query.where(exactFilters(filters) as never);
+    if (hasExactFilters(filters)) query = query.where(exactFilters(filters, workspaceId) as never);
     return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
   }
   if (!term && !hasExactFilters(filters) && offset >= DEFERRED_JOIN_OFFSET)

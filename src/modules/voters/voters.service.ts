@@ -14,7 +14,13 @@ import {
   nameKey,
   updateVoter,
 } from './voters.repository.ts';
-import { listVoters, type VoterFilters } from './voters.search.ts';
+import {
+  filteredVoters,
+  listVoters,
+  volunteerScope,
+  type VoterFilters,
+  type VoterScope,
+} from './voters.search.ts';
 import { checkVoter, type VoterField, type VoterValues } from './voters.rules.ts';
 import { linkVoter } from '../conversations/conversations.thread.ts';
 
@@ -47,7 +53,22 @@ export class VotersService {
     return values;
   }
 
-  async create(workspaceId: number, input: Partial<Record<VoterField, unknown>>) {
+  /** A volunteer's part of the roll; undefined for the other roles (the whole roll). */
+  scopeOf(auth: { userId: number; workspaceId: number; role: string }): Promise<VoterScope | undefined> {
+    return volunteerScope(this.deps.db, auth);
+  }
+
+  /** 404 unless the voter is in the scope (a volunteer's part of the roll). */
+  private async inScope(workspaceId: number, id: number, scope: VoterScope | undefined): Promise<void> {
+    if (!scope) return;
+    const found = await filteredVoters(this.deps.db, workspaceId, { scope })
+      .where('voters.id', '=', id)
+      .select('voters.id')
+      .executeTakeFirst();
+    if (!found) throw notFound('Voter');
+  }
+
+  async create(workspaceId: number, input: Partial<Record<VoterField, unknown>>, createdBy?: number) {
     const values = this.check(input, false) as VoterValues;
     const key = nameKey(values.name);
     const { db } = this.deps;
@@ -66,6 +87,7 @@ export class VotersService {
         name_key: key,
         created_at: now,
         updated_at: now,
+        created_by: createdBy ?? null,
       });
       // A contact who wrote in before they were on the roll: their conversation is linked now.
       await linkVoter(db, workspaceId, row);
@@ -76,14 +98,21 @@ export class VotersService {
     }
   }
 
-  async get(workspaceId: number, id: number) {
+  async get(workspaceId: number, id: number, scope?: VoterScope) {
+    await this.inScope(workspaceId, id, scope);
     const row = await findVoter(this.deps.db, workspaceId, id);
     if (!row) throw notFound('Voter');
     return voterView(row);
   }
 
-  async update(workspaceId: number, id: number, input: Partial<Record<VoterField, unknown>>) {
+  async update(
+    workspaceId: number,
+    id: number,
+    input: Partial<Record<VoterField, unknown>>,
+    scope?: VoterScope,
+  ) {
     const values = this.check(input, true);
+    await this.inScope(workspaceId, id, scope);
     const { db } = this.deps;
     return db.transaction().execute(async (trx) => {
       const current = await findVoter(trx, workspaceId, id);
