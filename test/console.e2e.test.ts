@@ -409,11 +409,15 @@ describe.runIf(!browserMissing).each(dialects)(
 
     it('a volunteer sees only their inbox, voters read-only and their profile', async () => {
       const email = uniqueEmail('field');
-      await api(`${server.base}/api`, 'POST', '/users', owner.token, {
+      const added = await api(`${server.base}/api`, 'POST', '/users', owner.token, {
         name: 'Field Volunteer',
         email,
         password: PASSWORD,
         role: 'volunteer',
+      });
+      // A volunteer sees their part of the roll: the ward of Ravi Kumar (7) is theirs.
+      await api(`${server.base}/api`, 'PATCH', `/users/${(added as { id: number }).id}`, owner.token, {
+        coverage: { wards: ['7'] },
       });
       const volunteer = await context.browser()!.newContext({ viewport: { width: 360, height: 740 } });
       const v = await volunteer.newPage();

@@ -493,7 +493,7 @@ export interface paths {
         };
         /**
          * List voters, filtered and paged (ordered by id)
-         * @description With `search`, matches are counted exactly up to 10,000; above that `total` is 10,000 and `total_exact` is false.
+         * @description A volunteer lists only their part of the roll: the voters of their coverage (wards, booths, constituencies), those they added, and the contacts of conversations assigned to them. With `search`, matches are counted exactly up to 10,000; above that `total` is 10,000 and `total_exact` is false.
          *
          *     Requires permission `voters:read` (politician, manager, volunteer).
          */
