@@ -87,7 +87,7 @@ function Members() {
           {members.data?.data.map((u) => (
             <tr key={u.id}>
               <td>{u.name}</td>
-              <td>{u.email}</td>
+              <td>{'email' in u ? u.email : ''}</td>
               <td>
                 {u.id === me.user.id ? (
                   t(`role.${u.role}`)
