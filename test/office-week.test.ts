@@ -153,6 +153,55 @@ for (const dialect of dialects) {
       );
     });
 
+    it('POST /api/templates/render answers the text the service would send, its SMS parts and credits; {{x|fallback}}', async () => {
+      const owner = await register(t.app);
+      const id = (
+        await call(t.app, 'POST', '/api/voters', {
+          token: owner.token,
+          body: { name: 'Meena Kumari', phone: uniquePhone(), ward: '12' },
+        })
+      ).body.data.id as number;
+      const template = await call(t.app, 'POST', '/api/templates', {
+        token: owner.token,
+        body: {
+          name: 'Hello',
+          channel: 'sms',
+          body: 'Namaste {{first_name|friend}}, ward {{ward}} meets at 5.',
+        },
+      });
+      expect(template.status, template.raw).toBe(201);
+      const rendered = await call(t.app, 'POST', '/api/templates/render', {
+        token: owner.token,
+        body: { template_id: template.body.data.id, voter_id: id },
+      });
+      expect(rendered.status, rendered.raw).toBe(200);
+      expect(rendered.body.data).toEqual({
+        channel: 'sms',
+        text: 'Namaste Meena, ward 12 meets at 5.',
+        sms_parts: 1,
+        encoding: 'gsm7',
+        credits: 1,
+      });
+      const fallback = await call(t.app, 'POST', '/api/templates/render', {
+        token: owner.token,
+        body: { body: 'नमस्ते {{first_name|मित्र}}' },
+      });
+      expect(fallback.body.data).toMatchObject({ text: 'नमस्ते मित्र', encoding: 'ucs2', credits: 1 });
+      expectError(
+        await call(t.app, 'POST', '/api/templates/render', {
+          token: owner.token,
+          body: { body: 'Hi {{caste}}' },
+        }),
+        422,
+        'validation_error',
+      );
+      expectError(
+        await call(t.app, 'POST', '/api/templates/render', { token: owner.token, body: {} }),
+        422,
+        'validation_error',
+      );
+    });
+
     it('managers list the team (id, name, role, active, coverage) to assign conversations; only politicians change it', async () => {
       const owner = await register(t.app);
       const manager = await addMember(t.app, owner, 'manager');

@@ -351,12 +351,30 @@ for (const dialect of dialects) {
           body: 'List-Unsubscribe=One-Click',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
         });
-      // A forged or altered link changes nothing.
-      const [payload, sig] = path.slice('/api/unsubscribe/'.length).split('.') as [string, string];
+      // The link carries no readable address (sealed under APP_KEY), and a forged or altered one changes nothing.
+      const token = path.slice('/api/unsubscribe/'.length);
+      expect(token).toMatch(/^v1\./);
+      for (const part of token.split('.'))
+        expect(Buffer.from(part, 'base64url').toString('latin1')).not.toContain(address.split('@')[0]);
+      const [version, iv, tag, body] = token.split('.') as [string, string, string, string];
       const forged = Buffer.from(`${owner.user.workspace_id}:someone.else@example.com`).toString('base64url');
-      expectError(await post(`/api/unsubscribe/${forged}.${sig}`), 404, 'not_found');
-      expectError(await post(`/api/unsubscribe/${payload}.${sig.slice(0, -2)}AA`), 404, 'not_found');
+      expectError(await post(`/api/unsubscribe/${version}.${iv}.${tag}.${forged}`), 404, 'not_found');
+      expectError(
+        await post(`/api/unsubscribe/${version}.${iv}.${tag.slice(0, -2)}AA.${body}`),
+        404,
+        'not_found',
+      );
       expectError(await post('/api/unsubscribe/nonsense'), 404, 'not_found');
+      // The page is in Hindi for a browser that asks for it.
+      const hindi = await call(t.app, 'GET', path, {
+        headers: { accept: 'text/html', 'accept-language': 'hi-IN,hi;q=0.9,en;q=0.8' },
+      });
+      expect(hindi.raw).toContain('<html lang="hi">');
+      expect(hindi.raw).toContain('ईमेल की सदस्यता समाप्त करें');
+      const english = await call(t.app, 'GET', path, {
+        headers: { accept: 'text/html', 'accept-language': 'en-IN' },
+      });
+      expect(english.raw).toContain('Unsubscribe from email');
       // No token needed: the link is the credential.
       const ok = await post(path);
       expect(ok.status).toBe(200);

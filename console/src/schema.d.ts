@@ -1183,7 +1183,7 @@ export interface paths {
         };
         /**
          * The page of a one-click unsubscribe link (for a person who clicks it)
-         * @description An HTML page naming the address and the channel, with a button that posts the one-click request. Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise.
+         * @description An HTML page naming the address and the channel, with a button that posts the one-click request, in Hindi or English (the request's Accept-Language). Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise.
          */
         get: operations["getUnsubscribeToken"];
         put?: never;
@@ -1286,6 +1286,28 @@ export interface paths {
          *     Requires permission `consent:manage` (politician, manager).
          */
         post: operations["postTemplates"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/render": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The text a template (or a body) renders to for a voter, with its SMS parts and credits
+         * @description Give `template_id` or `body` (with `channel`, default sms), and optionally `voter_id`. A variable may give a fallback for an empty value: `{{first_name|friend}}`. Without a voter, variables render empty (or their fallback).
+         *
+         *     Requires permission `messages:send` (politician, manager).
+         */
+        post: operations["postTemplatesRender"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2768,6 +2790,22 @@ export interface components {
             message?: string;
             data: components["schemas"]["Readiness"];
         };
+        /** RenderedTemplate */
+        RenderedTemplate: {
+            channel: components["schemas"]["Channel"];
+            text: string;
+            sms_parts: number | null;
+            /** @description gsm7 or ucs2 (SMS). */
+            encoding: string | null;
+            credits: number;
+        };
+        /** RenderedTemplateResponse */
+        RenderedTemplateResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["RenderedTemplate"];
+        };
         /**
          * Role
          * @enum {string}
@@ -4099,6 +4137,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ReadinessResponse"];
+            };
+        };
+        /** @description OK. */
+        RenderedTemplate: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RenderedTemplateResponse"];
             };
         };
         /** @description OK. */
@@ -6940,6 +6994,35 @@ export interface operations {
         };
         responses: {
             201: components["responses"]["TemplateCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postTemplatesRender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    template_id?: string;
+                    body?: string;
+                    voter_id?: number;
+                    channel?: components["schemas"]["Channel"];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["RenderedTemplate"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

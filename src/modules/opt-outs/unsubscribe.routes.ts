@@ -24,9 +24,49 @@ const html = (text: string) =>
 /** The page a person sees on following the link: which address and channel, and a button that posts. */
 const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
-function page(title: string, body: string): string {
+/** The page's words in English and Hindi (the request's Accept-Language chooses). */
+const words = {
+  en: {
+    invalidTitle: 'This unsubscribe link is not valid',
+    invalidBody: 'The link is incomplete or was altered. Copy the whole link from the email and try again.',
+    title: 'Unsubscribe from campaign email',
+    stop: (email: string) => `Stop all campaign email to <strong>${email}</strong> from this office.`,
+    button: 'Unsubscribe from email',
+    doneTitle: 'You are unsubscribed',
+    done: (email: string) => `No more campaign email will be sent to <strong>${email}</strong>.`,
+  },
+  hi: {
+    invalidTitle: 'यह सदस्यता-समाप्ति लिंक मान्य नहीं है',
+    invalidBody: 'लिंक अधूरा है या बदला गया है। ईमेल से पूरा लिंक कॉपी करके फिर कोशिश करें।',
+    title: 'अभियान ईमेल की सदस्यता समाप्त करें',
+    stop: (email: string) => `इस कार्यालय से <strong>${email}</strong> पर अभियान ईमेल भेजना बंद करें।`,
+    button: 'ईमेल की सदस्यता समाप्त करें',
+    doneTitle: 'आपकी सदस्यता समाप्त हो गई है',
+    done: (email: string) => `<strong>${email}</strong> पर अब कोई अभियान ईमेल नहीं भेजा जाएगा।`,
+  },
+} as const;
+type Language = keyof typeof words;
+
+/** Hindi when the request's Accept-Language ranks it above English, else English. */
+function languageOf(header: string | undefined): Language {
+  let best: { lang: Language; q: number } = { lang: 'en', q: 0 };
+  for (const part of (header ?? '').split(',')) {
+    const [tag, ...params] = part.trim().toLowerCase().split(';');
+    const q = Number(
+      params
+        .find((p) => p.trim().startsWith('q='))
+        ?.trim()
+        .slice(2) ?? '1',
+    );
+    const lang = tag?.startsWith('hi') ? 'hi' : tag?.startsWith('en') ? 'en' : undefined;
+    if (lang && Number.isFinite(q) && q > best.q) best = { lang, q };
+  }
+  return best.lang;
+}
+
+function page(title: string, body: string, lang: Language = 'en'): string {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${html(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}
 button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:.3rem;background:#b3261e;color:#fff;cursor:pointer}
@@ -56,7 +96,8 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
         tags: ['Consent'],
         summary: 'The page of a one-click unsubscribe link (for a person who clicks it)',
         description:
-          'An HTML page naming the address and the channel, with a button that posts the one-click request. ' +
+          'An HTML page naming the address and the channel, with a button that posts the one-click request, in Hindi ' +
+          "or English (the request's Accept-Language). " +
           'Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser ' +
           '(`Accept: text/html`), the error envelope otherwise.',
         security: [],
@@ -68,6 +109,8 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
     },
     async (request, reply) => {
       const target = readUnsubscribeToken(appKey, request.params.token);
+      const lang = languageOf(request.headers['accept-language']);
+      const w = words[lang];
       if (!target) {
         // A person (a browser asks for HTML) reads a page; any other client gets the error envelope.
         if (!/\btext\/html\b/.test(request.headers.accept ?? '')) throw notFound('Unsubscribe link');
@@ -75,18 +118,14 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
           .code(404)
           .header('content-security-policy', PAGE_CSP)
           .type('text/html; charset=utf-8')
-          .send(
-            page(
-              'This unsubscribe link is not valid',
-              '<p>The link is incomplete or was altered. Copy the whole link from the email and try again.</p>',
-            ),
-          );
+          .send(page(w.invalidTitle, `<p>${w.invalidBody}</p>`, lang));
       }
       reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
       return page(
-        'Unsubscribe from campaign email',
-        `<p>Stop all campaign email to <strong>${html(target.email)}</strong> from this office.</p>
-<form method="post"><button type="submit">Unsubscribe from email</button></form>`,
+        w.title,
+        `<p>${w.stop(html(target.email))}</p>
+<form method="post"><button type="submit">${w.button}</button></form>`,
+        lang,
       );
     },
   );
@@ -127,16 +166,12 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
         );
       });
       if (/\btext\/html\b/.test(request.headers.accept ?? '')) {
+        const lang = languageOf(request.headers['accept-language']);
         return reply
           .header('content-security-policy', PAGE_CSP)
           .type('text/html; charset=utf-8')
           .serializer((payload: unknown) => String(payload))
-          .send(
-            page(
-              'You are unsubscribed',
-              `<p>No more campaign email will be sent to <strong>${html(target.email)}</strong>.</p>`,
-            ) as never,
-          );
+          .send(page(words[lang].doneTitle, `<p>${words[lang].done(html(target.email))}</p>`, lang) as never);
       }
       return {
         success: true as const,

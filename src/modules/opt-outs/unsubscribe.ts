@@ -1,8 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SecretBox } from '../../lib/secret-box.ts';
 
 /**
- * One-click unsubscribe links (RFC 8058). The link names the workspace and the address, signed with an HMAC
- * under APP_KEY: it works without signing in, cannot be forged for another address, and needs no table.
+ * One-click unsubscribe links (RFC 8058). The link carries the workspace and the address sealed (AES-256-GCM)
+ * under APP_KEY: it works without signing in, cannot be forged for another address, needs no table, and its
+ * address cannot be read from it (a link in a log or a forwarded email reveals nothing). Links of the earlier
+ * form (the address in base64 with an HMAC) still work.
  */
 export const UNSUBSCRIBE_PATH = '/api/unsubscribe';
 
@@ -10,16 +13,26 @@ function signature(appKey: Buffer, payload: string): string {
   return createHmac('sha256', appKey).update(`list-unsubscribe\n${payload}`).digest('base64url');
 }
 
+const boxes = new WeakMap<Buffer, SecretBox>();
+const boxOf = (appKey: Buffer) => {
+  let box = boxes.get(appKey);
+  if (!box) boxes.set(appKey, (box = new SecretBox(appKey, 'unsubscribe')));
+  return box;
+};
+
 export function unsubscribeToken(appKey: Buffer, workspaceId: number, email: string): string {
-  const payload = Buffer.from(`${workspaceId}:${email}`, 'utf8').toString('base64url');
-  return `${payload}.${signature(appKey, payload)}`;
+  return boxOf(appKey).seal(`${workspaceId}:${email}`);
 }
 
-/** The workspace and address of a token whose signature verifies; undefined otherwise. */
+/** The workspace and address of a token sealed (or, earlier, signed) under APP_KEY; undefined otherwise. */
 export function readUnsubscribeToken(
   appKey: Buffer,
   token: string,
 ): { workspaceId: number; email: string } | undefined {
+  if (token.startsWith('v1.')) {
+    const match = /^(\d{1,15}):(.+)$/s.exec(boxOf(appKey).openOr(token) ?? '');
+    return match ? { workspaceId: Number(match[1]), email: match[2]! } : undefined;
+  }
   const [payload, given, extra] = token.split('.');
   if (!payload || !given || extra !== undefined) return undefined;
   const expected = Buffer.from(signature(appKey, payload));
@@ -34,15 +47,10 @@ export function unsubscribeUrl(appKey: Buffer, baseUrl: string, workspaceId: num
   return `${baseUrl}${UNSUBSCRIBE_PATH}/${unsubscribeToken(appKey, workspaceId, email)}`;
 }
 
-/** The RFC 8058 headers of a campaign email to `email` of a workspace. */
-export function listUnsubscribeHeaders(
-  appKey: Buffer,
-  baseUrl: string,
-  workspaceId: number,
-  email: string,
-): Record<string, string> {
+/** The RFC 8058 headers of a campaign email, for its unsubscribe URL (the footer's, the same link). */
+export function listUnsubscribeHeaders(url: string): Record<string, string> {
   return {
-    'List-Unsubscribe': `<${unsubscribeUrl(appKey, baseUrl, workspaceId, email)}>`,
+    'List-Unsubscribe': `<${url}>`,
     'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
   };
 }

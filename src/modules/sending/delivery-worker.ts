@@ -531,10 +531,12 @@ export class DeliveryWorker {
     if (row.channel !== 'email' || row.campaign_id === null) return message;
     const { appKey, publicBaseUrl, port } = this.deps.config;
     const base = publicBaseUrl ?? `http://localhost:${port}`;
+    // One link for the header and the footer (each sealing draws a fresh IV).
+    const url = unsubscribeUrl(appKey, base, row.workspace_id, row.to);
     return {
       ...message,
-      body: message.body + unsubscribeFooter(unsubscribeUrl(appKey, base, row.workspace_id, row.to)),
-      headers: listUnsubscribeHeaders(appKey, base, row.workspace_id, row.to),
+      body: message.body + unsubscribeFooter(url),
+      headers: listUnsubscribeHeaders(url),
     };
   }
 

@@ -1,16 +1,23 @@
 /**
  * Template variables: `{{name}}`, `{{first_name}}`, `{{constituency}}`, `{{booth}}`, `{{ward}}` (spaces inside
- * the braces allowed), rendered from a voter record; a recipient who is not a voter renders them empty.
+ * the braces allowed), rendered from a voter record; a recipient who is not a voter renders them empty, or as
+ * the fallback a variable gives: `{{first_name|friend}}` is "friend" where the first name is empty.
  */
 export const templateVariables = ['name', 'first_name', 'constituency', 'booth', 'ward'] as const;
 
 const VARIABLE = /\{\{\s*([^{}]*?)\s*\}\}/g;
 
+/** A variable's name and its fallback (`first_name|friend`), each trimmed. */
+function parts(inside: string): [string, string] {
+  const bar = inside.indexOf('|');
+  return bar < 0 ? [inside.trim(), ''] : [inside.slice(0, bar).trim(), inside.slice(bar + 1).trim()];
+}
+
 /** The variables a body uses that are not allowed, in order of appearance, without repeats. */
 export function unknownVariables(body: string): string[] {
   const unknown = new Set<string>();
   for (const match of body.matchAll(VARIABLE)) {
-    const name = match[1] ?? '';
+    const [name] = parts(match[1] ?? '');
     if (!(templateVariables as readonly string[]).includes(name)) unknown.add(name);
   }
   return [...unknown];
@@ -31,7 +38,12 @@ export function renderTemplate(
   voter: VoterFields | undefined,
   overrides?: VariableOverrides,
 ): string {
-  return body.replace(VARIABLE, (_all, name: string) => overrides?.[name] ?? variableValue(name, voter));
+  return body.replace(VARIABLE, (_all, inside: string) => valueOf(inside, voter, overrides));
+}
+
+function valueOf(inside: string, voter: VoterFields | undefined, overrides: VariableOverrides): string {
+  const [name, fallback] = parts(inside);
+  return (overrides?.[name] ?? variableValue(name, voter)) || fallback;
 }
 
 /** Each variable of `body` where it appears (repeats included), with its value for `voter`. */
@@ -41,8 +53,8 @@ export function variableValues(
   overrides?: VariableOverrides,
 ): Array<[string, string]> {
   return [...body.matchAll(VARIABLE)].map((match) => {
-    const name = match[1] ?? '';
-    return [name, overrides?.[name] ?? variableValue(name, voter)];
+    const inside = match[1] ?? '';
+    return [parts(inside)[0], valueOf(inside, voter, overrides)];
   });
 }
 

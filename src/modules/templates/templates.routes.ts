@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { authOf } from '../../http/guard.ts';
+import { ChannelSchema } from '../messages/messages.schemas.ts';
 import { Done, Page, Success } from '../../http/schemas.ts';
 import {
   CreateTemplateBody,
@@ -36,6 +38,47 @@ export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesSe
       const data = await templates.create(authOf(request).workspaceId, request.body);
       return reply.code(201).send({ success: true, message: 'Template created.', data });
     },
+  );
+
+  app.post(
+    '/templates/render',
+    {
+      config: { permission: 'messages:send' },
+      schema: {
+        tags,
+        summary: 'The text a template (or a body) renders to for a voter, with its SMS parts and credits',
+        description:
+          'Give `template_id` or `body` (with `channel`, default sms), and optionally `voter_id`. A variable may give a ' +
+          'fallback for an empty value: `{{first_name|friend}}`. Without a voter, variables render empty (or their fallback).',
+        body: Type.Object(
+          {
+            template_id: Type.Optional(Type.String({ maxLength: 40 })),
+            body: Type.Optional(Type.String({ maxLength: 5000 })),
+            voter_id: Type.Optional(Type.Integer({ minimum: 1 })),
+            channel: Type.Optional(ChannelSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Success(
+            Type.Object(
+              {
+                channel: ChannelSchema,
+                text: Type.String(),
+                sms_parts: Type.Union([Type.Integer(), Type.Null()]),
+                encoding: Type.Union([Type.String(), Type.Null()], { description: 'gsm7 or ucs2 (SMS).' }),
+                credits: Type.Integer(),
+              },
+              { title: 'RenderedTemplate' },
+            ),
+          ),
+        },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await templates.render(authOf(request).workspaceId, request.body),
+    }),
   );
 
   app.get(

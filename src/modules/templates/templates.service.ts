@@ -15,7 +15,8 @@ import {
   type VoterFields,
 } from '../sending/render.ts';
 import type { ProviderTemplate } from '../../providers/provider.ts';
-import { parseRef } from '../messages/messages.rules.ts';
+import { parseRef, unitCost } from '../messages/messages.rules.ts';
+import { smsEncoding, smsSegments } from '../../lib/sms.ts';
 import {
   deleteTemplate,
   findTemplate,
@@ -96,6 +97,61 @@ const blankToNull = (value: string | null | undefined) =>
 /** Message templates (`tpl_<n>`) whose voter variables are rendered per recipient. */
 export class TemplatesService {
   constructor(private readonly deps: { db: Kysely<Database> }) {}
+
+  /**
+   * The text the service would send for a template (or a body) and a voter, with its SMS parts and its credits:
+   * the one renderer (the console uses it), fallbacks (`{{first_name|friend}}`) included.
+   */
+  async render(
+    workspaceId: number,
+    input: {
+      template_id?: string | undefined;
+      body?: string | undefined;
+      voter_id?: number | undefined;
+      channel?: MessageChannel | undefined;
+    },
+  ) {
+    const { db } = this.deps;
+    const errors: FieldErrors = {};
+    if ((input.template_id === undefined) === (input.body === undefined))
+      errors.template_id = ['give either template_id or body (one of them).'];
+    let body = input.body ?? '';
+    let channel: MessageChannel = input.channel ?? 'sms';
+    if (input.template_id !== undefined) {
+      const template = isTemplateRef(input.template_id)
+        ? await findTemplate(db, workspaceId, Number(input.template_id.slice(4)))
+        : undefined;
+      if (!template) errors.template_id = ['is not a template of this workspace (tpl_<n>).'];
+      else {
+        body = template.body;
+        channel = template.channel;
+      }
+    }
+    const unknown = input.body !== undefined ? unknownVariables(body) : [];
+    if (unknown.length > 0)
+      errors.body = [
+        `uses ${unknown.map((v) => `{{${v}}}`).join(', ')}: the variables are ${templateVariables.map((v) => `{{${v}}}`).join(', ')}.`,
+      ];
+    let voter: VoterFields | undefined;
+    if (input.voter_id !== undefined) {
+      voter = await db
+        .selectFrom('voters')
+        .select(['name', 'constituency', 'booth', 'ward'])
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', input.voter_id)
+        .executeTakeFirst();
+      if (!voter) errors.voter_id = ['is not a voter of this workspace.'];
+    }
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const text = renderTemplate(body, voter);
+    return {
+      channel,
+      text,
+      sms_parts: channel === 'sms' ? smsSegments(text) : null,
+      encoding: channel === 'sms' ? smsEncoding(text) : null,
+      credits: unitCost(channel, text),
+    };
+  }
 
   async create(workspaceId: number, input: TemplateInput) {
     const errors: FieldErrors = {};
