@@ -227,11 +227,11 @@ describe('the OpenAPI document', () => {
     expect(headersOf('/api/voters/export', 'get', '200')).toContain('Content-Disposition');
   });
 
-  // 826 KB before named components; a third of that was the bound. New routes since (GET /api/workspace, the
-  // gateways' inbound callbacks, campaigns' carriers and last errors) grew it by about 1 KB: the bound is now
-  // 280,000 bytes, still far below what inlined schemas would give.
-  it('stays small with named components (under 280 KB; 826 KB before them)', () => {
-    expect(JSON.stringify(raw).length).toBeLessThan(280_000);
+  // 826 KB before named components; a third of that (275,502 bytes) was the bound then. The document grows
+  // with the API (GET /api/workspace, POST /api/templates/render, the gateways' inbound callbacks, campaigns'
+  // carriers): the bound is 300,000 bytes, which inlined schemas (three times the size) would still break.
+  it('stays small with named components (under 300 KB; 826 KB before them)', () => {
+    expect(JSON.stringify(raw).length).toBeLessThan(300_000);
   });
 
   it("documents the channel accounts' callbacks even when no real provider is configured, not Twilio's", async () => {
