@@ -18,7 +18,7 @@ import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { channels, type Channel, type MessageProvider } from '../src/providers/provider.ts';
-import { SandboxProvider } from '../src/providers/sandbox.ts';
+import { SandboxProvider } from '../src/providers/sandbox/index.ts';
 
 const VOTERS = Number(process.env.BENCH_VOTERS ?? 1_000_000);
 const pgUrl = process.env.BENCH_DATABASE_URL;

@@ -40,14 +40,13 @@ import { creditsRoutes } from './modules/credits/credits.routes.ts';
 import { CreditsService } from './modules/credits/credits.service.ts';
 import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
 import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
-import { callbackRoutes } from './modules/messages/callbacks.routes.ts';
 import { messagesRoutes } from './modules/messages/messages.routes.ts';
 import { MessagesService } from './modules/messages/messages.service.ts';
 import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
 import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
 import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
 import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
-import { inboundRoutes, twilioInboundRoutes } from './modules/inbound/inbound.routes.ts';
+import { inboundRoutes } from './modules/inbound/inbound.routes.ts';
 import { InboundService } from './modules/inbound/inbound.service.ts';
 import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
 import { templatesRoutes } from './modules/templates/templates.routes.ts';
@@ -70,7 +69,7 @@ import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
 import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
 import type { Providers } from './providers/provider.ts';
-import { createProviders } from './providers/registry.ts';
+import { adapterNamed, createProviders } from './providers/registry.ts';
 import { AccountPace, AccountProviders, publicBase } from './providers/accounts.ts';
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
 import {
@@ -104,7 +103,7 @@ export const MAX_PATH_PARAM = 2048;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const SECRET_PATHS: Array<[RegExp, string]> = [
-  // A channel account's callback URL: its token is the only authentication of MSG91's and Exotel's callbacks.
+  // A channel account's callback URL: its token is the only authentication of unsigned providers' callbacks.
   [/(\/providers\/[^/]+\/[^/]+\/)[^/]+(?=\/[^/]+\/?$)/, '$1:token'],
   // A one-click unsubscribe link: its token carries the address.
   [/(\/unsubscribe\/)[^/]+/, '$1:token'],
@@ -272,12 +271,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     otpRoute: async (workspaceId) => {
       const { account } = await channelCarrier(db.kysely, workspaceId, 'sms');
       if (!account || !accountProviders.readable(account)) return undefined;
-      const templateId = (JSON.parse(account.settings) as Record<string, unknown>).otp_template_id;
-      // MSG91 sends templates only: without an OTP template the deployment's provider carries the code.
-      if (account.provider === 'msg91' && typeof templateId !== 'string') return undefined;
+      const adapter = adapterNamed(account.provider);
+      const setting = adapter.otpTemplateSetting;
+      const settings = JSON.parse(account.settings) as Record<string, unknown>;
+      const templateId = setting ? settings[setting] : undefined;
+      // A gateway that sends templates only, without an OTP template: the deployment's provider carries the code.
+      if (adapter.templates?.sends === 'only' && typeof templateId !== 'string') return undefined;
       return {
         provider: accountProviders.providerFor(account, 'sms'),
-        ...(typeof templateId === 'string' ? { templateId } : {}),
+        ...(typeof templateId === 'string' ? { templateIds: { [adapter.name]: templateId } } : {}),
       };
     },
     log: app.log,
@@ -386,12 +388,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     inbound,
     publicBaseUrl: config.publicBaseUrl,
     port: config.port,
+    deployment: config.deployment,
   });
-  if (config.twilio)
-    await app.register(twilioInboundRoutes, { prefix: '/api', inbound, twilio: config.twilio });
-  if (config.twilio) {
-    await app.register(callbackRoutes, { prefix: '/api', messages, twilio: config.twilio, db: db.kysely });
-  }
 
   app.addHook('onClose', async () => {
     app.databaseOutage.close();

@@ -10,21 +10,22 @@ export type {
   DatabaseSettings,
   WebhookSettings,
   DeliverySettings,
-  TwilioSettings,
-  ProviderBaseUrls,
-  SmtpSettings,
   ApiDeprecation,
+  DeploymentAccount,
+  ProviderEnv,
   ProviderName,
 } from './config.types.ts';
-export { providerNames } from './config.types.ts';
 import {
   type ApiDeprecation,
   type Config,
   type DatabaseSettings,
+  type DeploymentAccount,
+  type ProviderEnv,
   type ProviderName,
-  type SmtpSettings,
-  type TwilioSettings,
 } from './config.types.ts';
+import { fieldProblem, fieldsOfSchema, type ProviderAdapter } from './providers/adapter.ts';
+import { adapters, defaultDeploymentProvider, deploymentAdapters } from './providers/registry.ts';
+import type { Channel } from './providers/provider.ts';
 
 export class ConfigError extends Error {
   constructor(variable: string, problem: string) {
@@ -188,43 +189,65 @@ function url(env: Env, name: string, fallback?: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
-/** TWILIO_BASE_URL (the contract's name), or TWILIO_API_BASE_URL (its earlier name). */
-function twilioBaseUrl(env: Env): string {
-  return env.TWILIO_BASE_URL?.trim()
-    ? (url(env, 'TWILIO_BASE_URL') as string)
-    : (url(env, 'TWILIO_API_BASE_URL', 'https://api.twilio.com') as string);
+/**
+ * Each provider's API base URL (`api.env`, or its earlier name `api.alias`, else its default) and the other
+ * variables its adapter declares, checked against their patterns.
+ */
+function providerEnv(env: Env): Record<string, ProviderEnv> {
+  return Object.fromEntries(
+    adapters.map((adapter) => {
+      const api = adapter.api;
+      const apiUrl = !api
+        ? ''
+        : api.alias && !env[api.env]?.trim()
+          ? (url(env, api.alias, api.url) as string)
+          : (url(env, api.env, api.url) as string);
+      const values: Record<string, string> = {};
+      for (const [name, [fallback, pattern, what]] of Object.entries(adapter.env ?? {})) {
+        const raw = env[name]?.trim() || fallback;
+        if (!pattern.test(raw)) throw new ConfigError(name, `must be ${what}, got "${raw}"`);
+        values[name] = raw;
+      }
+      return [adapter.name, { apiUrl, values }];
+    }),
+  );
 }
 
-function twilio(env: Env, used: boolean): TwilioSettings | undefined {
-  if (!used) return undefined;
-  const accountSid = env.TWILIO_ACCOUNT_SID?.trim();
-  const authToken = env.TWILIO_AUTH_TOKEN?.trim();
-  if (!accountSid) throw new ConfigError('TWILIO_ACCOUNT_SID', 'is required when a channel uses twilio');
-  if (!authToken) throw new ConfigError('TWILIO_AUTH_TOKEN', 'is required when a channel uses twilio');
-  return {
-    accountSid,
-    authToken,
-    apiBaseUrl: twilioBaseUrl(env),
-    smsFrom: env.TWILIO_SMS_FROM?.trim() || undefined,
-    whatsappFrom: env.TWILIO_WHATSAPP_FROM?.trim() || undefined,
-    voiceFrom: env.TWILIO_VOICE_FROM?.trim() || undefined,
-    publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
+/**
+ * The settings and credentials of a deployment provider that a channel uses, from `<PREFIX>_<NAME>` (each of
+ * its adapter's fields): a required one missing, or a malformed one, stops the service with the variable named.
+ */
+function deploymentAccount(env: Env, adapter: ProviderAdapter, usedBy: string[]): DeploymentAccount {
+  const spec = adapter.deployment!;
+  const variable = (name: string) => spec.names?.[name] ?? `${spec.prefix}_${name.toUpperCase()}`;
+  const read = (schema: ProviderAdapter['settings'], secret: boolean) => {
+    const values: Record<string, string | number | boolean> = {};
+    for (const [name, field, required] of fieldsOfSchema(schema)) {
+      const key = variable(name);
+      const raw = secret ? env[key] : env[key]?.trim();
+      if (!raw?.trim()) {
+        if (required) throw new ConfigError(key, `is required when ${usedBy.join(' or ')}`);
+        continue;
+      }
+      const value =
+        field.type === 'integer'
+          ? Number(raw)
+          : field.type === 'boolean'
+            ? ['1', 'true', 'yes'].includes(raw.toLowerCase())
+              ? true
+              : ['0', 'false', 'no'].includes(raw.toLowerCase())
+                ? false
+                : raw
+            : raw;
+      const problem = fieldProblem(field, value);
+      if (problem) throw new ConfigError(key, `${problem.replace(/\.$/, '')}, got "${secret ? '…' : raw}"`);
+      values[name] = value;
+    }
+    return values;
   };
-}
-
-function smtp(env: Env, used: boolean): SmtpSettings | undefined {
-  if (!used) return undefined;
-  const host = env.SMTP_HOST?.trim();
-  const from = env.SMTP_FROM?.trim();
-  if (!host) throw new ConfigError('SMTP_HOST', 'is required when EMAIL_PROVIDER=smtp');
-  if (!from) throw new ConfigError('SMTP_FROM', 'is required when EMAIL_PROVIDER=smtp');
   return {
-    host,
-    port: int(env, 'SMTP_PORT', 587, 1, 65535),
-    secure: bool(env, 'SMTP_SECURE', false),
-    user: env.SMTP_USER?.trim() || undefined,
-    password: env.SMTP_PASSWORD || undefined,
-    from,
+    settings: read(adapter.settings, false),
+    credentials: read(adapter.credentials, true) as Record<string, string>,
   };
 }
 
@@ -244,8 +267,10 @@ function providerTimeout(env: Env, leaseSeconds: number): number {
   return value;
 }
 
-function providerFor(env: Env, name: string, allowed: readonly ProviderName[]): ProviderName {
-  return oneOf(env, name, allowed, 'sandbox');
+/** `<CHANNEL>_PROVIDER`: a deployment provider that serves the channel (default the sandbox). */
+function providerFor(env: Env, channel: Channel): ProviderName {
+  const allowed = deploymentAdapters.filter((a) => a.channels.includes(channel)).map((a) => a.name);
+  return oneOf(env, `${channel.toUpperCase()}_PROVIDER`, allowed, defaultDeploymentProvider);
 }
 
 export interface LoadConfigOptions {
@@ -263,11 +288,15 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl))
     throw new ConfigError('REDIS_URL', 'must start with redis://');
   const providers = {
-    sms: providerFor(env, 'SMS_PROVIDER', ['sandbox', 'twilio']),
-    whatsapp: providerFor(env, 'WHATSAPP_PROVIDER', ['sandbox', 'twilio']),
-    email: providerFor(env, 'EMAIL_PROVIDER', ['sandbox', 'smtp']),
-    ivr: providerFor(env, 'IVR_PROVIDER', ['sandbox', 'twilio']),
+    sms: providerFor(env, 'sms'),
+    whatsapp: providerFor(env, 'whatsapp'),
+    email: providerFor(env, 'email'),
+    ivr: providerFor(env, 'ivr'),
   } as const;
+  const usedBy = (name: string) =>
+    Object.entries(providers)
+      .filter(([, provider]) => provider === name)
+      .map(([channel]) => `${channel.toUpperCase()}_PROVIDER=${name}`);
   const leaseSeconds = int(env, 'WORKER_LEASE_SECONDS', 60, 1);
   const config: Config = {
     port: int(env, 'PORT', 3000, 0, 65535),
@@ -339,23 +368,19 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       unconfirmedAfterMs: int(env, 'UNCONFIRMED_AFTER_HOURS', 48, 1, 24 * 30) * 3_600_000,
       pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
       retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
-      sendRate: {
-        sandbox: int(env, 'SANDBOX_SEND_RATE', 0),
-        twilio: int(env, 'TWILIO_SEND_RATE', 0),
-        smtp: int(env, 'SMTP_SEND_RATE', 0),
-      },
+      // <PREFIX>_SEND_RATE of each deployment provider (SANDBOX_SEND_RATE, ...).
+      sendRate: Object.fromEntries(
+        deploymentAdapters.map((a) => [a.name, int(env, `${a.deployment!.prefix}_SEND_RATE`, 0)]),
+      ),
     },
-    twilio: twilio(env, Object.values(providers).includes('twilio')),
-    providerBaseUrls: {
-      msg91: url(env, 'MSG91_BASE_URL', 'https://control.msg91.com') as string,
-      exotel: url(env, 'EXOTEL_BASE_URL', 'https://api.exotel.com') as string,
-      whatsappCloud: url(env, 'WHATSAPP_CLOUD_BASE_URL', 'https://graph.facebook.com') as string,
-      twilio: twilioBaseUrl(env),
-    },
-    whatsappCloudApiVersion: graphVersion(env),
+    providerEnv: providerEnv(env),
+    deployment: Object.fromEntries(
+      deploymentAdapters
+        .filter((a) => usedBy(a.name).length > 0)
+        .map((a) => [a.name, deploymentAccount(env, a, usedBy(a.name))]),
+    ),
     eventStreamsPerUser: int(env, 'EVENT_STREAMS_PER_USER', 5, 1, 1000),
     eventStreamBufferBytes: int(env, 'EVENT_STREAM_BUFFER_KB', 256, 16, 65536) * 1024,
-    smtp: smtp(env, providers.email === 'smtp'),
     quietHours: quietHours(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
     dltEnforce: bool(env, 'DLT_ENFORCE', false),
@@ -383,16 +408,6 @@ function quietHours(env: Env): QuietHours | undefined {
     );
   }
   return { ...window, timeZone, text };
-}
-
-function graphVersion(env: Env): string {
-  const raw = env.WHATSAPP_CLOUD_API_VERSION?.trim() || 'v23.0';
-  if (!/^v\d{1,3}\.\d{1,3}$/.test(raw))
-    throw new ConfigError(
-      'WHATSAPP_CLOUD_API_VERSION',
-      `must be a Graph API version such as v23.0, got "${raw}"`,
-    );
-  return raw;
 }
 
 /** The database when DATABASE_URL is unset: a SQLite file under the current directory. */

@@ -41,7 +41,7 @@ export interface Config {
     /** Sign-in and sign-up per client address (a whole office on one network): RATE_LIMIT_AUTH_IP_PER_MIN. */
     readonly authIp: number;
     readonly otp: number;
-    /** Signed delivery reports from messaging providers (Twilio), per client address. */
+    /** Delivery reports and replies from messaging providers, per client address. */
     readonly callback: number;
     /** Requests with a missing, bad, expired or revoked token, per client address. */
     readonly failedAuth: number;
@@ -75,19 +75,20 @@ export interface Config {
   readonly webhooks: WebhookSettings;
   readonly broadcastMaxRecipients: number;
   readonly delivery: DeliverySettings;
-  readonly twilio: TwilioSettings | undefined;
-  /** The API base URL of each provider that channel accounts use (regional endpoints, local test doubles). */
-  readonly providerBaseUrls: ProviderBaseUrls;
-  /** The Graph API version of WhatsApp Cloud API calls (WHATSAPP_CLOUD_API_VERSION). */
-  readonly whatsappCloudApiVersion: string;
+  /**
+   * Each provider's API base URL (its `<NAME>_BASE_URL`: regional endpoints, local test doubles) and the other
+   * environment settings its adapter declares, by provider name.
+   */
+  readonly providerEnv: Readonly<Record<string, ProviderEnv>>;
+  /** The settings and credentials of each deployment provider a channel uses (`<PREFIX>_*`), by name. */
+  readonly deployment: Readonly<Record<string, DeploymentAccount>>;
   /** Open `GET /api/events/stream` connections a user may hold (in one API process). */
   readonly eventStreamsPerUser: number;
   /** EVENT_STREAM_BUFFER_KB in bytes: a stream whose client leaves this much unread is closed (it resumes). */
   readonly eventStreamBufferBytes: number;
-  readonly smtp: SmtpSettings | undefined;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;
-  /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and Twilio callbacks point there. */
+  /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and the deployment's provider callbacks point there. */
   readonly publicBaseUrl: string | undefined;
   /** DLT_ENFORCE: an SMS needs a tpl_ template with a DLT template id and a sender id. */
   readonly dltEnforce: boolean;
@@ -145,31 +146,14 @@ export interface DeliverySettings {
   readonly unconfirmedAfterMs: number;
 }
 
-export interface TwilioSettings {
-  readonly accountSid: string;
-  readonly authToken: string;
-  readonly apiBaseUrl: string;
-  readonly smsFrom: string | undefined;
-  readonly whatsappFrom: string | undefined;
-  readonly voiceFrom: string | undefined;
-  /** Where Twilio reaches this service: status callbacks go to <publicBaseUrl>/api/providers/twilio/status. */
-  readonly publicBaseUrl: string | undefined;
+export interface ProviderEnv {
+  readonly apiUrl: string;
+  readonly values: Readonly<Record<string, string>>;
 }
 
-export interface ProviderBaseUrls {
-  readonly msg91: string;
-  readonly exotel: string;
-  readonly whatsappCloud: string;
-  readonly twilio: string;
-}
-
-export interface SmtpSettings {
-  readonly host: string;
-  readonly port: number;
-  readonly secure: boolean;
-  readonly user: string | undefined;
-  readonly password: string | undefined;
-  readonly from: string;
+export interface DeploymentAccount {
+  readonly settings: Readonly<Record<string, string | number | boolean>>;
+  readonly credentials: Readonly<Record<string, string>>;
 }
 
 export interface ApiDeprecation {
@@ -180,5 +164,5 @@ export interface ApiDeprecation {
   readonly migrationGuideUrl: string | undefined;
 }
 
-export const providerNames = ['sandbox', 'twilio', 'smtp'] as const;
-export type ProviderName = (typeof providerNames)[number];
+/** A provider's name (its adapter's, src/providers/registry.ts). */
+export type ProviderName = string;

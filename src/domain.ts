@@ -65,8 +65,8 @@ export type OptOutSource = (typeof optOutSources)[number];
 export const templateCategories = ['promotional', 'service', 'transactional'] as const;
 export type TemplateCategory = (typeof templateCategories)[number];
 
-export const accountProviders = ['msg91', 'exotel', 'whatsapp_cloud', 'twilio', 'smtp', 'sandbox'] as const;
-export type AccountProvider = (typeof accountProviders)[number];
+/** A channel account's provider: the name of one of src/providers/registry.ts's adapters. */
+export type AccountProvider = string;
 
 /** One page of a list, as every list route answers it. */
 export interface PageResult<T> {

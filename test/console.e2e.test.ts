@@ -373,6 +373,18 @@ describe.runIf(!browserMissing).each(dialects)(
         .getByRole('status')
         .filter({ hasText: /test|Test/ })
         .waitFor();
+      // The form is the provider's own fields, as the service describes them (GET /api/channel-accounts/providers).
+      await page.getByLabel('Name', { exact: true }).first().fill('Office MSG91');
+      await page.getByLabel('Provider').selectOption('msg91');
+      await page.getByLabel('sender *').fill('CESOFC');
+      await page.getByLabel('authkey *').fill('an-authkey');
+      await page.getByLabel('otp_template_id').waitFor();
+      expect(await page.getByLabel('phone_number_id *').count()).toBe(0);
+      await page.getByRole('button', { name: 'Add' }).first().click();
+      await page
+        .getByRole('row', { name: /Office MSG91/ })
+        .getByRole('cell', { name: 'MSG91', exact: true })
+        .waitFor();
       await accessible(page, 'settings');
       await shoot(page, 'settings', save);
       await nav('My profile').click();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { ProviderError } from '../src/providers/provider.ts';
-import { SmtpProvider } from '../src/providers/smtp.ts';
+import { SmtpProvider } from '../src/providers/smtp/index.ts';
 import { call, dialects, register, uniquePhone } from './helpers.ts';
 import { buildProviderTestApp, isolatedDatabase, until } from './messaging-helpers.ts';
 

@@ -10,7 +10,7 @@ import { type Config, loadConfig } from '../src/config.ts';
 import { connect, type Db, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { channels, type Channel } from '../src/providers/provider.ts';
-import { SandboxProvider } from '../src/providers/sandbox.ts';
+import { SandboxProvider } from '../src/providers/sandbox/index.ts';
 
 /** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
 export const dialects: DialectName[] = [

@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config.ts';
 import { connect, type Db } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { channels } from '../src/providers/provider.ts';
-import { SandboxProvider } from '../src/providers/sandbox.ts';
+import { SandboxProvider } from '../src/providers/sandbox/index.ts';
 import { call, register, uniquePhone } from './helpers.ts';
 
 describe('log lines (sqlite, LOG_LEVEL=trace)', () => {

@@ -9,8 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExotelProvider } from '../src/providers/exotel.ts';
-import { Msg91Provider } from '../src/providers/msg91.ts';
+import { ExotelProvider } from '../src/providers/exotel/index.ts';
+import { Msg91Provider } from '../src/providers/msg91/index.ts';
 import {
   type MessageProvider,
   type OutgoingMessage,
@@ -18,9 +18,9 @@ import {
   ProviderTimeout,
   sendWithin,
 } from '../src/providers/provider.ts';
-import { SmtpProvider } from '../src/providers/smtp.ts';
-import { TwilioProvider } from '../src/providers/twilio.ts';
-import { WhatsAppCloudProvider } from '../src/providers/whatsapp-cloud.ts';
+import { SmtpProvider } from '../src/providers/smtp/index.ts';
+import { TwilioProvider } from '../src/providers/twilio/index.ts';
+import { WhatsAppCloudProvider } from '../src/providers/whatsapp_cloud/index.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: Server[] = [];
@@ -74,7 +74,7 @@ const twilio = (base: string, channel: 'sms' | 'whatsapp' = 'sms') =>
     smsFrom: '+15005550006',
     whatsappFrom: '+15005550006',
     voiceFrom: undefined,
-    publicBaseUrl: undefined,
+    statusCallbackUrl: '',
   });
 const msg91 = (base: string) => new Msg91Provider({ baseUrl: base, authkey: 'key', sender: 'CESOFC' });
 const whatsapp = (base: string) =>

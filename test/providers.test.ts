@@ -5,7 +5,7 @@ import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
-import { SandboxProvider } from '../src/providers/sandbox.ts';
+import { SandboxProvider } from '../src/providers/sandbox/index.ts';
 import { call, dialects, expectError, register, uniquePhone } from './helpers.ts';
 import { buildProviderTestApp, isolatedDatabase, until } from './messaging-helpers.ts';
 

@@ -570,7 +570,14 @@ for (const dialect of dialects) {
         const answers: string[] = [];
         // (A channel account's callbacks answer providers, with the account's token in the URL.)
         for (const route of callable(t).filter(
-          (r) => r.method === 'GET' && !r.hidden && !r.url.includes(':token/') && !endless(r),
+          // (GET /api/channel-accounts/providers names the providers' credential fields, SMTP's `password` among
+          // them: names, never values.)
+          (r) =>
+            r.method === 'GET' &&
+            !r.hidden &&
+            !r.url.includes(':token/') &&
+            !endless(r) &&
+            r.url !== '/api/channel-accounts/providers',
         )) {
           const url = fill(route.url, ownersId);
           answers.push((await call(t.app, 'GET', url, { token: owner.token })).raw);

@@ -1410,6 +1410,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/channel-accounts/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The providers an account can be of: their channels, settings, credentials and callbacks
+         * @description Each provider's settings and credentials as fields (name, type, required, the channels that need it): what POST and PATCH /api/channel-accounts check, and what the console's form shows.
+         *
+         *     Any signed-in user.
+         */
+        get: operations["getChannelAccountsProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/channel-accounts/{id}": {
         parameters: {
             query?: never;
@@ -1453,7 +1475,7 @@ export interface paths {
         put?: never;
         /**
          * Send one short test message through the account
-         * @description On `channel` (default the account's first). Through MSG91, which sends only templates, give a `tpl_` template with provider_template_ids.msg91. Costs one credit of the channel, like any send. A refusal is 422 `provider_rejected` with the provider's code and text in `details`.
+         * @description On `channel` (default the account's first). Through a provider that sends only its own templates, give a `tpl_` template with provider_template_ids.<provider>. Costs one credit of the channel, like any send. A refusal is 422 `provider_rejected` with the provider's code and text in `details`.
          *
          *     Requires permission `channels:manage` (politician).
          */
@@ -1656,14 +1678,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A channel account's GET callbacks: Exotel's greeting text, SMS replies, the WhatsApp webhook's verification
-         * @description `exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 for an unknown call. `exotel` `inbound` (the SMS app's "Send a Reply" URL: `SmsSid`, `From`, `To`, `Date`, `Body`) and `msg91` `inbound` (its inbound SMS forwarding: `number`, `message`, ...): a reply, answered with an empty text/plain (no automatic reply). `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's `verify_token`) and `hub.challenge` answer the challenge as text/plain.
+         * A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies
+         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound), whatsapp_cloud (webhook), twilio (delivery).
          */
         get: operations["getProvidersProviderAccountTokenKind"];
         put?: never;
         /**
          * A channel account's delivery reports and inbound messages
-         * @description `msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` `webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature), `msg91` `inbound` (a forwarded SMS reply: form or JSON `number`, `message`). See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).
+         * @description Each provider in its own documented format (docs/providers.md): delivery reports and call statuses (form or JSON), signed webhooks (checked with the account's credentials), forwarded SMS replies. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).
          */
         post: operations["postProvidersProviderAccountTokenKind"];
         delete?: never;
@@ -1768,7 +1790,7 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A reply came in (POST /api/inbound, Twilio, a WhatsApp Cloud API account) */
+        /** A reply came in (POST /api/inbound, a provider's inbound callback) */
         post: operations["postWebhookMessageReceived"];
         delete?: never;
         options?: never;
@@ -2097,7 +2119,7 @@ export interface components {
             id: string;
             name: string;
             /**
-             * @description msg91 (sms), exotel (sms, ivr), whatsapp_cloud (whatsapp), twilio (sms, whatsapp, ivr), smtp (email), sandbox (all).
+             * @description msg91 (MSG91: sms); exotel (Exotel: sms, ivr); whatsapp_cloud (WhatsApp Cloud API: whatsapp); twilio (Twilio: sms, whatsapp, ivr); smtp (SMTP: email); sandbox (Sandbox: sms, whatsapp, email, ivr).
              * @enum {string}
              */
             provider: "msg91" | "exotel" | "whatsapp_cloud" | "twilio" | "smtp" | "sandbox";
@@ -2114,11 +2136,11 @@ export interface components {
             active: boolean;
             /** @description Why the account is switched off; null while active. */
             disabled_reason: string | null;
-            /** @description Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 `{ delivery }`; exotel `{ delivery, call_status, greeting }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working). */
+            /** @description Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 `{ delivery, inbound }`; exotel `{ delivery, call_status, greeting, inbound }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working). */
             callback_urls: {
                 [key: string]: string;
             };
-            /** @description whatsapp_cloud only: the Verify token to give Meta with the webhook URL. */
+            /** @description The token to give the provider with the webhook URL (whatsapp_cloud only). */
             verify_token?: string;
             /**
              * Format: date-time
@@ -2737,6 +2759,49 @@ export interface components {
             message?: string;
             data: components["schemas"]["ProcessedPayment"];
         };
+        /** ProviderDescription */
+        ProviderDescription: {
+            /** @description The account's `provider` value. */
+            name: string;
+            label: string;
+            channels: components["schemas"]["Channel"][];
+            /** @description Non-secret settings (returned on the account). */
+            settings: components["schemas"]["ProviderField"][];
+            /** @description Secrets (written only). */
+            credentials: components["schemas"]["ProviderField"][];
+            /** @description The kinds of its callback URLs (`callback_urls`). */
+            callbacks: string[];
+            /** @description Whether it keeps templates of its own, and what their id there is. */
+            templates: {
+                /**
+                 * @description only: it sends nothing but its own templates (provider_template_ids.<name>).
+                 * @enum {string}
+                 */
+                sends: "only" | "also";
+                id_label: string;
+            } | null;
+            /** @description Its accounts get a `verify_token` for the webhook. */
+            verify_token: boolean;
+        };
+        /** ProviderField */
+        ProviderField: {
+            name: string;
+            /**
+             * @description text, a whole number, or true/false.
+             * @enum {string}
+             */
+            type: "text" | "integer" | "boolean";
+            /** @description Required on every account of the provider. */
+            required: boolean;
+            /** @description The channels that need it (an account is for them only with it). */
+            required_for: components["schemas"]["Channel"][];
+            description: string | null;
+            max_length?: number;
+            minimum?: number;
+            maximum?: number;
+            /** @description false: the value has no spaces. */
+            spaces?: boolean;
+        };
         /** QuickReply */
         QuickReply: {
             /** @description `qr_<n>` */
@@ -2972,10 +3037,9 @@ export interface components {
             dlt_template_id: string | null;
             sender_id: string | null;
             subject: string | null;
-            /** @description The template at each provider that keeps its own ({} when none). */
+            /** @description The template at each provider that keeps its own (msg91, whatsapp_cloud), by provider; {} when none. */
             provider_template_ids: {
-                msg91?: string;
-                whatsapp_cloud?: string;
+                [key: string]: string;
             };
             /**
              * Format: date-time
@@ -6982,7 +7046,7 @@ export interface operations {
                     sender_id?: string | null;
                     /** @description Email subject. */
                     subject?: string | null;
-                    /** @description The template at providers that keep their own: MSG91 sends SMS only through a template with `msg91`; WhatsApp Cloud API accounts send the approved template named by `whatsapp_cloud`. null clears both. */
+                    /** @description The template at providers that keep their own, by provider: `msg91` (MSG91, which sends only through its own templates), `whatsapp_cloud` (WhatsApp Cloud API). null clears them. */
                     provider_template_ids?: {
                         /** @description The template's id in the MSG91 panel (Flow). */
                         msg91?: string;
@@ -7111,7 +7175,7 @@ export interface operations {
                     sender_id?: string | null;
                     /** @description Email subject. */
                     subject?: string | null;
-                    /** @description The template at providers that keep their own: MSG91 sends SMS only through a template with `msg91`; WhatsApp Cloud API accounts send the approved template named by `whatsapp_cloud`. null clears both. */
+                    /** @description The template at providers that keep their own, by provider: `msg91` (MSG91, which sends only through its own templates), `whatsapp_cloud` (WhatsApp Cloud API). null clears them. */
                     provider_template_ids?: {
                         /** @description The template's id in the MSG91 panel (Flow). */
                         msg91?: string;
@@ -7224,13 +7288,13 @@ export interface operations {
                 "application/json": {
                     name: string;
                     /**
-                     * @description msg91 (sms), exotel (sms, ivr), whatsapp_cloud (whatsapp), twilio (sms, whatsapp, ivr), smtp (email), sandbox (all).
+                     * @description msg91 (MSG91: sms); exotel (Exotel: sms, ivr); whatsapp_cloud (WhatsApp Cloud API: whatsapp); twilio (Twilio: sms, whatsapp, ivr); smtp (SMTP: email); sandbox (Sandbox: sms, whatsapp, email, ivr).
                      * @enum {string}
                      */
                     provider: "msg91" | "exotel" | "whatsapp_cloud" | "twilio" | "smtp" | "sandbox";
                     /** @description The channels the account is for (default: those of the provider that its settings allow). */
                     channels?: components["schemas"]["Channel"][];
-                    /** @description The provider's non-secret fields: msg91 `{ sender }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }` (caller_id and app_id for ivr); whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }` (the sender of each channel the account is for); smtp `{ host, port?, secure?, from }`; sandbox `{}`. A PATCH merges the keys it gives into the account's. */
+                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
                     settings?: {
                         [key: string]: string | number | boolean;
                     };
@@ -7253,6 +7317,43 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getChannelAccountsProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: components["schemas"]["ProviderDescription"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
@@ -7322,7 +7423,7 @@ export interface operations {
                 "application/json": {
                     name?: string;
                     channels?: components["schemas"]["Channel"][];
-                    /** @description The provider's non-secret fields: msg91 `{ sender }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }` (caller_id and app_id for ivr); whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }` (the sender of each channel the account is for); smtp `{ host, port?, secure?, from }`; sandbox `{}`. A PATCH merges the keys it gives into the account's. */
+                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
                     settings?: {
                         [key: string]: string | number | boolean;
                     };
@@ -7370,7 +7471,7 @@ export interface operations {
                     /** @description E.164 phone (sms, whatsapp, ivr) or an email address (email). */
                     to: string;
                     channel?: components["schemas"]["Channel"];
-                    /** @description A `tpl_<n>` template of the channel (required through MSG91: one with provider_template_ids.msg91). */
+                    /** @description A `tpl_<n>` template of the channel (required through a provider that sends only its own templates: one with its provider_template_ids). */
                     template_id?: string;
                 };
             };
@@ -7755,6 +7856,8 @@ export interface operations {
     getProvidersProviderAccountTokenKind: {
         parameters: {
             query?: {
+                /** @description Our message id, where a provider is given it in the URL. */
+                message?: string;
                 "hub.mode"?: string;
                 "hub.verify_token"?: string;
                 "hub.challenge"?: string;
@@ -7769,14 +7872,14 @@ export interface operations {
                 /** @description `cha_<n>` */
                 account: string;
                 token: string;
-                /** @description delivery, call_status, greeting or webhook. */
+                /** @description delivery, call_status, greeting, webhook or inbound. */
                 kind: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Text. */
+            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7790,6 +7893,7 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                    "text/xml": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7805,8 +7909,15 @@ export interface operations {
     postProvidersProviderAccountTokenKind: {
         parameters: {
             query?: {
-                /** @description Twilio: our message id. */
+                /** @description Our message id, where a provider is given it in the URL. */
                 message?: string;
+                "hub.mode"?: string;
+                "hub.verify_token"?: string;
+                "hub.challenge"?: string;
+                CallSid?: string;
+                CustomField?: string;
+                From?: string;
+                Body?: string;
             };
             header?: never;
             path: {
@@ -7814,7 +7925,7 @@ export interface operations {
                 /** @description `cha_<n>` */
                 account: string;
                 token: string;
-                /** @description delivery, call_status, greeting or webhook. */
+                /** @description delivery, call_status, greeting, webhook or inbound. */
                 kind: string;
             };
             cookie?: never;
@@ -7849,6 +7960,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -40,7 +40,7 @@ export interface InboundMessageTable {
   body: string;
   keyword: 'stop' | 'start' | null;
   provider: string;
-  /** The provider's id of the message (Twilio's MessageSid): a replayed callback is stored once. */
+  /** The provider's id of the message: a replayed callback is stored once. */
   provider_message_id: ColumnType<string | null, string | null | undefined, string | null>;
   conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: string;
@@ -58,7 +58,7 @@ export interface TemplateTable {
   dlt_template_id: string | null;
   sender_id: string | null;
   subject: string | null;
-  /** JSON text `{ msg91?, whatsapp_cloud? }`: the template's id with each provider; null when none. */
+  /** JSON text `{ <provider>: id }`: the template's id with each provider that keeps its own; null when none. */
   provider_template_ids: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
@@ -85,7 +85,7 @@ export interface ChannelAccountTable {
   disabled_reason: string | null;
   /** Sealed: the secret in the account's callback URLs. */
   callback_token: string;
-  /** Sealed: the WhatsApp webhook's verify token (whatsapp_cloud only). */
+  /** Sealed: the webhook's verify token (providers whose adapter has `verifyToken`). */
   verify_token: string | null;
   created_at: string;
   updated_at: string;

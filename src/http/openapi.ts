@@ -6,6 +6,7 @@ import { type Permission, rolePermissions } from './permissions.ts';
 import { componentize, errorResponses, type ErrorStatus, type OpenApiDocument } from './openapi.document.ts';
 import { ErrorEnvelope } from './schemas.ts';
 import { DOCS_CSP } from './security-headers.ts';
+import { adapters } from '../providers/registry.ts';
 
 const description = `Voter rolls, messaging over WhatsApp, SMS, email and IVR, campaigns, grievances, credits and webhooks
 for campaign offices.
@@ -109,8 +110,7 @@ const tagOrder = [
   },
   {
     name: 'Channel accounts',
-    description:
-      "The workspace's own provider accounts (MSG91, Exotel, the WhatsApp Cloud API, Twilio, SMTP, the sandbox): credentials encrypted and never returned, one default per channel, callback URLs per account, a test send (politician only). See docs/providers.md.",
+    description: `The workspace's own provider accounts (${adapters.map((a) => a.label).join(', ')}): credentials encrypted and never returned, one default per channel, callback URLs per account, a test send (politician only). GET /api/channel-accounts/providers describes each provider. See docs/providers.md.`,
   },
   {
     name: 'Audit log',
@@ -125,7 +125,7 @@ const tagOrder = [
   {
     name: 'Provider callbacks',
     description:
-      "Delivery reports and replies from messaging providers: channel accounts' callback URLs (each with the account's secret token, and the provider's signature where it signs), and the deployment's Twilio callbacks (when Twilio is configured).",
+      "Delivery reports and replies from messaging providers: channel accounts' callback URLs (each with the account's secret token, and the provider's signature where it signs), and the deployment provider's callbacks (where a channel's deployment provider has any).",
   },
 ];
 
@@ -189,7 +189,6 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'GET /api/voters/imports/:import_id/errors.csv': [409],
   'POST /api/opt-outs/import': [413],
   'POST /api/campaigns/:id/preview': [409],
-  'POST /api/providers/twilio/inbound': [403],
   'POST /api/voters': [409],
   'PUT /api/voters/:id': [409],
   'POST /api/messages/send': [402, 409, 502],
@@ -203,12 +202,13 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/payments': [409],
   'POST /api/webhooks/:id/deliveries/:delivery_id/retry': [409],
   'POST /api/webhooks/:id/test': [409],
-  'POST /api/providers/twilio/status': [403],
-  'GET /api/providers/:provider/:account/:token/:kind': [401],
+  'POST /api/providers/:provider/:kind': [403, 404, 405],
+  'GET /api/providers/:provider/:kind': [403, 404, 405],
+  'GET /api/providers/:provider/:account/:token/:kind': [401, 404, 405],
   'POST /api/conversations/:id/reply': [402, 409, 502],
   'POST /api/channel-accounts/:id/test': [402, 409],
   'POST /api/conversations/:id/grievance': [409],
-  'POST /api/providers/:provider/:account/:token/:kind': [401, 400],
+  'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 405, 413],
 };
 
 const successDescriptions: Record<string, string> = {

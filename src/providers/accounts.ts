@@ -3,24 +3,12 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { ChannelAccountRow } from '../db/schema.ts';
 import { SecretBox } from '../lib/secret-box.ts';
-import { ExotelProvider } from './exotel.ts';
-import { Msg91Provider } from './msg91.ts';
 import type { Channel, MessageProvider } from './provider.ts';
-import { SandboxProvider } from './sandbox.ts';
-import { SmtpProvider } from './smtp.ts';
-import { TwilioProvider } from './twilio.ts';
-import { WhatsAppCloudProvider } from './whatsapp-cloud.ts';
+import { adapterNamed, buildProvider } from './registry.ts';
 
 export type AccountsConfig = Pick<
   Config,
-  | 'appKey'
-  | 'providerBaseUrls'
-  | 'whatsappCloudApiVersion'
-  | 'publicBaseUrl'
-  | 'port'
-  | 'delivery'
-  | 'sandboxDeliveryDelayMs'
-  | 'redisPrefix'
+  'appKey' | 'providerEnv' | 'publicBaseUrl' | 'port' | 'delivery' | 'sandboxDeliveryDelayMs' | 'redisPrefix'
 >;
 
 /** Where the service is reached from outside: PUBLIC_BASE_URL, else localhost on PORT. */
@@ -87,67 +75,15 @@ export class AccountProviders {
 
   private build(row: ChannelAccountRow, channel: Channel): MessageProvider {
     const { config, log } = this.deps;
-    const settings = JSON.parse(row.settings) as Record<string, string | number | boolean | undefined>;
-    const text = (name: string) =>
-      typeof settings[name] === 'string' ? (settings[name] as string) : undefined;
-    const secrets = this.credentials(row);
     const base = publicBase(config);
     const token = this.callbackToken(row) ?? '';
-    const urls = config.providerBaseUrls;
-    switch (row.provider) {
-      case 'msg91':
-        return new Msg91Provider({
-          baseUrl: urls.msg91,
-          authkey: secrets.authkey ?? '',
-          sender: text('sender') ?? '',
-        });
-      case 'exotel':
-        return new ExotelProvider(channel === 'ivr' ? 'ivr' : 'sms', {
-          baseUrl: urls.exotel,
-          sid: text('sid') ?? '',
-          apiKey: secrets.api_key ?? '',
-          apiToken: secrets.api_token ?? '',
-          sender: text('sender') ?? '',
-          callerId: text('caller_id'),
-          appId: text('app_id'),
-          dltEntityId: text('dlt_entity_id'),
-          deliveryUrl: callbackUrl(base, row, token, 'delivery'),
-          callStatusUrl: callbackUrl(base, row, token, 'call_status'),
-        });
-      case 'whatsapp_cloud':
-        return new WhatsAppCloudProvider({
-          baseUrl: urls.whatsappCloud,
-          version: config.whatsappCloudApiVersion,
-          phoneNumberId: text('phone_number_id') ?? '',
-          accessToken: secrets.access_token ?? '',
-        });
-      case 'twilio':
-        if (channel === 'email') throw new Error('twilio cannot send email');
-        return new TwilioProvider(channel, {
-          accountSid: text('account_sid') ?? '',
-          authToken: secrets.auth_token ?? '',
-          apiBaseUrl: urls.twilio,
-          smsFrom: text('sms_from'),
-          whatsappFrom: text('whatsapp_from'),
-          voiceFrom: text('voice_from'),
-          publicBaseUrl: base,
-          statusCallbackUrl: callbackUrl(base, row, token, 'delivery'),
-        });
-      case 'smtp':
-        return new SmtpProvider(
-          {
-            host: text('host') ?? '',
-            port: typeof settings.port === 'number' ? settings.port : 587,
-            secure: settings.secure === true,
-            user: secrets.username,
-            password: secrets.password,
-            from: text('from') ?? '',
-          },
-          config.delivery.providerTimeoutMs,
-        );
-      case 'sandbox':
-        return new SandboxProvider(channel, log, config.sandboxDeliveryDelayMs, false, true);
-    }
+    return buildProvider(adapterNamed(row.provider), config, log, {
+      channel,
+      settings: JSON.parse(row.settings) as Record<string, string | number | boolean>,
+      credentials: this.credentials(row),
+      callbackUrl: (kind) => callbackUrl(base, row, token, kind),
+      ownAccount: true,
+    });
   }
 }
 

@@ -72,11 +72,22 @@ export async function callProvider(
   return { status: res.status, body, retryAfterMs: retryAfterOf(res) };
 }
 
-/** A provider's text, short and on one line, for `error_message`. */
-export function providerText(value: unknown): string {
-  const text = typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value);
+/** Numbers and addresses as providers quote them in their texts: none of them reaches a log or `error_message`. */
+const PERSONAL: readonly RegExp[] = [/\+?\b\d{10,15}\b/g, /[^\s<>"':;,@]{1,64}@[^\s<>"':;,@]{1,255}/gi];
+
+/**
+ * A provider's text, short and on one line, for `error_message` (and the log lines that carry it), with every
+ * phone number and email address in it, and whatever the adapter's `redact` names, replaced by `…`.
+ */
+export function providerText(value: unknown, redact: readonly RegExp[] = []): string {
+  // Cut first: the patterns then read at most a few hundred characters, however long the answer.
+  let text = (typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value)).slice(
+    0,
+    400,
+  );
+  for (const pattern of [...redact, ...PERSONAL]) text = text.replace(pattern, '…');
   return text.replace(/\s+/g, ' ').trim().slice(0, 200) || 'no message';
 }
 
-/** A phone for providers that take it without the plus (MSG91, Meta): country code and number. */
+/** A phone for providers that take it without the plus: country code and number. */
 export const withoutPlus = (phone: string) => phone.replace(/^\+/, '');

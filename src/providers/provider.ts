@@ -1,4 +1,5 @@
 import type { MessageErrorCode } from '../domain.ts';
+import type { ErrorVerdict } from './adapter.ts';
 import { within } from '../lib/time-limit.ts';
 
 export const channels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
@@ -20,16 +21,15 @@ export interface OutgoingMessage {
   dltTemplateId?: string | undefined;
   senderId?: string | undefined;
   /**
-   * A template of ours with an id at the provider (MSG91's Flow id, an approved WhatsApp template's name), its
-   * language, and the values of its variables in the order they appear in its body (rendered for this
-   * recipient). Providers that send templates only (MSG91) or templates outside the 24-hour window (WhatsApp)
-   * use them.
+   * A template of ours with an id at the provider (`provider_template_ids`), its language, and the values of
+   * its variables in the order they appear in its body (rendered for this recipient). Providers that send
+   * templates only, or templates outside WhatsApp's 24-hour window, use them.
    */
   providerTemplate?: ProviderTemplate | undefined;
 }
 
 export interface ProviderTemplate {
-  /** The template's id per provider (`provider_template_ids`: msg91, whatsapp_cloud). */
+  /** The template's id per provider (`provider_template_ids`). */
   ids: Readonly<Record<string, string>>;
   language: string;
   /** Each variable of the body where it appears (repeats included), with its value for this recipient. */
@@ -40,7 +40,7 @@ export interface SendResult {
   /** The provider's id for the message, used to match its delivery reports. */
   providerMessageId: string;
   /**
-   * A batch the provider took while refusing some of its numbers (MSG91): each refused message's index in the
+   * A batch the provider took while refusing some of its numbers: each refused message's index in the
    * batch and the provider's reason. Those fail alone (`invalid_recipient`); the others went.
    */
   refused?: Array<[number, string]>;
@@ -70,7 +70,7 @@ export interface MessageProvider {
   /** `signal` aborts a call that took too long (see sendWithin); a provider may ignore it. */
   send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult>;
   /**
-   * Providers that take many recipients in one request (MSG91's Flow: up to `batchLimit` of one template): one
+   * Providers that take many recipients in one request (up to `batchLimit` of one template): one
    * call for all of `messages`, one provider id (the request's) for them all.
    */
   sendMany?(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult>;
@@ -81,7 +81,7 @@ export interface MessageProvider {
    * restart.
    */
   readonly settlement?: { readonly afterMs: number; outcome(to: string): FinalStatus };
-  /** Releases connections (SMTP pool) at shutdown. */
+  /** Releases connections (a mail server's pool) at shutdown. */
   close?(): void;
 }
 
@@ -96,6 +96,11 @@ export class ProviderError extends Error {
   ) {
     super(message);
     this.name = 'ProviderError';
+  }
+
+  /** The error an adapter's error table decides for an answer. */
+  static of(message: string, verdict: ErrorVerdict): ProviderError {
+    return new ProviderError(message, verdict.retry, verdict.error_code, verdict.after_ms);
   }
 }
 

@@ -3,6 +3,7 @@ import { useRef, useState } from 'react';
 import { api, data, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import { useProviders } from './settings.tsx';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];
@@ -232,7 +233,9 @@ function Templates() {
   const [language, setLanguage] = useState('en');
   const [dlt, setDlt] = useState('');
   const [sender, setSender] = useState('');
-  const [msg91, setMsg91] = useState('');
+  const providers = useProviders();
+  const keeping = (providers.data ?? []).filter((p) => p.templates);
+  const [ids, setIds] = useState<Record<string, string>>({});
   const list = useQuery({
     queryKey: ['templates'],
     queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
@@ -249,7 +252,9 @@ function Templates() {
             language,
             ...(dlt ? { dlt_template_id: dlt } : {}),
             ...(sender ? { sender_id: sender } : {}),
-            ...(msg91 ? { provider_template_ids: { msg91 } } : {}),
+            ...(Object.values(ids).some(Boolean)
+              ? { provider_template_ids: Object.fromEntries(Object.entries(ids).filter(([, v]) => v)) }
+              : {}),
           },
         }),
       ),
@@ -296,9 +301,15 @@ function Templates() {
         <Field label={t('consent.sender')}>
           <input value={sender} onChange={(e) => setSender(e.target.value)} />
         </Field>
-        <Field label={t('consent.msg91')}>
-          <input value={msg91} onChange={(e) => setMsg91(e.target.value)} />
-        </Field>
+        {keeping.map((p) => (
+          <Field
+            key={p.name}
+            label={t('consent.providerTemplate', { provider: p.label })}
+            hint={p.templates?.id_label}
+          >
+            <input value={ids[p.name] ?? ''} onChange={(e) => setIds({ ...ids, [p.name]: e.target.value })} />
+          </Field>
+        ))}
         <div className="actions">
           <button className="primary" disabled={add.isPending}>
             {t('add')}

@@ -1,6 +1,7 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, data, envelope } from '../api.ts';
+import type { components } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 
@@ -17,27 +18,68 @@ export function Settings() {
   );
 }
 
-const providers = {
-  sandbox: { settings: [], credentials: [] },
-  msg91: { settings: ['sender'], credentials: ['authkey'] },
-  exotel: {
-    settings: ['sid', 'sender', 'caller_id', 'app_id', 'dlt_entity_id'],
-    credentials: ['api_key', 'api_token'],
-  },
-  whatsapp_cloud: { settings: ['phone_number_id', 'waba_id'], credentials: ['access_token', 'app_secret'] },
-  twilio: {
-    settings: ['account_sid', 'sms_from', 'whatsapp_from', 'voice_from'],
-    credentials: ['auth_token'],
-  },
-  smtp: { settings: ['host', 'port', 'secure', 'from'], credentials: ['username', 'password'] },
-} as const;
-type Provider = keyof typeof providers;
+type ProviderField = components['schemas']['ProviderField'];
+type ProviderName = components['schemas']['ChannelAccount']['provider'];
 
-/** A settings value as the API takes it: SMTP's port a number, `secure` a boolean, the rest text. */
-function settingValue(key: string, value: string): string | number | boolean {
-  if (key === 'port') return Number(value);
-  if (key === 'secure') return value === 'true';
+/** A field's value as the API takes it: a whole number, true/false, or text (by the provider's own schema). */
+function fieldValue(field: ProviderField, value: string): string | number | boolean {
+  if (field.type === 'integer') return Number(value);
+  if (field.type === 'boolean') return value === 'true';
   return value;
+}
+
+/** The providers an account can be of, from the service (each provider's adapter declares its fields). */
+export function useProviders() {
+  return useQuery({
+    queryKey: ['providers'],
+    queryFn: () => data(api.GET('/api/channel-accounts/providers')),
+    staleTime: Infinity,
+  });
+}
+
+/** One input of a provider's form: text, a number, or yes/no, with what it is for and which channels need it. */
+function ProviderInput({
+  field,
+  secret,
+  value,
+  onChange,
+}: {
+  field: ProviderField;
+  secret: boolean;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  const { t } = useI18n();
+  const channels = field.required_for.map((c) => t(`channel.${c}`)).join(', ');
+  const hint = [
+    field.description,
+    channels ? t('settings.neededFor', { channels }) : null,
+    secret ? t('settings.secretHint') : null,
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return (
+    <Field label={field.required ? `${field.name} *` : field.name} hint={hint || undefined}>
+      {field.type === 'boolean' ? (
+        <select value={value} onChange={(e) => onChange(e.target.value)}>
+          <option value="">—</option>
+          <option value="true">{t('yes')}</option>
+          <option value="false">{t('no')}</option>
+        </select>
+      ) : (
+        <input
+          type={secret ? 'password' : field.type === 'integer' ? 'number' : 'text'}
+          autoComplete="off"
+          required={field.required}
+          min={field.minimum}
+          max={field.maximum}
+          maxLength={field.max_length}
+          value={value}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
 }
 
 function ChannelAccounts() {
@@ -49,18 +91,21 @@ function ChannelAccounts() {
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['channel-accounts'] });
   const [name, setName] = useState('');
-  const [provider, setProvider] = useState<Provider>('sandbox');
+  const providers = useProviders();
+  const [provider, setProvider] = useState<ProviderName>('sandbox');
+  const spec = providers.data?.find((p) => p.name === provider);
   const [fields, setFields] = useState<Record<string, string>>({});
   const [testTo, setTestTo] = useState('');
   const [testing, setTesting] = useState<string | null>(null);
   const add = useMutation({
     mutationFn: () => {
-      const spec = providers[provider];
+      const given = (list: ProviderField[], prefix: string) =>
+        list.filter((f) => fields[`${prefix}.${f.name}`]);
       const settings = Object.fromEntries(
-        spec.settings.filter((k) => fields[`s.${k}`]).map((k) => [k, settingValue(k, fields[`s.${k}`]!)]),
+        given(spec?.settings ?? [], 's').map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
       );
       const credentials = Object.fromEntries(
-        spec.credentials.filter((k) => fields[`c.${k}`]).map((k) => [k, fields[`c.${k}`]!]),
+        given(spec?.credentials ?? [], 'c').map((f) => [f.name, fields[`c.${f.name}`]!]),
       );
       return envelope(api.POST('/api/channel-accounts', { body: { name, provider, settings, credentials } }));
     },
@@ -83,7 +128,7 @@ function ChannelAccounts() {
   });
   return (
     <Section title={t('settings.accounts')}>
-      <ErrorNote error={accounts.error ?? remove.error} />
+      <ErrorNote error={accounts.error ?? remove.error ?? providers.error} />
       {accounts.isPending ? (
         <Loading />
       ) : accounts.data?.data.length === 0 ? (
@@ -96,7 +141,7 @@ function ChannelAccounts() {
           {accounts.data?.data.map((a) => (
             <tr key={a.id}>
               <td>{a.name}</td>
-              <td>{a.provider}</td>
+              <td>{providers.data?.find((p) => p.name === a.provider)?.label ?? a.provider}</td>
               <td>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
               <td>
                 <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
@@ -152,34 +197,34 @@ function ChannelAccounts() {
           <select
             value={provider}
             onChange={(e) => {
-              setProvider(e.target.value as Provider);
+              setProvider(e.target.value as ProviderName);
               setFields({});
             }}
           >
-            {Object.keys(providers).map((p) => (
-              <option key={p} value={p}>
-                {p}
+            {(providers.data ?? []).map((p) => (
+              <option key={p.name} value={p.name}>
+                {p.label} ({p.channels.map((c) => t(`channel.${c}`)).join(', ')})
               </option>
             ))}
           </select>
         </Field>
-        {providers[provider].settings.map((k) => (
-          <Field key={`s.${k}`} label={k}>
-            <input
-              value={fields[`s.${k}`] ?? ''}
-              onChange={(e) => setFields({ ...fields, [`s.${k}`]: e.target.value })}
-            />
-          </Field>
+        {spec?.settings.map((f) => (
+          <ProviderInput
+            key={`s.${f.name}`}
+            field={f}
+            secret={false}
+            value={fields[`s.${f.name}`] ?? ''}
+            onChange={(value) => setFields({ ...fields, [`s.${f.name}`]: value })}
+          />
         ))}
-        {providers[provider].credentials.map((k) => (
-          <Field key={`c.${k}`} label={k} hint={t('settings.secretHint')}>
-            <input
-              type="password"
-              autoComplete="off"
-              value={fields[`c.${k}`] ?? ''}
-              onChange={(e) => setFields({ ...fields, [`c.${k}`]: e.target.value })}
-            />
-          </Field>
+        {spec?.credentials.map((f) => (
+          <ProviderInput
+            key={`c.${f.name}`}
+            field={f}
+            secret
+            value={fields[`c.${f.name}`] ?? ''}
+            onChange={(value) => setFields({ ...fields, [`c.${f.name}`]: value })}
+          />
         ))}
         <ErrorNote error={add.error} />
         <div className="actions">

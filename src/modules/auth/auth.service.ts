@@ -49,10 +49,13 @@ export interface AuthServiceDeps {
   users: UsersService;
   sms: MessageProvider;
   /**
-   * What carries a workspace's sign-in codes: its default SMS account, where it has one (an MSG91 account
-   * through its DLT-registered `otp_template_id`), else undefined (the deployment's SMS provider).
+   * What carries a workspace's sign-in codes: its default SMS account, where it has one (through its
+   * DLT-registered OTP template, by provider, where its provider sends templates only), else undefined (the
+   * deployment's SMS provider).
    */
-  otpRoute?: (workspaceId: number) => Promise<{ provider: MessageProvider; templateId?: string } | undefined>;
+  otpRoute?: (
+    workspaceId: number,
+  ) => Promise<{ provider: MessageProvider; templateIds?: Record<string, string> } | undefined>;
   log: FastifyBaseLogger;
   /** Token owners kept between requests; told of every change this service commits. */
   tokenOwners: TokenOwners;
@@ -148,11 +151,12 @@ export class AuthService {
       channel: 'sms',
       to: phone,
       body: `${code} is your Campaign Engagement sign-in code. It expires in ${minutes} minutes. Do not share it.`,
-      // A template gateway (MSG91) sends the code through its DLT-registered OTP template: ##otp##, ##minutes##.
-      ...(route?.templateId
+      // A gateway that sends templates only sends the code through its DLT-registered OTP template, whose
+      // variables are ##otp## and ##minutes##.
+      ...(route?.templateIds
         ? {
             providerTemplate: {
-              ids: { msg91: route.templateId },
+              ids: route.templateIds,
               language: 'en',
               variables: [
                 ['otp', code],

@@ -23,6 +23,7 @@ import {
   templateForAccount,
 } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { defaultDeploymentProvider, isSimulated } from '../../providers/registry.ts';
 import {
   campaignStats,
   cancelQueuedMessages,
@@ -437,11 +438,11 @@ export class CampaignsService {
       provider = account?.provider;
       off ||= account?.disabled_at != null;
     }
-    provider ??= deployment?.[row.channel] ?? 'sandbox';
+    provider ??= deployment?.[row.channel] ?? defaultDeploymentProvider;
     return campaignView(row, counted, held, {
       channel_account_id: accountId !== null ? accountRef(accountId) : null,
       provider,
-      simulated: provider === 'sandbox' && !off,
+      simulated: isSimulated(provider) && !off,
     });
   }
 
@@ -454,7 +455,7 @@ export class CampaignsService {
 
   /**
    * The account a campaign names (422 on channel_account_id unless it is an active account of the workspace
-   * for the channel), checked with the template against what the provider needs (MSG91: its own template);
+   * for the channel), checked with the template against what the provider needs (its own template, where it sends only those);
    * the workspace's default is checked the same way but not stored: the default when it goes out is used.
    */
   private async account(

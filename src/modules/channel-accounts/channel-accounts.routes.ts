@@ -1,13 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { actorOf } from '../audit/audit.repository.ts';
 import { authOf } from '../../http/guard.ts';
+import { Type } from 'typebox';
 import { Done, Page, Success } from '../../http/schemas.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import {
   ChannelAccountItem,
   ChannelAccountParams,
   CreateChannelAccountBody,
+  describeProviders,
   ListChannelAccountsQuery,
+  ProviderDescription,
   TestSendBody,
   TestSendResult,
   UpdateChannelAccountBody,
@@ -60,6 +63,23 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
       success: true as const,
       data: await accounts.list(authOf(request).workspaceId, request.query),
     }),
+  );
+
+  app.get(
+    '/channel-accounts/providers',
+    {
+      // A description of the service, not of the workspace: every member may read it (the template form uses it).
+      config: { permission: 'authenticated' as const },
+      schema: {
+        tags,
+        summary: 'The providers an account can be of: their channels, settings, credentials and callbacks',
+        description:
+          "Each provider's settings and credentials as fields (name, type, required, the channels that need it): " +
+          "what POST and PATCH /api/channel-accounts check, and what the console's form shows.",
+        response: { 200: Success(Type.Array(ProviderDescription)) },
+      },
+    },
+    async () => ({ success: true as const, data: describeProviders() }),
   );
 
   app.get(
@@ -134,8 +154,8 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Send one short test message through the account',
         description:
-          "On `channel` (default the account's first). Through MSG91, which sends only templates, give a `tpl_` " +
-          'template with provider_template_ids.msg91. Costs one credit of the channel, like any send. A refusal is ' +
+          "On `channel` (default the account's first). Through a provider that sends only its own templates, give a `tpl_` " +
+          'template with provider_template_ids.<provider>. Costs one credit of the channel, like any send. A refusal is ' +
           "422 `provider_rejected` with the provider's code and text in `details`.",
         params: ChannelAccountParams,
         body: TestSendBody,

@@ -1,12 +1,23 @@
 import { Type } from 'typebox';
-import { accountProviders } from '../../domain.ts';
+import { fieldsOfSchema } from '../../providers/adapter.ts';
+import { adapters, providerNames } from '../../providers/registry.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
-const ProviderSchema = Type.Enum([...accountProviders], {
-  description:
-    'msg91 (sms), exotel (sms, ivr), whatsapp_cloud (whatsapp), twilio (sms, whatsapp, ivr), smtp (email), sandbox (all).',
+const ProviderSchema = Type.Enum([...providerNames], {
+  description: adapters.map((a) => `${a.name} (${a.label}: ${a.channels.join(', ')})`).join('; ') + '.',
 });
+
+/** Each provider's fields as `{ a, b? }` (optional ones marked), for the descriptions below. */
+const shapeOf = (schema: (typeof adapters)[number]['settings']) =>
+  `\`{ ${fieldsOfSchema(schema)
+    .map(([name, , required]) => (required ? name : `${name}?`))
+    .join(', ')} }\``;
+const perProvider = (part: 'settings' | 'credentials') =>
+  adapters
+    .filter((a) => fieldsOfSchema(a[part]).length > 0)
+    .map((a) => `${a.name} ${shapeOf(a[part])}`)
+    .join('; ');
 
 const Channels = Type.Array(ChannelSchema, { maxItems: 4, uniqueItems: true });
 
@@ -15,20 +26,18 @@ const Settings = Type.Record(
   Type.Union([Type.String({ maxLength: 500 }), Type.Integer(), Type.Boolean()]),
   {
     description:
-      "The provider's non-secret fields: msg91 `{ sender }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }` " +
-      '(caller_id and app_id for ivr); whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, ' +
-      'whatsapp_from?, voice_from? }` (the sender of each channel the account is for); smtp `{ host, port?, secure?, from }`; ' +
-      "sandbox `{}`. A PATCH merges the keys it gives into the account's.",
+      `The provider's non-secret fields: ${perProvider('settings')}; others \`{}\`. Each provider's schema, with ` +
+      'what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into ' +
+      "the account's.",
     maxProperties: 20,
   },
 );
 
 const Credentials = Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 2000 }), {
   description:
-    'Secrets, written only (never returned; `credentials_set` lists the keys set): msg91 `{ authkey }`; exotel ' +
-    '`{ api_key, api_token }`; whatsapp_cloud `{ access_token, app_secret }`; twilio `{ auth_token }`; smtp ' +
-    '`{ username?, password? }`. Encrypted at rest with the service key; tried with the provider only when a message ' +
-    'or a test send uses them. A PATCH replaces the keys it gives.',
+    `Secrets, written only (never returned; \`credentials_set\` lists the keys set): ${perProvider('credentials')}. ` +
+    'Encrypted at rest with the service key; tried with the provider only when a message or a test send uses ' +
+    'them. A PATCH replaces the keys it gives.',
   maxProperties: 10,
 });
 
@@ -57,13 +66,19 @@ export const ChannelAccountItem = Type.Object(
     }),
     callback_urls: Type.Record(Type.String(), Type.String(), {
       description:
-        "Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 " +
-        '`{ delivery }`; exotel `{ delivery, call_status, greeting }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. ' +
-        'PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working).',
+        "Where the provider sends delivery reports and replies, each carrying the account's secret token: " +
+        adapters
+          .filter((a) => a.callbacks.length > 0)
+          .map((a) => `${a.name} \`{ ${a.callbacks.join(', ')} }\``)
+          .join('; ') +
+        '. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working).',
     }),
     verify_token: Type.Optional(
       Type.String({
-        description: 'whatsapp_cloud only: the Verify token to give Meta with the webhook URL.',
+        description: `The token to give the provider with the webhook URL (${adapters
+          .filter((a) => a.verifyToken)
+          .map((a) => a.name)
+          .join(', ')} only).`,
       }),
     ),
     created_at: Timestamp,
@@ -141,7 +156,7 @@ export const TestSendBody = Type.Object(
         minLength: 1,
         maxLength: 40,
         description:
-          'A `tpl_<n>` template of the channel (required through MSG91: one with provider_template_ids.msg91).',
+          'A `tpl_<n>` template of the channel (required through a provider that sends only its own templates: one with its provider_template_ids).',
       }),
     ),
   },
@@ -160,3 +175,80 @@ export const TestSendResult = Type.Object(
   },
   { title: 'ChannelAccountTestResult' },
 );
+
+const ProviderField = Type.Object(
+  {
+    name: Type.String(),
+    type: Type.Enum(['text', 'integer', 'boolean'], { description: 'text, a whole number, or true/false.' }),
+    required: Type.Boolean({ description: 'Required on every account of the provider.' }),
+    required_for: Type.Array(ChannelSchema, {
+      description: 'The channels that need it (an account is for them only with it).',
+    }),
+    description: Type.Union([Type.String(), Type.Null()]),
+    max_length: Type.Optional(Type.Integer()),
+    minimum: Type.Optional(Type.Integer()),
+    maximum: Type.Optional(Type.Integer()),
+    spaces: Type.Optional(Type.Boolean({ description: 'false: the value has no spaces.' })),
+  },
+  { title: 'ProviderField' },
+);
+
+export const ProviderDescription = Type.Object(
+  {
+    name: Type.String({ description: "The account's `provider` value." }),
+    label: Type.String(),
+    channels: Type.Array(ChannelSchema),
+    settings: Type.Array(ProviderField, { description: 'Non-secret settings (returned on the account).' }),
+    credentials: Type.Array(ProviderField, { description: 'Secrets (written only).' }),
+    callbacks: Type.Array(Type.String(), {
+      description: 'The kinds of its callback URLs (`callback_urls`).',
+    }),
+    templates: Type.Union(
+      [
+        Type.Object({
+          sends: Type.Enum(['only', 'also'], {
+            description: 'only: it sends nothing but its own templates (provider_template_ids.<name>).',
+          }),
+          id_label: Type.String(),
+        }),
+        Type.Null(),
+      ],
+      { description: 'Whether it keeps templates of its own, and what their id there is.' },
+    ),
+    verify_token: Type.Boolean({ description: 'Its accounts get a `verify_token` for the webhook.' }),
+  },
+  { title: 'ProviderDescription' },
+);
+
+/** What `GET /api/channel-accounts/providers` says of each provider: its adapter's declarations. */
+export function describeProviders() {
+  const fields = (adapter: (typeof adapters)[number], part: 'settings' | 'credentials') =>
+    fieldsOfSchema(adapter[part]).map(([name, field, required]) => ({
+      name,
+      type:
+        field.type === 'integer'
+          ? ('integer' as const)
+          : field.type === 'boolean'
+            ? ('boolean' as const)
+            : ('text' as const),
+      required,
+      required_for: adapter.channels.filter((c) => adapter.channelSettings?.[c]?.includes(name)),
+      description: (field as { description?: string }).description ?? null,
+      ...(field.maxLength !== undefined ? { max_length: field.maxLength } : {}),
+      ...(field.minimum !== undefined ? { minimum: field.minimum } : {}),
+      ...(field.maximum !== undefined ? { maximum: field.maximum } : {}),
+      ...(field.type === 'string' ? { spaces: field.pattern === undefined } : {}),
+    }));
+  return adapters.map((adapter) => ({
+    name: adapter.name,
+    label: adapter.label,
+    channels: [...adapter.channels],
+    settings: fields(adapter, 'settings'),
+    credentials: fields(adapter, 'credentials'),
+    callbacks: [...adapter.callbacks],
+    templates: adapter.templates
+      ? { sends: adapter.templates.sends, id_label: adapter.templates.idLabel }
+      : null,
+    verify_token: adapter.verifyToken === true,
+  }));
+}

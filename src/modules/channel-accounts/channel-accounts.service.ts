@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, TemplateRow } from '../../db/schema.ts';
-import type { AccountProvider, MessageChannel } from '../../domain.ts';
+import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
@@ -22,11 +22,12 @@ import {
   updateAccount,
   disableAccount,
 } from './channel-accounts.repository.ts';
-import { accountRef, checkAccount, providerSpecs, type SettingValue } from './channel-accounts.rules.ts';
+import { adapterNamed } from '../../providers/registry.ts';
+import { accountRef, checkAccount, defaultChannels, type SettingValue } from './channel-accounts.rules.ts';
 
 export interface CreateAccountInput {
   name: string;
-  provider: AccountProvider;
+  provider: string;
   channels?: MessageChannel[] | undefined;
   settings?: Record<string, SettingValue> | undefined;
   credentials?: Record<string, string> | undefined;
@@ -45,7 +46,7 @@ const json = <T>(text: string) => JSON.parse(text) as T;
 /** The callback URLs of an account: `<base>/api/providers/<provider>/cha_<n>/<token>/<kind>`. */
 export function callbackUrls(row: ChannelAccountRow, token: string, base: string): Record<string, string> {
   return Object.fromEntries(
-    providerSpecs[row.provider].callbacks.map((kind) => [kind, callbackUrl(base, row, token, kind)]),
+    adapterNamed(row.provider).callbacks.map((kind) => [kind, callbackUrl(base, row, token, kind)]),
   );
 }
 
@@ -108,20 +109,23 @@ export async function channelCarrier(
 }
 
 /**
- * MSG91 sends SMS only through its own templates: a message through an MSG91 account needs a `tpl_` template
- * with `provider_template_ids.msg91` (422 on `template_id` otherwise).
+ * A provider that sends only its own templates: a message through its account needs a `tpl_` template with
+ * `provider_template_ids.<provider>` (422 on `template_id` otherwise).
  */
 export function templateForAccount(
   account: ChannelAccountRow | undefined,
   template: TemplateRow | undefined,
   errors: FieldErrors,
 ): void {
-  if (account?.provider !== 'msg91') return;
-  if (!(template && providerIdsOf(template).msg91))
+  const adapter = account ? adapterNamed(account.provider) : undefined;
+  if (!account || adapter?.templates?.sends !== 'only') return;
+  const name = adapter.name;
+  const who = `${adapter.label} (${accountRef(account.id)})`;
+  if (!(template && providerIdsOf(template)[name]))
     errors.template_id = [
       template
-        ? `is tpl_${template.id}, which has no provider_template_ids.msg91: MSG91 (${accountRef(account.id)}) sends SMS only through its own templates.`
-        : `is required: MSG91 (${accountRef(account.id)}) sends SMS only through a tpl_<n> template with provider_template_ids.msg91.`,
+        ? `is tpl_${template.id}, which has no provider_template_ids.${name}: ${who} sends SMS only through its own templates.`
+        : `is required: ${who} sends SMS only through a tpl_<n> template with provider_template_ids.${name}.`,
     ];
 }
 
@@ -152,7 +156,7 @@ export class ChannelAccountsService {
       active: row.disabled_at === null,
       disabled_reason: row.disabled_reason,
       callback_urls: token === undefined ? {} : callbackUrls(row, token, this.deps.publicBaseUrl),
-      ...(row.provider === 'whatsapp_cloud' && verifyToken !== undefined
+      ...(adapterNamed(row.provider).verifyToken && verifyToken !== undefined
         ? { verify_token: verifyToken }
         : {}),
       created_at: row.created_at,
@@ -163,10 +167,11 @@ export class ChannelAccountsService {
   async create(workspaceId: number, actor: AuditActor, input: CreateAccountInput) {
     const settings = input.settings ?? {};
     const credentials = input.credentials ?? {};
-    const channels = input.channels ?? defaultChannels(input.provider, settings);
+    const adapter = adapterNamed(input.provider);
+    const channels = input.channels ?? defaultChannels(adapter, settings);
     const errors: FieldErrors = {};
     if (input.name.trim() === '') errors.name = ['must not be empty.'];
-    checkAccount(input.provider, channels, settings, credentials, errors);
+    checkAccount(adapter, channels, settings, credentials, errors);
     checkDefaults(channels, input.default_for ?? [], errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const now = nowIso();
@@ -192,7 +197,7 @@ export class ChannelAccountsService {
         disabled_at: input.active === false ? now : null,
         disabled_reason: input.active === false ? 'switched off' : null,
         callback_token: this.box.seal(newToken()),
-        verify_token: input.provider === 'whatsapp_cloud' ? this.box.seal(newToken()) : null,
+        verify_token: adapter.verifyToken ? this.box.seal(newToken()) : null,
         created_at: now,
         updated_at: now,
       });
@@ -244,7 +249,7 @@ export class ChannelAccountsService {
       const errors: FieldErrors = {};
       if (input.name !== undefined && input.name.trim() === '') errors.name = ['must not be empty.'];
       // Only what this request gives is checked against the provider's rules, and the whole for what is required.
-      checkAccount(row.provider, channels, settings, credentials, errors);
+      checkAccount(adapterNamed(row.provider), channels, settings, credentials, errors);
       if (input.default_for !== undefined) checkDefaults(channels, input.default_for, errors);
       if (Object.keys(errors).length > 0) throw validationError(errors);
       const now = nowIso();
@@ -338,19 +343,6 @@ export class ChannelAccountsService {
 }
 
 const unique = <T>(list: readonly T[]) => [...new Set(list)];
-
-/** Without `channels`: each channel of the provider whose own settings are given. */
-function defaultChannels(provider: AccountProvider, settings: Record<string, unknown>): MessageChannel[] {
-  const spec = providerSpecs[provider];
-  if (provider === 'exotel') return settings.caller_id && settings.app_id ? ['sms', 'ivr'] : ['sms'];
-  if (provider === 'twilio') {
-    const served = (['sms', 'whatsapp', 'ivr'] as const).filter(
-      (c) => settings[{ sms: 'sms_from', whatsapp: 'whatsapp_from', ivr: 'voice_from' }[c]] !== undefined,
-    );
-    return served.length > 0 ? [...served] : ['sms'];
-  }
-  return [...spec.channels];
-}
 
 function checkDefaults(
   channels: readonly MessageChannel[],

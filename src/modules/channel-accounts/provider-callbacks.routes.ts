@@ -1,35 +1,42 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import formbody from '@fastify/formbody';
 import { Type } from 'typebox';
+import type { DeploymentAccount } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
-import { exotelCallOutcome, exotelInbound, exotelSmsOutcome } from '../../providers/exotel.ts';
-import { msg91Inbound, msg91Outcome, msg91Reports } from '../../providers/msg91.ts';
-import type { ReportOutcome } from '../../providers/provider.ts';
-import { twilioOutcome, verifyTwilioSignature } from '../../providers/twilio.ts';
-import { optOutByProvider, TWILIO_UNSUBSCRIBED } from '../opt-outs/opt-outs.service.ts';
 import {
-  verifyMetaSignature,
-  whatsappNotification,
-  whatsappOutcome,
-} from '../../providers/whatsapp-cloud.ts';
+  CallbackRefused,
+  type CallbackKind,
+  type CallbackReport,
+  type CallbackResult,
+  fieldsOf,
+  type ProviderAdapter,
+} from '../../providers/adapter.ts';
+import type { ReportOutcome } from '../../providers/provider.ts';
+import { adapterOf, adapters } from '../../providers/registry.ts';
+import { optOutByProvider } from '../opt-outs/opt-outs.service.ts';
 import type { InboundService } from '../inbound/inbound.service.ts';
 import { messageById, messagesByProviderIds, noteSentStatus } from '../messages/messages.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import { accountById } from './channel-accounts.repository.ts';
-import { type CallbackKind, providerSpecs } from './channel-accounts.rules.ts';
 
 const Params = Type.Object({
   provider: Type.String({ maxLength: 20 }),
   account: Type.String({ maxLength: 40, description: '`cha_<n>`' }),
   token: Type.String({ maxLength: 100 }),
-  kind: Type.String({ maxLength: 20, description: 'delivery, call_status, greeting or webhook.' }),
+  kind: Type.String({ maxLength: 20, description: 'delivery, call_status, greeting, webhook or inbound.' }),
+});
+
+const DeploymentParams = Type.Object({
+  provider: Type.String({ maxLength: 20 }),
+  kind: Type.String({ maxLength: 20, description: 'status or inbound.' }),
 });
 
 /** A body as this plugin's parsers give it: JSON (with its raw text, for signatures), form fields, or text. */
@@ -37,6 +44,9 @@ interface Parsed {
   raw: string;
   value: unknown;
 }
+
+/** Kinds a provider calls with GET (a challenge, a call's text, a forwarded reply); the others take POST. */
+const GET_KINDS: readonly CallbackKind[] = ['webhook', 'greeting', 'inbound'];
 
 /** The most messages and reports one callback body may carry (more is 413). */
 export const MAX_CALLBACK_ITEMS = 1000;
@@ -76,22 +86,15 @@ const sameText = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
-const fieldsOf = (value: unknown): Record<string, string> =>
-  value && typeof value === 'object' && !Array.isArray(value)
-    ? Object.fromEntries(
-        Object.entries(value as Record<string, unknown>).map(([k, v]) => [
-          k,
-          v === null || v === undefined ? '' : String(v),
-        ]),
-      )
-    : {};
-
 /**
- * The callback URLs of channel accounts: `/api/providers/<provider>/cha_<n>/<token>/<kind>`, as each account's
- * `callback_urls` lists them. The token (a secret per account) is checked in constant time, and a provider
- * that signs its requests (Meta, Twilio) is verified as well: a wrong token or signature is 401 and changes
- * nothing. Reports go through the message lifecycle's conditional updates, so a repeated or late report never
- * moves a message back.
+ * The callbacks of providers, dispatched to each provider's adapter (`callback`), with no branch per provider:
+ * - a channel account's URLs, `/api/providers/<provider>/cha_<n>/<token>/<kind>`, as its `callback_urls` lists
+ *   them: the token (a secret per account) is checked in constant time, then the adapter checks the provider's
+ *   signature where it signs. A wrong token or signature is 401 and changes nothing.
+ * - the deployment's, `/api/providers/<provider>/<kind>`, for a deployment provider a channel uses (its
+ *   `deployment.callbacks`), checked with the deployment's credentials: a wrong signature is 403.
+ * Reports go through the message lifecycle's conditional updates, so a repeated or late report never moves a
+ * message back; replies join conversations, and STOP works as for any reply.
  */
 export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   db: Kysely<Database>;
@@ -100,6 +103,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   inbound: InboundService;
   publicBaseUrl: string | undefined;
   port: number;
+  /** The deployment providers in use (config.deployment), whose callbacks are served. */
+  deployment: Readonly<Record<string, DeploymentAccount>>;
 }> = async (app, deps) => {
   const { db, accounts, messages, inbound } = deps;
   app.removeAllContentTypeParsers();
@@ -123,47 +128,103 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     done(null, { raw, value: {} } satisfies Parsed);
   });
 
+  const invalidUrl = () =>
+    new AppError(
+      'unauthorized',
+      "This callback URL is not valid: copy it again from the account's callback_urls.",
+    );
+
   /** The account the URL names, when its token (and provider and kind) match; 401 otherwise. */
   async function accountOf(params: { provider: string; account: string; token: string; kind: string }) {
     const id = parseRef('cha', params.account);
     const row = id === undefined ? undefined : await accountById(db, id);
-    const kinds = row ? (providerSpecs[row.provider].callbacks as readonly string[]) : [];
+    const adapter = row ? adapterOf(row.provider) : undefined;
     // Undefined when the token was sealed under another APP_KEY: no URL of the account is valid then.
     const token = row ? accounts.callbackToken(row) : undefined;
     if (
       !row ||
+      !adapter ||
       row.provider !== params.provider ||
-      !kinds.includes(params.kind) ||
+      !(adapter.callbacks as readonly string[]).includes(params.kind) ||
       token === undefined ||
       !sameText(token, params.token)
-    ) {
-      throw new AppError(
-        'unauthorized',
-        "This callback URL is not valid: copy it again from the account's callback_urls.",
-      );
-    }
-    return { row, kind: params.kind as CallbackKind };
+    )
+      throw invalidUrl();
+    return { row, adapter, kind: params.kind as CallbackKind };
   }
 
-  /** Applies outcomes to the account's messages they name (never another account's), a slice at a time. */
+  /** The deployment provider the URL names, where a channel uses it and it has that callback; 404 otherwise. */
+  function deploymentOf(params: { provider: string; kind: string }) {
+    const adapter = adapterOf(params.provider);
+    const own = adapter ? deps.deployment[adapter.name] : undefined;
+    if (
+      !adapter ||
+      !own ||
+      !(adapter.deployment?.callbacks as readonly string[] | undefined)?.includes(params.kind)
+    )
+      throw new AppError(
+        'not_found',
+        `No callback of the deployment is at /api/providers/${params.provider}/${params.kind}.`,
+      );
+    return { adapter, own, kind: params.kind as CallbackKind };
+  }
+
+  /** The adapter's reading of the request; its refusal is 401 (an account's URL) or 403 (the deployment's). */
+  async function read(
+    adapter: ProviderAdapter,
+    kind: CallbackKind,
+    request: FastifyRequest,
+    secrets: { credentials: Readonly<Record<string, string>>; verifyToken: string | undefined; base: string },
+    refusal: 'unauthorized' | 'forbidden',
+  ): Promise<CallbackResult> {
+    if (!adapter.callback) throw invalidUrl();
+    const method = request.method === 'GET' || request.method === 'HEAD' ? 'GET' : 'POST';
+    if (method === 'GET' && !GET_KINDS.includes(kind))
+      throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
+    if (method === 'POST' && kind === 'greeting')
+      throw new AppError('method_not_allowed', 'The greeting callback takes GET.');
+    const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
+    try {
+      return await adapter.callback({
+        kind,
+        method,
+        raw: body.raw,
+        body: body.value,
+        fields: fieldsOf(body.value),
+        query: fieldsOf(request.query),
+        header: (name) => {
+          const value = request.headers[name];
+          return typeof value === 'string' ? value : undefined;
+        },
+        url: `${secrets.base}${request.originalUrl}`,
+        credentials: secrets.credentials,
+        verifyToken: secrets.verifyToken,
+      });
+    } catch (error) {
+      if (error instanceof CallbackRefused) throw new AppError(refusal, error.message);
+      throw error;
+    }
+  }
+
+  /** Applies outcomes to the messages they name (an account's own, or the deployment's), a slice at a time. */
   async function apply(
-    row: ChannelAccountRow,
+    accountId: number | null,
     found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
   ) {
     let applied = 0;
-    await inSlices(found, 50, async (slice) => void (applied += await applySlice(row, slice)));
+    await inSlices(found, 50, async (slice) => void (applied += await applySlice(accountId, slice)));
     return applied;
   }
 
   async function applySlice(
-    row: ChannelAccountRow,
+    accountId: number | null,
     found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
   ) {
     let applied = 0;
     const notes: Array<{ id: number; error: string }> = [];
     const reports = [];
     for (const { message, outcome } of found) {
-      if (!message || !outcome || message.channel_account_id !== row.id) continue;
+      if (!message || !outcome || message.channel_account_id !== accountId) continue;
       applied += 1;
       if (outcome.status === 'sent') notes.push({ id: message.id, error: outcome.error });
       else if (outcome.status === 'delivered')
@@ -182,217 +243,226 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return applied;
   }
 
-  const byProviderIds = (accountId: number, ids: string[]) => messagesByProviderIds(db, accountId, ids);
-
-  /** An SMS reply to an MSG91 or Exotel account (`callback_urls.inbound`): it joins conversations, STOP works. */
-  async function smsReply(row: ChannelAccountRow, fields: Record<string, string>, ip: string | null) {
-    const reply = row.provider === 'msg91' ? msg91Inbound(fields) : exotelInbound(fields);
-    if (!reply) return 0;
-    const stored = await inbound.receiveForAccount(
-      row.workspace_id,
-      {
-        channel: 'sms',
-        from: reply.from,
-        body: reply.body.slice(0, 5000),
-        providerMessageId: reply.id.slice(0, 128),
-        channelAccountId: row.id,
-      },
-      row.provider,
-      ip,
-    );
-    return stored ? 1 : 0;
+  /** The messages reports name: by our id, or by the provider's id (and number, where one id is many). */
+  async function messagesOf(accountId: number | null, reports: CallbackReport[]) {
+    const ids = reports.map((r) => r.providerMessageId).filter((id): id is string => !!id);
+    const byProvider =
+      ids.length === 0 || accountId === null ? [] : await messagesByProviderIds(db, accountId, ids);
+    const keyed = new Map(byProvider.map((m) => [`${m.provider_message_id}|${m.to}`, m]));
+    const single = new Map(byProvider.map((m) => [m.provider_message_id, m]));
+    const found: Array<{
+      message: MessageRow | undefined;
+      outcome: ReportOutcome | undefined;
+      optOut: boolean;
+    }> = [];
+    for (const report of reports) {
+      let message: MessageRow | undefined;
+      if (report.messageRef !== undefined) {
+        const id = parseRef('msg', report.messageRef);
+        message = id === undefined ? undefined : await messageById(db, id);
+      } else if (report.providerMessageId)
+        message =
+          report.to === undefined
+            ? single.get(report.providerMessageId)
+            : keyed.get(`${report.providerMessageId}|${report.to}`);
+      found.push({ message, outcome: report.outcome, optOut: report.optOut === true });
+    }
+    return found;
   }
 
-  const schema = {
-    tags: ['Provider callbacks'],
-    params: Params,
-    security: [],
+  /** Applies what the adapter read: reports, opt-outs its provider reported, replies. */
+  async function settle(
+    result: CallbackResult,
+    provider: string,
+    workspaceId: number | null,
+    accountId: number | null,
+    ip: string | null,
+  ): Promise<number> {
+    const reports = result.reports ?? [];
+    const replies = result.replies ?? [];
+    tooMany(reports.length + replies.length);
+    const found = await messagesOf(accountId, reports);
+    let applied = await apply(accountId, found);
+    // The recipient told the provider to stop (STOP to its number): an opt-out in the message's workspace.
+    for (const { message, optOut } of found)
+      if (optOut && message && message.channel_account_id === accountId)
+        await optOutByProvider(db, message.id);
+    await inSlices(replies, 1, async ([reply]) => {
+      const input = {
+        channel: reply!.channel,
+        from: reply!.from,
+        body: reply!.body.slice(0, 5000),
+        providerMessageId: reply!.id.slice(0, 128) || undefined,
+      };
+      if (workspaceId === null) applied += await inbound.receiveFromProvider(input, provider, ip);
+      else if (
+        await inbound.receiveForAccount(workspaceId, { ...input, channelAccountId: accountId! }, provider, ip)
+      )
+        applied += 1;
+    });
+    return applied;
+  }
+
+  /** The adapter's own answer where it gives one (a challenge, empty TwiML), else `{ applied }`. */
+  async function answer(reply: FastifyReply, result: CallbackResult, applied: number) {
+    if (result.answer) return reply.type(result.answer.type).send(result.answer.body);
+    return reply.send({ success: true as const, data: { applied } });
+  }
+
+  /** An IVR call's text (`speak`): the message of this account with that id and call. */
+  async function speak(
+    reply: FastifyReply,
+    row: ChannelAccountRow,
+    ask: NonNullable<CallbackResult['speak']>,
+  ) {
+    const id = parseRef('msg', ask.messageRef);
+    const message = id === undefined ? undefined : await messageById(db, id);
+    const known =
+      message &&
+      message.channel_account_id === row.id &&
+      message.channel === 'ivr' &&
+      (message.provider_message_id === null || message.provider_message_id === ask.callId);
+    if (!known) throw new AppError('not_found', 'No call of this account has that CallSid and CustomField.');
+    return reply.type('text/plain').send(message.body);
+  }
+
+  const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
+    const result = await read(
+      adapter,
+      kind,
+      request,
+      {
+        credentials: accounts.credentials(row),
+        verifyToken: accounts.verifyToken(row),
+        base: publicBase(deps),
+      },
+      'unauthorized',
+    );
+    if (result.speak) return speak(reply, row, result.speak);
+    const applied = await settle(result, row.provider, row.workspace_id, row.id, request.ip ?? null);
+    return answer(reply, result, applied);
   };
 
-  app.get(
-    '/providers/:provider/:account/:token/:kind',
-    {
-      config: { permission: 'public', rateLimit: 'callback' },
-      schema: {
-        ...schema,
-        summary:
-          "A channel account's GET callbacks: Exotel's greeting text, SMS replies, the WhatsApp webhook's verification",
-        description:
-          "`exotel` `greeting`: `CallSid` and `CustomField` (our message id) answer the message's text as text/plain, 404 " +
-          'for an unknown call. `exotel` `inbound` (the SMS app\'s "Send a Reply" URL: `SmsSid`, `From`, `To`, `Date`, ' +
-          '`Body`) and `msg91` `inbound` (its inbound SMS forwarding: `number`, `message`, ...): a reply, answered with ' +
-          "an empty text/plain (no automatic reply). `whatsapp_cloud` `webhook`: `hub.mode=subscribe`, `hub.verify_token` (the account's " +
-          '`verify_token`) and `hub.challenge` answer the challenge as text/plain.',
-        querystring: Type.Object(
-          {
-            'hub.mode': Type.Optional(Type.String({ maxLength: 40 })),
-            'hub.verify_token': Type.Optional(Type.String({ maxLength: 200 })),
-            'hub.challenge': Type.Optional(Type.String({ maxLength: 200 })),
-            CallSid: Type.Optional(Type.String({ maxLength: 100 })),
-            CustomField: Type.Optional(Type.String({ maxLength: 100 })),
-            From: Type.Optional(Type.String({ maxLength: 40 })),
-            Body: Type.Optional(Type.String({ maxLength: 5000 })),
-          },
-          {
-            additionalProperties: true,
-            description: 'Other fields the provider adds (Exotel passes a dozen) are ignored.',
-          },
-        ),
-        produces: ['text/plain'],
-        response: {
-          200: { description: 'Text.', content: { 'text/plain': { schema: { type: 'string' } } } },
-        },
+  const deploymentRoute = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { adapter, own, kind } = deploymentOf(request.params as { provider: string; kind: string });
+    const result = await read(
+      adapter,
+      kind,
+      request,
+      {
+        credentials: own.credentials,
+        verifyToken: undefined,
+        base: deps.publicBaseUrl ?? `${request.protocol}://${request.host}`,
       },
+      'forbidden',
+    );
+    const applied = await settle(result, adapter.name, null, null, request.ip ?? null);
+    return answer(reply, result, applied);
+  };
+
+  const common = { tags: ['Provider callbacks'], security: [] };
+  const config = { permission: 'public' as const, rateLimit: 'callback' as const };
+  const Applied = Success(
+    Type.Object({ applied: Type.Integer({ description: 'Reports and messages taken from the request.' }) }),
+  );
+  const Text = {
+    description: 'Text (a challenge, an IVR greeting, empty TwiML or an empty reply).',
+    content: { 'text/plain': { schema: { type: 'string' } }, 'text/xml': { schema: { type: 'string' } } },
+  };
+  const Query = Type.Object(
+    {
+      message: Type.Optional(
+        Type.String({
+          maxLength: 40,
+          description: 'Our message id, where a provider is given it in the URL.',
+        }),
+      ),
+      'hub.mode': Type.Optional(Type.String({ maxLength: 40 })),
+      'hub.verify_token': Type.Optional(Type.String({ maxLength: 200 })),
+      'hub.challenge': Type.Optional(Type.String({ maxLength: 200 })),
+      CallSid: Type.Optional(Type.String({ maxLength: 100 })),
+      CustomField: Type.Optional(Type.String({ maxLength: 100 })),
+      From: Type.Optional(Type.String({ maxLength: 40 })),
+      Body: Type.Optional(Type.String({ maxLength: 5000 })),
     },
-    async (request, reply) => {
-      const { row, kind } = await accountOf(request.params);
-      const query = request.query as Record<string, string>;
-      if (kind === 'webhook') {
-        const expected = accounts.verifyToken(row);
-        if (
-          expected === undefined ||
-          query['hub.mode'] !== 'subscribe' ||
-          !sameText(expected, query['hub.verify_token'] ?? '')
-        )
-          throw new AppError('unauthorized', "hub.verify_token does not match the account's verify_token.");
-        return reply.type('text/plain').send(query['hub.challenge'] ?? '');
-      }
-      if (kind === 'inbound') {
-        // Exotel's SMS app (a HEAD first, then this GET) and MSG91's forwarding by GET: an empty text/plain
-        // answer sends no automatic reply.
-        await smsReply(row, fieldsOf(query), request.ip ?? null);
-        return reply.type('text/plain').send('');
-      }
-      if (kind === 'greeting') {
-        const id = parseRef('msg', query.CustomField ?? '');
-        const message = id === undefined ? undefined : await messageById(db, id);
-        const known =
-          message &&
-          message.channel_account_id === row.id &&
-          message.channel === 'ivr' &&
-          (message.provider_message_id === null || message.provider_message_id === query.CallSid);
-        if (!known)
-          throw new AppError('not_found', 'No call of this account has that CallSid and CustomField.');
-        return reply.type('text/plain').send(message.body);
-      }
-      throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
+    {
+      additionalProperties: true,
+      description: 'Other fields the provider adds are ignored.',
     },
   );
 
-  app.post(
-    '/providers/:provider/:account/:token/:kind',
-    {
-      config: { permission: 'public', rateLimit: 'callback' },
+  app.get('/providers/:provider/:account/:token/:kind', {
+    config,
+    schema: {
+      ...common,
+      params: Params,
+      querystring: Query,
+      summary:
+        "A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies",
+      description:
+        'See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, ' +
+        "`hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. " +
+        '`greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, ' +
+        '404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no ' +
+        'automatic reply). Kinds by provider: ' +
+        adapters
+          .filter((a) => a.callbacks.length > 0)
+          .map((a) => `${a.name} (${a.callbacks.join(', ')})`)
+          .join(', ') +
+        '.',
+      produces: ['text/plain'],
+      response: { 200: Text },
+    },
+    handler: accountRoute,
+  });
+
+  app.post('/providers/:provider/:account/:token/:kind', {
+    config,
+    schema: {
+      ...common,
+      params: Params,
+      querystring: Query,
+      summary: "A channel account's delivery reports and inbound messages",
+      description:
+        'Each provider in its own documented format (docs/providers.md): delivery reports and call statuses (form or ' +
+        "JSON), signed webhooks (checked with the account's credentials), forwarded SMS replies. One body carries at " +
+        'most 1,000 messages and reports (more is 413, and nothing is applied).',
+      response: { 200: Applied },
+    },
+    handler: accountRoute,
+  });
+
+  if (Object.keys(deps.deployment).some((name) => adapterOf(name)?.deployment?.callbacks.length)) {
+    const description =
+      "The callbacks of the deployment's provider of a channel (SMS_PROVIDER and the like), signed with its " +
+      'credentials: `status` (delivery reports: our message id in `?message=`) and `inbound` (replies to the shared ' +
+      'number: they belong to the workspace that last sent to the sender; STOP opts the sender out everywhere). A ' +
+      'signature that does not match is 403 and changes nothing.';
+    app.get('/providers/:provider/:kind', {
+      config,
       schema: {
-        ...schema,
-        summary: "A channel account's delivery reports and inbound messages",
-        description:
-          '`msg91` `delivery` (form `data` or JSON), `exotel` `delivery` and `call_status` (form), `whatsapp_cloud` ' +
-          '`webhook` (JSON signed with X-Hub-Signature-256), `twilio` `delivery` (form signed with X-Twilio-Signature), ' +
-          '`msg91` `inbound` (a forwarded SMS reply: form or JSON `number`, `message`). ' +
-          'See docs/providers.md for each status mapping. One body carries at most 1,000 messages and reports (more is 413, and nothing is applied).',
-        querystring: Type.Object(
-          { message: Type.Optional(Type.String({ maxLength: 40, description: 'Twilio: our message id.' })) },
-          { additionalProperties: true },
-        ),
-        response: {
-          200: Success(
-            Type.Object({
-              applied: Type.Integer({ description: 'Reports and messages taken from the request.' }),
-            }),
-          ),
-        },
+        ...common,
+        params: DeploymentParams,
+        querystring: Query,
+        summary: "The deployment provider's GET callbacks",
+        description,
+        response: { 200: Text },
       },
-    },
-    async (request) => {
-      const { row, kind } = await accountOf(request.params);
-      const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
-      let applied = 0;
-      if (kind === 'inbound') {
-        applied = await smsReply(
-          row,
-          { ...fieldsOf(request.query), ...fieldsOf(body.value) },
-          request.ip ?? null,
-        );
-      } else if (row.provider === 'msg91') {
-        const reports = msg91Reports(body.value);
-        tooMany(reports.length);
-        // A Flow request's id covers every number it carried: each report is its id and number.
-        const sent = new Map(
-          (
-            await byProviderIds(
-              row.id,
-              reports.map((r) => r.requestId),
-            )
-          ).map((m) => [`${m.provider_message_id}|${m.to}`, m]),
-        );
-        applied = await apply(
-          row,
-          reports.map((report) => ({
-            message: sent.get(`${report.requestId}|+${report.number.replace(/^\+/, '')}`),
-            outcome: msg91Outcome(report),
-          })),
-        );
-      } else if (row.provider === 'exotel') {
-        const fields = fieldsOf(body.value);
-        const sid = kind === 'call_status' ? fields.CallSid : fields.SmsSid;
-        const outcome = kind === 'call_status' ? exotelCallOutcome(fields) : exotelSmsOutcome(fields);
-        if (sid) applied = await apply(row, [{ message: (await byProviderIds(row.id, [sid]))[0], outcome }]);
-      } else if (row.provider === 'whatsapp_cloud') {
-        const signature = request.headers['x-hub-signature-256'];
-        const secret = accounts.credentials(row).app_secret ?? '';
-        if (!verifyMetaSignature(secret, body.raw, typeof signature === 'string' ? signature : undefined))
-          throw new AppError(
-            'unauthorized',
-            "The X-Hub-Signature-256 does not match this request and the account's app_secret.",
-          );
-        const { statuses, messages: received } = whatsappNotification(body.value);
-        tooMany(statuses.length + received.length);
-        const sent = new Map(
-          (
-            await byProviderIds(
-              row.id,
-              statuses.map((st) => st.id),
-            )
-          ).map((m) => [m.provider_message_id, m]),
-        );
-        applied = await apply(
-          row,
-          statuses.map((status) => ({ message: sent.get(status.id), outcome: whatsappOutcome(status) })),
-        );
-        await inSlices(received, 1, async ([message]) => {
-          const stored = await inbound.receiveForAccount(
-            row.workspace_id,
-            {
-              channel: 'whatsapp',
-              from: `+${message!.from}`,
-              body: message!.body.slice(0, 5000),
-              providerMessageId: message!.id.slice(0, 128),
-              channelAccountId: row.id,
-            },
-            'whatsapp_cloud',
-            request.ip ?? null,
-          );
-          if (stored) applied += 1;
-        });
-      } else if (row.provider === 'twilio') {
-        const fields = fieldsOf(body.value);
-        const url = `${publicBase(deps)}${request.originalUrl}`;
-        const signature = request.headers['x-twilio-signature'];
-        const token = accounts.credentials(row).auth_token ?? '';
-        if (!verifyTwilioSignature(token, url, fields, typeof signature === 'string' ? signature : undefined))
-          throw new AppError(
-            'unauthorized',
-            "The X-Twilio-Signature does not match this request and the account's auth_token.",
-          );
-        const id = parseRef('msg', (request.query as Record<string, string>).message ?? '');
-        const message = id === undefined ? undefined : await messageById(db, id);
-        applied = await apply(row, [{ message, outcome: twilioOutcome(fields) }]);
-        // As on the deployment's Twilio callback: the recipient told Twilio to stop (STOP to the number).
-        if (applied > 0 && message && fields.ErrorCode === TWILIO_UNSUBSCRIBED)
-          await optOutByProvider(db, message.id);
-      }
-      return { success: true as const, data: { applied } };
-    },
-  );
+      handler: deploymentRoute,
+    });
+    app.post('/providers/:provider/:kind', {
+      config,
+      schema: {
+        ...common,
+        params: DeploymentParams,
+        querystring: Query,
+        summary: "The deployment provider's delivery reports and replies",
+        description,
+        produces: ['application/json', 'text/xml'],
+        response: { 200: Applied },
+      },
+      handler: deploymentRoute,
+    });
+  }
 };

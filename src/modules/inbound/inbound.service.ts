@@ -22,7 +22,7 @@ export interface InboundInput {
   channel: MessageChannel;
   from: string;
   body: string;
-  /** The provider's id of the message (Twilio's MessageSid), when a provider delivered it. */
+  /** The provider's id of the message, when a provider delivered it: a replay is stored once. */
   providerMessageId?: string | undefined;
   /** The channel account it came to (replies go back through it). */
   channelAccountId?: number | undefined;
@@ -60,7 +60,7 @@ export class InboundService {
   }
 
   /**
-   * A reply that came to the deployment's shared number (the Twilio callback): it belongs to the one workspace
+   * A reply that came to the deployment's shared number (its provider's inbound callback): it belongs to the one workspace
    * that last sent to its sender on that channel through the deployment's provider (a rival office that also
    * messaged them never sees it); one that no workspace messaged is dropped. A STOP in it still opts the sender
    * out in every workspace that messaged them on the channel. Returns how many workspaces it reached.
@@ -84,7 +84,7 @@ export class InboundService {
     });
   }
 
-  /** A reply to a workspace's own channel account (the WhatsApp Cloud API webhook): it is that workspace's. */
+  /** A reply to a workspace's own channel account (its callback URL): it is that workspace's. */
   async receiveForAccount(
     workspaceId: number,
     input: InboundInput,

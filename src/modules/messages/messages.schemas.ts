@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { messageChannels, messageErrorCodes, messageStatuses } from '../../domain.ts';
 import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
+import { providerNames } from '../../providers/registry.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {
   title: 'Channel',
@@ -56,8 +57,7 @@ const CarriedBy = {
     description: "The channel account that carries it (`cha_<n>`); null for the deployment's provider.",
   }),
   provider: Type.Union([Type.String(), Type.Null()], {
-    description:
-      'The provider that took it (msg91, exotel, whatsapp_cloud, twilio, smtp, sandbox); null before.',
+    description: `The provider that took it (${providerNames.join(', ')}); null before.`,
   }),
   provider_message_id: Type.Union([Type.String(), Type.Null()], {
     description: "The provider's own id for it, once it has one.",

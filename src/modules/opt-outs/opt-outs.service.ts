@@ -285,9 +285,6 @@ export async function refuseOptedOut(
   }
 }
 
-/** Twilio's error for a recipient who has unsubscribed (replied STOP to the sender at Twilio's end). */
-export const TWILIO_UNSUBSCRIBED = '21610';
-
 /**
  * A provider reported that the recipient of a message has opted out at its end: the address is opted out of
  * that channel in the message's workspace (`source: "provider"`).

@@ -38,7 +38,7 @@ import {
   type StatusReport,
 } from '../../providers/provider.ts';
 import { Pace } from '../../providers/pace.ts';
-import { sandboxOutcome } from '../../providers/sandbox.ts';
+import { simulatedAdapters } from '../../providers/registry.ts';
 
 type WorkerConfig = Pick<
   Config,
@@ -51,8 +51,7 @@ type WorkerConfig = Pick<
   | 'port'
   | 'dltEnforce'
   | 'auditRetentionDays'
-  | 'providerBaseUrls'
-  | 'whatsappCloudApiVersion'
+  | 'providerEnv'
   | 'sandboxDeliveryDelayMs'
   | 'redisPrefix'
 >;
@@ -380,7 +379,7 @@ export class DeliveryWorker {
       try {
         const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
         const result = await sendWithin(provider, message, providerTimeoutMs);
-        // A batch the provider took with some numbers refused (MSG91): those fail alone.
+        // A batch the provider took with some numbers refused: those fail alone.
         const refusedAt = new Map(result.refused ?? []);
         for (const [i, row] of unit.rows.entries()) {
           const why = refusedAt.get(i);
@@ -448,7 +447,7 @@ export class DeliveryWorker {
 
   /**
    * A batch as provider calls: each message through its channel account's provider (or the deployment's),
-   * except that a provider taking many recipients in one request (MSG91) gets each account's messages of one
+   * except that a provider taking many recipients in one request (`sendMany`) gets each account's messages of one
    * template together, up to its limit. Messages whose account is gone or switched off fail here.
    */
   private async units(
@@ -503,7 +502,7 @@ export class DeliveryWorker {
         units.push({ rows: [row], messages: [message], provider, account });
         continue;
       }
-      // One request per account, campaign and template (MSG91: up to 1,000 recipients of one campaign), and
+      // One request per account, campaign and template (up to the provider's batchLimit recipients), and
       // never more than one second of the account's send rate (a batch takes as many of it as it carries).
       const key = `${accountId}:${row.campaign_id ?? `msg${row.id}`}:${row.template_id ?? ''}`;
       const limit = Math.min(provider.batchLimit, account.send_rate_per_second || Infinity);
@@ -540,31 +539,34 @@ export class DeliveryWorker {
     };
   }
 
-  private get sandboxSettlement() {
-    return { afterMs: this.deps.config.sandboxDeliveryDelayMs, outcome: sandboxOutcome };
-  }
-
-  /** Providers that settle by age (the sandbox): their sent messages are delivered or failed once due. */
+  /** Simulated providers settle by age: their sent messages are delivered or failed once due. */
   private async settle(): Promise<number> {
-    const { db, providers } = this.deps;
+    const { db, providers, config } = this.deps;
     let settled = 0;
-    for (const channel of channels) {
-      // The deployment's sandbox, or sandbox channel accounts (whatever the deployment's provider is).
-      const settlement = providers[channel].settlement ?? this.sandboxSettlement;
-      const cutoff = new Date(Date.now() - settlement.afterMs).toISOString();
-      const due = await dueSettlements(db.kysely, channel, 'sandbox', cutoff, this.batchSize(channel) * 2);
-      const reports: StatusReport[] = due.map((m) => {
-        const status = settlement.outcome(m.to);
-        return {
-          messageId: m.id,
-          status,
-          error: status === 'failed' ? 'The sandbox provider fails this recipient.' : undefined,
-          errorCode: status === 'failed' ? ('undeliverable' as const) : undefined,
-        };
-      });
-      await this.messages.applyReports(reports);
-      settled += due.length;
-    }
+    for (const adapter of simulatedAdapters)
+      for (const channel of channels) {
+        // The deployment's provider, or channel accounts of it (whatever the deployment's provider is).
+        const afterMs = providers[channel].settlement?.afterMs ?? config.sandboxDeliveryDelayMs;
+        const cutoff = new Date(Date.now() - afterMs).toISOString();
+        const due = await dueSettlements(
+          db.kysely,
+          channel,
+          adapter.name,
+          cutoff,
+          this.batchSize(channel) * 2,
+        );
+        const reports: StatusReport[] = due.map((m) => {
+          const status = adapter.simulated!.settles(m.to);
+          return {
+            messageId: m.id,
+            status,
+            error: status === 'failed' ? `The ${adapter.name} provider fails this recipient.` : undefined,
+            errorCode: status === 'failed' ? ('undeliverable' as const) : undefined,
+          };
+        });
+        await this.messages.applyReports(reports);
+        settled += due.length;
+      }
     return settled;
   }
 

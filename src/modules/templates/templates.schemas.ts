@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { templateCategories } from '../../domain.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { templateProviders } from '../../providers/registry.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
 const Nullable = (maxLength: number, description: string) =>
@@ -22,10 +23,11 @@ export const TemplateItem = Type.Object(
     dlt_template_id: Type.Union([Type.String(), Type.Null()]),
     sender_id: Type.Union([Type.String(), Type.Null()]),
     subject: Type.Union([Type.String(), Type.Null()]),
-    provider_template_ids: Type.Object(
-      { msg91: Type.Optional(Type.String()), whatsapp_cloud: Type.Optional(Type.String()) },
-      { description: 'The template at each provider that keeps its own ({} when none).' },
-    ),
+    provider_template_ids: Type.Record(Type.String(), Type.String(), {
+      description: `The template at each provider that keeps its own (${templateProviders
+        .map((a) => a.name)
+        .join(', ')}), by provider; {} when none.`,
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -49,25 +51,28 @@ const fields = {
   provider_template_ids: Type.Union(
     [
       Type.Object(
-        {
-          msg91: Type.Optional(
-            Type.String({ maxLength: 64, description: "The template's id in the MSG91 panel (Flow)." }),
-          ),
-          whatsapp_cloud: Type.Optional(
-            Type.String({
-              maxLength: 512,
-              description: "The approved WhatsApp template's name, used with the template's language.",
-            }),
-          ),
-        },
+        Object.fromEntries(
+          templateProviders.map((a) => [
+            a.name,
+            Type.Optional(
+              Type.String({ maxLength: a.templates!.maxLength, description: `${a.templates!.idLabel}.` }),
+            ),
+          ]),
+        ),
         { additionalProperties: false },
       ),
       Type.Null(),
     ],
     {
       description:
-        'The template at providers that keep their own: MSG91 sends SMS only through a template with `msg91`; ' +
-        'WhatsApp Cloud API accounts send the approved template named by `whatsapp_cloud`. null clears both.',
+        'The template at providers that keep their own, by provider: ' +
+        templateProviders
+          .map(
+            (a) =>
+              `\`${a.name}\` (${a.label}${a.templates!.sends === 'only' ? ', which sends only through its own templates' : ''})`,
+          )
+          .join(', ') +
+        '. null clears them.',
     },
   ),
 };

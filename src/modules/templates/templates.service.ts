@@ -35,21 +35,18 @@ export interface TemplateInput {
   dlt_template_id?: string | null | undefined;
   sender_id?: string | null | undefined;
   subject?: string | null | undefined;
-  provider_template_ids?: ProviderTemplateIds | null | undefined;
+  provider_template_ids?: Partial<ProviderTemplateIds> | null | undefined;
 }
 
-/** A template's id with each provider that keeps its own: MSG91's Flow id, an approved WhatsApp template's name. */
-export interface ProviderTemplateIds {
-  msg91?: string | undefined;
-  whatsapp_cloud?: string | undefined;
-}
+/** A template's id with each provider that keeps its own (registry.ts `templateProviders`), by provider name. */
+export type ProviderTemplateIds = Record<string, string>;
 
-/** A template's ids at the providers that keep their own copy (MSG91's Flow, WhatsApp's approved names). */
+/** A template's ids at the providers that keep their own copy. */
 export function providerIdsOf(row: Pick<TemplateRow, 'provider_template_ids'>): ProviderTemplateIds {
   return row.provider_template_ids ? (JSON.parse(row.provider_template_ids) as ProviderTemplateIds) : {};
 }
 
-function storedProviderIds(ids: ProviderTemplateIds | null | undefined): string | null | undefined {
+function storedProviderIds(ids: Partial<ProviderTemplateIds> | null | undefined): string | null | undefined {
   if (ids === undefined) return undefined;
   const kept = Object.fromEntries(
     Object.entries(ids ?? {})
@@ -309,7 +306,7 @@ export async function renderFor(
 }
 
 /**
- * What a provider that keeps templates of its own is given (MSG91, the WhatsApp Cloud API): the template's ids
+ * What a provider that keeps templates of its own is given: the template's ids
  * there, its language and its variables' values for this recipient, in the order they appear in the body.
  */
 export function providerTemplateOf(

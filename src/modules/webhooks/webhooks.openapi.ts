@@ -68,7 +68,7 @@ export const webhookEventsOpenApi = {
   'message.received': event(
     'message.received',
     InboundItem,
-    'A reply came in (POST /api/inbound, Twilio, a WhatsApp Cloud API account)',
+    "A reply came in (POST /api/inbound, a provider's inbound callback)",
   ),
   'channel_account.failed': event(
     'channel_account.failed',

@@ -6,6 +6,7 @@ import { messageChannels, type MessageChannel } from '../../domain.ts';
 import { notFound } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success, Timestamp } from '../../http/schemas.ts';
+import { isSimulated } from '../../providers/registry.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 
@@ -78,7 +79,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
         channels[channel] = {
           provider,
           channel_account_id: carrier ? accountRef(carrier.id) : null,
-          simulated: provider === 'sandbox' && !off,
+          simulated: isSimulated(provider) && !off,
           active: off === undefined,
         };
       }

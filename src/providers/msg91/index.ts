@@ -1,13 +1,20 @@
 import { createHash } from 'node:crypto';
-import type { MessageErrorCode } from '../domain.ts';
-import { callProvider, providerText, withoutPlus } from './http.ts';
+import { Type } from 'typebox';
+import {
+  type CallbackRequest,
+  type ErrorVerdict,
+  httpVerdict,
+  type ProviderAdapter,
+  type ProviderAnswerFacts,
+} from '../adapter.ts';
+import { callProvider, providerText, withoutPlus } from '../http.ts';
 import {
   type MessageProvider,
   type OutgoingMessage,
   ProviderError,
   type ReportOutcome,
   type SendResult,
-} from './provider.ts';
+} from '../provider.ts';
 
 export interface Msg91Account {
   baseUrl: string;
@@ -15,8 +22,22 @@ export interface Msg91Account {
   sender: string;
 }
 
-/** MSG91's error codes that say more than "refused" (https://docs.msg91.com). */
-const MSG91_ERRORS: Record<string, MessageErrorCode> = { '207': 'auth_failed', '106': 'auth_failed' };
+/**
+ * MSG91's answers (its API error codes; test/fixtures/providers/msg91 cites the pages): 401, and the codes that
+ * refuse the account itself (106 missing and 207 invalid authkey, 208 IP blacklisted, 418 IP not whitelisted,
+ * 302 expired and 303 banned account) are `auth_failed`, which switches the account off until the office fixes
+ * it; 202 (invalid mobile number) is `invalid_recipient`; 429 and any 5xx are retried (after Retry-After);
+ * anything else (301 insufficient balance, ...) refuses the request.
+ */
+const AUTH_CODES = new Set(['106', '207', '208', '302', '303', '418']);
+function errorFor(answer: ProviderAnswerFacts): ErrorVerdict {
+  const common = httpVerdict(answer);
+  if (common) return common;
+  if (answer.status === 401 || AUTH_CODES.has(answer.code ?? ''))
+    return { error_code: 'auth_failed', retry: false };
+  if (answer.code === '202') return { error_code: 'invalid_recipient', retry: false };
+  return { error_code: 'provider_rejected', retry: false };
+}
 
 /**
  * MSG91's Flow API (SMS through templates registered with DLT in the MSG91 panel): `POST /api/v5/flow` with
@@ -106,10 +127,10 @@ export class Msg91Provider implements MessageProvider {
     }
     const given = code === undefined ? '' : String(code);
     const reason = `MSG91 answered ${answer.status}${given ? ` (code ${given})` : ''}: ${providerText(message)}`;
-    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
-    if (answer.status >= 500) throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
-    if (answer.status === 401) throw new ProviderError(reason, false, 'auth_failed');
-    throw new ProviderError(reason, false, MSG91_ERRORS[given] ?? 'provider_rejected');
+    throw ProviderError.of(
+      reason,
+      errorFor({ status: answer.status, code: given, retryAfterMs: answer.retryAfterMs }),
+    );
   }
 }
 
@@ -198,3 +219,63 @@ export function msg91Inbound(
     .slice(0, 40)}`;
   return { from, body, id };
 }
+
+/** MSG91: DLT-registered SMS through its Flow templates, delivery reports, and forwarded replies. */
+export const msg91: ProviderAdapter = {
+  name: 'msg91',
+  label: 'MSG91',
+  channels: ['sms'],
+  settings: Type.Object({
+    sender: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'The DLT-registered sender id (header), e.g. CMPGNS.',
+    }),
+    otp_template_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description:
+          'The Flow id of a DLT-registered OTP template (##otp##, ##minutes##): sign-in codes go through it.',
+      }),
+    ),
+  }),
+  credentials: Type.Object({
+    authkey: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^\\S+$',
+      description: "The account's authkey.",
+    }),
+  }),
+  callbacks: ['delivery', 'inbound'],
+  templates: { sends: 'only', idLabel: "The template's id in the MSG91 panel (Flow)", maxLength: 64 },
+  otpTemplateSetting: 'otp_template_id',
+  api: { env: 'MSG91_BASE_URL', url: 'https://control.msg91.com' },
+  errorFor,
+  redact: [],
+  create: (c) =>
+    new Msg91Provider({
+      baseUrl: c.apiUrl,
+      authkey: c.credentials.authkey ?? '',
+      sender: String(c.settings.sender ?? ''),
+    }),
+  callback(request: CallbackRequest) {
+    if (request.kind === 'inbound') {
+      const reply = msg91Inbound({ ...request.query, ...request.fields });
+      return { replies: reply ? [{ channel: 'sms', ...reply }] : [], answer: emptyText(request) };
+    }
+    // A Flow request's id covers every number it carried: each report is its id and number.
+    return {
+      reports: msg91Reports(request.body).map((report) => ({
+        providerMessageId: report.requestId,
+        to: `+${report.number.replace(/^\+/, '')}`,
+        outcome: msg91Outcome(report),
+      })),
+    };
+  },
+};
+
+/** GET forwards are answered with an empty text (no automatic reply); POSTs with the usual envelope. */
+const emptyText = (request: CallbackRequest) =>
+  request.method === 'GET' ? { type: 'text/plain', body: '' } : undefined;

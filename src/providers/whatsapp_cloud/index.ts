@@ -1,13 +1,22 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { MessageErrorCode } from '../domain.ts';
-import { callProvider, providerText, withoutPlus } from './http.ts';
+import { Type } from 'typebox';
+import type { MessageErrorCode } from '../../domain.ts';
+import {
+  CallbackRefused,
+  type CallbackRequest,
+  type CallbackResult,
+  type ErrorVerdict,
+  type ProviderAdapter,
+  type ProviderAnswerFacts,
+} from '../adapter.ts';
+import { callProvider, providerText, withoutPlus } from '../http.ts';
 import {
   type MessageProvider,
   type OutgoingMessage,
   ProviderError,
   type ReportOutcome,
   type SendResult,
-} from './provider.ts';
+} from '../provider.ts';
 
 export interface WhatsAppCloudAccount {
   baseUrl: string;
@@ -17,11 +26,16 @@ export interface WhatsAppCloudAccount {
 }
 
 /** Graph API error codes (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes). */
-const RETRIED = new Set([130429, 131056]);
+/** Throttling: the API's call rate (4, 80007), the number's rate (130429), spam rate (131048), a pair's (131056). */
+const RETRIED = new Set([4, 80007, 130429, 131048, 131056]);
+/** The token is refused or lacks a permission: 0 (AuthException), 3, 10, 190, 200-299; 131031 (account locked). */
+const AUTH = (code: number) => [0, 3, 10, 190, 131031].includes(code) || (code >= 200 && code <= 299);
 function whatsappErrorCode(code: number): MessageErrorCode {
-  if (code === 190) return 'auth_failed';
+  if (AUTH(code)) return 'auth_failed';
   if (code === 131047) return 'outside_session';
   if (code === 131026) return 'undeliverable';
+  // The recipient is not a WhatsApp user we may reach (a test number's allowed list; the sender itself).
+  if (code === 131030 || code === 131021) return 'invalid_recipient';
   return 'provider_rejected';
 }
 
@@ -93,14 +107,29 @@ export class WhatsAppCloudProvider implements MessageProvider {
     const reason =
       `WhatsApp Cloud API answered ${answer.status}${Number.isFinite(code) ? ` (code ${code})` : ''}: ` +
       providerText(details ? `${providerText(error.message)}: ${providerText(details)}` : error.message);
-    if (RETRIED.has(code) || answer.status === 429)
-      throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
-    // A 5xx is retried whatever its body says (Meta puts Graph codes on its outages too), unless the code is a
-    // refusal of the credentials.
-    if (answer.status >= 500 && whatsappErrorCode(code) !== 'auth_failed')
-      throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
-    throw new ProviderError(reason, false, whatsappErrorCode(code));
+    throw ProviderError.of(
+      reason,
+      errorFor({
+        status: answer.status,
+        code: Number.isFinite(code) ? String(code) : undefined,
+        retryAfterMs: answer.retryAfterMs,
+      }),
+    );
   }
+}
+
+/**
+ * The Graph API's answers: throttling (130429, 131056) and 429 are retried after Retry-After; a 5xx is retried
+ * whatever its body says (Meta puts Graph codes on its outages too), unless the code refuses the credentials
+ * (190); otherwise the code decides.
+ */
+function errorFor(answer: ProviderAnswerFacts): ErrorVerdict {
+  const code = Number(answer.code);
+  if (RETRIED.has(code) || answer.status === 429)
+    return { error_code: 'rate_limited', retry: true, after_ms: answer.retryAfterMs };
+  if (answer.status >= 500 && whatsappErrorCode(code) !== 'auth_failed')
+    return { error_code: 'provider_rejected', retry: true, after_ms: answer.retryAfterMs };
+  return { error_code: whatsappErrorCode(code), retry: false };
 }
 
 /** `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` with the app secret, compared in constant time. */
@@ -181,4 +210,95 @@ export function whatsappOutcome(status: WhatsAppStatus): ReportOutcome | undefin
     code: RETRIED.has(code) ? 'rate_limited' : whatsappErrorCode(code),
     error: `WhatsApp Cloud API reported failed${Number.isFinite(code) ? ` (code ${code})` : ''}: ${text}`,
   };
+}
+
+/** Meta's WhatsApp Cloud API: free text and approved templates, one signed webhook for statuses and replies. */
+export const whatsappCloud: ProviderAdapter = {
+  name: 'whatsapp_cloud',
+  label: 'WhatsApp Cloud API',
+  channels: ['whatsapp'],
+  settings: Type.Object({
+    phone_number_id: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: "The business phone number's id in Meta's WhatsApp Manager.",
+    }),
+    waba_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The WhatsApp Business Account id.' }),
+    ),
+  }),
+  credentials: Type.Object({
+    access_token: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^\\S+$',
+      description: "A system user's permanent access token.",
+    }),
+    app_secret: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^\\S+$',
+      description: "The Meta app's secret: webhook notifications are signed with it.",
+    }),
+  }),
+  callbacks: ['webhook'],
+  templates: {
+    sends: 'also',
+    idLabel: "The approved WhatsApp template's name, used with the template's language",
+    maxLength: 512,
+  },
+  verifyToken: true,
+  api: { env: 'WHATSAPP_CLOUD_BASE_URL', url: 'https://graph.facebook.com' },
+  env: {
+    WHATSAPP_CLOUD_API_VERSION: ['v23.0', /^v\d{1,3}\.\d{1,3}$/, 'a Graph API version such as v23.0'],
+  },
+  errorFor,
+  redact: [],
+  create: (c) =>
+    new WhatsAppCloudProvider({
+      baseUrl: c.apiUrl,
+      version: c.env.WHATSAPP_CLOUD_API_VERSION ?? 'v23.0',
+      phoneNumberId: String(c.settings.phone_number_id ?? ''),
+      accessToken: c.credentials.access_token ?? '',
+    }),
+  callback(request: CallbackRequest): CallbackResult {
+    if (request.method === 'GET') {
+      // The webhook's verification: hub.verify_token must be the account's verify_token.
+      const given = request.query['hub.verify_token'] ?? '';
+      if (
+        request.verifyToken === undefined ||
+        request.query['hub.mode'] !== 'subscribe' ||
+        !sameText(request.verifyToken, given)
+      )
+        throw new CallbackRefused("hub.verify_token does not match the account's verify_token.");
+      return { answer: { type: 'text/plain', body: request.query['hub.challenge'] ?? '' } };
+    }
+    if (
+      !verifyMetaSignature(
+        request.credentials.app_secret ?? '',
+        request.raw,
+        request.header('x-hub-signature-256'),
+      )
+    )
+      throw new CallbackRefused(
+        "The X-Hub-Signature-256 does not match this request and the account's app_secret.",
+      );
+    const { statuses, messages } = whatsappNotification(request.body);
+    return {
+      reports: statuses.map((status) => ({ providerMessageId: status.id, outcome: whatsappOutcome(status) })),
+      replies: messages.map((m) => ({
+        channel: 'whatsapp',
+        from: `+${m.from}`,
+        body: m.body,
+        id: m.id,
+        name: m.name,
+      })),
+    };
+  },
+};
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }

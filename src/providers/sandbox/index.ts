@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Channel, FinalStatus, MessageProvider, OutgoingMessage, SendResult } from './provider.ts';
+import { Type } from 'typebox';
+import type { ProviderAdapter } from '../adapter.ts';
+import type { Channel, FinalStatus, MessageProvider, OutgoingMessage, SendResult } from '../provider.ts';
 
 /**
  * Sends nothing out. Writes each outgoing message as one log line with channel, to and body (the only
@@ -51,3 +53,19 @@ export function sandboxOutcome(to: string): FinalStatus {
   if (to.includes('@')) return to.toLowerCase().startsWith('fail') ? 'failed' : 'delivered';
   return to.endsWith('0000') ? 'failed' : 'delivered';
 }
+
+/** Sends nothing: what it "sends" is written to the log (the deployment's) or only counted (an account's). */
+export const sandbox: ProviderAdapter = {
+  name: 'sandbox',
+  label: 'Sandbox',
+  channels: ['sms', 'whatsapp', 'email', 'ivr'],
+  settings: Type.Object({}),
+  credentials: Type.Object({}),
+  callbacks: [],
+  simulated: { settles: sandboxOutcome },
+  deployment: { prefix: 'SANDBOX', callbacks: [] },
+  // It never refuses a message.
+  errorFor: () => ({ error_code: 'provider_rejected', retry: false }),
+  redact: [],
+  create: (c) => new SandboxProvider(c.channel, c.log, c.sandboxDelayMs, false, c.ownAccount),
+};

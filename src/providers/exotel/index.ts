@@ -1,5 +1,14 @@
-import type { MessageErrorCode } from '../domain.ts';
-import { callProvider, providerText } from './http.ts';
+import { Type } from 'typebox';
+import type { MessageErrorCode } from '../../domain.ts';
+import {
+  type CallbackRequest,
+  type CallbackResult,
+  type ErrorVerdict,
+  httpVerdict,
+  type ProviderAdapter,
+  type ProviderAnswerFacts,
+} from '../adapter.ts';
+import { callProvider, providerText } from '../http.ts';
 import {
   type Channel,
   type MessageProvider,
@@ -7,7 +16,7 @@ import {
   ProviderError,
   type SendResult,
   type ReportOutcome,
-} from './provider.ts';
+} from '../provider.ts';
 
 export interface ExotelAccount {
   baseUrl: string;
@@ -81,12 +90,26 @@ export class ExotelProvider implements MessageProvider {
     const exception = (answer.body.RestException ?? {}) as { Message?: unknown; Code?: unknown };
     const text = providerText(exception.Message ?? answer.body.message);
     const reason = `Exotel answered ${answer.status}${exception.Code ? ` (code ${String(exception.Code)})` : ''}: ${text}`;
-    if (answer.status === 429) throw new ProviderError(reason, true, 'rate_limited', answer.retryAfterMs);
-    if (answer.status >= 500) throw new ProviderError(reason, true, 'provider_rejected', answer.retryAfterMs);
-    if (answer.status === 401 || (answer.status === 403 && !/insufficient balance/i.test(text)))
-      throw new ProviderError(reason, false, 'auth_failed');
-    throw new ProviderError(reason, false, 'provider_rejected');
+    throw ProviderError.of(
+      reason,
+      errorFor({ status: answer.status, text, retryAfterMs: answer.retryAfterMs }),
+    );
   }
+}
+
+/**
+ * Exotel's answers (https://support.exotel.com/support/solutions/articles/48282-sending-an-sms): 401, and 403
+ * other than an insufficient balance (an inactive or expired account), are refused credentials; 400 "Invalid
+ * Recipient" is `invalid_recipient`; 429 and any 5xx are retried; anything else refuses the message.
+ */
+function errorFor(answer: ProviderAnswerFacts): ErrorVerdict {
+  const common = httpVerdict(answer);
+  if (common) return common;
+  if (answer.status === 401 || (answer.status === 403 && !/insufficient balance/i.test(answer.text ?? '')))
+    return { error_code: 'auth_failed', retry: false };
+  if (answer.status === 400 && /invalid recipient/i.test(answer.text ?? ''))
+    return { error_code: 'invalid_recipient', retry: false };
+  return { error_code: 'provider_rejected', retry: false };
 }
 
 const DLT_CODES = (code: number) => (code >= 23080 && code <= 23084) || (code >= 23181 && code <= 23186);
@@ -133,3 +156,80 @@ export function exotelInbound(
     id: fields.SmsSid || `exotel:${fields.From}:${fields.Date ?? ''}`,
   };
 }
+
+/** Exotel: SMS with DLT ids and IVR calls through an ExoPhone; reports, call statuses, greetings and replies. */
+export const exotel: ProviderAdapter = {
+  name: 'exotel',
+  label: 'Exotel',
+  channels: ['sms', 'ivr'],
+  settings: Type.Object({
+    sid: Type.String({ minLength: 1, maxLength: 500, description: 'The Exotel account SID.' }),
+    sender: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'The DLT-registered sender id, or the ExoPhone SMS go from.',
+    }),
+    caller_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The ExoPhone calls come from (IVR).' }),
+    ),
+    app_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description: 'The call flow (app) a call is connected to (IVR).',
+      }),
+    ),
+    dlt_entity_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: "The office's DLT principal entity id." }),
+    ),
+  }),
+  credentials: Type.Object({
+    api_key: Type.String({ minLength: 1, maxLength: 2000, pattern: '^\\S+$', description: 'The API key.' }),
+    api_token: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^\\S+$',
+      description: 'The API token.',
+    }),
+  }),
+  channelSettings: { ivr: ['caller_id', 'app_id'] },
+  callbacks: ['delivery', 'call_status', 'greeting', 'inbound'],
+  api: { env: 'EXOTEL_BASE_URL', url: 'https://api.exotel.com' },
+  errorFor,
+  redact: [],
+  create: (c) =>
+    new ExotelProvider(c.channel === 'ivr' ? 'ivr' : 'sms', {
+      baseUrl: c.apiUrl,
+      sid: String(c.settings.sid ?? ''),
+      apiKey: c.credentials.api_key ?? '',
+      apiToken: c.credentials.api_token ?? '',
+      sender: String(c.settings.sender ?? ''),
+      callerId: text(c.settings.caller_id),
+      appId: text(c.settings.app_id),
+      dltEntityId: text(c.settings.dlt_entity_id),
+      deliveryUrl: c.callbackUrl('delivery'),
+      callStatusUrl: c.callbackUrl('call_status'),
+    }),
+  callback(request: CallbackRequest): CallbackResult {
+    const fields = { ...request.query, ...request.fields };
+    switch (request.kind) {
+      case 'greeting':
+        // The Greeting applet asks for the call's text: our message id is its CustomField.
+        return { speak: { messageRef: fields.CustomField ?? '', callId: fields.CallSid } };
+      case 'inbound': {
+        // The SMS app's "Send a Reply" URL (a HEAD, then a GET): an empty text/plain answer sends no reply.
+        const reply = exotelInbound(fields);
+        return {
+          replies: reply ? [{ channel: 'sms', ...reply }] : [],
+          answer: request.method === 'GET' ? { type: 'text/plain', body: '' } : undefined,
+        };
+      }
+      case 'call_status':
+        return { reports: [{ providerMessageId: fields.CallSid ?? '', outcome: exotelCallOutcome(fields) }] };
+      default:
+        return { reports: [{ providerMessageId: fields.SmsSid ?? '', outcome: exotelSmsOutcome(fields) }] };
+    }
+  },
+};
+
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined);

@@ -1,7 +1,16 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { TwilioSettings } from '../config.ts';
-import type { MessageErrorCode } from '../domain.ts';
-import { readCapped, retryAfterOf } from './http.ts';
+import { Type } from 'typebox';
+import type { MessageErrorCode } from '../../domain.ts';
+import {
+  CallbackRefused,
+  type CallbackRequest,
+  type CallbackResult,
+  type ErrorVerdict,
+  httpVerdict,
+  type ProviderAdapter,
+  type ProviderAnswerFacts,
+} from '../adapter.ts';
+import { providerText, readCapped, retryAfterOf } from '../http.ts';
 import {
   type Channel,
   type FinalStatus,
@@ -10,9 +19,18 @@ import {
   ProviderError,
   type ReportOutcome,
   type SendResult,
-} from './provider.ts';
+} from '../provider.ts';
 
-export const TWILIO_STATUS_PATH = '/api/providers/twilio/status';
+export interface TwilioAccount {
+  accountSid: string;
+  authToken: string;
+  apiBaseUrl: string;
+  smsFrom: string | undefined;
+  whatsappFrom: string | undefined;
+  voiceFrom: string | undefined;
+  /** Where its status callbacks go ('' : none), our message id added as `?message=`. */
+  statusCallbackUrl: string;
+}
 
 function xml(text: string): string {
   return text
@@ -33,10 +51,7 @@ export class TwilioProvider implements MessageProvider {
 
   constructor(
     readonly channel: Exclude<Channel, 'email'>,
-    private readonly settings: TwilioSettings & {
-      /** A channel account's callback_urls.delivery: its status callbacks go there instead. */
-      statusCallbackUrl?: string | undefined;
-    },
+    private readonly settings: TwilioAccount,
   ) {}
 
   async send(message: OutgoingMessage, signal?: AbortSignal): Promise<SendResult> {
@@ -46,24 +61,19 @@ export class TwilioProvider implements MessageProvider {
     if (this.channel === 'ivr') {
       resource = 'Calls.json';
       form.set('To', message.to);
-      form.set('From', this.from(s.voiceFrom, 'TWILIO_VOICE_FROM'));
+      form.set('From', this.from(s.voiceFrom, 'voice_from'));
       form.set('Twiml', `<Response><Say>${xml(message.body)}</Say></Response>`);
     } else {
       resource = 'Messages.json';
       const whatsapp = this.channel === 'whatsapp';
       form.set('To', whatsapp ? `whatsapp:${message.to}` : message.to);
-      const from = whatsapp
-        ? this.from(s.whatsappFrom, 'TWILIO_WHATSAPP_FROM')
-        : this.from(s.smsFrom, 'TWILIO_SMS_FROM');
+      const from = whatsapp ? this.from(s.whatsappFrom, 'whatsapp_from') : this.from(s.smsFrom, 'sms_from');
       form.set('From', whatsapp && !from.startsWith('whatsapp:') ? `whatsapp:${from}` : from);
       form.set('Body', message.body);
       if (message.mediaUrl) form.set('MediaUrl', message.mediaUrl);
     }
-    if (s.statusCallbackUrl && message.reference) {
+    if (s.statusCallbackUrl && message.reference)
       form.set('StatusCallback', `${s.statusCallbackUrl}?message=${message.reference}`);
-    } else if (s.publicBaseUrl && message.reference) {
-      form.set('StatusCallback', `${s.publicBaseUrl}${TWILIO_STATUS_PATH}?message=${message.reference}`);
-    }
     const url = `${s.apiBaseUrl}/2010-04-01/Accounts/${encodeURIComponent(s.accountSid)}/${resource}`;
     let res: Response;
     try {
@@ -89,19 +99,23 @@ export class TwilioProvider implements MessageProvider {
     }
     payload = payload && typeof payload === 'object' ? payload : {};
     if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
-    const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${payload.message ?? 'no message'}`;
-    // 401 (Twilio's 20003): the account SID or auth token is refused.
-    if (res.status === 401 || payload.code === 20003) throw new ProviderError(reason, false, 'auth_failed');
-    throw new ProviderError(
+    const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${providerText(payload.message, REDACT)}`;
+    throw ProviderError.of(
       reason,
-      res.status === 429 || res.status >= 500,
-      res.status === 429 ? 'rate_limited' : (twilioErrorCode(payload.code) ?? 'provider_rejected'),
-      retryAfterOf(res),
+      errorFor({
+        status: res.status,
+        code: payload.code === undefined ? undefined : String(payload.code),
+        retryAfterMs: retryAfterOf(res),
+      }),
     );
   }
 
   private from(value: string | undefined, setting: string): string {
-    if (!value) throw new ProviderError(`${setting} is not set`, false);
+    if (!value)
+      throw new ProviderError(
+        `No ${setting} is set (the account's settings.${setting}, or TWILIO_${setting.toUpperCase()} for the deployment).`,
+        false,
+      );
     return value;
   }
 }
@@ -129,6 +143,23 @@ const TWILIO_ERROR_CODES: Record<number, MessageErrorCode> = {
   30004: 'provider_rejected', // message blocked
   30007: 'provider_rejected', // filtered as spam
 };
+
+/**
+ * Twilio's answers: 401 and its code 20003 are refused credentials; 429 and any 5xx are retried (after
+ * Retry-After); otherwise the error code decides (TWILIO_ERROR_CODES), else the message is refused.
+ */
+function errorFor(answer: ProviderAnswerFacts): ErrorVerdict {
+  if (answer.status === 401 || answer.code === '20003') return { error_code: 'auth_failed', retry: false };
+  const common = httpVerdict(answer);
+  if (common) return common;
+  return { error_code: twilioErrorCode(answer.code) ?? 'provider_rejected', retry: false };
+}
+
+/** An account SID, as Twilio quotes it in the resource paths of its error texts. */
+const REDACT = [/AC[0-9a-f]{32}/gi];
+
+/** Twilio's error for a recipient who has unsubscribed (replied STOP to the sender at Twilio's end). */
+const UNSUBSCRIBED = '21610';
 
 /** A Twilio error code (number or text) as our message `error_code`; undefined for codes not listed. */
 export function twilioErrorCode(code: number | string | undefined): MessageErrorCode | undefined {
@@ -176,3 +207,92 @@ export function twilioOutcome(params: Record<string, string>): ReportOutcome | u
     error: `Twilio reported ${params.MessageStatus ?? params.CallStatus}${code ? ` (error ${code})` : ''}`,
   };
 }
+
+const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+
+/** Twilio: SMS, WhatsApp and voice calls; signed status callbacks and (for the deployment's number) replies. */
+export const twilio: ProviderAdapter = {
+  name: 'twilio',
+  label: 'Twilio',
+  channels: ['sms', 'whatsapp', 'ivr'],
+  settings: Type.Object({
+    account_sid: Type.String({ minLength: 1, maxLength: 500, description: 'The account SID (AC...).' }),
+    sms_from: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The number or sender id SMS go from.' }),
+    ),
+    whatsapp_from: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The WhatsApp sender (whatsapp:+1...).' }),
+    ),
+    voice_from: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The number calls come from.' }),
+    ),
+  }),
+  credentials: Type.Object({
+    auth_token: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^\\S+$',
+      description: 'The auth token.',
+    }),
+  }),
+  channelSettings: { sms: ['sms_from'], whatsapp: ['whatsapp_from'], ivr: ['voice_from'] },
+  callbacks: ['delivery'],
+  api: { env: 'TWILIO_BASE_URL', alias: 'TWILIO_API_BASE_URL', url: 'https://api.twilio.com' },
+  deployment: { prefix: 'TWILIO', callbacks: ['status', 'inbound'] },
+  errorFor,
+  redact: REDACT,
+  create(c) {
+    if (c.channel === 'email') throw new Error('twilio cannot send email');
+    return new TwilioProvider(c.channel, {
+      accountSid: String(c.settings.account_sid ?? ''),
+      authToken: c.credentials.auth_token ?? '',
+      apiBaseUrl: c.apiUrl,
+      smsFrom: optional(c.settings.sms_from),
+      whatsappFrom: optional(c.settings.whatsapp_from),
+      voiceFrom: optional(c.settings.voice_from),
+      statusCallbackUrl: c.callbackUrl(c.ownAccount ? 'delivery' : 'status'),
+    });
+  },
+  callback(request: CallbackRequest): CallbackResult {
+    if (
+      !verifyTwilioSignature(
+        request.credentials.auth_token ?? '',
+        request.url,
+        { ...request.fields },
+        request.header('x-twilio-signature'),
+      )
+    )
+      throw new CallbackRefused('The X-Twilio-Signature does not match this request and the auth token.');
+    const fields = request.fields;
+    if (request.kind === 'inbound') {
+      const from = fields.From ?? '';
+      const whatsapp = from.startsWith('whatsapp:');
+      // Twilio's retries and replays carry the same MessageSid: the reply is stored once.
+      const id = (fields.MessageSid ?? fields.SmsSid ?? '').slice(0, 64);
+      return {
+        replies: from
+          ? [
+              {
+                channel: whatsapp ? 'whatsapp' : 'sms',
+                from: whatsapp ? from.slice('whatsapp:'.length) : from,
+                body: fields.Body ?? '',
+                id,
+              },
+            ]
+          : [],
+        answer: { type: 'text/xml', body: EMPTY_TWIML },
+      };
+    }
+    return {
+      reports: [
+        {
+          messageRef: request.query.message ?? '',
+          outcome: twilioOutcome(fields),
+          optOut: fields.ErrorCode === UNSUBSCRIBED,
+        },
+      ],
+    };
+  },
+};
+
+const optional = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);

@@ -1,0 +1,55 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { adapters } from '../src/providers/registry.ts';
+
+/**
+ * Everything the service knows about a provider lives in its module, `src/providers/<name>/`: no other file of
+ * the service or the console names a provider, except the registry that lists them (src/providers/registry.ts),
+ * the migrations (history, never edited) and the console's generated API types. The sandbox is exempt: "the
+ * sandbox" is the contract's name for the default that reaches no one, used as such across the service.
+ */
+const root = new URL('..', import.meta.url).pathname;
+
+function files(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return files(path);
+    return /\.(ts|tsx)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+describe('provider names', () => {
+  const named = adapters.filter((a) => !a.simulated);
+  const words = named.flatMap((a) => [a.name, a.label]);
+  const pattern = new RegExp(
+    `\\b(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})\\b`,
+    'i',
+  );
+  const exempt = (path: string) =>
+    named.some((a) => path.startsWith(`src/providers/${a.name}/`)) ||
+    path === 'src/providers/registry.ts' ||
+    path.startsWith('src/db/migrations/') ||
+    path === 'console/src/schema.d.ts';
+
+  it('the scan finds the provider modules (it is not empty)', () => {
+    const all = [...files('src'), ...files('console/src')];
+    expect(all.length).toBeGreaterThan(100);
+    expect(
+      all.filter((p) => exempt(p) && pattern.test(readFileSync(join(root, p), 'utf8'))).length,
+    ).toBeGreaterThan(named.length);
+  });
+
+  it('no file outside src/providers/<name>/ and the registry names a provider', () => {
+    const naming = [...files('src'), ...files('console/src')]
+      .filter((path) => !exempt(path))
+      .flatMap((path) =>
+        readFileSync(join(root, path), 'utf8')
+          .split('\n')
+          .map((line, i) => [line, i] as const)
+          .filter(([line]) => pattern.test(line))
+          .map(([line, i]) => `${relative(root, join(root, path))}:${i + 1}: ${line.trim()}`),
+      );
+    expect(naming).toEqual([]);
+  });
+});
