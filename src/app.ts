@@ -255,6 +255,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const grievances = new GrievancesService({ db: db.kysely, defaultCountry: config.defaultCountry });
   const payments = new PaymentsService({ db: db.kysely });
+  // The deployment's provider of each channel, by name: what carries a channel with no account of the workspace.
+  const deploymentNames = Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
+    MessageChannel,
+    string
+  >;
   const webhooks = new WebhooksService({
     db: db.kysely,
     appKey: config.appKey,
@@ -298,10 +303,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(workspacesRoutes, {
     prefix: '/api',
     db: db.kysely,
-    deployment: Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
-      MessageChannel,
-      string
-    >,
+    deployment: deploymentNames,
   });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
   const { importer, jobs } = buildVoterImports({ db, config, log: app.log });
@@ -336,10 +338,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db: db.kysely,
     config,
     log: app.log,
-    deployment: Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
-      MessageChannel,
-      string
-    >,
+    deployment: deploymentNames,
   });
   await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
   await app.register(campaignsRoutes, { prefix: '/api', campaigns, idempotency });

@@ -17,9 +17,10 @@ import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
 import { campaignRef, creditChannel, parseRef } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
+import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
 import {
   accountForSend,
-  channelCarrier,
+  carrierAmong,
   templateForAccount,
 } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
@@ -132,10 +133,9 @@ export class CampaignsService {
     const now = new Date();
     let silence: Promise<string | undefined> | undefined;
     const silenceOnce = () => (silence ??= silenceInForceUntil(this.deps.db, workspaceId, now.toISOString()));
-    const items = [];
-    for (const r of rows)
-      items.push(await this.view(r, stats.get(r.id), await heldNow(this.deps, r, now, silenceOnce)));
-    return pageResult(items, total, page, perPage);
+    const helds = [];
+    for (const r of rows) helds.push(await heldNow(this.deps, r, now, silenceOnce));
+    return pageResult(await this.views(rows, stats, helds), total, page, perPage);
   }
 
   async get(workspaceId: number, ref: string) {
@@ -409,40 +409,65 @@ export class CampaignsService {
 
   /** A campaign as items show it, with what carries its messages (or would now) and its latest failure. */
   private async view(row: CampaignRow, counted: Stats | undefined, held: Held) {
+    return (await this.views([row], new Map(counted ? [[row.id, counted]] : []), [held]))[0]!;
+  }
+
+  /**
+   * Campaigns of one workspace as items show them, in two queries whatever their number: the account of each
+   * one's first message (filled campaigns name their carrier there), and the workspace's accounts (the carrier
+   * of each channel now, for campaigns not filled yet).
+   */
+  private async views(rows: CampaignRow[], stats: Map<number, Stats>, helds: Held[]) {
     const { db, deployment } = this.deps;
-    let accountId = row.channel_account_id;
-    let provider: string | undefined;
-    let off = false;
-    if (accountId === null) {
-      // Filled: its messages name their carrier. Not yet: what carries the channel now.
-      const first = await db
-        .selectFrom('messages')
-        .select(['channel_account_id'])
-        .where('campaign_id', '=', row.id)
-        .limit(1)
-        .executeTakeFirst();
-      if (first) accountId = first.channel_account_id;
-      else {
-        const carrier = await channelCarrier(db, row.workspace_id, row.channel);
-        accountId = (carrier.account ?? carrier.off)?.id ?? null;
-        off = carrier.off !== undefined;
+    if (rows.length === 0) return [];
+    const open = rows.filter((r) => r.channel_account_id === null).map((r) => r.id);
+    const firsts = new Map<number, number | null>();
+    if (open.length > 0) {
+      const found = await db
+        .selectFrom('campaigns as c')
+        .select((eb) => [
+          'c.id',
+          eb
+            .selectFrom('messages as m')
+            .select('m.id')
+            .whereRef('m.campaign_id', '=', 'c.id')
+            .limit(1)
+            .as('first_id'),
+          eb
+            .selectFrom('messages as m')
+            .select('m.channel_account_id')
+            .whereRef('m.campaign_id', '=', 'c.id')
+            .limit(1)
+            .as('first_account'),
+        ])
+        .where('c.id', 'in', open)
+        .execute();
+      for (const f of found)
+        if (f.first_id !== null)
+          firsts.set(Number(f.id), f.first_account === null ? null : Number(f.first_account));
+    }
+    const accounts = await accountsOfWorkspace(db, rows[0]!.workspace_id);
+    const byId = new Map(accounts.map((a) => [Number(a.id), a]));
+    return rows.map((row, i) => {
+      let accountId = row.channel_account_id;
+      let off = false;
+      if (accountId === null) {
+        // Filled: its messages name their carrier. Not yet: what carries the channel now.
+        if (firsts.has(row.id)) accountId = firsts.get(row.id)!;
+        else {
+          const carrier = carrierAmong(accounts, row.channel);
+          accountId = (carrier.account ?? carrier.off)?.id ?? null;
+          off = carrier.off !== undefined;
+        }
       }
-    }
-    if (accountId !== null) {
-      const account = await db
-        .selectFrom('channel_accounts')
-        .select(['provider', 'disabled_at'])
-        .where('id', '=', accountId)
-        .where('workspace_id', '=', row.workspace_id)
-        .executeTakeFirst();
-      provider = account?.provider;
+      const account = accountId !== null ? byId.get(Number(accountId)) : undefined;
       off ||= account?.disabled_at != null;
-    }
-    provider ??= deployment?.[row.channel] ?? defaultDeploymentProvider;
-    return campaignView(row, counted, held, {
-      channel_account_id: accountId !== null ? accountRef(accountId) : null,
-      provider,
-      simulated: isSimulated(provider) && !off,
+      const provider = account?.provider ?? deployment?.[row.channel] ?? defaultDeploymentProvider;
+      return campaignView(row, stats.get(row.id), helds[i]!, {
+        channel_account_id: accountId !== null ? accountRef(accountId) : null,
+        provider,
+        simulated: isSimulated(provider) && !off,
+      });
     });
   }
 

@@ -96,8 +96,18 @@ export async function channelCarrier(
   db: Executor,
   workspaceId: number,
   channel: MessageChannel,
-): Promise<{ account?: ChannelAccountRow; off?: ChannelAccountRow }> {
-  const serving = (await accountsOfWorkspace(db, workspaceId))
+): Promise<Carrier> {
+  return carrierAmong(await accountsOfWorkspace(db, workspaceId), channel);
+}
+
+export interface Carrier {
+  account?: ChannelAccountRow;
+  off?: ChannelAccountRow;
+}
+
+/** channelCarrier's choice among accounts already read (all of one workspace's). */
+export function carrierAmong(accounts: readonly ChannelAccountRow[], channel: MessageChannel): Carrier {
+  const serving = accounts
     .filter((row) => json<string[]>(row.channels).includes(channel))
     .sort((a, b) => Number(a.id) - Number(b.id));
   if (serving.length === 0) return {};

@@ -7,7 +7,8 @@ import { notFound } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success, Timestamp } from '../../http/schemas.ts';
 import { isSimulated } from '../../providers/registry.ts';
-import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
+import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
+import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 
 const Carrier = Type.Object(
@@ -72,8 +73,9 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
         .executeTakeFirst();
       if (!row) throw notFound('Workspace');
       const channels = {} as Record<MessageChannel, Static<typeof Carrier>>;
+      const accounts = await accountsOfWorkspace(db, workspaceId);
       for (const channel of messageChannels) {
-        const { account, off } = await channelCarrier(db, workspaceId, channel);
+        const { account, off } = carrierAmong(accounts, channel);
         const carrier = account ?? off;
         const provider = carrier ? carrier.provider : deployment[channel];
         channels[channel] = {
