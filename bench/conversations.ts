@@ -24,7 +24,7 @@ import pg from 'pg';
 import type { Database } from '../src/db/schema.ts';
 import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { api, freePort, spawnNpmStart, waitUntilUp } from './server.ts';
+import { api, freePort, openStream, spawnNpmStart, type Stream, waitUntilUp } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -252,48 +252,6 @@ function inboxQueries(
     out.push({ volunteer, query });
   }
   return out;
-}
-
-interface Stream {
-  arrivals: Map<string, number>;
-  close: () => void;
-}
-
-/** An event stream read by hand: the arrival time of each message.received event, by its body. */
-function openStream(base: string, token: string): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const arrivals = new Map<string, number>();
-    const req = httpRequest(`${base}/events/stream`, {
-      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
-      agent: false,
-    });
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) {
-        reject(new Error(`stream answered ${res.statusCode}`));
-        res.resume();
-        return;
-      }
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        const now = performance.now();
-        buffer += chunk;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          if (!block.includes('event: message.received')) continue;
-          const marker = /"body":"(bench-\d+)"/.exec(block)?.[1];
-          if (marker && !arrivals.has(marker)) arrivals.set(marker, now);
-        }
-      });
-      res.on('error', () => undefined);
-      resolve({ arrivals, close: () => req.destroy() });
-    });
-    req.on('error', (error) => {
-      if (!('code' in error && error.code === 'ECONNRESET')) reject(error);
-    });
-    req.end();
-  });
 }
 
 async function main(): Promise<void> {

@@ -14,9 +14,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { parseArgs } from 'node:util';
-import { api, freePort, spawnNpmStart, waitUntilUp } from './server.ts';
+import { api, freePort, openStream, spawnNpmStart, type Stream, waitUntilUp } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -48,42 +47,6 @@ async function cpuShare(pid: number, seconds: number): Promise<number> {
   const before = cpuSeconds(pid);
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   return (cpuSeconds(pid) - before) / seconds;
-}
-
-interface Stream {
-  arrivals: Map<string, number>;
-  close: () => void;
-}
-
-function openStream(base: string, token: string): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const arrivals = new Map<string, number>();
-    const req = httpRequest(`${base}/events/stream`, {
-      headers: { authorization: `Bearer ${token}` },
-      agent: false,
-    });
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        const now = performance.now();
-        buffer += chunk;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const marker = /"body":"(bench-\d+)"/.exec(block)?.[1];
-          if (marker && !arrivals.has(marker)) arrivals.set(marker, now);
-        }
-      });
-      res.on('error', () => undefined);
-      resolve({ arrivals, close: () => req.destroy() });
-    });
-    req.on('error', (error) => {
-      if (!('code' in error && error.code === 'ECONNRESET')) reject(error);
-    });
-    req.end();
-  });
 }
 
 /** The worst and median time of `probe`, run one after another until `during` settles. */

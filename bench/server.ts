@@ -235,3 +235,45 @@ export function keepResults(suffix: string, figures: Record<string, unknown>): s
   writeFileSync(file, JSON.stringify({ at: now, machine: machine(), ...figures }, null, 2) + '\n');
   return file;
 }
+
+export interface Stream {
+  arrivals: Map<string, number>;
+  close: () => void;
+}
+
+/** An event stream read by hand: the arrival time of each message.received event, by its body. */
+export function openStream(base: string, token: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const arrivals = new Map<string, number>();
+    const req = httpRequest(`${base}/events/stream`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+      agent: false,
+    });
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`stream answered ${res.statusCode}`));
+        res.resume();
+        return;
+      }
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (chunk: string) => {
+        const now = performance.now();
+        buffer += chunk;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (!block.includes('event: message.received')) continue;
+          const marker = /"body":"(bench-\d+)"/.exec(block)?.[1];
+          if (marker && !arrivals.has(marker)) arrivals.set(marker, now);
+        }
+      });
+      res.on('error', () => undefined);
+      resolve({ arrivals, close: () => req.destroy() });
+    });
+    req.on('error', (error) => {
+      if (!('code' in error && error.code === 'ECONNRESET')) reject(error);
+    });
+    req.end();
+  });
+}

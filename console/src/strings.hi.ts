@@ -132,7 +132,8 @@ export const hi: Record<Key, string> = {
   'voters.record': 'रिकॉर्ड',
   'voters.messages': 'भेजे गए संदेश',
   'voters.confirmDelete': '{name} को हटाएँ? यह वापस नहीं होगा।',
-  'voters.readOnly': 'स्वयंसेवक मतदाताओं के रिकॉर्ड पढ़ सकते हैं; कार्यालय उन्हें बदलता है।',
+  'voters.readOnly':
+    'आप मतदाता सूची का अपना हिस्सा देखते हैं: आपके वार्ड, बूथ और क्षेत्रों के मतदाता, आपके जोड़े हुए मतदाता, और आपकी बातचीत के संपर्क।',
   'import.title': 'मतदाता आयात करें',
   'import.help':
     'CSV फ़ाइल, कॉलम name, phone, email, constituency, booth, ward, address के साथ (name और phone ज़रूरी)। सूची में पहले से उसी नाम और फ़ोन वाला मतदाता दोहराया नहीं जाता, अपडेट होता है।',
@@ -168,6 +169,7 @@ export const hi: Record<Key, string> = {
   'compose.schedule.hint': 'खाली छोड़ें तो आप जब चाहें तब भेजें।',
   'compose.sample': 'सेगमेंट का एक मतदाता इसे ऐसे देखेगा',
   'compose.parts': 'हर मतदाता को {parts} एसएमएस भाग',
+  'compose.part': 'हर मतदाता को एक एसएमएस भाग',
   'compose.preview': 'सहेजें और जाँचें',
   'compose.previewTitle': 'भेजने से पहले',
   'compose.sendNow': 'अभी भेजें',

@@ -134,7 +134,8 @@ export const en = {
   'voters.record': 'Record',
   'voters.messages': 'Messages sent',
   'voters.confirmDelete': 'Delete {name}? This cannot be undone.',
-  'voters.readOnly': 'Volunteers can read voters’ records; the office changes them.',
+  'voters.readOnly':
+    'You see your part of the roll: the voters of your wards, booths and turfs, those you added, and the contacts of your conversations.',
   'import.title': 'Import voters',
   'import.help':
     'A CSV file with the columns name, phone, email, constituency, booth, ward, address (name and phone required). A voter already on the roll with the same name and phone is updated, not duplicated.',
@@ -170,7 +171,8 @@ export const en = {
   'compose.schedule': 'Send at',
   'compose.schedule.hint': 'Leave empty to send when you choose.',
   'compose.sample': 'As a voter of the segment will see it',
-  'compose.parts': '{parts} SMS part(s) per voter',
+  'compose.parts': '{parts} SMS parts per voter',
+  'compose.part': 'One SMS part per voter',
   'compose.preview': 'Save and check',
   'compose.previewTitle': 'Before sending',
   'compose.sendNow': 'Send now',

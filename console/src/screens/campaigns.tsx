@@ -237,7 +237,13 @@ export function Compose() {
             <div className="sample">
               <h3>{t('compose.sample')}</h3>
               <p data-testid="rendered">{rendered}</p>
-              {channel === 'sms' && <small>{t('compose.parts', { parts: n(smsSegments(rendered)) })}</small>}
+              {channel === 'sms' && (
+                <small>
+                  {smsSegments(rendered) === 1
+                    ? t('compose.part')
+                    : t('compose.parts', { parts: n(smsSegments(rendered)) })}
+                </small>
+              )}
             </div>
           )}
           <ErrorNote error={save.error} />
