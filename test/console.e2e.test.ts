@@ -366,25 +366,52 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('button', { name: 'Add' }).first().click();
       const row = page.getByRole('row', { name: /Office sandbox/ });
       await row.waitFor();
-      await row.getByRole('button', { name: 'Test' }).click();
-      await page.getByLabel('Send a test to').fill(owner.phone);
-      await page.getByRole('button', { name: 'Send test' }).click();
+      await row.getByRole('button', { name: 'Manage' }).click();
+      const panel = page.getByRole('region', { name: 'Office sandbox' });
+      await panel.getByLabel('Send a test to').fill(owner.phone);
+      await panel.getByRole('button', { name: 'Send test' }).click();
       await page
         .getByRole('status')
         .filter({ hasText: /test|Test/ })
         .waitFor();
       // The form is the provider's own fields, as the service describes them (GET /api/channel-accounts/providers).
-      await page.getByLabel('Name', { exact: true }).first().fill('Office MSG91');
-      await page.getByLabel('Provider').selectOption('msg91');
-      await page.getByLabel('sender *').fill('CESOFC');
-      await page.getByLabel('authkey *').fill('an-authkey');
-      await page.getByLabel('otp_template_id').waitFor();
-      expect(await page.getByLabel('phone_number_id *').count()).toBe(0);
-      await page.getByRole('button', { name: 'Add' }).first().click();
-      await page
-        .getByRole('row', { name: /Office MSG91/ })
-        .getByRole('cell', { name: 'MSG91', exact: true })
-        .waitFor();
+      const adding = page.getByRole('form', { name: 'Add a channel account' });
+      await adding.getByLabel('Name', { exact: true }).fill('Office MSG91');
+      await adding.getByLabel('Provider').selectOption('msg91');
+      await adding.getByLabel('sender *').fill('CESOFC');
+      await adding.getByLabel('authkey *').fill('an-authkey');
+      await adding.getByLabel('otp_template_id').waitFor();
+      expect(await adding.getByLabel('phone_number_id *').count()).toBe(0);
+      await adding.getByRole('button', { name: 'Add' }).click();
+      const msg91 = page.getByRole('row', { name: /Office MSG91/ });
+      await msg91.getByRole('cell', { name: 'MSG91', exact: true }).waitFor();
+      // Managed: its callback URLs to paste at MSG91, made the SMS default, switched off and on again.
+      await msg91.getByRole('button', { name: 'Manage' }).click();
+      const managed = page.getByRole('region', { name: 'Office MSG91' });
+      expect(await managed.getByLabel('delivery').inputValue()).toMatch(
+        /\/api\/providers\/msg91\/cha_\d+\/[^/]+\/delivery$/,
+      );
+      await managed.getByRole('button', { name: 'Switch off' }).click();
+      await msg91.getByText('Deactivated', { exact: true }).waitFor();
+      await managed.getByRole('button', { name: 'Switch on' }).click();
+      await msg91.getByText('Active', { exact: true }).waitFor();
+      await managed.getByLabel('SMS').check();
+      await managed.getByRole('button', { name: 'Save defaults' }).click();
+      await managed.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      // What carries SMS now is the MSG91 account (the workspace's own, not simulated).
+      const carrier = async () =>
+        (
+          (await api(`${server.base}/api`, 'GET', '/workspace', owner.token)) as {
+            channels: { sms: { provider: string; simulated: boolean } };
+          }
+        ).channels.sms;
+      for (let i = 0; i < 50 && (await carrier()).provider !== 'msg91'; i++)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      const workspace = { channels: { sms: await carrier() } };
+      expect(workspace.channels.sms).toMatchObject({ provider: 'msg91', simulated: false });
+      // Off again: the rest of the run sends through the office's sandbox account, never to MSG91's cloud.
+      await managed.getByRole('button', { name: 'Switch off' }).click();
+      await msg91.getByText('Deactivated', { exact: true }).waitFor();
       await accessible(page, 'settings');
       await shoot(page, 'settings', save);
       await nav('My profile').click();

@@ -1,7 +1,7 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { api, data, envelope } from '../api.ts';
-import type { components } from '../schema.d.ts';
+import type { components, operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 
@@ -95,8 +95,7 @@ function ChannelAccounts() {
   const [provider, setProvider] = useState<ProviderName>('sandbox');
   const spec = providers.data?.find((p) => p.name === provider);
   const [fields, setFields] = useState<Record<string, string>>({});
-  const [testTo, setTestTo] = useState('');
-  const [testing, setTesting] = useState<string | null>(null);
+  const [managing, setManaging] = useState<string | null>(null);
   const add = useMutation({
     mutationFn: () => {
       const given = (list: ProviderField[], prefix: string) =>
@@ -120,12 +119,6 @@ function ChannelAccounts() {
       envelope(api.DELETE('/api/channel-accounts/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
-  const test = useMutation({
-    mutationFn: (id: string) =>
-      envelope(
-        api.POST('/api/channel-accounts/{id}/test', { params: { path: { id } }, body: { to: testTo } }),
-      ),
-  });
   return (
     <Section title={t('settings.accounts')}>
       <ErrorNote error={accounts.error ?? remove.error ?? providers.error} />
@@ -147,8 +140,12 @@ function ChannelAccounts() {
                 <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
               </td>
               <td>
-                <button type="button" onClick={() => setTesting(testing === a.id ? null : a.id)}>
-                  {t('settings.test')}
+                <button
+                  type="button"
+                  aria-expanded={managing === a.id}
+                  onClick={() => setManaging(managing === a.id ? null : a.id)}
+                >
+                  {t('settings.manage')}
                 </button>{' '}
                 <button
                   type="button"
@@ -164,26 +161,21 @@ function ChannelAccounts() {
           ))}
         </Table>
       )}
-      {testing && (
-        <form
-          className="filters"
-          onSubmit={(e) => {
-            e.preventDefault();
-            test.mutate(testing);
-          }}
-        >
-          <Field label={t('settings.testTo')} hint={t('settings.testHint')}>
-            <input required value={testTo} onChange={(e) => setTestTo(e.target.value)} />
-          </Field>
-          <button className="primary" disabled={test.isPending}>
-            {t('settings.sendTest')}
-          </button>
-        </form>
-      )}
-      <ErrorNote error={test.error} />
-      {test.isSuccess && <Notice>{test.data.message ?? t('settings.testSent')}</Notice>}
-      <h3>{t('settings.addAccount')}</h3>
+      {(() => {
+        const account = accounts.data?.data.find((a) => a.id === managing);
+        const accountSpec = providers.data?.find((p) => p.name === account?.provider);
+        return account && accountSpec ? (
+          <AccountPanel
+            key={account.id}
+            account={account}
+            spec={accountSpec}
+            onChange={() => void refresh()}
+          />
+        ) : null;
+      })()}
+      <h3 id="add-account">{t('settings.addAccount')}</h3>
       <form
+        aria-labelledby="add-account"
         className="form-grid"
         onSubmit={(e) => {
           e.preventDefault();
@@ -234,6 +226,232 @@ function ChannelAccounts() {
         </div>
       </form>
     </Section>
+  );
+}
+
+type Account = components['schemas']['ChannelAccount'];
+type Provider = components['schemas']['ProviderDescription'];
+
+/**
+ * One account, managed: the channels it carries by default, on and off, the callback URLs and verify token to
+ * paste at the provider, its name and fields, and a test send (with a template where its provider needs one).
+ */
+function AccountPanel({
+  account,
+  spec,
+  onChange,
+}: {
+  account: Account;
+  spec: Provider;
+  onChange: () => void;
+}) {
+  const { t } = useI18n();
+  const path = { params: { path: { id: account.id } } };
+  const [defaults, setDefaults] = useState<string[]>(account.default_for);
+  // Switching an account off clears its defaults: the boxes follow what the service says.
+  const stored = account.default_for.join();
+  useEffect(() => setDefaults(stored ? stored.split(',') : []), [stored]);
+  const [name, setName] = useState(account.name);
+  const [fields, setFields] = useState<Record<string, string>>(
+    Object.fromEntries(Object.entries(account.settings).map(([k, v]) => [`s.${k}`, String(v)])),
+  );
+  const [copied, setCopied] = useState<string | null>(null);
+  const patch = useMutation({
+    mutationFn: (
+      body: NonNullable<operations['patchChannelAccountsId']['requestBody']>['content']['application/json'],
+    ) => envelope(api.PATCH('/api/channel-accounts/{id}', { ...path, body })),
+    onSuccess: onChange,
+  });
+  const copy = (label: string, text: string) =>
+    void navigator.clipboard?.writeText(text).then(
+      () => setCopied(label),
+      () => setCopied(null),
+    );
+  const save = () => {
+    const settings = Object.fromEntries(
+      spec.settings
+        .filter((f) => (fields[`s.${f.name}`] ?? '') !== '')
+        .map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
+    );
+    const credentials = Object.fromEntries(
+      spec.credentials.filter((f) => fields[`c.${f.name}`]).map((f) => [f.name, fields[`c.${f.name}`]!]),
+    );
+    patch.mutate({
+      name,
+      ...(Object.keys(settings).length ? { settings } : {}),
+      ...(Object.keys(credentials).length ? { credentials } : {}),
+    });
+  };
+  return (
+    <div className="panel" role="region" aria-label={account.name}>
+      <h3>{account.name}</h3>
+      <ErrorNote error={patch.error} />
+      {patch.isSuccess && <Notice>{t('settings.saved')}</Notice>}
+      <fieldset>
+        <legend>{t('settings.defaultFor')}</legend>
+        {account.channels.map((c) => (
+          <label key={c} className="check">
+            <input
+              type="checkbox"
+              checked={defaults.includes(c)}
+              onChange={(e) =>
+                setDefaults(e.target.checked ? [...defaults, c] : defaults.filter((d) => d !== c))
+              }
+            />{' '}
+            {t(`channel.${c}`)}
+          </label>
+        ))}
+        <p className="muted">{t('settings.defaultHint')}</p>
+        <div className="actions">
+          <button
+            type="button"
+            disabled={patch.isPending}
+            onClick={() => patch.mutate({ default_for: defaults as Account['default_for'] })}
+          >
+            {t('settings.saveDefaults')}
+          </button>{' '}
+          <button
+            type="button"
+            disabled={patch.isPending}
+            onClick={() => patch.mutate({ active: !account.active })}
+          >
+            {account.active ? t('settings.switchOff') : t('settings.switchOn')}
+          </button>
+        </div>
+      </fieldset>
+      {(Object.keys(account.callback_urls).length > 0 || account.verify_token) && (
+        <fieldset>
+          <legend>{t('settings.callbacks')}</legend>
+          <p className="muted">{t('settings.callbacksHint')}</p>
+          {[
+            ...Object.entries(account.callback_urls),
+            ...(account.verify_token ? [[t('settings.verifyToken'), account.verify_token] as const] : []),
+          ].map(([kind, url]) => (
+            <div key={kind} className="copy-row">
+              <Field label={kind}>
+                <input readOnly value={url} onFocus={(e) => e.target.select()} />
+              </Field>
+              <button type="button" onClick={() => copy(kind, url)}>
+                {copied === kind ? t('settings.copied') : t('settings.copy')}
+              </button>
+            </div>
+          ))}
+        </fieldset>
+      )}
+      <form
+        className="form-grid"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save();
+        }}
+      >
+        <Field label={t('field.name')}>
+          <input required value={name} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        {spec.settings.map((f) => (
+          <ProviderInput
+            key={`s.${f.name}`}
+            field={f}
+            secret={false}
+            value={fields[`s.${f.name}`] ?? ''}
+            onChange={(value) => setFields({ ...fields, [`s.${f.name}`]: value })}
+          />
+        ))}
+        {spec.credentials.map((f) => (
+          <ProviderInput
+            key={`c.${f.name}`}
+            field={{ ...f, required: false, description: t('settings.keepSecret') }}
+            secret
+            value={fields[`c.${f.name}`] ?? ''}
+            onChange={(value) => setFields({ ...fields, [`c.${f.name}`]: value })}
+          />
+        ))}
+        <div className="actions">
+          <button className="primary" disabled={patch.isPending}>
+            {t('save')}
+          </button>
+        </div>
+      </form>
+      <TestSend account={account} spec={spec} />
+    </div>
+  );
+}
+
+/** A test message through the account, on one of its channels, with a template where one is needed. */
+function TestSend({ account, spec }: { account: Account; spec: Provider }) {
+  const { t } = useI18n();
+  const [to, setTo] = useState('');
+  const [channel, setChannel] = useState(account.channels[0]!);
+  const [template, setTemplate] = useState('');
+  const templates = useQuery({
+    queryKey: ['templates', 'all'],
+    queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
+  });
+  // A provider that sends only its own templates needs one with its id there.
+  const usable = (templates.data?.data ?? []).filter(
+    (tpl) =>
+      tpl.channel === channel && (spec.templates?.sends !== 'only' || tpl.provider_template_ids[spec.name]),
+  );
+  const test = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/channel-accounts/{id}/test', {
+          params: { path: { id: account.id } },
+          body: { to, channel, ...(template ? { template_id: template } : {}) },
+        }),
+      ),
+  });
+  return (
+    <form
+      className="filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        test.mutate();
+      }}
+    >
+      <Field label={t('settings.testTo')} hint={t('settings.testHint')}>
+        <input required value={to} onChange={(e) => setTo(e.target.value)} />
+      </Field>
+      {account.channels.length > 1 && (
+        <Field label={t('field.channel')}>
+          <select
+            value={channel}
+            onChange={(e) => {
+              setChannel(e.target.value as Account['channels'][number]);
+              setTemplate('');
+            }}
+          >
+            {account.channels.map((c) => (
+              <option key={c} value={c}>
+                {t(`channel.${c}`)}
+              </option>
+            ))}
+          </select>
+        </Field>
+      )}
+      <Field
+        label={t('settings.testTemplate')}
+        hint={
+          spec.templates?.sends === 'only'
+            ? t('settings.templateNeeded', { provider: spec.label })
+            : undefined
+        }
+      >
+        <select value={template} onChange={(e) => setTemplate(e.target.value)}>
+          <option value="">{t('settings.noTemplate')}</option>
+          {usable.map((tpl) => (
+            <option key={tpl.id} value={tpl.id}>
+              {tpl.name}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <button className="primary" disabled={test.isPending}>
+        {t('settings.sendTest')}
+      </button>
+      <ErrorNote error={test.error} />
+      {test.isSuccess && <Notice>{test.data.message ?? t('settings.testSent')}</Notice>}
+    </form>
   );
 }
 
