@@ -35,7 +35,7 @@ interface Flow {
 
 /**
  * MSG91's Flow API as documented (POST /api/v5/flow, header authkey; `{ type: "success", message: <request id> }`),
- * with two behaviours of the real gateway the tests need: the whole request is refused (400) when one of its
+ * with two behaviours of the real gateway the tests need: the whole request is refused (400, code 202: invalid mobile number) when one of its
  * numbers is one it will not take (here: ending 9999), and the `HANGING` authkey's requests are never answered.
  */
 async function msg91Double() {
@@ -53,9 +53,7 @@ async function msg91Double() {
         'content-type': 'application/json',
       });
       if (mobiles.some((m) => m.endsWith('9999')))
-        return void res.end(
-          JSON.stringify({ type: 'error', message: 'Mobile number not valid', code: '418' }),
-        );
+        return void res.end(JSON.stringify({ type: 'error', message: 'Invalid mobile number', code: '202' }));
       flows.push({ at: Date.now(), mobiles });
       n += 1;
       res.end(JSON.stringify({ type: 'success', message: `lane${String(n).padStart(20, '0')}` }));
