@@ -304,6 +304,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     prefix: '/api',
     db: db.kysely,
     deployment: deploymentNames,
+    defaultTimeZone: config.defaultTimeZone,
   });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
   const { importer, jobs } = buildVoterImports({ db, config, log: app.log });

@@ -382,6 +382,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     eventStreamsPerUser: int(env, 'EVENT_STREAMS_PER_USER', 5, 1, 1000),
     eventStreamBufferBytes: int(env, 'EVENT_STREAM_BUFFER_KB', 256, 16, 65536) * 1024,
     quietHours: quietHours(env),
+    defaultTimeZone: env.QUIET_HOURS_TZ?.trim() || 'Asia/Kolkata',
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
     dltEnforce: bool(env, 'DLT_ENFORCE', false),
   };

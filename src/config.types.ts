@@ -88,6 +88,8 @@ export interface Config {
   readonly eventStreamBufferBytes: number;
   /** Bulk sms/whatsapp/ivr messages are held inside this daily window (QUIET_HOURS in QUIET_HOURS_TZ); undefined: off. */
   readonly quietHours: QuietHours | undefined;
+  /** QUIET_HOURS_TZ: the time zone of a workspace that sets none (the console shows times in it). */
+  readonly defaultTimeZone: string;
   /** This service's public URL (PUBLIC_BASE_URL): one-click unsubscribe links and the deployment's provider callbacks point there. */
   readonly publicBaseUrl: string | undefined;
   /** DLT_ENFORCE: an SMS needs a tpl_ template with a DLT template id and a sender id. */

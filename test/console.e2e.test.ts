@@ -266,16 +266,32 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByLabel('Segment', { exact: true }).selectOption({ label: 'Ward 7' });
       await page.getByLabel('Message', { exact: true }).fill('Meeting at the ward office on Sunday, 10 am.');
       await page.getByTestId('rendered').getByText('Meeting at the ward office').waitFor();
+      // No account of the office carries SMS yet: the form says the messages would be simulated.
+      await page.getByRole('alert').filter({ hasText: 'only the sandbox' }).waitFor();
       await page.getByRole('button', { name: 'Save and check' }).click();
       const preview = page.getByTestId('preview');
       await preview.waitFor();
       await expect.poll(() => preview.textContent(), { timeout: 10_000 }).toContain('Will be sent2');
+      // Checked again after a change: the same draft, saved again (once a 422, and an orphan draft each time).
+      await page.getByLabel('Message', { exact: true }).fill('Meeting at the ward office on Sunday, 11 am.');
+      await page.getByRole('button', { name: 'Save and check' }).click();
+      await page.getByTestId('rendered').getByText('11 am').waitFor();
+      await expect.poll(() => preview.textContent(), { timeout: 10_000 }).toContain('Will be sent2');
+      const drafts = (await api(`${server.base}/api`, 'GET', '/campaigns?per_page=100', owner.token)) as {
+        data: Array<{ name: string; status: string; message: string }>;
+      };
+      expect(drafts.data.filter((c) => c.name === 'Ward 7 meeting')).toMatchObject([
+        { status: 'draft', message: 'Meeting at the ward office on Sunday, 11 am.' },
+      ]);
       await accessible(page, 'compose');
       await shoot(page, 'compose', save);
       await page.getByRole('button', { name: 'Send now' }).click();
       await page.getByRole('heading', { name: 'Ward 7 meeting' }).waitFor();
       await page.locator('.page-head').getByText('Completed').waitFor({ timeout: 30_000 });
       await expect.poll(() => page.getByTestId('delivered').textContent(), { timeout: 15_000 }).toBe('2');
+      // The campaign says what carried it, and that it was simulated.
+      expect(await page.getByTestId('provider').textContent()).toBe('sandbox');
+      await page.getByRole('alert').filter({ hasText: 'Simulated' }).waitFor();
       await accessible(page, 'campaign');
       await shoot(page, 'campaign', save);
     });
@@ -337,8 +353,27 @@ describe.runIf(!browserMissing).each(dialects)(
         .getByLabel('Text', { exact: true })
         .fill('Namaste {{first_name}}, meet us in ward {{ward}}.');
       await page.getByLabel('DLT template id').fill('1107160000000000001');
+      await page.getByLabel('Template id at MSG91').fill('flow-meeting');
       await page.getByRole('button', { name: 'Add' }).last().click();
       await page.getByRole('cell', { name: '1107160000000000001' }).waitFor();
+      // The form is empty again, the provider's id included; then the template is edited in place.
+      expect(await page.getByLabel('Template id at MSG91').inputValue()).toBe('');
+      await page
+        .getByRole('row', { name: /Meeting invite/ })
+        .getByRole('button', { name: 'Edit' })
+        .click();
+      expect(await page.getByLabel('Template id at MSG91').inputValue()).toBe('flow-meeting');
+      await page.getByLabel('Category').selectOption('service');
+      await page.getByLabel('Name').fill('Meeting invite (service)');
+      await page.getByRole('button', { name: 'Save' }).last().click();
+      await page.getByRole('cell', { name: 'Meeting invite (service)' }).waitFor();
+      const templates = (await api(`${server.base}/api`, 'GET', '/templates', owner.token)) as {
+        data: Array<{ name: string; category: string; provider_template_ids: Record<string, string> }>;
+      };
+      expect(templates.data.find((tpl) => tpl.name === 'Meeting invite (service)')).toMatchObject({
+        category: 'service',
+        provider_template_ids: { msg91: 'flow-meeting' },
+      });
       await accessible(page, 'consent');
       await shoot(page, 'consent', save);
     });

@@ -342,7 +342,7 @@ for (const dialect of dialects) {
   });
 }
 
-describe.runIf(dialects.includes('sqlite'))('a hostile tenant against the whole process (sqlite)', () => {
+describe('a hostile tenant against the whole process (sqlite)', () => {
   let t: TestApp;
   let base: string;
   beforeAll(async () => {

@@ -12,8 +12,10 @@ export interface I18n {
   t(key: Key, vars?: Record<string, string | number>): string;
   /** A number with Indian digit grouping (1,00,000). */
   n(value: number): string;
-  /** A date and time in the chosen language (empty for null). */
+  /** A date and time in the chosen language and the workspace's zone, the zone named (empty for null). */
   d(value: string | null | undefined): string;
+  /** The workspace's time zone (GET /api/workspace); until it is known, the browser's. */
+  setZone(zone: string | undefined): void;
 }
 
 const Context = createContext<I18n | null>(null);
@@ -25,12 +27,22 @@ function initial(): Lang {
 
 export function I18nProvider({ children }: { children: ReactNode }) {
   const [lang, setLangState] = useState<Lang>(initial);
+  const [zone, setZone] = useState<string | undefined>(undefined);
   useEffect(() => {
     document.documentElement.lang = lang;
   }, [lang]);
   const value = useMemo<I18n>(() => {
     const numbers = new Intl.NumberFormat(locales[lang]);
-    const dates = new Intl.DateTimeFormat(locales[lang], { dateStyle: 'medium', timeStyle: 'short' });
+    // Every time in the workspace's zone, with the zone named (answers are UTC; the office reads local time).
+    const dates = new Intl.DateTimeFormat(locales[lang], {
+      year: 'numeric',
+      month: 'short',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: '2-digit',
+      timeZone: zone,
+      timeZoneName: 'short',
+    });
     return {
       lang,
       setLang(next) {
@@ -43,8 +55,9 @@ export function I18nProvider({ children }: { children: ReactNode }) {
       },
       n: (value) => numbers.format(value),
       d: (value) => (value ? dates.format(new Date(value)) : ''),
+      setZone,
     };
-  }, [lang]);
+  }, [lang, zone]);
   return <Context.Provider value={value}>{children}</Context.Provider>;
 }
 

@@ -186,7 +186,7 @@ function Shell({ me }: { me: Me }) {
 }
 
 function App() {
-  const { t } = useI18n();
+  const { t, setZone } = useI18n();
   const [token, setToken] = useState(session.token());
   useEffect(() => whenSignedOut(() => setToken(null)), []);
   const me = useQuery({
@@ -194,6 +194,14 @@ function App() {
     queryFn: () => data(api.GET('/api/user')),
     enabled: token !== null,
   });
+  // The workspace's zone: every time the console shows is in it.
+  const workspace = useQuery({
+    queryKey: ['workspace', token],
+    queryFn: () => data(api.GET('/api/workspace')),
+    enabled: token !== null,
+  });
+  const zone = workspace.data?.timezone;
+  useEffect(() => setZone(zone), [zone, setZone]);
   if (token === null)
     return (
       <Switch>

@@ -315,7 +315,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Your workspace, and which provider carries each channel
+         * Your workspace, its time zone, and which provider carries each channel
          * @description Each channel: its default active channel account, else its first active one, else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.
          *
          *     Any signed-in user.
@@ -326,7 +326,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the workspace's name or time zone
+         * @description Requires permission `workspace:manage` (politician).
+         */
+        patch: operations["patchWorkspace"];
         trace?: never;
     };
     "/api/audit-log": {
@@ -1921,7 +1925,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2782,6 +2786,8 @@ export interface components {
             } | null;
             /** @description Its accounts get a `verify_token` for the webhook. */
             verify_token: boolean;
+            /** @description false: it reports no delivery (a mail server): `sent` is a message's last status. */
+            delivery_reports: boolean;
         };
         /** ProviderField */
         ProviderField: {
@@ -3378,6 +3384,10 @@ export interface components {
              * @description ISO 8601 UTC timestamp.
              */
             created_at: string;
+            /** @description The IANA time zone the console shows times in: the workspace's own (`PATCH /api/workspace`), else the deployment's QUIET_HOURS_TZ. Times in answers stay UTC. */
+            timezone: string;
+            /** @description false: the zone is the deployment default. */
+            timezone_set: boolean;
             /** @description What carries each channel now. */
             channels: {
                 whatsapp: components["schemas"]["ChannelCarrier"];
@@ -5164,6 +5174,34 @@ export interface operations {
         responses: {
             200: components["responses"]["Workspace"];
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description An IANA time zone such as Asia/Kolkata; null: the deployment default (QUIET_HOURS_TZ). */
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Workspace"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -34,6 +34,7 @@ import * as unconfirmedMessages from './migrations/2026_11_27_029_unconfirmed_me
 import * as channelDefaults from './migrations/2026_11_27_030_channel_defaults.ts';
 import * as campaignLastError from './migrations/2026_11_27_031_campaign_last_error.ts';
 import * as createdBy from './migrations/2026_11_27_032_created_by.ts';
+import * as workspaceTimezone from './migrations/2026_11_27_033_workspace_timezone.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -69,6 +70,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_030_channel_defaults': channelDefaults,
   '2026_11_27_031_campaign_last_error': campaignLastError,
   '2026_11_27_032_created_by': createdBy,
+  '2026_11_27_033_workspace_timezone': workspaceTimezone,
 };
 
 /**

@@ -78,6 +78,8 @@ export interface WorkspaceTable {
   id: Generated<number>;
   name: string;
   created_at: string;
+  /** An IANA time zone the console shows times in; null: QUIET_HOURS_TZ. */
+  timezone: string | null;
 }
 
 export interface UserTable {

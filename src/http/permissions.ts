@@ -32,6 +32,8 @@ export const permissions = [
   'conversations:handle',
   /** Creating, changing and deleting quick replies. */
   'quick_replies:manage',
+  /** The workspace's own settings (its name, its time zone). */
+  'workspace:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -42,6 +44,7 @@ const politicianOnly: Permission[] = [
   'payments:manage',
   'audit:read',
   'channels:manage',
+  'workspace:manage',
 ];
 
 /** The permission matrix of the contract. */

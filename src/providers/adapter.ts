@@ -44,6 +44,8 @@ export interface ProviderAdapter {
    * reports of its own: its sent messages end by age (SANDBOX_DELIVERY_DELAY_MS), as `settles` says of each.
    */
   readonly simulated?: { settles(to: string): FinalStatus };
+  /** It sends no delivery reports (a mail server): an accepted message stays `sent`, and that is final. */
+  readonly noDeliveryReports?: boolean;
   /** Its webhook is verified with a token we issue (`verify_token` on the account). */
   readonly verifyToken?: boolean;
   /** Where its API is, and the environment variable that moves it (regional endpoints, test doubles). */

@@ -1,17 +1,25 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { smsSegments } from '../../../src/lib/sms.ts';
 import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import { useProviders } from './settings.tsx';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];
 
+/** Whether a provider reports deliveries (a mail server does not: `sent` is final there). */
+function useReports() {
+  const providers = useProviders();
+  return (provider: string | null) =>
+    providers.data?.find((p) => p.name === provider)?.delivery_reports !== false;
+}
+
 /** Campaigns, newest first, with their live counts. */
 export function Campaigns() {
   const { t, n, d } = useI18n();
+  const reports = useReports();
   const [page, setPage] = useState(1);
   const list = useQuery({
     queryKey: ['campaigns', page],
@@ -54,7 +62,9 @@ export function Campaigns() {
                   <Badge value={c.status} />
                 </td>
                 <td>
-                  {n(c.stats.delivered)} / {n(c.total_recipients)}
+                  {reports(c.provider)
+                    ? `${n(c.stats.delivered)} / ${n(c.total_recipients)}`
+                    : `${n(c.stats.sent + c.stats.delivered)} / ${n(c.total_recipients)} ${t('campaigns.sentFinal')}`}
                 </td>
                 <td>{d(c.created_at)}</td>
               </tr>
@@ -67,27 +77,13 @@ export function Campaigns() {
   );
 }
 
-/** `{name}`-style variables of a template filled from a sample voter, as the service renders them. */
-function render(body: string, voter: Record<string, string | null> | undefined): string {
-  if (!voter) return body;
-  const first = (voter.name ?? '').trim().split(/\s+/)[0] ?? '';
-  const values: Record<string, string> = {
-    name: voter.name ?? '',
-    first_name: first,
-    constituency: voter.constituency ?? '',
-    booth: voter.booth ?? '',
-    ward: voter.ward ?? '',
-  };
-  return body.replace(/\{\{?\s*(\w+)\s*\}?\}/g, (whole, key: string) => values[key] ?? whole);
-}
-
 /**
  * Compose: channel, segment or recipients, a template (its text rendered for a sample voter of the segment) or a
  * message, schedule. Saving makes a draft and shows the compliance preview (who is skipped or held and why,
  * what it costs); then send now or keep it scheduled.
  */
 export function Compose() {
-  const { t, n } = useI18n();
+  const { t, n, d } = useI18n();
   const [, navigate] = useLocation();
   const client = useQueryClient();
   const [name, setName] = useState('');
@@ -99,7 +95,22 @@ export function Compose() {
   const [message, setMessage] = useState('');
   const [subject, setSubject] = useState('');
   const [scheduledAt, setScheduledAt] = useState('');
-  const [draftId, setDraftId] = useState<string | null>(null);
+  const [accountId, setAccountId] = useState('');
+  /** The draft this form saves into (re-checked any number of times), and the channel it was made for. */
+  const [draft, setDraft] = useState<{ id: string; channel: Channel } | null>(null);
+  const draftId = draft?.id ?? null;
+  // What carries each channel now (every member may read it); the accounts themselves only a politician lists.
+  const workspace = useQuery({
+    queryKey: ['workspace'],
+    queryFn: () => data(api.GET('/api/workspace')),
+  });
+  const accounts = useQuery({
+    queryKey: ['channel-accounts'],
+    queryFn: () => data(api.GET('/api/channel-accounts', { params: { query: { per_page: 100 } } })),
+    retry: false,
+  });
+  const usable = (accounts.data?.data ?? []).filter((a) => a.active && a.channels.includes(channel));
+  const carrier = workspace.data?.channels[channel];
   const segments = useQuery({
     queryKey: ['segments'],
     queryFn: () => data(api.GET('/api/segments', { params: { query: { per_page: 100 } } })),
@@ -117,30 +128,94 @@ export function Compose() {
   });
   const template = templates.data?.data.find((tpl) => tpl.id === templateId);
   const text = template ? template.body : message;
-  const rendered = render(text, sample.data?.data[0] as Record<string, string | null> | undefined);
-
-  const body = () => ({
-    name,
-    channel,
-    ...(audience === 'segment'
-      ? { segment_id: segmentId }
-      : {
-          recipients: recipients
-            .split(/[,;\n]+/)
-            .map((r) => r.trim())
-            .filter(Boolean),
+  // The service renders it (one renderer: what it sends is what this shows), a moment after typing stops.
+  const [typed, setTyped] = useState(message);
+  useEffect(() => {
+    const timer = setTimeout(() => setTyped(message), 250);
+    return () => clearTimeout(timer);
+  }, [message]);
+  const voterId = sample.data?.data[0]?.id;
+  const rendering = useQuery({
+    queryKey: ['render', template?.id ?? null, template ? null : typed, channel, voterId ?? null],
+    queryFn: () =>
+      data(
+        api.POST('/api/templates/render', {
+          body: {
+            ...(template ? { template_id: template.id } : { body: typed, channel }),
+            ...(voterId !== undefined ? { voter_id: Number(voterId) } : {}),
+          },
         }),
+      ),
+    enabled: template !== undefined || typed.trim() !== '',
+    placeholderData: keepPreviousData,
+  });
+  const rendered = text ? (rendering.data?.text ?? '') : '';
+  const parts = rendering.data?.sms_parts ?? 1;
+
+  const list = () =>
+    recipients
+      .split(/[,;\n]+/)
+      .map((r) => r.trim())
+      .filter(Boolean);
+  // Saving never schedules: "Schedule" below does, after the check.
+  const fields = () => ({
+    name,
     ...(template ? { template_id: template.id } : { message }),
-    ...(channel === 'email' && subject ? { subject } : {}),
-    ...(scheduledAt ? { scheduled_at: new Date(scheduledAt).toISOString() } : {}),
+    ...(accountId ? { channel_account_id: accountId } : {}),
   });
   const save = useMutation({
     mutationFn: async () => {
-      const campaign = draftId
-        ? await data(api.PATCH('/api/campaigns/{id}', { params: { path: { id: draftId } }, body: body() }))
-        : await data(api.POST('/api/campaigns', { body: body() }));
-      setDraftId(campaign.id);
-      return data(api.POST('/api/campaigns/{id}/preview', { params: { path: { id: campaign.id } } }));
+      let id = draftId;
+      // The same draft is saved again (its channel cannot change: a new channel is a new draft, the old one goes).
+      if (id && draft?.channel !== channel) {
+        await envelope(api.DELETE('/api/campaigns/{id}', { params: { path: { id } } })).catch(
+          () => undefined,
+        );
+        id = null;
+      }
+      if (id) {
+        await data(
+          api.PATCH('/api/campaigns/{id}', {
+            params: { path: { id } },
+            body: {
+              ...fields(),
+              ...(template ? { message: undefined } : { template_id: null }),
+              ...(audience === 'segment'
+                ? { segment_id: segmentId, recipients: null }
+                : { recipients: list(), segment_id: null }),
+              subject: channel === 'email' && subject ? subject : null,
+              channel_account_id: accountId || null,
+            },
+          }),
+        );
+      } else {
+        const made = await data(
+          api.POST('/api/campaigns', {
+            body: {
+              ...fields(),
+              channel,
+              ...(audience === 'segment' ? { segment_id: segmentId } : { recipients: list() }),
+              ...(channel === 'email' && subject ? { subject } : {}),
+            },
+          }),
+        );
+        id = made.id;
+        setDraft({ id, channel });
+      }
+      return data(api.POST('/api/campaigns/{id}/preview', { params: { path: { id } } }));
+    },
+  });
+  const schedule = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.PATCH('/api/campaigns/{id}', {
+          params: { path: { id: draftId! } },
+          body: { scheduled_at: new Date(scheduledAt).toISOString() },
+        }),
+      ),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ['campaigns'] });
+      navigate(`/campaigns/${draftId}`);
     },
   });
   const send = useMutation({
@@ -166,7 +241,13 @@ export function Compose() {
             <input required value={name} onChange={(e) => setName(e.target.value)} />
           </Field>
           <Field label={t('field.channel')}>
-            <select value={channel} onChange={(e) => setChannel(e.target.value as Channel)}>
+            <select
+              value={channel}
+              onChange={(e) => {
+                setChannel(e.target.value as Channel);
+                setAccountId('');
+              }}
+            >
               {channels.map((c) => (
                 <option key={c} value={c}>
                   {t(`channel.${c}`)}
@@ -174,6 +255,28 @@ export function Compose() {
               ))}
             </select>
           </Field>
+          {usable.length > 0 && (
+            <Field label={t('compose.account')} hint={t('compose.account.hint')}>
+              <select value={accountId} onChange={(e) => setAccountId(e.target.value)}>
+                <option value="">{t('compose.account.default')}</option>
+                {usable.map((a) => (
+                  <option key={a.id} value={a.id}>
+                    {a.name}
+                  </option>
+                ))}
+              </select>
+            </Field>
+          )}
+          {carrier && !accountId && (
+            <p
+              className={carrier.simulated ? 'error' : 'muted'}
+              role={carrier.simulated ? 'alert' : undefined}
+            >
+              {carrier.simulated
+                ? t('compose.simulated')
+                : t('compose.carrier', { provider: carrier.provider })}
+            </p>
+          )}
           <Field label={t('compose.audience')}>
             <select
               value={audience}
@@ -238,11 +341,7 @@ export function Compose() {
               <h3>{t('compose.sample')}</h3>
               <p data-testid="rendered">{rendered}</p>
               {channel === 'sms' && (
-                <small>
-                  {smsSegments(rendered) === 1
-                    ? t('compose.part')
-                    : t('compose.parts', { parts: n(smsSegments(rendered)) })}
-                </small>
+                <small>{parts === 1 ? t('compose.part') : t('compose.parts', { parts: n(parts) })}</small>
               )}
             </div>
           )}
@@ -270,14 +369,19 @@ export function Compose() {
             <dt>{t('preview.credits')}</dt>
             <dd>{n(preview.estimated_credits)}</dd>
           </dl>
-          {preview.held_until && <Notice>{t('preview.heldUntil', { when: preview.held_until })}</Notice>}
-          <ErrorNote error={send.error} />
+          {preview.held_until && <Notice>{t('preview.heldUntil', { when: d(preview.held_until) })}</Notice>}
+          <ErrorNote error={send.error ?? schedule.error} />
           <div className="actions">
             <button type="button" className="primary" disabled={send.isPending} onClick={() => send.mutate()}>
               {t('compose.sendNow')}
             </button>
+            {scheduledAt && (
+              <button type="button" disabled={schedule.isPending} onClick={() => schedule.mutate()}>
+                {t('compose.scheduleAt', { when: d(new Date(scheduledAt).toISOString()) })}
+              </button>
+            )}
             <Link href={`/campaigns/${draftId}`} className="button">
-              {scheduledAt ? t('compose.keepScheduled') : t('compose.keepDraft')}
+              {t('compose.keepDraft')}
             </Link>
           </div>
         </Section>
@@ -290,6 +394,7 @@ export function Compose() {
 export function CampaignPage({ id }: { id: string }) {
   const { t, n, d } = useI18n();
   const client = useQueryClient();
+  const reports = useReports();
   const campaign = useQuery({
     queryKey: ['campaign', id],
     queryFn: () => data(api.GET('/api/campaigns/{id}', { params: { path: { id } } })),
@@ -297,7 +402,7 @@ export function CampaignPage({ id }: { id: string }) {
     refetchInterval: (q) => {
       const c = q.state.data;
       if (['queued', 'sending', 'scheduled'].includes(c?.status ?? '')) return 1_000;
-      return c && c.stats.sent > 0 ? 2_000 : false;
+      return c && c.stats.sent > 0 && reports(c.provider) ? 2_000 : false;
     },
   });
   const c = campaign.data;
@@ -326,13 +431,25 @@ export function CampaignPage({ id }: { id: string }) {
   });
   if (campaign.isPending) return <Loading />;
   if (!c) return <ErrorNote error={campaign.error} />;
-  const done = c.stats.delivered + c.stats.failed;
+  const final = !reports(c.provider);
+  const done = c.stats.delivered + c.stats.failed + (final ? c.stats.sent : 0);
   return (
     <>
       <div className="page-head">
         <h1>{c.name}</h1>
         <Badge value={c.status} />
       </div>
+      {c.simulated && (
+        <p className="error" role="alert">
+          {t('campaign.simulated')}
+        </p>
+      )}
+      {c.last_error && (
+        <p className="error" data-testid="last-error">
+          {t('campaign.lastError', { when: d(c.last_error.at) })} <code>{c.last_error.error_code}</code>{' '}
+          {c.last_error.error_message}
+        </p>
+      )}
       <Section title={t('campaign.progress')}>
         <progress max={Math.max(1, c.total_recipients)} value={done} aria-label={t('campaign.progress')} />
         <dl className="facts" data-testid="campaign-stats">
@@ -348,6 +465,11 @@ export function CampaignPage({ id }: { id: string }) {
           <dd>{n(c.stats.failed)}</dd>
           <dt>{t('field.channel')}</dt>
           <dd>{t(`channel.${c.channel}`)}</dd>
+          <dt>{t('campaign.provider')}</dt>
+          <dd data-testid="provider">
+            {c.provider}
+            {final && <small className="muted"> {t('campaign.noReports')}</small>}
+          </dd>
           {c.scheduled_at && (
             <>
               <dt>{t('compose.schedule')}</dt>

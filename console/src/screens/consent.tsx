@@ -7,6 +7,8 @@ import { useProviders } from './settings.tsx';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];
+const categories = ['promotional', 'service', 'transactional'] as const;
+type Category = (typeof categories)[number];
 
 /** Consent: opt-outs (with CSV import and export), election silence periods, templates with their DLT ids. */
 export function Consent() {
@@ -227,40 +229,51 @@ function SilencePeriods() {
 function Templates() {
   const { t } = useI18n();
   const client = useQueryClient();
-  const [name, setName] = useState('');
-  const [channel, setChannel] = useState<Channel>('sms');
-  const [body, setBody] = useState('');
-  const [language, setLanguage] = useState('en');
-  const [dlt, setDlt] = useState('');
-  const [sender, setSender] = useState('');
+  const blank = {
+    name: '',
+    channel: 'sms' as Channel,
+    body: '',
+    language: 'en',
+    category: 'promotional' as Category,
+    subject: '',
+    dlt: '',
+    sender: '',
+    ids: {} as Record<string, string>,
+  };
+  const [form, setForm] = useState(blank);
+  const set = (change: Partial<typeof blank>) => setForm({ ...form, ...change });
+  /** The template being edited (the form saves it), or null (the form adds one). */
+  const [editing, setEditing] = useState<string | null>(null);
   const providers = useProviders();
   const keeping = (providers.data ?? []).filter((p) => p.templates);
-  const [ids, setIds] = useState<Record<string, string>>({});
   const list = useQuery({
     queryKey: ['templates'],
     queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['templates'] });
+  const ids = Object.fromEntries(Object.entries(form.ids).filter(([, v]) => v));
+  const fields = {
+    name: form.name,
+    channel: form.channel,
+    body: form.body,
+    language: form.language,
+    category: form.category,
+    dlt_template_id: form.dlt || null,
+    sender_id: form.sender || null,
+    subject: form.channel === 'email' && form.subject ? form.subject : null,
+    provider_template_ids: Object.keys(ids).length > 0 ? ids : null,
+  };
   const add = useMutation({
     mutationFn: () =>
       envelope(
-        api.POST('/api/templates', {
-          body: {
-            name,
-            channel,
-            body,
-            language,
-            ...(dlt ? { dlt_template_id: dlt } : {}),
-            ...(sender ? { sender_id: sender } : {}),
-            ...(Object.values(ids).some(Boolean)
-              ? { provider_template_ids: Object.fromEntries(Object.entries(ids).filter(([, v]) => v)) }
-              : {}),
-          },
-        }),
+        editing
+          ? api.PATCH('/api/templates/{id}', { params: { path: { id: editing } }, body: fields })
+          : api.POST('/api/templates', { body: fields }),
       ),
     onSuccess: () => {
-      setName('');
-      setBody('');
+      // Nothing of this template stays in the form for the next one (its provider ids included).
+      setForm(blank);
+      setEditing(null);
       void refresh();
     },
   });
@@ -268,6 +281,20 @@ function Templates() {
     mutationFn: (id: string) => envelope(api.DELETE('/api/templates/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
+  const edit = (tpl: NonNullable<typeof list.data>['data'][number]) => {
+    setEditing(tpl.id);
+    setForm({
+      name: tpl.name,
+      channel: tpl.channel,
+      body: tpl.body,
+      language: tpl.language,
+      category: tpl.category,
+      subject: tpl.subject ?? '',
+      dlt: tpl.dlt_template_id ?? '',
+      sender: tpl.sender_id ?? '',
+      ids: { ...tpl.provider_template_ids },
+    });
+  };
   return (
     <Section title={t('consent.templates')}>
       <form
@@ -277,11 +304,12 @@ function Templates() {
           add.mutate();
         }}
       >
+        {editing && <h3>{t('consent.editing', { name: form.name })}</h3>}
         <Field label={t('field.name')}>
-          <input required value={name} onChange={(e) => setName(e.target.value)} />
+          <input required value={form.name} onChange={(e) => set({ name: e.target.value })} />
         </Field>
         <Field label={t('field.channel')}>
-          <select value={channel} onChange={(e) => setChannel(e.target.value as Channel)}>
+          <select value={form.channel} onChange={(e) => set({ channel: e.target.value as Channel })}>
             {channels.map((c) => (
               <option key={c} value={c}>
                 {t(`channel.${c}`)}
@@ -289,17 +317,31 @@ function Templates() {
             ))}
           </select>
         </Field>
-        <Field label={t('consent.language')}>
-          <input value={language} onChange={(e) => setLanguage(e.target.value)} />
+        <Field label={t('consent.category')} hint={t('consent.categoryHint')}>
+          <select value={form.category} onChange={(e) => set({ category: e.target.value as Category })}>
+            {categories.map((c) => (
+              <option key={c} value={c}>
+                {t(`category.${c}`)}
+              </option>
+            ))}
+          </select>
         </Field>
+        <Field label={t('consent.language')}>
+          <input value={form.language} onChange={(e) => set({ language: e.target.value })} />
+        </Field>
+        {form.channel === 'email' && (
+          <Field label={t('compose.subject')}>
+            <input value={form.subject} onChange={(e) => set({ subject: e.target.value })} />
+          </Field>
+        )}
         <Field label={t('consent.body')} hint={t('consent.bodyHint')}>
-          <textarea required rows={3} value={body} onChange={(e) => setBody(e.target.value)} />
+          <textarea required rows={3} value={form.body} onChange={(e) => set({ body: e.target.value })} />
         </Field>
         <Field label={t('consent.dlt')}>
-          <input value={dlt} onChange={(e) => setDlt(e.target.value)} />
+          <input value={form.dlt} onChange={(e) => set({ dlt: e.target.value })} />
         </Field>
         <Field label={t('consent.sender')}>
-          <input value={sender} onChange={(e) => setSender(e.target.value)} />
+          <input value={form.sender} onChange={(e) => set({ sender: e.target.value })} />
         </Field>
         {keeping.map((p) => (
           <Field
@@ -307,13 +349,27 @@ function Templates() {
             label={t('consent.providerTemplate', { provider: p.label })}
             hint={p.templates?.id_label}
           >
-            <input value={ids[p.name] ?? ''} onChange={(e) => setIds({ ...ids, [p.name]: e.target.value })} />
+            <input
+              value={form.ids[p.name] ?? ''}
+              onChange={(e) => set({ ids: { ...form.ids, [p.name]: e.target.value } })}
+            />
           </Field>
         ))}
         <div className="actions">
           <button className="primary" disabled={add.isPending}>
-            {t('add')}
+            {editing ? t('save') : t('add')}
           </button>
+          {editing && (
+            <button
+              type="button"
+              onClick={() => {
+                setEditing(null);
+                setForm(blank);
+              }}
+            >
+              {t('cancel')}
+            </button>
+          )}
         </div>
       </form>
       <ErrorNote error={list.error ?? add.error ?? remove.error} />
@@ -329,6 +385,9 @@ function Templates() {
               <td>{tpl.body}</td>
               <td>{tpl.dlt_template_id}</td>
               <td>
+                <button type="button" onClick={() => edit(tpl)}>
+                  {t('edit')}
+                </button>{' '}
                 <button type="button" onClick={() => remove.mutate(tpl.id)}>
                   {t('delete')}
                 </button>

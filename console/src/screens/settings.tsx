@@ -11,10 +11,61 @@ export function Settings() {
   return (
     <>
       <h1>{t('nav.settings')}</h1>
+      <WorkspaceSettings />
       <ChannelAccounts />
       <Webhooks />
       <Credits />
     </>
+  );
+}
+
+/** The workspace's name and time zone (every time in the console is shown in that zone). */
+function WorkspaceSettings() {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const workspace = useQuery({
+    queryKey: ['workspace-settings'],
+    queryFn: () => data(api.GET('/api/workspace')),
+  });
+  const [zone, setZone] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: () => envelope(api.PATCH('/api/workspace', { body: { timezone: zone || null } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['workspace'] }),
+  });
+  if (!workspace.data) return <ErrorNote error={workspace.error} />;
+  const value = zone ?? (workspace.data.timezone_set ? workspace.data.timezone : '');
+  return (
+    <Section title={t('settings.workspace')}>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.mutate();
+        }}
+      >
+        <Field
+          label={t('settings.timezone')}
+          hint={t('settings.timezoneHint', { zone: workspace.data.timezone })}
+        >
+          <input
+            list="time-zones"
+            value={value}
+            placeholder={workspace.data.timezone}
+            onChange={(e) => setZone(e.target.value)}
+          />
+        </Field>
+        <datalist id="time-zones">
+          {['Asia/Kolkata', 'Asia/Kathmandu', 'Asia/Dhaka', 'Asia/Dubai', 'Europe/London', 'UTC'].map((z) => (
+            <option key={z} value={z} />
+          ))}
+        </datalist>
+        <button className="primary" disabled={save.isPending}>
+          {t('save')}
+        </button>
+      </form>
+      <ErrorNote error={save.error} />
+      {save.isSuccess && <Notice>{t('settings.saved')}</Notice>}
+    </Section>
   );
 }
 

@@ -32,6 +32,7 @@ export const auditActions = [
   'silence_period.deleted',
   'channel_account.created',
   'channel_account.updated',
+  'workspace.updated',
   'channel_account.deleted',
   'conversation.assigned',
   'conversation.closed',

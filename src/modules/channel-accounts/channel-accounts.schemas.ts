@@ -216,6 +216,9 @@ export const ProviderDescription = Type.Object(
       { description: 'Whether it keeps templates of its own, and what their id there is.' },
     ),
     verify_token: Type.Boolean({ description: 'Its accounts get a `verify_token` for the webhook.' }),
+    delivery_reports: Type.Boolean({
+      description: "false: it reports no delivery (a mail server): `sent` is a message's last status.",
+    }),
   },
   { title: 'ProviderDescription' },
 );
@@ -250,5 +253,6 @@ export function describeProviders() {
       ? { sends: adapter.templates.sends, id_label: adapter.templates.idLabel }
       : null,
     verify_token: adapter.verifyToken === true,
+    delivery_reports: adapter.noDeliveryReports !== true,
   }));
 }

@@ -13,3 +13,19 @@ export async function workspaceExists(db: Executor, workspaceId: number): Promis
   const row = await db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst();
   return row !== undefined;
 }
+
+export async function workspaceById(db: Executor, workspaceId: number) {
+  return db
+    .selectFrom('workspaces')
+    .select(['id', 'name', 'created_at', 'timezone'])
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+}
+
+export async function updateWorkspace(
+  db: Executor,
+  workspaceId: number,
+  changes: { name?: string; timezone?: string | null },
+): Promise<void> {
+  await db.updateTable('workspaces').set(changes).where('id', '=', workspaceId).execute();
+}

@@ -96,6 +96,7 @@ export const smtp: ProviderAdapter = {
     password: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
   }),
   callbacks: [],
+  noDeliveryReports: true,
   deployment: { prefix: 'SMTP', names: { username: 'SMTP_USER' }, callbacks: [] },
   errorFor,
   redact: [],
