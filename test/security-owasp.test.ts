@@ -77,6 +77,8 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
     '/api/channel-accounts',
   ];
   if (politicianOnly.some((p) => route.url === p || route.url.startsWith(`${p}/`))) return false;
+  // The workspace's own settings (its time zone, its name): the politician's, as the team and accounts are.
+  if (label(route) === 'PATCH /api/workspace') return false;
   if (role === 'manager') return true;
   return [
     'GET /api/voters',
