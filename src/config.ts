@@ -23,7 +23,7 @@ import {
   type ProviderEnv,
   type ProviderName,
 } from './config.types.ts';
-import { fieldProblem, fieldsOfSchema, type ProviderAdapter } from './providers/adapter.ts';
+import { fieldFromText, fieldProblem, fieldsOfSchema, type ProviderAdapter } from './providers/adapter.ts';
 import { adapters, defaultDeploymentProvider, deploymentAdapters } from './providers/registry.ts';
 import type { Channel } from './providers/provider.ts';
 
@@ -229,16 +229,7 @@ function deploymentAccount(env: Env, adapter: ProviderAdapter, usedBy: string[])
         if (required) throw new ConfigError(key, `is required when ${usedBy.join(' or ')}`);
         continue;
       }
-      const value =
-        field.type === 'integer'
-          ? Number(raw)
-          : field.type === 'boolean'
-            ? ['1', 'true', 'yes'].includes(raw.toLowerCase())
-              ? true
-              : ['0', 'false', 'no'].includes(raw.toLowerCase())
-                ? false
-                : raw
-            : raw;
+      const value = fieldFromText(field, raw);
       const problem = fieldProblem(field, value);
       if (problem) throw new ConfigError(key, `${problem.replace(/\.$/, '')}, got "${secret ? '…' : raw}"`);
       values[name] = value;

@@ -116,19 +116,19 @@ describe('provider fixtures', () => {
       const listed = casesOf(name).errors.find((e) => e.status === status && e.code === code);
       expect(listed, `${name} ${status} ${code ?? ''} is in its fixtures`).toBeDefined();
       expect(
-        adapterOf(name)!.errorFor({ status, code, text: listed!.text }),
+        adapterOf(name)!.errorFor!({ status, code, text: listed!.text }),
         `${name} ${status} ${code}`,
       ).toEqual(expect.objectContaining({ error_code: errorCode, retry: false }));
     }
     // A 5xx or a throttling answer is retried whatever its body, by every provider with an HTTP API.
     for (const name of ['msg91', 'exotel', 'whatsapp_cloud', 'twilio']) {
-      const table = adapterOf(name)!;
-      expect(table.errorFor({ status: 503, code: '12345' }).retry, name).toBe(true);
-      expect(table.errorFor({ status: 429 }), name).toMatchObject({
+      const table = adapterOf(name)!.errorFor!;
+      expect(table({ status: 503, code: '12345' }).retry, name).toBe(true);
+      expect(table({ status: 429 }), name).toMatchObject({
         error_code: 'rate_limited',
         retry: true,
       });
-      expect(table.errorFor({ status: 429, retryAfterMs: 60_000 }).after_ms, name).toBe(60_000);
+      expect(table({ status: 429, retryAfterMs: 60_000 }).after_ms, name).toBe(60_000);
     }
   });
 
@@ -138,7 +138,7 @@ describe('provider fixtures', () => {
       const adapter = adapterOf(name)!;
 
       it.each(cases.errors.map((c) => [c.note, c] as const))('error table: %s', (_note, c) => {
-        expect(adapter.errorFor({ status: c.status, code: c.code, text: c.text })).toMatchObject({
+        expect(adapter.errorFor!({ status: c.status, code: c.code, text: c.text })).toMatchObject({
           error_code: c.error_code,
           retry: c.retry,
         });

@@ -5,6 +5,7 @@ import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter';
 import { api, data, liveEvents, session, whenSignedOut } from './api.ts';
 import { I18nProvider, type Lang, useI18n } from './i18n.tsx';
 import { type Me, MeContext, type Role } from './me.ts';
+import { useWorkspace } from './queries.ts';
 import { Campaigns, CampaignPage, Compose } from './screens/campaigns.tsx';
 import { Consent } from './screens/consent.tsx';
 import { Dashboard } from './screens/dashboard.tsx';
@@ -195,11 +196,7 @@ function App() {
     enabled: token !== null,
   });
   // The workspace's zone: every time the console shows is in it.
-  const workspace = useQuery({
-    queryKey: ['workspace', token],
-    queryFn: () => data(api.GET('/api/workspace')),
-    enabled: token !== null,
-  });
+  const workspace = useWorkspace(token !== null);
   const zone = workspace.data?.timezone;
   useEffect(() => setZone(zone), [zone, setZone]);
   if (token === null)

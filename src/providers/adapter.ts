@@ -54,8 +54,11 @@ export interface ProviderAdapter {
   readonly env?: Readonly<Record<string, readonly [string, RegExp, string]>>;
   /** As the deployment's provider of a channel (SMS_PROVIDER=<name>): the environment that configures it. */
   readonly deployment?: DeploymentSpec;
-  /** Its error table: an answer's status and code in, our `error_code` and whether (and when) to retry out. */
-  errorFor(answer: ProviderAnswerFacts): ErrorVerdict;
+  /**
+   * Its error table: an answer's status and code in, our `error_code` and whether (and when) to retry out.
+   * A provider that never answers with an error (the sandbox) has none.
+   */
+  readonly errorFor?: (answer: ProviderAnswerFacts) => ErrorVerdict;
   /** Patterns of its texts that must not reach a log line or an `error_message` (numbers in its own form). */
   readonly redact: readonly RegExp[];
   /** The provider of one channel of an account (or of the deployment). */
@@ -206,6 +209,19 @@ export function fieldsOfSchema(schema: TObject): Array<[string, FieldSchema, boo
     field,
     required.has(name),
   ]);
+}
+
+/**
+ * A field's value from text (an environment variable): a number for an integer field, true or false for a
+ * boolean one (1/true/yes, 0/false/no); anything else as given, for fieldProblem to refuse.
+ */
+export function fieldFromText(field: FieldSchema, raw: string): string | number | boolean {
+  if (field.type === 'integer') return Number(raw);
+  if (field.type !== 'boolean') return raw;
+  const word = raw.toLowerCase();
+  if (['1', 'true', 'yes'].includes(word)) return true;
+  if (['0', 'false', 'no'].includes(word)) return false;
+  return raw;
 }
 
 /** What is wrong with a value of a field (as a sentence that tells the caller what to give), or undefined. */

@@ -76,11 +76,11 @@ export interface MessageProvider {
   sendMany?(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult>;
   readonly batchLimit?: number;
   /**
-   * Providers without a callback of their own (the sandbox) tell the delivery worker how a message they
-   * accepted ends, and after how long. The worker reads that from the database, so a report survives a
-   * restart.
+   * Providers without a callback of their own (the sandbox) tell the delivery worker after how long a message
+   * they accepted ends (how it ends is their adapter's `simulated.settles`). The worker reads the due messages
+   * from the database, so a report survives a restart.
    */
-  readonly settlement?: { readonly afterMs: number; outcome(to: string): FinalStatus };
+  readonly settlement?: { readonly afterMs: number };
   /** Releases connections (a mail server's pool) at shutdown. */
   close?(): void;
 }

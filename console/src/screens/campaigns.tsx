@@ -3,8 +3,9 @@ import { useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
+import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
-import { useProviders } from './settings.tsx';
+import { useProviders, useWorkspace } from '../queries.ts';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];
@@ -100,14 +101,12 @@ export function Compose() {
   const [draft, setDraft] = useState<{ id: string; channel: Channel } | null>(null);
   const draftId = draft?.id ?? null;
   // What carries each channel now (every member may read it); the accounts themselves only a politician lists.
-  const workspace = useQuery({
-    queryKey: ['workspace'],
-    queryFn: () => data(api.GET('/api/workspace')),
-  });
+  const workspace = useWorkspace();
+  const politician = useMe().user.role === 'politician';
   const accounts = useQuery({
     queryKey: ['channel-accounts'],
     queryFn: () => data(api.GET('/api/channel-accounts', { params: { query: { per_page: 100 } } })),
-    retry: false,
+    enabled: politician,
   });
   const usable = (accounts.data?.data ?? []).filter((a) => a.active && a.channels.includes(channel));
   const carrier = workspace.data?.channels[channel];

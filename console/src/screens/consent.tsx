@@ -3,7 +3,7 @@ import { useRef, useState } from 'react';
 import { api, data, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
-import { useProviders } from './settings.tsx';
+import { useProviders } from '../queries.ts';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];

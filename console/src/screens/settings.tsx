@@ -3,6 +3,7 @@ import { useEffect, useState } from 'react';
 import { api, data, envelope } from '../api.ts';
 import type { components, operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
+import { useProviders, useWorkspace, workspaceKey } from '../queries.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 
 /** Settings (politicians): channel accounts with a test send, webhooks and their deliveries, credits, payments. */
@@ -23,14 +24,11 @@ export function Settings() {
 function WorkspaceSettings() {
   const { t } = useI18n();
   const client = useQueryClient();
-  const workspace = useQuery({
-    queryKey: ['workspace-settings'],
-    queryFn: () => data(api.GET('/api/workspace')),
-  });
+  const workspace = useWorkspace();
   const [zone, setZone] = useState<string | null>(null);
   const save = useMutation({
     mutationFn: () => envelope(api.PATCH('/api/workspace', { body: { timezone: zone || null } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['workspace'] }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: workspaceKey }),
   });
   if (!workspace.data) return <ErrorNote error={workspace.error} />;
   const value = zone ?? (workspace.data.timezone_set ? workspace.data.timezone : '');
@@ -77,15 +75,6 @@ function fieldValue(field: ProviderField, value: string): string | number | bool
   if (field.type === 'integer') return Number(value);
   if (field.type === 'boolean') return value === 'true';
   return value;
-}
-
-/** The providers an account can be of, from the service (each provider's adapter declares its fields). */
-export function useProviders() {
-  return useQuery({
-    queryKey: ['providers'],
-    queryFn: () => data(api.GET('/api/channel-accounts/providers')),
-    staleTime: Infinity,
-  });
 }
 
 /** One input of a provider's form: text, a number, or yes/no, with what it is for and which channels need it. */

@@ -413,8 +413,8 @@ export class CampaignsService {
   }
 
   /**
-   * Campaigns of one workspace as items show them, in two queries whatever their number: the account of each
-   * one's first message (filled campaigns name their carrier there), and the workspace's accounts (the carrier
+   * Campaigns of one workspace as items show them, in two queries whatever their number: the account of one
+   * of each one's messages (filled campaigns name their carrier there), and the workspace's accounts (the carrier
    * of each channel now, for campaigns not filled yet).
    */
   private async views(rows: CampaignRow[], stats: Map<number, Stats>, helds: Held[]) {
@@ -427,15 +427,10 @@ export class CampaignsService {
         .selectFrom('campaigns as c')
         .select((eb) => [
           'c.id',
+          // One message's account, 0 where it has none (the deployment's provider); null: no message yet.
           eb
             .selectFrom('messages as m')
-            .select('m.id')
-            .whereRef('m.campaign_id', '=', 'c.id')
-            .limit(1)
-            .as('first_id'),
-          eb
-            .selectFrom('messages as m')
-            .select('m.channel_account_id')
+            .select((m) => m.fn.coalesce('m.channel_account_id', m.lit(0)).as('account'))
             .whereRef('m.campaign_id', '=', 'c.id')
             .limit(1)
             .as('first_account'),
@@ -443,8 +438,8 @@ export class CampaignsService {
         .where('c.id', 'in', open)
         .execute();
       for (const f of found)
-        if (f.first_id !== null)
-          firsts.set(Number(f.id), f.first_account === null ? null : Number(f.first_account));
+        if (f.first_account !== null)
+          firsts.set(Number(f.id), Number(f.first_account) === 0 ? null : Number(f.first_account));
     }
     const accounts = await accountsOfWorkspace(db, rows[0]!.workspace_id);
     const byId = new Map(accounts.map((a) => [Number(a.id), a]));

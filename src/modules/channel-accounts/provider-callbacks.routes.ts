@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -9,6 +8,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
+import { sameText } from '../../lib/crypto.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import {
   CallbackRefused,
@@ -79,12 +79,6 @@ async function inSlices<T>(
     }
   }
 }
-
-const sameText = (a: string, b: string) => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
 
 /**
  * The callbacks of providers, dispatched to each provider's adapter (`callback`), with no branch per provider:

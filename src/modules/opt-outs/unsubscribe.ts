@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/crypto.ts';
 import { SecretBox } from '../../lib/secret-box.ts';
 
 /**
@@ -35,9 +36,7 @@ export function readUnsubscribeToken(
   }
   const [payload, given, extra] = token.split('.');
   if (!payload || !given || extra !== undefined) return undefined;
-  const expected = Buffer.from(signature(appKey, payload));
-  const actual = Buffer.from(given);
-  if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return undefined;
+  if (!sameText(signature(appKey, payload), given)) return undefined;
   const match = /^(\d{1,15}):(.+)$/s.exec(Buffer.from(payload, 'base64url').toString('utf8'));
   return match ? { workspaceId: Number(match[1]), email: match[2]! } : undefined;
 }

@@ -1,18 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import { type Static, Type } from 'typebox';
+import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { messageChannels, type MessageChannel } from '../../domain.ts';
-import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success, Timestamp } from '../../http/schemas.ts';
-import { isSimulated } from '../../providers/registry.ts';
-import { isTimeZone } from '../../lib/quiet-hours.ts';
-import { actorOf, recordAudit } from '../audit/audit.repository.ts';
-import { updateWorkspace, workspaceById } from './workspaces.repository.ts';
-import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
-import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { actorOf } from '../audit/audit.repository.ts';
+import { WorkspacesService } from './workspaces.service.ts';
 
 const Carrier = Type.Object(
   {
@@ -74,32 +68,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
   /** QUIET_HOURS_TZ: the zone of a workspace that sets none. */
   defaultTimeZone: string;
 }> = async (app, { db, deployment, defaultTimeZone }) => {
-  /** The workspace as the routes answer it: one read of it and one of its accounts. */
-  async function view(workspaceId: number) {
-    const row = await workspaceById(db, workspaceId);
-    if (!row) throw notFound('Workspace');
-    const channels = {} as Record<MessageChannel, Static<typeof Carrier>>;
-    const accounts = await accountsOfWorkspace(db, workspaceId);
-    for (const channel of messageChannels) {
-      const { account, off } = carrierAmong(accounts, channel);
-      const carrier = account ?? off;
-      const provider = carrier ? carrier.provider : deployment[channel];
-      channels[channel] = {
-        provider,
-        channel_account_id: carrier ? accountRef(carrier.id) : null,
-        simulated: isSimulated(provider) && !off,
-        active: off === undefined,
-      };
-    }
-    return {
-      id: Number(row.id),
-      name: row.name,
-      created_at: row.created_at,
-      timezone: row.timezone ?? defaultTimeZone,
-      timezone_set: row.timezone !== null,
-      channels,
-    };
-  }
+  const workspaces = new WorkspacesService({ db, deployment, defaultTimeZone });
 
   app.get(
     '/workspace',
@@ -113,7 +82,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: Success(Workspace) },
       },
     },
-    async (request) => ({ success: true as const, data: await view(authOf(request).workspaceId) }),
+    async (request) => ({ success: true as const, data: await workspaces.view(authOf(request).workspaceId) }),
   );
 
   app.patch(
@@ -129,26 +98,8 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { workspaceId } = authOf(request);
-      const { name, timezone } = request.body;
-      const errors: FieldErrors = {};
-      if (name !== undefined && name.trim() === '') errors.name = ['must not be empty.'];
-      if (typeof timezone === 'string' && !isTimeZone(timezone))
-        errors.timezone = [`is "${timezone}", not an IANA time zone: use a name such as Asia/Kolkata.`];
-      if (Object.keys(errors).length > 0) throw validationError(errors);
-      await db.transaction().execute(async (trx) => {
-        await updateWorkspace(trx, workspaceId, {
-          ...(name !== undefined ? { name: name.trim() } : {}),
-          ...(timezone !== undefined ? { timezone } : {}),
-        });
-        await recordAudit(trx, {
-          workspaceId,
-          actor: actorOf(request),
-          action: 'workspace.updated',
-          target: { type: 'workspace', id: workspaceId },
-          details: { changed: Object.keys(request.body), ...(timezone !== undefined ? { timezone } : {}) },
-        });
-      });
-      return { success: true as const, message: 'Workspace updated.', data: await view(workspaceId) };
+      const data = await workspaces.change(workspaceId, actorOf(request), request.body);
+      return { success: true as const, message: 'Workspace updated.', data };
     },
   );
 };

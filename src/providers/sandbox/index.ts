@@ -13,7 +13,7 @@ import type { Channel, FinalStatus, MessageProvider, OutgoingMessage, SendResult
 export class SandboxProvider implements MessageProvider {
   readonly name = 'sandbox';
   readonly sent: Array<OutgoingMessage & { providerMessageId: string }> = [];
-  readonly settlement: { readonly afterMs: number; outcome(to: string): FinalStatus };
+  readonly settlement: { readonly afterMs: number };
 
   constructor(
     readonly channel: Channel,
@@ -27,7 +27,7 @@ export class SandboxProvider implements MessageProvider {
      */
     private readonly quiet = false,
   ) {
-    this.settlement = { afterMs: delayMs, outcome: sandboxOutcome };
+    this.settlement = { afterMs: delayMs };
   }
 
   async send(message: OutgoingMessage): Promise<SendResult> {
@@ -65,7 +65,6 @@ export const sandbox: ProviderAdapter = {
   simulated: { settles: sandboxOutcome },
   deployment: { prefix: 'SANDBOX', callbacks: [] },
   // It never refuses a message.
-  errorFor: () => ({ error_code: 'provider_rejected', retry: false }),
   redact: [],
   create: (c) => new SandboxProvider(c.channel, c.log, c.sandboxDelayMs, false, c.ownAccount),
 };

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/crypto.ts';
 import { Type } from 'typebox';
 import type { MessageErrorCode } from '../../domain.ts';
 import {
@@ -182,9 +183,7 @@ export function verifyTwilioSignature(
   header: string | undefined,
 ): boolean {
   if (!header) return false;
-  const expected = Buffer.from(twilioSignature(authToken, url, params));
-  const given = Buffer.from(header);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return sameText(twilioSignature(authToken, url, params), header);
 }
 
 /** Twilio's MessageStatus / CallStatus as our final status; undefined for intermediate states. */

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/crypto.ts';
 import { Type } from 'typebox';
 import type { MessageErrorCode } from '../../domain.ts';
 import {
@@ -135,9 +136,10 @@ function errorFor(answer: ProviderAnswerFacts): ErrorVerdict {
 /** `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` with the app secret, compared in constant time. */
 export function verifyMetaSignature(appSecret: string, rawBody: string, header: string | undefined): boolean {
   if (!header?.startsWith('sha256=')) return false;
-  const expected = Buffer.from(createHmac('sha256', appSecret).update(rawBody, 'utf8').digest('hex'));
-  const given = Buffer.from(header.slice('sha256='.length));
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return sameText(
+    createHmac('sha256', appSecret).update(rawBody, 'utf8').digest('hex'),
+    header.slice('sha256='.length),
+  );
 }
 
 export interface WhatsAppStatus {
@@ -296,9 +298,3 @@ export const whatsappCloud: ProviderAdapter = {
     };
   },
 };
-
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}

@@ -1,0 +1,87 @@
+// The caller's workspace: what it answers (its zone, what carries each channel) and the changes a politician makes.
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { messageChannels, type MessageChannel } from '../../domain.ts';
+import { type FieldErrors, notFound, validationError } from '../../errors.ts';
+import { isTimeZone } from '../../lib/quiet-hours.ts';
+import { isSimulated } from '../../providers/registry.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
+import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { updateWorkspace, workspaceById } from './workspaces.repository.ts';
+
+export interface ChannelCarrier {
+  provider: string;
+  channel_account_id: string | null;
+  simulated: boolean;
+  active: boolean;
+}
+
+export class WorkspacesService {
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      /** The deployment's provider of each channel (its name), for channels the workspace has no account for. */
+      deployment: Record<MessageChannel, string>;
+      /** QUIET_HOURS_TZ: the zone of a workspace that sets none. */
+      defaultTimeZone: string;
+    },
+  ) {}
+
+  /** The workspace as the API answers it: one read of it and one of its accounts. */
+  async view(workspaceId: number) {
+    const { db, deployment, defaultTimeZone } = this.deps;
+    const row = await workspaceById(db, workspaceId);
+    if (!row) throw notFound('Workspace');
+    const channels = {} as Record<MessageChannel, ChannelCarrier>;
+    const accounts = await accountsOfWorkspace(db, workspaceId);
+    for (const channel of messageChannels) {
+      const { account, off } = carrierAmong(accounts, channel);
+      const carrier = account ?? off;
+      const provider = carrier ? carrier.provider : deployment[channel];
+      channels[channel] = {
+        provider,
+        channel_account_id: carrier ? accountRef(carrier.id) : null,
+        simulated: isSimulated(provider) && !off,
+        active: off === undefined,
+      };
+    }
+    return {
+      id: Number(row.id),
+      name: row.name,
+      created_at: row.created_at,
+      timezone: row.timezone ?? defaultTimeZone,
+      timezone_set: row.timezone !== null,
+      channels,
+    };
+  }
+
+  /** A new name or time zone (null: the deployment's), audited; 422 names what to fix. */
+  async change(
+    workspaceId: number,
+    actor: AuditActor,
+    body: { name?: string | undefined; timezone?: string | null | undefined },
+  ) {
+    const { name, timezone } = body;
+    const errors: FieldErrors = {};
+    if (name !== undefined && name.trim() === '') errors.name = ['must not be empty.'];
+    if (typeof timezone === 'string' && !isTimeZone(timezone))
+      errors.timezone = [`is "${timezone}", not an IANA time zone: use a name such as Asia/Kolkata.`];
+    if (Object.keys(errors).length > 0) throw validationError(errors);
+    await this.deps.db.transaction().execute(async (trx) => {
+      await updateWorkspace(trx, workspaceId, {
+        ...(name !== undefined ? { name: name.trim() } : {}),
+        ...(timezone !== undefined ? { timezone } : {}),
+      });
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'workspace.updated',
+        target: { type: 'workspace', id: workspaceId },
+        details: { changed: Object.keys(body), ...(timezone !== undefined ? { timezone } : {}) },
+      });
+    });
+    return this.view(workspaceId);
+  }
+}
