@@ -164,9 +164,10 @@ async function fillOn(k: Kysely<Database>, pg: boolean, workspaceId: number, vol
     `CASE i % ${names.length} ${names.map((n, j) => `WHEN ${j} THEN '${n}'`).join(' ')} END`,
   );
   const t = performance.now();
-  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, ward, created_at, updated_at)
+  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, booth_key, ward, ward_key, created_at, updated_at)
       SELECT ${workspaceId}, ${nameCase} || ' Voter ' || i, lower(${nameCase} || ' voter ' || i), '+9193' || ${pad(8)},
-             'Varanasi', 'varanasi', cast(i % ${sql.lit(BOOTHS)} AS text), cast(i % ${sql.lit(WARDS)} AS text), ${now}, ${now}
+             'Varanasi', 'varanasi', cast(i % ${sql.lit(BOOTHS)} AS text), cast(i % ${sql.lit(BOOTHS)} AS text),
+             cast(i % ${sql.lit(WARDS)} AS text), cast(i % ${sql.lit(WARDS)} AS text), ${now}, ${now}
         FROM ${series(CONVERSATIONS)}`.execute(k);
   const firstVoter = Number(
     (

@@ -78,8 +78,8 @@ async function main() {
       : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${VOTERS}) SELECT i FROM s) AS n`;
   const phone =
     db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
-  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, ward, created_at, updated_at)
-    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 50 as text), ${now}, ${now}
+  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, booth_key, ward, ward_key, created_at, updated_at)
+    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 300 as text), cast(i % 50 as text), cast(i % 50 as text), ${now}, ${now}
     FROM ${series}`.execute(db.kysely);
   // Steady state: a roll imported long before the broadcast (SQLite: its WAL checkpointed; PostgreSQL: analysed).
   const settle = async () => {

@@ -140,8 +140,8 @@ function download(path: string, token: string): Promise<number> {
 const sqliteRefImport = (db: string, workspaceId: number) => `.mode csv
 CREATE TEMP TABLE staging(name, phone, email, constituency, booth, ward, address);
 .import --skip 1 ${csvPath} staging
-INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
-  SELECT ${workspaceId}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address,
+INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, booth_key, ward, ward_key, address, created_at, updated_at)
+  SELECT ${workspaceId}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, lower(booth), ward, lower(ward), address,
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' FROM staging;
 `;
 
@@ -164,8 +164,8 @@ function referenceImport(): { ms: number; plainMs?: number } {
       .trim();
     const script = `CREATE TEMP TABLE staging(name text, phone text, email text, constituency text, booth text, ward text, address text);
 \\copy staging FROM '${csvPath}' CSV HEADER
-INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, ward, address, created_at, updated_at)
-  SELECT ${ws}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, ward, address, now(), now() FROM staging;`;
+INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, constituency_key, booth, booth_key, ward, ward_key, address, created_at, updated_at)
+  SELECT ${ws}, name, lower(name), phone, nullif(email, ''), constituency, lower(constituency), booth, lower(booth), ward, lower(ward), address, now(), now() FROM staging;`;
     const ms = timeCommand('psql', [pgUrl, '-q', '-v', 'ON_ERROR_STOP=1'], script);
     execFileSync('psql', [pgUrl, '-qc', `DELETE FROM workspaces WHERE id = ${ws}`]);
     return { ms };
@@ -192,14 +192,14 @@ INSERT INTO voters (workspace_id, name, name_key, phone, email, constituency, co
   const ms = timeCommand('sqlite3', [refDb], sqliteRefImport(refDb, 1));
   // For the record: the same load into a plain table with the same b-tree indexes but no search index.
   const plainDb = join(work, 'plain.db');
-  const plain = `CREATE TABLE voters (id INTEGER PRIMARY KEY, workspace_id INTEGER NOT NULL, name TEXT NOT NULL, name_key TEXT NOT NULL, phone TEXT NOT NULL, email TEXT, constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  const plain = `CREATE TABLE voters (id INTEGER PRIMARY KEY, workspace_id INTEGER NOT NULL, name TEXT NOT NULL, name_key TEXT NOT NULL, phone TEXT NOT NULL, email TEXT, constituency TEXT, constituency_key TEXT, booth TEXT, booth_key TEXT, ward TEXT, ward_key TEXT, address TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE UNIQUE INDEX voters_identity_uq ON voters (workspace_id, phone, name_key);
 CREATE INDEX voters_workspace_idx ON voters (workspace_id, id);
-CREATE INDEX voters_constituency_idx ON voters (workspace_id, constituency_key, ward, booth);
-CREATE INDEX voters_ward_idx ON voters (workspace_id, ward, booth);
-CREATE INDEX voters_booth_idx ON voters (workspace_id, booth);
+CREATE INDEX voters_constituency_idx ON voters (workspace_id, constituency_key, ward_key, booth_key);
+CREATE INDEX voters_ward_idx ON voters (workspace_id, ward_key, booth_key);
+CREATE INDEX voters_booth_idx ON voters (workspace_id, booth_key);
 CREATE INDEX voters_constituency_id_idx ON voters (workspace_id, constituency_key, id);
-CREATE INDEX voters_ward_id_idx ON voters (workspace_id, ward, id);
+CREATE INDEX voters_ward_id_idx ON voters (workspace_id, ward_key, id);
 ${sqliteRefImport(plainDb, 1)}`;
   const plainMs = timeCommand('sqlite3', [plainDb], plain);
   return { ms, plainMs };

@@ -44,6 +44,8 @@ import { messagesRoutes } from './modules/messages/messages.routes.ts';
 import { MessagesService } from './modules/messages/messages.service.ts';
 import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
 import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
+import { placesRoutes } from './modules/places/places.routes.ts';
+import { PlacesService } from './modules/places/places.service.ts';
 import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
 import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
 import { inboundRoutes } from './modules/inbound/inbound.routes.ts';
@@ -349,6 +351,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
   const silencePeriods = new SilencePeriodsService({ db: db.kysely });
   await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
+  await app.register(placesRoutes, { prefix: '/api', places: new PlacesService({ db: db.kysely }) });
   await app.register(previewRoutes, {
     prefix: '/api',
     preview: new CampaignPreview({ db: db.kysely, quietHours: config.quietHours }),

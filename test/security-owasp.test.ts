@@ -262,6 +262,9 @@ for (const dialect of dialects) {
           })
         ).id,
       );
+      ids.places = String(
+        (await created('POST', '/api/places', { kind: 'ward', name: `${marker} ward` })).id,
+      );
     });
     afterAll(() => t.close());
 

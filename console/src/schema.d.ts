@@ -1248,6 +1248,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/places": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's constituencies, wards and booths
+         * @description Wherever a place is compared (voter filters, segments, silence periods, coverage), a value matches a place when it equals its name or any alias in the place-name normal form (NFKC, spaces collapsed, invisible characters dropped, case folded); values no place holds are compared in that form.
+         *
+         *     Any signed-in user.
+         */
+        get: operations["getPlaces"];
+        put?: never;
+        /**
+         * Add a place with its aliases
+         * @description A name or alias another place of the kind has is 409.
+         *
+         *     Requires permission `places:manage` (politician, manager).
+         */
+        post: operations["postPlaces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/places/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One place
+         * @description Any signed-in user.
+         */
+        get: operations["getPlacesId"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a place (voters keep their values; they match it no longer)
+         * @description Requires permission `places:manage` (politician, manager).
+         */
+        delete: operations["deletePlacesId"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a place's name, aliases or code
+         * @description `aliases` replaces the list. A name or alias another place of the kind has is 409.
+         *
+         *     Requires permission `places:manage` (politician, manager).
+         */
+        patch: operations["patchPlacesId"];
+        trace?: never;
+    };
     "/api/campaigns/{id}/preview": {
         parameters: {
             query?: never;
@@ -1925,7 +1983,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2751,6 +2809,50 @@ export interface components {
             message?: string;
             data: components["schemas"]["Payment"];
         };
+        /** Place */
+        Place: {
+            id: number;
+            /**
+             * @description constituency, ward or booth.
+             * @enum {string}
+             */
+            kind: "constituency" | "ward" | "booth";
+            name: string;
+            aliases: string[];
+            code: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** PlacePage */
+        PlacePage: {
+            data: components["schemas"]["Place"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** PlacePageResponse */
+        PlacePageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["PlacePage"];
+        };
+        /** PlaceResponse */
+        PlaceResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Place"];
+        };
         /** ProcessedPayment */
         ProcessedPayment: {
             payment: components["schemas"]["Payment"];
@@ -3183,6 +3285,12 @@ export interface components {
                 field: string;
                 message: string;
             }[];
+            /** @description The values of the file that match no place, for each kind the workspace keeps places of (at most 100 each): add each as a place or as an alias of one. */
+            unknown_places: {
+                constituency?: string[];
+                ward?: string[];
+                booth?: string[];
+            };
             /** @description Why a failed job failed. */
             message: string | null;
             /** Format: date-time */
@@ -3229,6 +3337,12 @@ export interface components {
                 field: string;
                 message: string;
             }[];
+            /** @description The values of the file that match no place, for each kind the workspace keeps places of (at most 100 each): add each as a place or as an alias of one. */
+            unknown_places: {
+                constituency?: string[];
+                ward?: string[];
+                booth?: string[];
+            };
         };
         /** VoterImportResultResponse */
         VoterImportResultResponse: {
@@ -4105,6 +4219,54 @@ export interface components {
                 "application/json": components["schemas"]["PaymentPageResponse"];
             };
         };
+        /** @description OK. */
+        Place: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PlaceResponse"];
+            };
+        };
+        /** @description Created. */
+        PlaceCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PlaceResponse"];
+            };
+        };
+        /** @description OK. */
+        PlacePage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PlacePageResponse"];
+            };
+        };
         /** @description Created. */
         ProcessedPaymentCreated: {
             headers: {
@@ -4656,11 +4818,11 @@ export interface components {
         };
     };
     parameters: {
+        Id: number;
         /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
         Page: number;
         /** @description Items per page, 1-100. */
         PerPage: number;
-        Id: number;
         /** @description Makes the request safe to retry: a repeat with the same key and body returns the first answer and does nothing again. */
         IdempotencyKey: string;
         /** @description whatsapp, sms, email or ivr. */
@@ -7001,6 +7163,144 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPlaces: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description constituency, ward or booth. */
+                kind?: "constituency" | "ward" | "booth";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PlacePage"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPlaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description constituency, ward or booth.
+                     * @enum {string}
+                     */
+                    kind: "constituency" | "ward" | "booth";
+                    name: string;
+                    /** @description Other names of the place (another script, a number, a common spelling): a voter, filter, segment, silence period or coverage that names any of them names this place. */
+                    aliases?: string[];
+                    /** @description An official code, e.g. the Election Commission's assembly constituency number. */
+                    code?: string | null;
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["PlaceCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPlacesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Place"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deletePlacesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Done"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchPlacesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description Other names of the place (another script, a number, a common spelling): a voter, filter, segment, silence period or coverage that names any of them names this place. */
+                    aliases?: string[];
+                    /** @description An official code, e.g. the Election Commission's assembly constituency number. */
+                    code?: string | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Place"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

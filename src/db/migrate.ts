@@ -35,6 +35,7 @@ import * as channelDefaults from './migrations/2026_11_27_030_channel_defaults.t
 import * as campaignLastError from './migrations/2026_11_27_031_campaign_last_error.ts';
 import * as createdBy from './migrations/2026_11_27_032_created_by.ts';
 import * as workspaceTimezone from './migrations/2026_11_27_033_workspace_timezone.ts';
+import * as places from './migrations/2026_11_27_034_places.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -71,6 +72,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_031_campaign_last_error': campaignLastError,
   '2026_11_27_032_created_by': createdBy,
   '2026_11_27_033_workspace_timezone': workspaceTimezone,
+  '2026_11_27_034_places': places,
 };
 
 /**

@@ -64,6 +64,29 @@ export interface Database {
   conversations: ConversationTable;
   quick_replies: QuickReplyTable;
   live_events: LiveEventTable;
+  places: PlaceTable;
+  place_names: PlaceNameTable;
+}
+
+/** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */
+export interface PlaceTable {
+  id: Generated<number>;
+  workspace_id: number;
+  kind: string;
+  name: string;
+  aliases: string;
+  code: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type PlaceRow = Selectable<PlaceTable>;
+
+/** Every name and alias of a place, as placeKey gives it: one place per (workspace, kind, key). */
+export interface PlaceNameTable {
+  workspace_id: number;
+  kind: string;
+  key: string;
+  place_id: number;
 }
 
 /** The key that holds one default account per workspace and channel (migration 030). */
@@ -161,6 +184,9 @@ export interface VoterTable {
   constituency_key: string | null;
   booth: string | null;
   ward: string | null;
+  /** Case-folded ward and booth (migration 034), as constituency_key: what filters and coverage compare. */
+  ward_key: string | null;
+  booth_key: string | null;
   address: string | null;
   created_at: string;
   updated_at: string;
@@ -420,6 +446,8 @@ export interface VoterImportTable {
   failed: Generated<number>;
   /** JSON text: the first IMPORT_MAX_ERRORS { row, field, message }. */
   errors: Generated<string>;
+  /** JSON text: the file's values that match no place (migration 034). */
+  unknown_places: Generated<string>;
   message: string | null;
   attempts: Generated<number>;
   lease_owner: string | null;

@@ -104,6 +104,11 @@ const tagOrder = [
       'Opt-outs, replies and STOP keywords, one-click unsubscribe, templates, election silence periods and the campaign preview (politician, manager).',
   },
   {
+    name: 'Places',
+    description:
+      "A workspace's constituencies, wards and booths with their aliases and codes, so that a place written in any script or case is one place everywhere (everyone reads; politicians and managers keep them).",
+  },
+  {
     name: 'Conversations',
     description:
       'Replies reach a person: a thread per contact and channel, assigned by coverage, answered in context (a volunteer sees only theirs); quick replies. See docs/conversations.md.',

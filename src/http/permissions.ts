@@ -34,6 +34,8 @@ export const permissions = [
   'quick_replies:manage',
   /** The workspace's own settings (its name, its time zone). */
   'workspace:manage',
+  /** Constituencies, wards and booths with their aliases (everyone reads them). */
+  'places:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 

@@ -25,3 +25,20 @@ const PLAIN = /^[\x20-\x7e]*$/;
 const INVISIBLE = /\p{Cf}/gu;
 /** Any whitespace, Unicode's included (no-break, ideographic, line and paragraph separators...). */
 const SPACES = /[\s\p{Zs}]+/gu;
+
+/** The place kinds a voter has, and the column that holds each one's key. */
+export const placeKinds = ['constituency', 'ward', 'booth'] as const;
+export type PlaceKind = (typeof placeKinds)[number];
+
+/**
+ * The key columns (`constituency_key`, `ward_key`, `booth_key`) for the place fields given: each field given
+ * (null or empty: no place) gets its key; a field not given is left out, so an update keeps its key.
+ */
+export function placeKeyColumns(values: Partial<Record<PlaceKind, string | null | undefined>>) {
+  const keys: Partial<Record<`${PlaceKind}_key`, string | null>> = {};
+  for (const kind of placeKinds) {
+    const value = values[kind];
+    if (value !== undefined) keys[`${kind}_key`] = value ? placeKey(value) : null;
+  }
+  return keys;
+}

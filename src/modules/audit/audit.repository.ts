@@ -38,6 +38,10 @@ export const auditActions = [
   'conversation.closed',
   'quick_reply.created',
   'quick_reply.deleted',
+  /** Places (the contract's fourth part). */
+  'place.created',
+  'place.updated',
+  'place.deleted',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

@@ -16,6 +16,7 @@ import { messageRef, parseRef } from '../messages/messages.rules.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
+import { matchesPlace } from '../places/places.repository.ts';
 import { conversationItem, conversationRef, conversationView } from './conversations.view.ts';
 
 /** WhatsApp's customer service window: free text only this long after the contact last wrote. */
@@ -72,10 +73,19 @@ export class ConversationsService {
         q = q.where('c.assigned_to', '=', id);
       }
     }
-    if (query.ward !== undefined) q = q.where(sql`lower(c.voter_ward)`, '=', placeKey(query.ward));
-    if (query.booth !== undefined) q = q.where(sql`lower(c.voter_booth)`, '=', placeKey(query.booth));
-    if (query.constituency !== undefined)
-      q = q.where('c.voter_constituency_key', '=', placeKey(query.constituency));
+    // A place given matches any of its names (places.repository.ts), case-folded.
+    const { ward, booth, constituency } = query;
+    const workspaceId = auth.workspaceId;
+    if (ward !== undefined)
+      q = q.where((eb) => matchesPlace(eb, sql`lower(c.voter_ward)`, workspaceId, 'ward', [placeKey(ward)]));
+    if (booth !== undefined)
+      q = q.where((eb) =>
+        matchesPlace(eb, sql`lower(c.voter_booth)`, workspaceId, 'booth', [placeKey(booth)]),
+      );
+    if (constituency !== undefined)
+      q = q.where((eb) =>
+        matchesPlace(eb, 'c.voter_constituency_key', workspaceId, 'constituency', [placeKey(constituency)]),
+      );
     if (query.voter_id !== undefined) q = q.where('c.voter_id', '=', query.voter_id);
     if (query.search !== undefined && query.search.trim() !== '') {
       const like = `%${query.search

@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import type { ConversationRow, InboundMessageRow, VoterRow } from '../../db/schema.ts';
 import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { placeKey } from '../../lib/place.ts';
+import { placeKey, type PlaceKind } from '../../lib/place.ts';
+import { withPlaceAliases } from '../places/places.repository.ts';
 import { coverageOf } from '../users/users.schemas.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { conversationItem, conversationView } from './conversations.view.ts';
@@ -108,13 +109,19 @@ export async function assigneeFor(
     .where('coverage', 'is not', null)
     .orderBy('id')
     .execute();
-  const has = (list: string[], value: string | null) =>
-    value !== null && list.some((item) => placeKey(item) === placeKey(value));
+  if (volunteers.length === 0) return null;
+  // Each of the voter's places by any of its names (a volunteer covering "वाराणसी" covers "Varanasi").
+  const names = async (kind: PlaceKind, value: string | null) =>
+    new Set(value ? await withPlaceAliases(db, workspaceId, kind, [placeKey(value)]) : []);
+  const [wards, booths, constituencies] = await Promise.all([
+    names('ward', voter.ward),
+    names('booth', voter.booth),
+    names('constituency', voter.constituency),
+  ]);
+  const has = (list: string[], keys: Set<string>) => list.some((item) => keys.has(placeKey(item)));
   const covering = volunteers.filter((v) => {
     const c = coverageOf(v);
-    return (
-      has(c.wards, voter.ward) || has(c.booths, voter.booth) || has(c.constituencies, voter.constituency)
-    );
+    return has(c.wards, wards) || has(c.booths, booths) || has(c.constituencies, constituencies);
   });
   if (covering.length === 0) return null;
   const ids = covering.map((v) => v.id);

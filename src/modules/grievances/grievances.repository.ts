@@ -5,6 +5,8 @@ import type { GrievanceRow, GrievanceTable } from '../../db/schema.ts';
 import type { GrievancePriority, GrievanceStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterScope } from '../voters/voters.search.ts';
+import { matchesPlace } from '../places/places.repository.ts';
+import { placeKey } from '../../lib/place.ts';
 
 export interface GrievanceFilters {
   status?: GrievanceStatus | undefined;
@@ -42,7 +44,10 @@ function filtered(db: Executor, workspaceId: number, filters: GrievanceFilters, 
   const category = filters.category?.trim();
   if (category) query = query.where(sql<string>`lower(category)`, '=', category.toLowerCase());
   const constituency = filters.constituency?.trim();
-  if (constituency) query = query.where('constituency_key', '=', constituency.toLowerCase());
+  if (constituency)
+    query = query.where((eb) =>
+      matchesPlace(eb, 'constituency_key', workspaceId, 'constituency', [placeKey(constituency)]),
+    );
   if (filters.assigned_to !== undefined) query = query.where('assigned_to', '=', filters.assigned_to);
   if (filters.overdue === true) {
     query = query.where('due_at', '<', now).where('status', 'in', ['open', 'in_progress']);

@@ -7,6 +7,7 @@ import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
 import { volunteerScope, type VoterScope } from '../voters/voters.search.ts';
 import { toE164 } from '../../lib/phone.ts';
+import { placeKey } from '../../lib/place.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
   findGrievance,
@@ -117,7 +118,7 @@ export class GrievancesService {
     const constituency = clean(input.constituency);
     if (constituency !== undefined) {
       values.constituency = constituency;
-      values.constituency_key = constituency?.toLowerCase() ?? null;
+      values.constituency_key = constituency ? placeKey(constituency) : null;
     }
     const phone = clean(input.reporter_phone);
     if (phone !== undefined) {

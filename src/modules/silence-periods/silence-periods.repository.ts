@@ -1,6 +1,7 @@
 import { pageOf } from '../../db/paginate.ts';
 import type { SilencePeriodRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
+import { withPlaceAliases } from '../places/places.repository.ts';
 
 export async function insertSilencePeriod(
   db: Executor,
@@ -59,7 +60,10 @@ export async function listSilencePeriods(
   return pageOf(base, (q) => q.selectAll().orderBy('starts_at', 'desc').orderBy('id', 'desc'), page, perPage);
 }
 
-/** The lower-cased constituencies of a workspace with a silence period in force at `at`. */
+/**
+ * The constituency keys of a workspace with a silence period in force at `at`, each with the other names of
+ * its place (a period for "Varanasi" holds for voters of "वाराणसी" where the place has that alias).
+ */
 export async function silencedConstituencies(
   db: Executor,
   workspaceId: number,
@@ -73,7 +77,12 @@ export async function silencedConstituencies(
     .where('starts_at', '<=', at)
     .where('ends_at', '>', at)
     .execute();
-  return rows.map((r) => r.constituency_key);
+  return withPlaceAliases(
+    db,
+    workspaceId,
+    'constituency',
+    rows.map((r) => r.constituency_key),
+  );
 }
 
 /** When the last silence period of the workspace in force at `at` ends; undefined when none is. */

@@ -20,7 +20,9 @@ export interface StagedVoter {
   constituency: string | null;
   constituency_key: string | null;
   booth: string | null;
+  booth_key: string | null;
   ward: string | null;
+  ward_key: string | null;
   address: string | null;
 }
 
@@ -51,12 +53,26 @@ const stagedColumns = [
   'constituency',
   'constituency_key',
   'booth',
+  'booth_key',
   'ward',
+  'ward_key',
   'address',
 ] as const;
 
+/** The staging table's columns: the line an integer, every other one text. */
+const stagingColumnsSql = stagedColumns.map((c) => `${c} ${c === 'line' ? 'INTEGER' : 'TEXT'}`).join(', ');
+
 /** The optional fields: an import row with none of them (an empty cell, or a column the file lacks) keeps it. */
-const mergedColumns = ['email', 'constituency', 'constituency_key', 'booth', 'ward', 'address'] as const;
+const mergedColumns = [
+  'email',
+  'constituency',
+  'constituency_key',
+  'booth',
+  'booth_key',
+  'ward',
+  'ward_key',
+  'address',
+] as const;
 
 /** An import changes only what the file says: the name (same identity, maybe other case) and each value given. */
 const upsertSet = [
@@ -100,8 +116,7 @@ async function startSqliteImport(
   const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
   const insert = await locked(() => {
     sqlite.exec(
-      `CREATE TABLE ${table} (line INTEGER PRIMARY KEY, name TEXT, name_key TEXT, phone TEXT, email TEXT,
-        constituency TEXT, constituency_key TEXT, booth TEXT, ward TEXT, address TEXT)`,
+      `CREATE TABLE ${table} (${stagingColumnsSql.replace('line INTEGER', 'line INTEGER PRIMARY KEY')})`,
     );
     return sqlite.prepare(
       `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
@@ -109,20 +124,7 @@ async function startSqliteImport(
   });
   let lastLine = 0;
   const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
-    for (const r of rows) {
-      insert.run(
-        r.line,
-        r.name,
-        r.name_key,
-        r.phone,
-        r.email,
-        r.constituency,
-        r.constituency_key,
-        r.booth,
-        r.ward,
-        r.address,
-      );
-    }
+    for (const r of rows) insert.run(stagedColumns.map((c) => r[c]));
   });
   const drop = () =>
     locked(() => {
@@ -271,10 +273,7 @@ async function startPostgresImport(
   };
   try {
     await client.query('BEGIN');
-    await client.query(
-      `CREATE TEMP TABLE voters_import (line integer, name text, name_key text, phone text, email text,
-        constituency text, constituency_key text, booth text, ward text, address text) ON COMMIT DROP`,
-    );
+    await client.query(`CREATE TEMP TABLE voters_import (${stagingColumnsSql}) ON COMMIT DROP`);
     copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
   } catch (error) {
     release(error as Error);
@@ -297,7 +296,7 @@ async function startPostgresImport(
       if (failure) throw failure;
       let text = '';
       for (const r of rows) {
-        text += `${r.line}\t${copyValue(r.name)}\t${copyValue(r.name_key)}\t${copyValue(r.phone)}\t${copyValue(r.email)}\t${copyValue(r.constituency)}\t${copyValue(r.constituency_key)}\t${copyValue(r.booth)}\t${copyValue(r.ward)}\t${copyValue(r.address)}\n`;
+        text += `${stagedColumns.map((c) => copyValue(r[c])).join('\t')}\n`;
       }
       staged += rows.length;
       if (!stream.write(text)) await once(stream, 'drain');

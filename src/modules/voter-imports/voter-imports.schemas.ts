@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { UnknownPlaces } from '../places/places.schemas.ts';
 
 /** The voter import's request and answer shapes. */
 
@@ -23,6 +24,7 @@ export const ImportResultSchema = Type.Object(
     failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
     dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
     errors: ImportErrors,
+    unknown_places: UnknownPlaces,
   },
   { title: 'VoterImportResult' },
 );
@@ -46,6 +48,7 @@ export const ImportJob = Type.Object(
     updated: Type.Integer(),
     failed: Type.Integer(),
     errors: ImportErrors,
+    unknown_places: UnknownPlaces,
     message: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed job failed.' }),
     created_at: Type.String({ format: 'date-time' }),
     started_at: NullableTimestamp,

@@ -1,4 +1,4 @@
-import { placeKey } from '../../lib/place.ts';
+import { placeKeyColumns } from '../../lib/place.ts';
 import { yieldToOthers } from '../../lib/pacing.ts';
 import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
@@ -9,6 +9,7 @@ import { startVoterImport, type StagedVoter, type VoterImport } from './voter-im
 import { nameKey } from '../voters/voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from '../voters/voters.rules.ts';
 import { linkNewVoters } from '../conversations/conversations.thread.ts';
+import { PlacesSeen, type UnknownPlaces } from '../places/places.service.ts';
 
 export interface ImportRowError {
   row: number;
@@ -24,6 +25,8 @@ export interface ImportResult {
   /** Rows refused; the first IMPORT_MAX_ERRORS problems are in `errors`. */
   failed: number;
   errors: ImportRowError[];
+  /** The file's places that match no place of the workspace, per kind it keeps places of (at most 100 each). */
+  unknown_places: UnknownPlaces;
 }
 
 /** How far an import has read its file. */
@@ -80,6 +83,7 @@ export class VoterImporter {
     let columns: [VoterField, number][] | undefined;
     let sawHeader = false;
     let batch: StagedVoter[] = [];
+    const places = new PlacesSeen();
 
     const onRecord = (fields: string[], line: number) => {
       if (!sawHeader) {
@@ -117,6 +121,7 @@ export class VoterImporter {
       }
       const v = checked.values;
       valid += 1;
+      places.add(v);
       batch.push({
         line,
         name: v.name!,
@@ -124,9 +129,12 @@ export class VoterImporter {
         phone: v.phone!,
         email: v.email ?? null,
         constituency: v.constituency ?? null,
-        constituency_key: v.constituency ? placeKey(v.constituency) : null,
         booth: v.booth ?? null,
         ward: v.ward ?? null,
+        constituency_key: null,
+        booth_key: null,
+        ward_key: null,
+        ...placeKeyColumns({ constituency: v.constituency, ward: v.ward, booth: v.booth }),
         address: v.address ?? null,
       });
     };
@@ -189,8 +197,8 @@ export class VoterImporter {
           );
       staging = undefined;
       if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
-      const result = { imported, updated: valid - imported, failed, errors };
-      return result;
+      const unknown_places = await places.unknown(this.deps.db.kysely, workspaceId);
+      return { imported, updated: valid - imported, failed, errors, unknown_places };
     } catch (error) {
       await staging?.abort();
       if (error instanceof CsvError) throw fileError(error.message);

@@ -1,9 +1,10 @@
-import { placeKey, placeText } from '../../lib/place.ts';
+import { placeKey, type PlaceKind, placeKinds } from '../../lib/place.ts';
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { coverageOf } from '../users/users.schemas.ts';
+import { matchesPlace } from '../places/places.repository.ts';
 
 /**
  * How voters are found: the filters shared by the list, the export, segments and broadcasts, the search (trigram
@@ -47,14 +48,16 @@ export async function volunteerScope(
 }
 
 function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: number, scope: VoterScope) {
-  const lower = (list: readonly string[]) => [...new Set(list.map((v) => placeKey(v)).filter(Boolean))];
-  const wards = lower(scope.wards);
-  const booths = lower(scope.booths);
-  const constituencies = lower(scope.constituencies);
+  const keys = (list: readonly string[]) => [...new Set(list.map((v) => placeKey(v)).filter(Boolean))];
+  const covered = (
+    [
+      ['ward', keys(scope.wards)],
+      ['booth', keys(scope.booths)],
+      ['constituency', keys(scope.constituencies)],
+    ] as const
+  ).filter(([, list]) => list.length > 0);
   return eb.or([
-    ...(wards.length > 0 ? [eb(sql<string>`lower(voters.ward)`, 'in', wards)] : []),
-    ...(booths.length > 0 ? [eb(sql<string>`lower(voters.booth)`, 'in', booths)] : []),
-    ...(constituencies.length > 0 ? [eb('voters.constituency_key', 'in', constituencies)] : []),
+    ...covered.map(([kind, list]) => matchesPlace(eb, `voters.${kind}_key`, workspaceId, kind, list)),
     eb('voters.created_by', '=', scope.userId),
     eb(
       'voters.id',
@@ -150,18 +153,15 @@ function searchCondition(db: Executor, workspaceId: number, term: string, ids?: 
 }
 
 /**
- * The exact filters as they are compared: in the place-name form voters are stored in (lib/place.ts), the
- * constituency case-folded (as `constituency_key`), an empty one left out. The SQL (exactFilters) starts
- * from this.
+ * The exact filters as they are compared: each place's key (lib/place.ts: the normal form, case-folded), an
+ * empty one left out. The SQL (exactFilters) matches each against the place it names (places.repository.ts).
  */
-function exactValues(filters: VoterFilters): Partial<Record<'constituency_key' | 'booth' | 'ward', string>> {
+function exactValues(filters: VoterFilters): Partial<Record<PlaceKind, string>> {
   const values: ReturnType<typeof exactValues> = {};
-  const constituency = filters.constituency && placeKey(filters.constituency);
-  const booth = filters.booth && placeText(filters.booth);
-  const ward = filters.ward && placeText(filters.ward);
-  if (constituency) values.constituency_key = constituency;
-  if (booth) values.booth = booth;
-  if (ward) values.ward = ward;
+  for (const kind of placeKinds) {
+    const key = filters[kind] && placeKey(filters[kind]);
+    if (key) values[kind] = key;
+  }
   return values;
 }
 
@@ -171,12 +171,13 @@ export function hasExactFilters(filters: VoterFilters): boolean {
 }
 
 function exactFilters(filters: VoterFilters, workspaceId: number) {
-  const { constituency_key, booth, ward } = exactValues(filters);
+  const values = exactValues(filters);
   return (eb: ExpressionBuilder<Database, 'voters'>) => {
     const and = [];
-    if (constituency_key) and.push(eb('voters.constituency_key', '=', constituency_key));
-    if (booth) and.push(eb('voters.booth', '=', booth));
-    if (ward) and.push(eb('voters.ward', '=', ward));
+    for (const kind of placeKinds) {
+      const key = values[kind];
+      if (key) and.push(matchesPlace(eb, `voters.${kind}_key`, workspaceId, kind, [key]));
+    }
     if (filters.scope) and.push(scopeCondition(eb, workspaceId, filters.scope));
     return eb.and(and);
   };

@@ -1,4 +1,4 @@
-import { placeKey } from '../../lib/place.ts';
+import { placeKeyColumns } from '../../lib/place.ts';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -80,9 +80,13 @@ export class VotersService {
         ...values,
         email: values.email ?? null,
         constituency: values.constituency ?? null,
-        constituency_key: values.constituency ? placeKey(values.constituency) : null,
         booth: values.booth ?? null,
         ward: values.ward ?? null,
+        ...placeKeyColumns({
+          constituency: values.constituency ?? null,
+          ward: values.ward ?? null,
+          booth: values.booth ?? null,
+        }),
         address: values.address ?? null,
         name_key: key,
         created_at: now,
@@ -127,9 +131,7 @@ export class VotersService {
       const patch = {
         ...values,
         ...(values.name !== undefined ? { name_key: key } : {}),
-        ...(values.constituency !== undefined
-          ? { constituency_key: values.constituency ? placeKey(values.constituency) : null }
-          : {}),
+        ...placeKeyColumns(values),
         updated_at: nowIso(),
       };
       let row: VoterRow | undefined;
