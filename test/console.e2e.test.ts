@@ -454,6 +454,38 @@ describe.runIf(!browserMissing).each(dialects)(
       await accessible(page, 'profile');
     });
 
+    it('keeps places: a ward with its aliases; an import names its unknown ward, added in one click as an alias', async () => {
+      await nav('Places').click();
+      await page.getByRole('heading', { name: 'Places', level: 1 }).waitFor();
+      await page.getByRole('button', { name: 'Wards' }).click();
+      await page.getByLabel('Name').fill('Ward 9');
+      await page.getByLabel('Aliases').fill('9, Nine');
+      await page.getByRole('button', { name: 'Add', exact: true }).click();
+      await page.getByRole('cell', { name: '9, Nine' }).waitFor();
+      await accessible(page, 'places');
+      await shoot(page, 'places', save);
+      // A roll that writes the ward in Devanagari: the import lists it as matching no place.
+      await nav('Import & export').click();
+      const phone = uniquePhone();
+      const csv = ['name,phone,ward', `Geeta Devi,${phone},वार्ड 9`].join('\n');
+      await page
+        .getByLabel('File')
+        .setInputFiles({ name: 'ward9.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+      await page.getByRole('button', { name: 'Upload' }).click();
+      const unknown = page.getByTestId('unknown-places');
+      await unknown.getByRole('cell', { name: 'वार्ड 9' }).waitFor({ timeout: 20_000 });
+      await unknown.getByLabel('A place to add वार्ड 9 to as an alias').selectOption({ label: 'Ward 9' });
+      await unknown.getByRole('button', { name: 'Add as its alias' }).click();
+      await unknown.getByText('Every value now matches a place.').waitFor();
+      await accessible(page, 'import with unknown places');
+      // The ward filter now finds her by the place's name.
+      await nav('Voters').click();
+      await page.getByLabel('Ward').first().fill('ward 9');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByRole('link', { name: 'Geeta Devi' }).waitFor();
+      expect(await page.getByText('1 voter', { exact: true }).count()).toBe(1);
+    });
+
     it('shows the API’s message on a refused action', async () => {
       await nav('Voters').click();
       await page.getByRole('button', { name: 'Add a voter' }).click();
@@ -561,6 +593,7 @@ describe.runIf(!browserMissing).each(dialects)(
         'Campaigns',
         'Grievances',
         'Consent',
+        'Places',
         'My profile',
       ]);
       await m.goto(`${server.base}/console/settings`);

@@ -291,6 +291,7 @@ for (const dialect of dialects) {
         'POST /api/conversations/:id/grievance': { title: 'Taken over' },
         'PATCH /api/quick-replies/:id': { title: 'Taken over' },
         'POST /api/channel-accounts/:id/test': { to: '+919812345678' },
+        'PATCH /api/places/:id': { name: 'Taken over' },
       };
       return bodies[label(route)];
     };
@@ -310,7 +311,7 @@ for (const dialect of dialects) {
         }
         const voter = await call(t.app, 'GET', `/api/voters/${ids.voters}`, { token: owner.token });
         expect(voter.body.data.name).toBe(`${marker} Voter`);
-        for (const resource of ['segments', 'grievances', 'webhooks', 'payments', 'campaigns']) {
+        for (const resource of ['segments', 'grievances', 'webhooks', 'payments', 'campaigns', 'places']) {
           const res = await call(t.app, 'GET', `/api/${resource}/${ids[resource]}`, { token: owner.token });
           expect(res.status, resource).toBe(200);
           expect(res.raw).not.toContain('Taken');

@@ -76,6 +76,21 @@ export async function data<T>(
   return body.data;
 }
 
+/**
+ * Every page of a list (a picker must offer every segment, template or member, not the first 100): `page(n)`
+ * reads page n; the answer is shaped as one page holding them all. At most `most` pages are read.
+ */
+export async function allPages<T, P extends { data: T[]; last_page: number; total: number }>(
+  page: (n: number) => Promise<P>,
+  most = 50,
+): Promise<P> {
+  const first = await page(1);
+  const rest = [];
+  for (let n = 2; n <= Math.min(first.last_page, most); n++) rest.push(page(n));
+  const more = (await Promise.all(rest)).flatMap((p) => p.data);
+  return { ...first, data: [...first.data, ...more], current_page: 1, last_page: 1 };
+}
+
 /** The whole success envelope (for `message`), or the API's error. */
 export async function envelope<B extends { message?: string }>(
   call: Promise<{ data?: B; error?: unknown; response: Response }>,

@@ -8,7 +8,10 @@ const locales: Record<Lang, string> = { en: 'en-IN', hi: 'hi-IN' };
 export interface I18n {
   lang: Lang;
   setLang(lang: Lang): void;
-  /** The string in the chosen language, with `{name}` placeholders filled. */
+  /**
+   * The string in the chosen language, with `{name}` placeholders filled. With a numeric `count`, the key's
+   * `.one` form is used where the language's plural rules say "one" and the key has one ("1 voter").
+   */
   t(key: Key, vars?: Record<string, string | number>): string;
   /** A number with Indian digit grouping (1,00,000). */
   n(value: number): string;
@@ -33,6 +36,8 @@ export function I18nProvider({ children }: { children: ReactNode }) {
   }, [lang]);
   const value = useMemo<I18n>(() => {
     const numbers = new Intl.NumberFormat(locales[lang]);
+    const plurals = new Intl.PluralRules(locales[lang]);
+    const table = strings[lang] as Record<string, string>;
     // Every time in the workspace's zone, with the zone named (answers are UTC; the office reads local time).
     const dates = new Intl.DateTimeFormat(locales[lang], {
       year: 'numeric',
@@ -50,7 +55,10 @@ export function I18nProvider({ children }: { children: ReactNode }) {
         setLangState(next);
       },
       t(key, vars) {
-        const text = strings[lang][key];
+        const count = vars?.count;
+        const one =
+          typeof count === 'number' && plurals.select(count) === 'one' ? table[`${key}.one`] : undefined;
+        const text = one ?? strings[lang][key];
         return vars ? text.replace(/\{(\w+)\}/g, (_, name: string) => String(vars[name] ?? '')) : text;
       },
       n: (value) => numbers.format(value),

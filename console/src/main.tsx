@@ -12,6 +12,7 @@ import { Dashboard } from './screens/dashboard.tsx';
 import { Grievances } from './screens/grievances.tsx';
 import { Inbox } from './screens/inbox.tsx';
 import { Imports } from './screens/imports.tsx';
+import { Places } from './screens/places.tsx';
 import { Profile } from './screens/profile.tsx';
 import { Settings } from './screens/settings.tsx';
 import { SignIn } from './screens/signin.tsx';
@@ -34,6 +35,7 @@ const nav: Array<{ path: string; key: Key; roles: Role[] }> = [
   { path: '/campaigns', key: 'nav.campaigns', roles: ['politician', 'manager'] },
   { path: '/grievances', key: 'nav.grievances', roles: ['politician', 'manager'] },
   { path: '/consent', key: 'nav.consent', roles: ['politician', 'manager'] },
+  { path: '/places', key: 'nav.places', roles: ['politician', 'manager'] },
   { path: '/team', key: 'nav.team', roles: ['politician'] },
   { path: '/settings', key: 'nav.settings', roles: ['politician'] },
   { path: '/profile', key: 'nav.profile', roles: ['politician', 'manager', 'volunteer'] },
@@ -158,6 +160,11 @@ function Shell({ me }: { me: Me }) {
           {allowed('/consent') && (
             <Route path="/consent">
               <Consent />
+            </Route>
+          )}
+          {allowed('/places') && (
+            <Route path="/places">
+              <Places />
             </Route>
           )}
           {allowed('/team') && (

@@ -1,7 +1,7 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, data, envelope } from '../api.ts';
+import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
@@ -105,18 +105,23 @@ export function Compose() {
   const politician = useMe().user.role === 'politician';
   const accounts = useQuery({
     queryKey: ['channel-accounts'],
-    queryFn: () => data(api.GET('/api/channel-accounts', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) =>
+        data(api.GET('/api/channel-accounts', { params: { query: { page, per_page: 100 } } })),
+      ),
     enabled: politician,
   });
   const usable = (accounts.data?.data ?? []).filter((a) => a.active && a.channels.includes(channel));
   const carrier = workspace.data?.channels[channel];
   const segments = useQuery({
     queryKey: ['segments'],
-    queryFn: () => data(api.GET('/api/segments', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/segments', { params: { query: { page, per_page: 100 } } }))),
   });
   const templates = useQuery({
     queryKey: ['templates'],
-    queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
   });
   const segment = segments.data?.data.find((s) => String(s.id) === segmentId);
   const sample = useQuery({

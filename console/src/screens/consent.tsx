@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { api, data, download, envelope, uploadFile } from '../api.ts';
+import { allPages, api, data, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 import { useProviders } from '../queries.ts';
@@ -151,7 +151,10 @@ function SilencePeriods() {
   const [endsAt, setEndsAt] = useState('');
   const list = useQuery({
     queryKey: ['silence-periods'],
-    queryFn: () => data(api.GET('/api/silence-periods', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) =>
+        data(api.GET('/api/silence-periods', { params: { query: { page, per_page: 100 } } })),
+      ),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['silence-periods'] });
   const add = useMutation({
@@ -248,7 +251,8 @@ function Templates() {
   const keeping = (providers.data ?? []).filter((p) => p.templates);
   const list = useQuery({
     queryKey: ['templates'],
-    queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['templates'] });
   const ids = Object.fromEntries(Object.entries(form.ids).filter(([, v]) => v));

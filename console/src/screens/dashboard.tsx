@@ -4,8 +4,6 @@ import { api, data, session } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Loading, Section } from '../ui.tsx';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
   const { t, n } = useI18n();
@@ -22,18 +20,8 @@ export function Dashboard() {
   });
   const failures = useQuery({
     queryKey: ['failures'],
-    queryFn: () =>
-      data(
-        api.GET('/api/messages/history', {
-          params: {
-            query: {
-              status: 'failed',
-              per_page: 100,
-              date_from: new Date(Date.now() - DAY_MS).toISOString(),
-            },
-          },
-        }),
-      ),
+    // The last 24 hours' failures by error code, counted by the service (every one, not a sample).
+    queryFn: () => data(api.GET('/api/messages/failures')),
   });
   const open = useQuery({
     queryKey: ['grievances', 'open-count'],
@@ -60,9 +48,6 @@ export function Dashboard() {
       ),
   });
   const sending = (campaigns.data?.data ?? []).filter((c) => c.status === 'sending' || c.status === 'queued');
-  const byCode = new Map<string, number>();
-  for (const m of failures.data?.data ?? [])
-    byCode.set(m.error_code ?? '—', (byCode.get(m.error_code ?? '—') ?? 0) + 1);
   const credits = me.data?.credits;
   return (
     <>
@@ -120,21 +105,16 @@ export function Dashboard() {
         )}
       </Section>
       <Section title={t('dash.failures')}>
-        {failures.data && failures.data.total === 0 ? (
+        {failures.data && failures.data.length === 0 ? (
           <p className="muted">{t('dash.noFailures')}</p>
         ) : (
-          <>
-            <ul className="plain">
-              {[...byCode].map(([code, count]) => (
-                <li key={code}>
-                  <code>{code}</code>: {n(count)}
-                </li>
-              ))}
-            </ul>
-            {failures.data && failures.data.total > 100 && (
-              <p className="muted">{t('dash.failuresSample', { total: n(failures.data.total) })}</p>
-            )}
-          </>
+          <ul className="plain">
+            {(failures.data ?? []).map(({ error_code, count }) => (
+              <li key={error_code}>
+                <code>{error_code}</code>: {n(count)}
+              </li>
+            ))}
+          </ul>
         )}
       </Section>
       <ErrorNote error={me.error ?? campaigns.error ?? failures.error ?? open.error ?? unassigned.error} />

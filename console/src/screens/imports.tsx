@@ -3,6 +3,7 @@ import { useRef, useState } from 'react';
 import { api, data, download, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
+import { UnknownPlaces } from './places.tsx';
 import { FilterForm, noFilters, setFilters } from './voters.tsx';
 
 interface DryRun {
@@ -10,6 +11,7 @@ interface DryRun {
   updated: number;
   failed: number;
   errors: Array<{ row: number; field: string; message: string }>;
+  unknown_places: Partial<Record<'constituency' | 'ward' | 'booth', string[]>>;
 }
 
 /** Upload a roll (a dry run first, if wished), watch its job, download its failed rows; export the roll. */
@@ -80,13 +82,17 @@ export function Imports() {
           </button>
         </form>
         {checked && (
-          <Notice>
-            {t('import.dryResult', {
-              created: n(checked.imported),
-              updated: n(checked.updated),
-              failed: n(checked.failed),
-            })}
-          </Notice>
+          <>
+            <Notice>
+              {t('import.dryResult', {
+                created: n(checked.imported),
+                updated: n(checked.updated),
+                failed: n(checked.failed),
+              })}
+            </Notice>
+            <RowErrors errors={checked.errors} />
+            <UnknownPlaces unknown={checked.unknown_places} />
+          </>
         )}
       </Section>
       <Section title={t('import.jobs')}>
@@ -114,20 +120,8 @@ export function Imports() {
                 })}
               </p>
               {job.message && <p>{job.message}</p>}
-              {job.errors.length > 0 && (
-                <Table
-                  caption={t('import.errors')}
-                  head={[t('import.row'), t('import.field'), t('field.message')]}
-                >
-                  {job.errors.map((e, i) => (
-                    <tr key={i}>
-                      <td>{n(e.row)}</td>
-                      <td>{e.field}</td>
-                      <td>{e.message}</td>
-                    </tr>
-                  ))}
-                </Table>
-              )}
+              <RowErrors errors={job.errors} />
+              {job.status === 'completed' && <UnknownPlaces key={job.id} unknown={job.unknown_places} />}
               {job.status === 'completed' && job.failed > 0 && (
                 <button
                   type="button"
@@ -177,5 +171,22 @@ export function Imports() {
         </button>
       </Section>
     </>
+  );
+}
+
+/** The rows a file's import refused (or a dry run would), each with its field and what to fix. */
+function RowErrors({ errors }: { errors: DryRun['errors'] }) {
+  const { t, n } = useI18n();
+  if (errors.length === 0) return null;
+  return (
+    <Table caption={t('import.errors')} head={[t('import.row'), t('import.field'), t('field.message')]}>
+      {errors.map((e, i) => (
+        <tr key={i}>
+          <td>{n(e.row)}</td>
+          <td>{e.field}</td>
+          <td>{e.message}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }

@@ -1,10 +1,19 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import {
+  keepPreviousData,
+  useInfiniteQuery,
+  useMutation,
+  useQuery,
+  useQueryClient,
+} from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
 import { Link } from 'wouter';
-import { api, data, envelope } from '../api.ts';
+import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section } from '../ui.tsx';
+
+/** Messages per page of a thread. */
+const THREAD_PAGE = 100;
 
 interface InboxFilters {
   status: '' | 'open' | 'closed';
@@ -136,30 +145,44 @@ function Thread({ id }: { id: string }) {
     queryKey: ['conversation', id],
     queryFn: () => data(api.GET('/api/conversations/{id}', { params: { path: { id } } })),
   });
-  const messages = useQuery({
+  // The thread from its newest page back: the newest messages first, then "Earlier messages" pages back to
+  // the first one (a thread of 101 messages shows all 101, not the last page's one).
+  const messages = useInfiniteQuery({
     queryKey: ['conversation', id, 'messages'],
-    queryFn: async () => {
-      const first = await data(
-        api.GET('/api/conversations/{id}/messages', { params: { path: { id }, query: { per_page: 100 } } }),
-      );
+    initialPageParam: 0,
+    queryFn: async ({ pageParam }) => {
+      const read = (page: number) =>
+        data(
+          api.GET('/api/conversations/{id}/messages', {
+            params: { path: { id }, query: { per_page: THREAD_PAGE, page } },
+          }),
+        );
+      // 0: the newest page, found from the first (which says how many there are).
+      let answer = await read(pageParam || 1);
+      if (pageParam === 0 && answer.last_page > 1) answer = await read(answer.last_page);
       // Reading clears the assignee's unread count: the list shows it.
       void client.invalidateQueries({ queryKey: ['conversations', 'inbox'] });
-      if (first.last_page <= 1) return first.data;
-      const last = await data(
-        api.GET('/api/conversations/{id}/messages', {
-          params: { path: { id }, query: { per_page: 100, page: first.last_page } },
-        }),
-      );
-      return last.data;
+      return answer;
     },
+    getNextPageParam: (last) => (last.current_page > 1 ? last.current_page - 1 : undefined),
   });
+  const pages = messages.data?.pages ?? [];
+  const thread = [...pages].reverse().flatMap((p) => p.data);
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = messages;
+  // A newest page of a few messages: the page before it too, so the thread opens with some context.
+  useEffect(() => {
+    if (pages.length === 1 && pages[0]!.data.length < 20 && hasNextPage && !isFetchingNextPage)
+      void fetchNextPage();
+  }, [pages, hasNextPage, isFetchingNextPage, fetchNextPage]);
   const quick = useQuery({
     queryKey: ['quick-replies'],
-    queryFn: () => data(api.GET('/api/quick-replies', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/quick-replies', { params: { query: { page, per_page: 100 } } }))),
   });
   const team = useQuery({
     queryKey: ['team'],
-    queryFn: () => data(api.GET('/api/users', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
     enabled: me.user.role === 'politician',
   });
   const [text, setText] = useState('');
@@ -209,8 +232,13 @@ function Thread({ id }: { id: string }) {
           </>
         )}
       </p>
+      {hasNextPage && (
+        <button type="button" disabled={isFetchingNextPage} onClick={() => void fetchNextPage()}>
+          {t('inbox.earlier')}
+        </button>
+      )}
       <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite">
-        {messages.data?.map((m) => (
+        {thread.map((m) => (
           <li key={m.id} className={m.direction}>
             <p>{m.body}</p>
             <small>

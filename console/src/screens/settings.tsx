@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { api, data, envelope } from '../api.ts';
+import { allPages, api, data, envelope } from '../api.ts';
 import type { components, operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
 import { useProviders, useWorkspace, workspaceKey } from '../queries.ts';
@@ -127,7 +127,10 @@ function ChannelAccounts() {
   const client = useQueryClient();
   const accounts = useQuery({
     queryKey: ['channel-accounts'],
-    queryFn: () => data(api.GET('/api/channel-accounts', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) =>
+        data(api.GET('/api/channel-accounts', { params: { query: { page, per_page: 100 } } })),
+      ),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['channel-accounts'] });
   const [name, setName] = useState('');
@@ -425,7 +428,8 @@ function TestSend({ account, spec }: { account: Account; spec: Provider }) {
   const [template, setTemplate] = useState('');
   const templates = useQuery({
     queryKey: ['templates', 'all'],
-    queryFn: () => data(api.GET('/api/templates', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
   });
   // A provider that sends only its own templates needs one with its id there.
   const usable = (templates.data?.data ?? []).filter(
@@ -512,7 +516,8 @@ function Webhooks() {
   const client = useQueryClient();
   const hooks = useQuery({
     queryKey: ['webhooks'],
-    queryFn: () => data(api.GET('/api/webhooks', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/webhooks', { params: { query: { page, per_page: 100 } } }))),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['webhooks'] });
   const [url, setUrl] = useState('');

@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, data, envelope } from '../api.ts';
+import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
@@ -30,7 +30,8 @@ function Members() {
   const client = useQueryClient();
   const members = useQuery({
     queryKey: ['team'],
-    queryFn: () => data(api.GET('/api/users', { params: { query: { per_page: 100 } } })),
+    queryFn: () =>
+      allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['team'] });
   const [name, setName] = useState('');

@@ -107,7 +107,7 @@ export function Voters() {
       ) : (
         <>
           <p className="muted" role="status">
-            {t('voters.count', { total: n(list.data?.total ?? 0) })}
+            {t('voters.count', { total: n(list.data?.total ?? 0), count: list.data?.total ?? 0 })}
           </p>
           <Table
             caption={t('nav.voters')}

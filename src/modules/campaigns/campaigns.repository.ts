@@ -3,7 +3,7 @@ import { isPostgres } from '../../db/dialect.ts';
 import type { CampaignRow, CampaignTable } from '../../db/schema.ts';
 import type { CampaignStatus, MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { workspacePage } from '../../db/paginate.ts';
 
 export type Stats = Record<MessageStatus, number>;
@@ -106,7 +106,11 @@ export async function countSegmentAddresses(
   limitId: number,
 ): Promise<number> {
   // Every voter has a phone (NOT NULL): for the phone channels a count of index entries, no table reads.
-  const query = filteredVoters(db, workspaceId, filters).where('voters.id', '<=', limitId);
+  const query = filteredVoters(db, workspaceId, await withPlaces(db, workspaceId, filters)).where(
+    'voters.id',
+    '<=',
+    limitId,
+  );
   const counted =
     channel === 'email'
       ? query.select((eb) => eb.fn.count('voters.email').as('n'))
@@ -125,10 +129,11 @@ export async function segmentOverlap(
   addresses: string[],
 ): Promise<number> {
   const column = addressColumn(channel);
+  const placed = await withPlaces(db, workspaceId, filters);
   let overlap = 0;
   for (let i = 0; i < addresses.length; i += 500) {
     const chunk = addresses.slice(i, i + 500);
-    const rows = await filteredVoters(db, workspaceId, filters)
+    const rows = await filteredVoters(db, workspaceId, placed)
       .where('voters.id', '<=', limitId)
       .where(column, 'in', chunk)
       .select(column)
@@ -259,7 +264,8 @@ export async function insertSegmentMessages(
   accountId: number | null,
 ): Promise<number> {
   const column = addressColumn(campaign.channel);
-  const select = filteredVoters(db, workspaceId, filters, { after: afterId, upTo: upToId })
+  const placed = await withPlaces(db, workspaceId, filters);
+  const select = filteredVoters(db, workspaceId, placed, { after: afterId, upTo: upToId })
     .crossJoin('campaigns')
     .where('campaigns.id', '=', campaign.id)
     .where(column, 'is not', null)

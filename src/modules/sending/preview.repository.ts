@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { MessageChannel } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 
 export interface SegmentCounts {
   total: number;
@@ -23,7 +23,7 @@ export async function segmentConsentCounts(
   silencedKeys: readonly string[],
 ): Promise<SegmentCounts> {
   const column = channel === 'email' ? ('voters.email' as const) : ('voters.phone' as const);
-  const base = filteredVoters(db, workspaceId, filters)
+  const base = filteredVoters(db, workspaceId, await withPlaces(db, workspaceId, filters))
     .where(column, 'is not', null)
     .$if(exclude.length > 0, (q) => q.where(column, 'not in', [...exclude]));
   const optedOut = sql<boolean>`exists (select 1 from opt_outs o where o.workspace_id = ${workspaceId}

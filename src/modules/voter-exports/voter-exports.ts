@@ -12,7 +12,7 @@ import {
   exportVoterBatches,
   type ExportRow,
 } from './voter-exports.repository.ts';
-import { countVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { countVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
@@ -228,7 +228,9 @@ export class VoterExports {
     const { db, settings } = this.deps;
     const leave = this.gate.enter(workspaceId);
     try {
-      const rows = await countVoters(db.kysely, workspaceId, filters);
+      // The places read once: every batch, thread and count of the export compares keys, not subqueries.
+      const placed = await withPlaces(db.kysely, workspaceId, filters);
+      const rows = await countVoters(db.kysely, workspaceId, placed);
       await db.kysely.transaction().execute((trx) =>
         recordAudit(trx, {
           workspaceId,
@@ -237,7 +239,7 @@ export class VoterExports {
           details: { format, filters, rows },
         }),
       );
-      return { file: exportVoters(db, workspaceId, filters, format, settings), leave };
+      return { file: exportVoters(db, workspaceId, placed, format, settings), leave };
     } catch (error) {
       leave();
       throw error;

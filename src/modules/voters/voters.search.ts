@@ -4,7 +4,7 @@ import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { coverageOf } from '../users/users.schemas.ts';
-import { matchesPlace } from '../places/places.repository.ts';
+import { matchesPlace, withPlaceAliases } from '../places/places.repository.ts';
 
 /**
  * How voters are found: the filters shared by the list, the export, segments and broadcasts, the search (trigram
@@ -19,6 +19,11 @@ export interface VoterFilters {
   search?: string | undefined;
   /** A volunteer's part of the roll: only the voters in it (VoterScope). */
   scope?: VoterScope | undefined;
+  /**
+   * The keys each place filter matches, its place's other names included (withPlaces): set, the filters are
+   * plain index lookups; unset, the same match is made in SQL, correct but not ordered by the index.
+   */
+  placeKeys?: Partial<Record<PlaceKind, string[]>> | undefined;
 }
 
 /**
@@ -30,6 +35,8 @@ export interface VoterScope {
   wards: readonly string[];
   booths: readonly string[];
   constituencies: readonly string[];
+  /** The keys the coverage matches, its places' other names included (set by volunteerScope). */
+  placeKeys?: Partial<Record<PlaceKind, string[]>> | undefined;
 }
 
 /** A volunteer's part of the roll (their coverage read from their user row); undefined for other roles. */
@@ -44,7 +51,61 @@ export async function volunteerScope(
     .where('id', '=', auth.userId)
     .where('workspace_id', '=', auth.workspaceId)
     .executeTakeFirst();
-  return { userId: auth.userId, ...coverageOf({ coverage: user?.coverage ?? null }) };
+  const coverage = coverageOf({ coverage: user?.coverage ?? null });
+  const placeKeys = await placeKeysOf(db, auth.workspaceId, {
+    ward: coverage.wards,
+    booth: coverage.booths,
+    constituency: coverage.constituencies,
+  });
+  return { userId: auth.userId, ...coverage, placeKeys };
+}
+
+/** For each kind's values, their keys with every other name of the places they name (one query). */
+async function placeKeysOf(
+  db: Executor,
+  workspaceId: number,
+  values: Partial<Record<PlaceKind, readonly string[]>>,
+): Promise<Partial<Record<PlaceKind, string[]>>> {
+  const out: Partial<Record<PlaceKind, string[]>> = {};
+  for (const kind of placeKinds) {
+    const keys = [...new Set((values[kind] ?? []).map((v) => placeKey(v)).filter(Boolean))];
+    if (keys.length > 0) out[kind] = await withPlaceAliases(db, workspaceId, kind, keys);
+  }
+  return out;
+}
+
+/**
+ * `filters` with the keys each place filter matches (`placeKeys`), read once: a filter then compares the
+ * column with one key (an index seek in id order) or a short list, not a subquery the planner cannot see
+ * through. Callers that read voters more than once (a campaign's fill, an export) resolve once and pass the
+ * result on; an unresolved filter still matches the same voters.
+ */
+export async function withPlaces(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+): Promise<VoterFilters> {
+  if (filters.placeKeys) return filters;
+  const values = exactValues(filters);
+  const placeKeys = await placeKeysOf(db, workspaceId, {
+    ...(values.ward ? { ward: [values.ward] } : {}),
+    ...(values.booth ? { booth: [values.booth] } : {}),
+    ...(values.constituency ? { constituency: [values.constituency] } : {}),
+  });
+  return { ...filters, placeKeys };
+}
+
+/** `column` matches `keys` resolved (one key: equality; more: IN), or `values` through the places, in SQL. */
+function placeCondition(
+  eb: ExpressionBuilder<Database, 'voters'>,
+  kind: PlaceKind,
+  workspaceId: number,
+  values: string[],
+  resolved: string[] | undefined,
+) {
+  const column = `voters.${kind}_key` as const;
+  if (!resolved) return matchesPlace(eb, column, workspaceId, kind, values);
+  return resolved.length === 1 ? eb(column, '=', resolved[0]!) : eb(column, 'in', resolved);
 }
 
 function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: number, scope: VoterScope) {
@@ -57,7 +118,7 @@ function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: 
     ] as const
   ).filter(([, list]) => list.length > 0);
   return eb.or([
-    ...covered.map(([kind, list]) => matchesPlace(eb, `voters.${kind}_key`, workspaceId, kind, list)),
+    ...covered.map(([kind, list]) => placeCondition(eb, kind, workspaceId, list, scope.placeKeys?.[kind])),
     eb('voters.created_by', '=', scope.userId),
     eb(
       'voters.id',
@@ -176,7 +237,7 @@ function exactFilters(filters: VoterFilters, workspaceId: number) {
     const and = [];
     for (const kind of placeKinds) {
       const key = values[kind];
-      if (key) and.push(matchesPlace(eb, `voters.${kind}_key`, workspaceId, kind, [key]));
+      if (key) and.push(placeCondition(eb, kind, workspaceId, [key], filters.placeKeys?.[kind]));
     }
     if (filters.scope) and.push(scopeCondition(eb, workspaceId, filters.scope));
     return eb.and(and);
@@ -393,7 +454,8 @@ async function countMatches(
 }
 
 /** The exact number of the workspace's voters that match `filters` (segments, export planning). */
-export async function countVoters(db: Executor, workspaceId: number, filters: VoterFilters): Promise<number> {
+export async function countVoters(db: Executor, workspaceId: number, given: VoterFilters): Promise<number> {
+  const filters = await withPlaces(db, workspaceId, given);
   const filtered = Boolean(filters.search?.trim()) || hasExactFilters(filters);
   return filtered ? countMatches(db, workspaceId, filters) : workspaceTotal(db, workspaceId);
 }
@@ -428,10 +490,11 @@ async function searchSettings<T>(db: Executor, run: (ex: Executor) => Promise<T>
 export async function listVoters(
   db: Executor,
   workspaceId: number,
-  filters: VoterFilters,
+  given: VoterFilters,
   page: number,
   perPage: number,
 ): Promise<{ rows: ListRow[]; total: number; exact: boolean }> {
+  const filters = await withPlaces(db, workspaceId, given);
   const term = filters.search?.trim();
   let count: ListCount;
   if (term && isPostgres(db)) {
