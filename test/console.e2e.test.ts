@@ -320,6 +320,24 @@ describe.runIf(!browserMissing).each(dialects)(
       await shoot(page, 'inbox', save);
     });
 
+    it('a thread of more than a page opens at its newest messages and pages back to its first', async () => {
+      // 100 more replies from the same voter: with the first two, 102 messages, two pages of 100.
+      for (let i = 1; i <= 100; i++)
+        await api(`${server.base}/api`, 'POST', '/inbound', owner.token, {
+          channel: 'sms',
+          from: voterPhones[0],
+          body: `Follow-up number ${i}`,
+        });
+      await page.reload();
+      const thread = page.locator('.thread');
+      await thread.getByText('Follow-up number 100', { exact: true }).waitFor({ timeout: 15_000 });
+      // The newest page holds two messages: the page before it is read too, back to the first message.
+      await thread.getByText('Will there be water tankers on Sunday?').waitFor();
+      // Every message once (102, and what the service itself sent in the thread), none twice.
+      expect(await thread.locator('li').count()).toBeGreaterThanOrEqual(102);
+      expect(await thread.getByText('Follow-up number 1', { exact: true }).count()).toBe(1);
+    });
+
     it('moves a grievance through its lifecycle to resolved', async () => {
       await nav('Grievances').click();
       await page.getByRole('button', { name: 'New grievance' }).click();
@@ -473,8 +491,9 @@ describe.runIf(!browserMissing).each(dialects)(
         .setInputFiles({ name: 'ward9.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
       await page.getByRole('button', { name: 'Upload' }).click();
       const unknown = page.getByTestId('unknown-places');
-      await unknown.getByRole('cell', { name: 'वार्ड 9' }).waitFor({ timeout: 20_000 });
+      await unknown.getByRole('cell', { name: 'वार्ड 9', exact: true }).waitFor({ timeout: 20_000 });
       await unknown.getByLabel('A place to add वार्ड 9 to as an alias').selectOption({ label: 'Ward 9' });
+      await shoot(page, 'import-places', save);
       await unknown.getByRole('button', { name: 'Add as its alias' }).click();
       await unknown.getByText('Every value now matches a place.').waitFor();
       await accessible(page, 'import with unknown places');
@@ -508,6 +527,15 @@ describe.runIf(!browserMissing).each(dialects)(
       await nav('डैशबोर्ड').click();
       await page.getByRole('heading', { name: 'डैशबोर्ड' }).waitFor();
       await shoot(page, 'dashboard-hi', save);
+      await nav('स्थान').click();
+      await page.getByRole('heading', { name: 'स्थान', level: 1 }).waitFor();
+      await page.getByRole('button', { name: 'वार्ड' }).click();
+      await page.getByRole('cell', { name: 'Ward 9', exact: true }).waitFor();
+      await accessible(page, 'places (hi)');
+      await shoot(page, 'places-hi', save);
+      await nav('आयात और निर्यात').click();
+      await page.getByTestId('import-job').waitFor();
+      await shoot(page, 'import-hi', save);
       expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
       await page.getByLabel('भाषा').selectOption('en');
       await nav('Dashboard').waitFor();

@@ -147,7 +147,7 @@ export const hi: Record<Key, string> = {
   'places.code': 'कोड',
   'places.add': 'स्थान जोड़ें',
   'places.edit': '{name} बदलें',
-  'places.unknown': 'जिनसे कोई स्थान मेल नहीं खाता',
+  'places.unknown': 'वे मान जो आपके किसी स्थान से मेल नहीं खाते',
   'places.unknownHelp':
     'फ़ाइल के ये मान आपके किसी स्थान से मेल नहीं खाते। हर एक को नए स्थान के रूप में, या किसी स्थान के दूसरे नाम के रूप में जोड़ें।',
   'places.unknownDone': 'अब हर मान किसी स्थान से मेल खाता है।',

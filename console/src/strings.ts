@@ -149,7 +149,7 @@ export const en = {
   'places.code': 'Code',
   'places.add': 'Add a place',
   'places.edit': 'Edit {name}',
-  'places.unknown': 'Places no place matches',
+  'places.unknown': 'Values that match none of your places',
   'places.unknownHelp':
     'These values of the file match none of your places. Add each as a place, or as another name of one.',
   'places.unknownDone': 'Every value now matches a place.',

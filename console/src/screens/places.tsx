@@ -1,4 +1,4 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
@@ -152,59 +152,75 @@ function PlaceForm({ kind, editing, onDone }: { kind: Kind; editing: Place | nul
   );
 }
 
+/** A place name as the service compares it (lib/place.ts): NFKC, invisible characters dropped, spaces collapsed, case folded. */
+const placeKey = (value: string) =>
+  value
+    .normalize('NFKC')
+    .replace(/\p{Cf}/gu, '')
+    .replace(/[\s\p{Zs}]+/gu, ' ')
+    .trim()
+    .toLowerCase();
+
 /**
  * An import's values that match no place, each with "Add as a place" and "Add as an alias of…" (one click
- * after choosing the place); a value dealt with leaves the list.
+ * after choosing the place). A value that matches a place now (added here, or since the import) leaves the list.
  */
 export function UnknownPlaces({ unknown }: { unknown: Partial<Record<Kind, string[]>> }) {
   const { t } = useI18n();
-  const entries = kinds.flatMap((kind) => (unknown[kind] ?? []).map((value) => ({ kind, value })));
-  const [done, setDone] = useState<string[]>([]);
-  const left = entries.filter((e) => !done.includes(`${e.kind}:${e.value}`));
-  if (entries.length === 0) return null;
+  const present = kinds.filter((kind) => (unknown[kind] ?? []).length > 0);
+  const places = useQueries({
+    queries: present.map((kind) => ({
+      queryKey: ['places', kind, 'all'],
+      queryFn: () =>
+        allPages((page) =>
+          data(api.GET('/api/places', { params: { query: { kind, page, per_page: 100 } } })),
+        ),
+    })),
+  });
+  const placesOf = (kind: Kind) => places[present.indexOf(kind)]?.data?.data ?? [];
+  const known = (kind: Kind, value: string) =>
+    placesOf(kind).some((p) => [p.name, ...p.aliases].some((name) => placeKey(name) === placeKey(value)));
+  if (present.length === 0) return null;
+  const left = present.flatMap((kind) =>
+    (unknown[kind] ?? []).filter((value) => !known(kind, value)).map((value) => ({ kind, value })),
+  );
   return (
     <div className="unknown-places" data-testid="unknown-places">
       <h3>{t('places.unknown')}</h3>
-      <p className="muted">{t('places.unknownHelp')}</p>
       {left.length === 0 ? (
         <Notice>{t('places.unknownDone')}</Notice>
       ) : (
-        <Table caption={t('places.unknown')} head={[t('places.kind'), t('places.value'), '']}>
-          {left.map((e) => (
-            <UnknownRow
-              key={`${e.kind}:${e.value}`}
-              kind={e.kind}
-              value={e.value}
-              onDone={() => setDone([...done, `${e.kind}:${e.value}`])}
-            />
-          ))}
-        </Table>
+        <>
+          <p className="muted">{t('places.unknownHelp')}</p>
+          <Table caption={t('places.unknown')} head={[t('places.kind'), t('places.value'), '']}>
+            {left.map((e) => (
+              <UnknownRow
+                key={`${e.kind}:${e.value}`}
+                kind={e.kind}
+                value={e.value}
+                places={placesOf(e.kind)}
+              />
+            ))}
+          </Table>
+        </>
       )}
     </div>
   );
 }
 
-function UnknownRow({ kind, value, onDone }: { kind: Kind; value: string; onDone(): void }) {
+function UnknownRow({ kind, value, places }: { kind: Kind; value: string; places: Place[] }) {
   const { t } = useI18n();
   const client = useQueryClient();
-  const places = useQuery({
-    queryKey: ['places', kind, 'all'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/places', { params: { query: { kind, page, per_page: 100 } } }))),
-  });
   const [target, setTarget] = useState('');
   const id = useId();
-  const finish = () => {
-    void client.invalidateQueries({ queryKey: ['places'] });
-    onDone();
-  };
+  const finish = () => void client.invalidateQueries({ queryKey: ['places'] });
   const addPlace = useMutation({
     mutationFn: () => envelope(api.POST('/api/places', { body: { kind, name: value } })),
     onSuccess: finish,
   });
   const addAlias = useMutation({
     mutationFn: () => {
-      const place = places.data?.data.find((p) => String(p.id) === target);
+      const place = places.find((p) => String(p.id) === target);
       if (!place) throw new Error(t('places.choose'));
       return envelope(
         api.PATCH('/api/places/{id}', {
@@ -229,7 +245,7 @@ function UnknownRow({ kind, value, onDone }: { kind: Kind; value: string; onDone
           </label>
           <select id={id} value={target} onChange={(e) => setTarget(e.target.value)}>
             <option value="">{t('places.choose')}</option>
-            {places.data?.data.map((p) => (
+            {places.map((p) => (
               <option key={p.id} value={p.id}>
                 {p.name}
               </option>
