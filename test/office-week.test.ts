@@ -95,6 +95,13 @@ for (const dialect of dialects) {
         token: owner.token,
         body: { channel: 'email', to: 'asha.rao@example.org', subject: 'Rally', message: 'Rally at 5' },
       });
+      // A voter_id past any row id is 422, not a PostgreSQL bigint overflow (a 500 the fuzzer found).
+      for (const path of ['/api/messages/history', '/api/conversations'])
+        expectError(
+          await call(t.app, 'GET', `${path}?voter_id=3.3385729048620414e%2B234`, { token: owner.token }),
+          422,
+          'validation_error',
+        );
       const history = await call(t.app, 'GET', `/api/messages/history?voter_id=${voterId}`, {
         token: owner.token,
       });

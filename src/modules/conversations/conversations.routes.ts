@@ -43,7 +43,9 @@ const ListQuery = Type.Object({
   ward: Type.Optional(Type.String({ maxLength: 200, description: "Of the contact's voter." })),
   booth: Type.Optional(Type.String({ maxLength: 200 })),
   constituency: Type.Optional(Type.String({ maxLength: 200 })),
-  voter_id: Type.Optional(Type.Integer({ minimum: 1, description: "The contact's voter." })),
+  voter_id: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "The contact's voter." }),
+  ),
   search: Type.Optional(
     Type.String({ maxLength: 200, description: "Part of the contact's name or address." }),
   ),
@@ -166,7 +168,9 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
         body: Type.Object(
           {
             status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
-            assigned_to: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+            assigned_to: Type.Optional(
+              Type.Union([Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()]),
+            ),
           },
           { additionalProperties: false, minProperties: 1 },
         ),

@@ -134,7 +134,11 @@ export const HistoryQuery = Type.Object({
     }),
   ),
   voter_id: Type.Optional(
-    Type.Integer({ minimum: 1, description: "Only messages to this voter's phone or email." }),
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: "Only messages to this voter's phone or email.",
+    }),
   ),
   date_from: Type.Optional(
     Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),

@@ -54,7 +54,7 @@ export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesSe
           {
             template_id: Type.Optional(Type.String({ maxLength: 40 })),
             body: Type.Optional(Type.String({ maxLength: 5000 })),
-            voter_id: Type.Optional(Type.Integer({ minimum: 1 })),
+            voter_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
             channel: Type.Optional(ChannelSchema),
           },
           { additionalProperties: false },
