@@ -165,7 +165,7 @@ for (const dialect of dialects) {
   });
 }
 
-describe.runIf(process.env.TEST_DATABASE_URL)('events cross API processes (postgres)', () => {
+describe.runIf(dialects.includes('postgres'))('events cross API processes (postgres)', () => {
   let a: TestApp;
   let b: TestApp;
   beforeAll(async () => {
@@ -204,7 +204,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('events cross API processes (postg
  * events, one of them in a transaction held open for 8 s while 250 newer ones commit. Each reaches the stream
  * once, the late one when it commits (a poll of the newest ids would never see it: it is 250 ids back).
  */
-describe.runIf(process.env.TEST_DATABASE_URL)('events pushed across OS processes (postgres)', () => {
+describe.runIf(dialects.includes('postgres'))('events pushed across OS processes (postgres)', () => {
   let server: ChildProcess | undefined;
   let db: Db | undefined;
   afterAll(async () => {

@@ -303,7 +303,7 @@ for (const dialect of dialects) {
   });
 }
 
-describe.runIf(process.env.TEST_DATABASE_URL)('two worker processes on PostgreSQL', () => {
+describe.runIf(dialects.includes('postgres'))('two worker processes on PostgreSQL', () => {
   it('share a 20,000-recipient broadcast and send no message twice', { timeout: 180_000 }, async () => {
     const database = await isolatedDatabase('postgres');
     const t = await buildTestApp('postgres', database.env);
