@@ -259,7 +259,7 @@ async function main(): Promise<void> {
   mkdirSync('bench/out', { recursive: true });
   if (!pgUrl) for (const suffix of ['', '-wal', '-shm']) rmSync(`${sqliteFile}${suffix}`, { force: true });
   const setupDb = connect(databaseUrl);
-  await migrateToLatest(setupDb.kysely);
+  await migrateToLatest(setupDb);
   await setupDb.close();
 
   let base = await startServer();

@@ -41,7 +41,7 @@ async function main() {
     RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
   });
   const db = connect(config.databaseUrl);
-  await migrateToLatest(db.kysely);
+  await migrateToLatest(db);
   const log = pino({ level: 'silent' });
   const providers = Object.fromEntries(
     channels.map((c) => [c, new SandboxProvider(c, log, 0)]),

@@ -16,7 +16,7 @@ export async function consoleTypes(): Promise<string> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', QUIET_HOURS: '' });
   const db = connect(config.databaseUrl, config.database);
   try {
-    await migrateToLatest(db.kysely);
+    await migrateToLatest(db);
     const app = await buildApp({ config, db });
     try {
       const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json();

@@ -63,6 +63,9 @@ import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
 import { buildVoterImports } from './modules/voter-imports/import-jobs.ts';
 import { VoterExports } from './modules/voter-exports/voter-exports.ts';
+import { voterRecordRoutes } from './modules/voters/voter-record.routes.ts';
+import { VoterFieldsService } from './modules/voters/voter-fields.ts';
+import { VoterTagging } from './modules/voters/voter-tags.ts';
 import { votersRoutes } from './modules/voters/voters.routes.ts';
 import { voterImportsRoutes } from './modules/voter-imports/voter-imports.routes.ts';
 import { voterExportsRoutes } from './modules/voter-exports/voter-exports.routes.ts';
@@ -323,6 +326,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     idleTimeoutMs: config.export.idleTimeoutMs,
   });
   await app.register(votersRoutes, { prefix: '/api', voters });
+  await app.register(voterRecordRoutes, {
+    prefix: '/api',
+    fields: new VoterFieldsService({ db: db.kysely }),
+    tagging: new VoterTagging({ db: db.kysely }),
+  });
   await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
   await app.register(grievancesRoutes, { prefix: '/api', grievances });
   const idempotency = new IdempotencyService({ db: db.kysely });

@@ -28,7 +28,7 @@ describe('files with personal data are 0600 whatever the umask', () => {
   it('the SQLite database, its -wal and -shm, and a file an older release left 0644', async () => {
     const file = join(dir, 'data', 'campaign.db');
     const db = connect(`sqlite:${file}`);
-    await migrateToLatest(db.kysely);
+    await migrateToLatest(db);
     await sql`insert into workspaces (name, created_at) values ('w', '2026-11-25T00:00:00Z')`.execute(
       db.kysely,
     );
@@ -38,7 +38,7 @@ describe('files with personal data are 0600 whatever the umask', () => {
 
     const old = join(dir, 'old.db');
     const first = connect(`sqlite:${old}`);
-    await migrateToLatest(first.kysely);
+    await migrateToLatest(first);
     await first.close();
     const { chmodSync } = await import('node:fs');
     chmodSync(old, 0o644);

@@ -58,7 +58,7 @@ export async function buildTestApp(
     ...env,
   });
   const db = connect(config.databaseUrl, config.database);
-  await migrateToLatest(db.kysely);
+  await migrateToLatest(db);
   const providers = Object.fromEntries(
     channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),
   ) as Record<Channel, SandboxProvider>;

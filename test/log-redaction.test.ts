@@ -29,7 +29,7 @@ describe('log lines (sqlite, LOG_LEVEL=trace)', () => {
       PUBLIC_BASE_URL: 'https://ces.example.org',
     });
     db = connect(config.databaseUrl);
-    await migrateToLatest(db.kysely);
+    await migrateToLatest(db);
     log = pino(loggerOptions('trace') as pino.LoggerOptions, {
       write: (line: string) => void lines.push(line),
     });

@@ -96,7 +96,7 @@ export async function buildProviderTestApp(
     ...env,
   });
   const db = connect(config.databaseUrl);
-  await migrateToLatest(db.kysely);
+  await migrateToLatest(db);
   const log = logger ?? pino({ level: 'silent' });
   const providers = createProviders(config, log);
   const app = await buildApp({

@@ -250,7 +250,7 @@ describe.skipIf(!redisUrl)('rate limits shared through Redis', () => {
     const make = async () => {
       const config = loadConfig(env);
       const db = connect(config.databaseUrl);
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       return { app: await buildApp({ config, db, rateLimitPrefix: prefix }), db };
     };
     const one = await make();

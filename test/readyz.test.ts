@@ -64,7 +64,7 @@ describe('GET /api/readyz before migrations', () => {
       const before = await call(app, 'GET', '/api/readyz');
       expectError(before, 503, 'service_unavailable');
       expect(before.body.message).toMatch(/migrations/);
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       expect((await call(app, 'GET', '/api/readyz')).status).toBe(200);
     } finally {
       await app.close();
@@ -93,7 +93,7 @@ describe('REDIS_PREFIX', () => {
         REDIS_TIMEOUT_MS: '5000',
       });
       const db = connect(config.databaseUrl, config.database);
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       const app = await buildApp({ config, db, logger: false });
       const redis = new Redis(redisUrl as string);
       try {
@@ -125,7 +125,7 @@ describe('REDIS_PREFIX', () => {
         REDIS_TIMEOUT_MS: '200',
       });
       const db = connect(config.databaseUrl, config.database);
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       const app = await buildApp({ config, db, logger: false });
       try {
         const res = await call(app, 'GET', '/api/readyz');
@@ -150,7 +150,7 @@ describe('REDIS_PREFIX', () => {
         REDIS_TIMEOUT_MS: '5000',
       });
       const db = connect(config.databaseUrl, config.database);
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       const app = await buildApp({ config, db, logger: false });
       try {
         const pending = call(app, 'GET', '/api/readyz');

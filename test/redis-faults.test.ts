@@ -42,7 +42,7 @@ describe.skipIf(!redisUrl)('rate limits when Redis misbehaves', () => {
       TRUST_PROXY: 'true',
     });
     db = connect(config.databaseUrl);
-    await migrateToLatest(db.kysely);
+    await migrateToLatest(db);
     app = await buildApp({
       config,
       db,

@@ -164,7 +164,7 @@ describe('migration 007', () => {
         SELECT i * 3, ${ws}, 'Old ' || i, 'old ' || i, '+9193' || printf('%08d', i), '2026-11-21', '2026-11-21' FROM n`.execute(
         db.kysely,
       );
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       const blocks = await db.kysely
         .selectFrom('voter_blocks')
         .select(['block', 'total'])

@@ -66,18 +66,37 @@ for (const dialect of dialects) {
           constituency: 'Varanasi',
           address: 'Lane 4',
         });
-        expect(Object.keys(one.body.data).sort()).toEqual([
-          'address',
-          'booth',
-          'constituency',
-          'created_at',
-          'email',
-          'id',
-          'name',
-          'phone',
-          'updated_at',
-          'ward',
-        ]);
+        expect(Object.keys(one.body.data).sort()).toEqual(
+          [
+            'address',
+            'booth',
+            'constituency',
+            'created_at',
+            'email',
+            'id',
+            'name',
+            'phone',
+            'updated_at',
+            'ward',
+            // the voter record (the contract's fourth part)
+            'epic_number',
+            'part_number',
+            'serial_number',
+            'page_number',
+            'house_number',
+            'relation_name',
+            'relation_type',
+            'gender',
+            'name_local',
+            'language',
+            'birth_date',
+            'age',
+            'support_level',
+            'tags',
+            'fields',
+            'household',
+          ].sort(),
+        );
       });
 
       it('is 409 for the same name (any case, spacing) and phone; another name with that phone is fine', async () => {
@@ -290,14 +309,21 @@ for (const dialect of dialects) {
         const res = await call(t.app, 'GET', '/api/voters?per_page=2&page=2', { token: ws.token });
         expect(res.body.data).toMatchObject({ current_page: 2, per_page: 2, total: 5, last_page: 3 });
         expect(res.body.data.data.map((v: { name: string }) => v.name)).toEqual(['प्रिया शर्मा', 'Mohd Irfan']);
-        expect(Object.keys(res.body.data.data[0]).sort()).toEqual([
-          'booth',
-          'constituency',
-          'id',
-          'name',
-          'phone',
-          'ward',
-        ]);
+        expect(Object.keys(res.body.data.data[0]).sort()).toEqual(
+          [
+            'booth',
+            'constituency',
+            'id',
+            'name',
+            'phone',
+            'ward',
+            'epic_number',
+            'part_number',
+            'serial_number',
+            'tags',
+            'support_level',
+          ].sort(),
+        );
         const defaults = await call(t.app, 'GET', '/api/voters', { token: ws.token });
         expect(defaults.body.data).toMatchObject({ current_page: 1, per_page: 15, total: 5, last_page: 1 });
         const past = await call(t.app, 'GET', '/api/voters?page=50', { token: ws.token });

@@ -36,6 +36,7 @@ import * as campaignLastError from './migrations/2026_11_27_031_campaign_last_er
 import * as createdBy from './migrations/2026_11_27_032_created_by.ts';
 import * as workspaceTimezone from './migrations/2026_11_27_033_workspace_timezone.ts';
 import * as places from './migrations/2026_11_27_034_places.ts';
+import * as voterRecord from './migrations/2026_11_28_035_voter_record.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -73,6 +74,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_032_created_by': createdBy,
   '2026_11_27_033_workspace_timezone': workspaceTimezone,
   '2026_11_27_034_places': places,
+  '2026_11_28_035_voter_record': voterRecord,
 };
 
 /**
@@ -81,17 +83,26 @@ export const migrations: Record<string, Migration> = {
  * voters) takes minutes, and DB_STATEMENT_TIMEOUT_MS (with the client's read timeout after it) would cancel
  * it. The pool stays the Db's: this Kysely is not destroyed.
  */
-export async function migrateToLatest(target: Kysely<Database> | Db): Promise<MigrationResultSet> {
-  const db = !('raw' in target)
-    ? target
-    : target.raw.dialect === 'postgres'
+export async function migrateToLatest(target: Db): Promise<MigrationResultSet> {
+  const db =
+    target.raw.dialect === 'postgres'
       ? new Kysely<Database>({ dialect: new PostgresDialect({ pool: target.raw.bulk }) })
       : target.kysely;
   const migrator = new Migrator({
     db: db as unknown as Kysely<unknown>,
     provider: { getMigrations: async () => migrations },
   });
-  const result = await migrator.migrateToLatest();
+  // SQLite: better-sqlite3 opens connections in defensive mode, which refuses `PRAGMA writable_schema`;
+  // migration 035 needs it for SQLite's documented in-place schema edit (dropping a NOT NULL). Off for the
+  // migrations only.
+  const sqlite = target.raw.dialect === 'sqlite' ? target.raw.sqlite : undefined;
+  sqlite?.unsafeMode(true);
+  let result: MigrationResultSet;
+  try {
+    result = await migrator.migrateToLatest();
+  } finally {
+    sqlite?.unsafeMode(false);
+  }
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   // SQLite: statistics for the tables as they are now (connect's `optimize` ran before the migrations, on a
   // new database before there were tables).

@@ -66,7 +66,64 @@ export interface Database {
   live_events: LiveEventTable;
   places: PlaceTable;
   place_names: PlaceNameTable;
+  voter_fields: VoterFieldTable;
+  voter_field_values: VoterFieldValueTable;
+  voter_tag_names: VoterTagNameTable;
+  voter_tags: VoterTagTable;
+  voter_tag_jobs: VoterTagJobTable;
 }
+
+/** A workspace's custom voter field (migration 035); `choices` is a JSON array for a choice field. */
+export interface VoterFieldTable {
+  workspace_id: number;
+  key: string;
+  label: string;
+  type: string;
+  choices: string | null;
+  sensitive: number;
+  created_at: string;
+}
+
+/** One voter's value of one custom field: text, date, choice and boolean in value_text, numbers in value_number. */
+export interface VoterFieldValueTable {
+  voter_id: number;
+  workspace_id: number;
+  field_key: string;
+  value_text: string | null;
+  value_number: number | null;
+}
+
+/** The label a tag key was first written with. */
+export interface VoterTagNameTable {
+  workspace_id: number;
+  key: string;
+  label: string;
+}
+
+/** One tag of one voter, by key. */
+export interface VoterTagTable {
+  workspace_id: number;
+  tag_key: string;
+  voter_id: number;
+}
+
+/** A bulk tagging by filters, applied in chunks by the worker. */
+export interface VoterTagJobTable {
+  id: Generated<number>;
+  workspace_id: number;
+  status: string;
+  add_tags: string;
+  remove_tags: string;
+  filters: string;
+  total: Generated<number>;
+  changed: Generated<number>;
+  after_id: Generated<number>;
+  error: string | null;
+  created_by: number | null;
+  created_at: string;
+  updated_at: string;
+}
+export type VoterTagJobRow = Selectable<VoterTagJobTable>;
 
 /** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */
 export interface PlaceTable {
@@ -176,8 +233,8 @@ export interface VoterTable {
   name: string;
   /** Lower-cased name with spaces collapsed; (workspace_id, phone, name_key) is unique. */
   name_key: string;
-  /** E.164. */
-  phone: string;
+  /** E.164; null for a voter imported from the roll without one (migration 035). */
+  phone: string | null;
   email: string | null;
   constituency: string | null;
   /** Lower-cased constituency, for the case-insensitive exact filter. */
@@ -192,6 +249,24 @@ export interface VoterTable {
   updated_at: string;
   /** The user who added the voter (migration 032); null by import or before. */
   created_by: ColumnType<number | null, number | null | undefined, number | null>;
+  // The voter record (migration 035; voters/voter-record.rules.ts).
+  epic_number: ColumnType<string | null, string | null | undefined, string | null>;
+  part_number: ColumnType<number | null, number | null | undefined, number | null>;
+  serial_number: ColumnType<number | null, number | null | undefined, number | null>;
+  page_number: ColumnType<number | null, number | null | undefined, number | null>;
+  house_number: ColumnType<string | null, string | null | undefined, string | null>;
+  relation_name: ColumnType<string | null, string | null | undefined, string | null>;
+  relation_type: ColumnType<string | null, string | null | undefined, string | null>;
+  gender: ColumnType<string | null, string | null | undefined, string | null>;
+  name_local: ColumnType<string | null, string | null | undefined, string | null>;
+  language: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A known birth date; null when only an age was given. */
+  birth_date: ColumnType<string | null, string | null | undefined, string | null>;
+  /** birth_date, or 1 January of the estimated birth year: what age filters compare. */
+  birth_key: ColumnType<string | null, string | null | undefined, string | null>;
+  support_level: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `p:<part>:<house>` or `a:<address>` (voter-record.rules.ts householdKey). */
+  household_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type VoterRow = Selectable<VoterTable>;
 
@@ -214,14 +289,16 @@ export interface VoterSearchTable {
   workspace_id: number;
   name: string;
   email: string | null;
-  phone: string;
+  phone: string | null;
+  name_local: string | null;
 }
 
 export interface VoterFtsTable {
   rowid: number;
   name: string;
   email: string | null;
-  phone: string;
+  phone: string | null;
+  name_local: string | null;
 }
 
 export interface SegmentTable {
@@ -448,6 +525,8 @@ export interface VoterImportTable {
   errors: Generated<string>;
   /** JSON text: the file's values that match no place (migration 034). */
   unknown_places: Generated<string>;
+  /** JSON array of the file's header names no field took (migration 035). */
+  ignored_columns: Generated<string>;
   message: string | null;
   attempts: Generated<number>;
   lease_owner: string | null;

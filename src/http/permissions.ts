@@ -36,6 +36,10 @@ export const permissions = [
   'workspace:manage',
   /** Constituencies, wards and booths with their aliases (everyone reads them). */
   'places:manage',
+  /** The workspace's custom voter fields (everyone reads them). */
+  'voter_fields:manage',
+  /** Tagging voters in bulk, by ids or by filters. */
+  'voters:tag',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -47,6 +51,7 @@ const politicianOnly: Permission[] = [
   'audit:read',
   'channels:manage',
   'workspace:manage',
+  'voter_fields:manage',
 ];
 
 /** The permission matrix of the contract. */

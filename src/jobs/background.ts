@@ -6,16 +6,18 @@ import type { Providers } from '../providers/provider.ts';
 import { buildVoterImports } from '../modules/voter-imports/import-jobs.ts';
 import { DeliveryWorker } from '../modules/sending/delivery-worker.ts';
 import { VoterImportLoop } from '../modules/voter-imports/import-jobs.loop.ts';
+import { VoterTagging, VoterTagLoop } from '../modules/voters/voter-tags.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
  * Every background loop of a process, in one place for server.ts (in-process workers) and worker.ts (the
- * worker process): message delivery and its chores, webhook delivery, and voter import jobs. A new loop is added here only.
+ * worker process): message delivery and its chores, webhook delivery, voter import jobs and bulk tagging jobs. A new loop is added here only.
  */
 export class Background {
   readonly delivery: DeliveryWorker;
   private webhooks: WebhookDeliveryWorker | undefined;
   readonly imports: VoterImportLoop;
+  readonly tags: VoterTagLoop;
 
   /** Shares channel accounts' send rates between processes (REDIS_URL). */
   private readonly redis: Redis | undefined;
@@ -42,6 +44,7 @@ export class Background {
       log,
       retentionDays: config.import.jobRetentionDays,
     });
+    this.tags = new VoterTagLoop({ tagging: new VoterTagging({ db: db.kysely }), log });
   }
 
   start(): void {
@@ -49,11 +52,12 @@ export class Background {
     this.webhooks ??= startWebhookDelivery({ db: db.kysely, config, log });
     this.delivery.start();
     this.imports.start();
+    this.tags.start();
   }
 
   /** Stops every loop; each hands back (releases) the work it has claimed but not done. */
   async stop(): Promise<void> {
-    await Promise.all([this.webhooks?.stop(), this.delivery.stop(), this.imports.stop()]);
+    await Promise.all([this.webhooks?.stop(), this.delivery.stop(), this.imports.stop(), this.tags.stop()]);
     this.redis?.disconnect();
   }
 }

@@ -42,6 +42,12 @@ export const auditActions = [
   'place.created',
   'place.updated',
   'place.deleted',
+  /** The voter record (the contract's fourth part). */
+  'voter_field.created',
+  'voter_field.updated',
+  'voter_field.deleted',
+  'voters.tagged',
+  'voters.exported_sensitive',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

@@ -105,16 +105,13 @@ export async function countSegmentAddresses(
   filters: VoterFilters,
   limitId: number,
 ): Promise<number> {
-  // Every voter has a phone (NOT NULL): for the phone channels a count of index entries, no table reads.
+  // A voter from the roll may have no phone (migration 035): the address column is counted, not the rows.
   const query = filteredVoters(db, workspaceId, await withPlaces(db, workspaceId, filters)).where(
     'voters.id',
     '<=',
     limitId,
   );
-  const counted =
-    channel === 'email'
-      ? query.select((eb) => eb.fn.count('voters.email').as('n'))
-      : query.select((eb) => eb.fn.countAll().as('n'));
+  const counted = query.select((eb) => eb.fn.count(addressColumn(channel)).as('n'));
   const row = await counted.executeTakeFirst();
   return Number(row?.n ?? 0);
 }

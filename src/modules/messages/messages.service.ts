@@ -342,7 +342,7 @@ export class MessagesService {
         .where('id', '=', query.voter_id)
         .executeTakeFirst();
       if (!voter) errors.voter_id = ['is not a voter of this workspace.'];
-      else toAny = [voter.phone, ...(voter.email ? [voter.email] : [])];
+      else toAny = [...(voter.phone ? [voter.phone] : []), ...(voter.email ? [voter.email] : [])];
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const { rows, total } = await listHistory(

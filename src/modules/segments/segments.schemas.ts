@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
-import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
+import { StoredVoterFilters, VoterFiltersSchema } from '../voters/voters.schemas.ts';
 
 export const CreateSegmentBody = Type.Object(
   {
@@ -25,15 +25,7 @@ export const UpdateSegmentBody = Type.Object(
 const segmentFields = {
   id: Type.Integer(),
   name: Type.String(),
-  filters: Type.Object(
-    {
-      constituency: Type.Optional(Type.String()),
-      booth: Type.Optional(Type.String()),
-      ward: Type.Optional(Type.String()),
-      search: Type.Optional(Type.String()),
-    },
-    { description: 'The voter filters; evaluated when a broadcast or campaign is sent.' },
-  ),
+  filters: StoredVoterFilters,
   created_at: Timestamp,
   updated_at: Timestamp,
 };

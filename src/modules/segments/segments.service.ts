@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
-import { countVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { checkVoterFilters, countVoters, type VoterFilters } from '../voters/voters.search.ts';
 import {
   deleteSegment,
   findSegment,
@@ -13,18 +13,6 @@ import {
   type SegmentRow,
   updateSegment,
 } from './segments.repository.ts';
-
-const filterKeys = ['constituency', 'booth', 'ward', 'search'] as const;
-
-/** Only the four known keys, trimmed, empty ones dropped. */
-function cleanFilters(filters: VoterFilters | undefined): VoterFilters {
-  const out: VoterFilters = {};
-  for (const key of filterKeys) {
-    const value = filters?.[key]?.trim();
-    if (value) out[key] = value;
-  }
-  return out;
-}
 
 function segmentView(row: SegmentRow) {
   return {
@@ -39,20 +27,21 @@ function segmentView(row: SegmentRow) {
 export class SegmentsService {
   constructor(private readonly deps: { db: Kysely<Database> }) {}
 
-  async create(workspaceId: number, input: { name: string; filters?: VoterFilters | undefined }) {
+  async create(workspaceId: number, input: { name: string; filters?: Record<string, unknown> | undefined }) {
     const name = input.name.trim();
     if (!name) throw validationError({ name: ['must not be empty.'] });
+    const filters = await checkVoterFilters(this.deps.db, workspaceId, input.filters ?? {});
     const now = nowIso();
     const row = await insertSegment(this.deps.db, {
       workspace_id: workspaceId,
       name,
-      filters: JSON.stringify(cleanFilters(input.filters)),
+      filters: JSON.stringify(filters),
       created_at: now,
       updated_at: now,
     });
     return {
       ...segmentView(row),
-      voter_count: await countVoters(this.deps.db, workspaceId, cleanFilters(input.filters)),
+      voter_count: await countVoters(this.deps.db, workspaceId, filters),
     };
   }
 
@@ -72,13 +61,17 @@ export class SegmentsService {
   async update(
     workspaceId: number,
     id: number,
-    input: { name?: string | undefined; filters?: VoterFilters | undefined },
+    input: { name?: string | undefined; filters?: Record<string, unknown> | undefined },
   ) {
     const name = input.name?.trim();
     if (input.name !== undefined && !name) throw validationError({ name: ['must not be empty.'] });
+    const filters =
+      input.filters !== undefined
+        ? await checkVoterFilters(this.deps.db, workspaceId, input.filters)
+        : undefined;
     const row = await updateSegment(this.deps.db, workspaceId, id, {
       ...(name ? { name } : {}),
-      ...(input.filters !== undefined ? { filters: JSON.stringify(cleanFilters(input.filters)) } : {}),
+      ...(filters !== undefined ? { filters: JSON.stringify(filters) } : {}),
       updated_at: nowIso(),
     });
     if (!row) throw notFound('Segment');

@@ -116,5 +116,5 @@ export async function phonesInConstituencies(
     .where('phone', 'in', [...new Set(phones)])
     .where('constituency_key', 'in', [...constituencyKeys])
     .execute();
-  return new Set(rows.map((r) => r.phone));
+  return new Set(rows.flatMap((r) => (r.phone ? [r.phone] : [])));
 }

@@ -2,6 +2,7 @@ import type { Insertable, Updateable } from 'kysely';
 import type { VoterRow, VoterTable } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { compiledOnce } from '../../db/compiled-once.ts';
+import { ageOf } from './voter-record.rules.ts';
 
 /** `name` lower-cased with runs of spaces collapsed: with the phone, a voter's identity. */
 export function nameKey(name: string): string {
@@ -58,4 +59,28 @@ export async function deleteVoter(db: Executor, workspaceId: number, id: number)
     .where('id', '=', id)
     .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
+}
+
+/** The other voters of `voter`'s household (the same household_key), at most 50, in id order. */
+export async function householdOf(
+  db: Executor,
+  workspaceId: number,
+  voter: Pick<VoterRow, 'id' | 'household_key'>,
+): Promise<Array<{ id: number; name: string; relation_type: string | null; age: number | null }>> {
+  if (!voter.household_key) return [];
+  const rows = await db
+    .selectFrom('voters')
+    .select(['id', 'name', 'relation_type', 'birth_date', 'birth_key'])
+    .where('workspace_id', '=', workspaceId)
+    .where('household_key', '=', voter.household_key)
+    .where('id', '!=', voter.id)
+    .orderBy('id')
+    .limit(50)
+    .execute();
+  return rows.map((r) => ({
+    id: Number(r.id),
+    name: r.name,
+    relation_type: r.relation_type,
+    age: ageOf(r.birth_date, r.birth_key),
+  }));
 }

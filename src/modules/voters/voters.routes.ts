@@ -11,7 +11,7 @@ import {
   Voter,
   VoterPage,
 } from './voters.schemas.ts';
-import type { VotersService } from './voters.service.ts';
+import { seesSensitive, type VotersService } from './voters.service.ts';
 
 export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> = async (app, { voters }) => {
   const tags = ['Voters'];
@@ -30,13 +30,15 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       },
     },
     async (request) => {
-      const { page, per_page, ...filters } = request.query;
+      const { page, per_page, ...raw } = request.query;
       const auth = authOf(request);
+      const sensitive = seesSensitive(auth.role);
+      const filters = await voters.filters(auth.workspaceId, raw, sensitive);
       // A volunteer lists only their part of the roll.
       const scope = await voters.scopeOf(auth);
       return {
         success: true as const,
-        data: await voters.list(auth.workspaceId, { ...filters, scope }, page, per_page),
+        data: await voters.list(auth.workspaceId, { ...filters, scope }, page, per_page, sensitive),
       };
     },
   );
@@ -51,7 +53,12 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       const auth = authOf(request);
       return {
         success: true as const,
-        data: await voters.get(auth.workspaceId, request.params.id, await voters.scopeOf(auth)),
+        data: await voters.get(
+          auth.workspaceId,
+          request.params.id,
+          await voters.scopeOf(auth),
+          seesSensitive(auth.role),
+        ),
       };
     },
   );
@@ -95,6 +102,7 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
         request.params.id,
         request.body,
         await voters.scopeOf(auth),
+        seesSensitive(auth.role),
       );
       return { success: true as const, message: 'Voter updated.', data };
     },

@@ -5,14 +5,21 @@ import type { Database, VoterRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { coverageOf } from '../users/users.schemas.ts';
 import { matchesPlace, withPlaceAliases } from '../places/places.repository.ts';
+import {
+  cleanRecordFilters,
+  hasRecordFilters,
+  recordConditions,
+  type RecordFilters,
+} from './voter-filters.ts';
+import { fieldDefs } from './voter-fields.ts';
 
 /**
  * How voters are found: the filters shared by the list, the export, segments and broadcasts, the search (trigram
  * or FTS5 and phone digits), and the planner that picks how a page and its total are read.
  */
 
-/** The filter object shared by the list, export, segments and broadcasts. */
-export interface VoterFilters {
+/** The filter object shared by the list, export, segments and broadcasts (record filters: voter-filters.ts). */
+export interface VoterFilters extends RecordFilters {
   constituency?: string | undefined;
   booth?: string | undefined;
   ward?: string | undefined;
@@ -83,8 +90,9 @@ async function placeKeysOf(
 export async function withPlaces(
   db: Executor,
   workspaceId: number,
-  filters: VoterFilters,
+  given: VoterFilters,
 ): Promise<VoterFilters> {
+  const filters = epicSearch(given);
   if (filters.placeKeys) return filters;
   const values = exactValues(filters);
   const placeKeys = await placeKeysOf(db, workspaceId, {
@@ -178,7 +186,11 @@ function searchedIds(db: Executor, workspaceId: number, term: string, ids?: IdRa
       .where('voter_search.voter_id', '>', ids.after)
       .where('voter_search.voter_id', '<=', ids.upTo);
   return query.where((eb) => {
-    const ors = [eb('voter_search.name', 'ilike', like), eb('voter_search.email', 'ilike', like)];
+    const ors = [
+      eb('voter_search.name', 'ilike', like),
+      eb('voter_search.email', 'ilike', like),
+      eb('voter_search.name_local', 'ilike', like),
+    ];
     if (digits) ors.push(eb('voter_search.phone', 'like', likePattern(digits)));
     return eb.or(ors);
   });
@@ -228,7 +240,9 @@ function exactValues(filters: VoterFilters): Partial<Record<PlaceKind, string>> 
 
 /** Whether `filters` has a constituency, booth or ward to match, or a volunteer's scope. */
 export function hasExactFilters(filters: VoterFilters): boolean {
-  return Object.keys(exactValues(filters)).length > 0 || filters.scope !== undefined;
+  return (
+    Object.keys(exactValues(filters)).length > 0 || filters.scope !== undefined || hasRecordFilters(filters)
+  );
 }
 
 function exactFilters(filters: VoterFilters, workspaceId: number) {
@@ -240,6 +254,7 @@ function exactFilters(filters: VoterFilters, workspaceId: number) {
       if (key) and.push(placeCondition(eb, kind, workspaceId, [key], filters.placeKeys?.[kind]));
     }
     if (filters.scope) and.push(scopeCondition(eb, workspaceId, filters.scope));
+    and.push(...recordConditions(eb, workspaceId, filters));
     return eb.and(and);
   };
 }
@@ -254,12 +269,27 @@ export interface IdRange {
   upTo: number;
 }
 
+const EPIC_TERM = /^\s*[A-Za-z]{3}\d{7}\s*$/;
+
+/**
+ * A search for an EPIC number (3 letters, 7 digits: never part of a name, and an address that held one would
+ * be a strange one) is the exact epic_number filter, an index seek.
+ */
+function epicSearch(filters: VoterFilters): VoterFilters {
+  const term = filters.search;
+  if (!term || !EPIC_TERM.test(term)) return filters;
+  const epic = term.trim().toUpperCase();
+  if (filters.epic_number !== undefined && filters.epic_number !== epic) return filters;
+  return { ...filters, search: undefined, epic_number: epic };
+}
+
 export function filteredVoters(
   db: Executor,
   workspaceId: number,
-  filters: VoterFilters,
+  given: VoterFilters,
   ids?: IdRange,
 ): SelectQueryBuilder<Database, 'voters', object> {
+  const filters = epicSearch(given);
   let query = db.selectFrom('voters').where('voters.workspace_id', '=', workspaceId);
   if (ids) query = query.where('voters.id', '>', ids.after).where('voters.id', '<=', ids.upTo);
   if (hasExactFilters(filters)) query = query.where(exactFilters(filters, workspaceId));
@@ -281,8 +311,24 @@ const listColumns = [
   'voters.constituency',
   'voters.booth',
   'voters.ward',
+  'voters.epic_number',
+  'voters.part_number',
+  'voters.serial_number',
+  'voters.support_level',
 ] as const;
-type ListRow = Pick<VoterRow, 'id' | 'name' | 'phone' | 'constituency' | 'booth' | 'ward'>;
+type ListRow = Pick<
+  VoterRow,
+  | 'id'
+  | 'name'
+  | 'phone'
+  | 'constituency'
+  | 'booth'
+  | 'ward'
+  | 'epic_number'
+  | 'part_number'
+  | 'serial_number'
+  | 'support_level'
+>;
 
 /** What a page is read from: the list's total (capped for a search) and, for a rare PostgreSQL search, every id. */
 interface ListCount {
@@ -532,4 +578,24 @@ export async function listVoters(
   }
   const rows = await voterPage(db, workspaceId, filters, page, perPage, count);
   return { rows, total: count.total, exact: count.exact };
+}
+
+/**
+ * A filter object as a caller gave it (a query string, a segment's or an export's JSON): the place and
+ * search filters as they are, the record's checked against the workspace's custom fields.
+ */
+export async function checkVoterFilters(
+  db: Executor,
+  workspaceId: number,
+  raw: Record<string, unknown>,
+  canSeeSensitive = true,
+): Promise<VoterFilters> {
+  const base: VoterFilters = {};
+  for (const key of ['search', 'constituency', 'booth', 'ward'] as const) {
+    const value = raw[key];
+    if (typeof value === 'string' && value.trim() !== '') base[key] = value.trim();
+  }
+  const needsDefs = Object.keys(raw).some((k) => k.startsWith('fields.'));
+  const defs = needsDefs ? await fieldDefs(db, workspaceId) : [];
+  return { ...base, ...cleanRecordFilters(raw, defs, canSeeSensitive) };
 }

@@ -1,0 +1,390 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { type Kysely, sql } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, VoterTagJobRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import { notFound, validationError } from '../../errors.ts';
+import { ChunkPacer } from '../../lib/pacing.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { checkTags, type Tag } from './voter-record.rules.ts';
+import { nameTags } from './voter-record.repository.ts';
+import {
+  checkVoterFilters,
+  filteredVoters,
+  type IdRange,
+  type VoterFilters,
+  withPlaces,
+} from './voters.search.ts';
+
+/**
+ * Bulk tagging (the contract's fourth part): `POST /api/voters/tags` adds and removes tags on up to 1,000
+ * voters by id at once (200 with the count changed), or on every voter a filter matches as a job (202),
+ * applied in id-ordered chunks sized by time (ChunkPacer), with other requests served between two.
+ *
+ * A chunk is one transaction that ends by moving the job's cursor from where it found it; a second process
+ * working the same job finds the cursor moved, and its transaction rolls back: each chunk is applied once,
+ * with no lease to keep.
+ */
+
+export const TAG_IDS_MAX = 1000;
+
+export interface TagBody {
+  add?: unknown;
+  remove?: unknown;
+  voter_ids?: number[] | undefined;
+  filters?: Record<string, unknown> | undefined;
+}
+
+interface TagChange {
+  add: Tag[];
+  remove: Tag[];
+}
+
+function checkChange(body: TagBody): TagChange {
+  const add = checkTags(body.add ?? [], 'add');
+  const remove = checkTags(body.remove ?? [], 'remove');
+  const errors = { ...add.errors, ...remove.errors };
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  const change = { add: add.tags ?? [], remove: remove.tags ?? [] };
+  if (change.add.length === 0 && change.remove.length === 0)
+    throw validationError({ add: ['give tags to add or to remove.'] });
+  const both = change.add.find((t) => change.remove.some((r) => r.key === t.key));
+  if (both) throw validationError({ remove: [`"${both.label}" is both added and removed.`] });
+  if ((body.voter_ids === undefined) === (body.filters === undefined))
+    throw validationError({ voter_ids: ['give voter_ids (up to 1,000) or filters, one of them.'] });
+  return change;
+}
+
+/** Voters of `voters` whose tags the change alters: missing a tag to add, or holding one to remove. */
+function changedCount(
+  db: Executor,
+  workspaceId: number,
+  change: TagChange,
+  voters: ReturnType<typeof filteredVoters>,
+) {
+  const addKeys = change.add.map((t) => t.key);
+  const removeKeys = change.remove.map((t) => t.key);
+  return voters
+    .where((eb) => {
+      const ors = [];
+      if (addKeys.length > 0)
+        ors.push(
+          eb(
+            eb
+              .selectFrom('voter_tags')
+              .select((e) => e.fn.countAll<number>().as('n'))
+              .where('voter_tags.workspace_id', '=', workspaceId)
+              .whereRef('voter_tags.voter_id', '=', 'voters.id')
+              .where('voter_tags.tag_key', 'in', addKeys),
+            '<',
+            addKeys.length,
+          ),
+        );
+      if (removeKeys.length > 0)
+        ors.push(
+          eb(
+            'voters.id',
+            'in',
+            eb
+              .selectFrom('voter_tags')
+              .select('voter_tags.voter_id')
+              .where('voter_tags.workspace_id', '=', workspaceId)
+              .where('voter_tags.tag_key', 'in', removeKeys),
+          ),
+        );
+      return eb.or(ors);
+    })
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
+    .then((r) => Number(r.n));
+}
+
+/** Applies the change to `voters` (a query of voters.id); returns how many voters it changed. */
+async function applyChange(
+  db: Executor,
+  workspaceId: number,
+  change: TagChange,
+  voters: () => ReturnType<typeof filteredVoters>,
+): Promise<number> {
+  const changed = await changedCount(db, workspaceId, change, voters());
+  if (changed === 0) return 0;
+  for (const tag of change.add) {
+    await db
+      .insertInto('voter_tags')
+      .columns(['workspace_id', 'tag_key', 'voter_id'])
+      .expression(
+        voters().select([
+          sql<number>`${workspaceId}`.as('workspace_id'),
+          sql<string>`${tag.key}`.as('tag_key'),
+          'voters.id',
+        ]) as never,
+      )
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+  if (change.remove.length > 0)
+    await db
+      .deleteFrom('voter_tags')
+      .where('workspace_id', '=', workspaceId)
+      .where(
+        'tag_key',
+        'in',
+        change.remove.map((t) => t.key),
+      )
+      .where('voter_id', 'in', voters().select('voters.id'))
+      .execute();
+  return changed;
+}
+
+export function tagJobView(row: VoterTagJobRow) {
+  return {
+    id: Number(row.id),
+    status: row.status as 'queued' | 'running' | 'completed' | 'failed',
+    total: Number(row.total),
+    changed: Number(row.changed),
+    add: JSON.parse(row.add_tags) as string[],
+    remove: JSON.parse(row.remove_tags) as string[],
+    filters: JSON.parse(row.filters) as Record<string, unknown>,
+    error: row.error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export class VoterTagging {
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly deps: { db: Kysely<Database> }) {}
+
+  /** Set by the job loop: called when a job is queued, so it starts without waiting for the next poll. */
+  onQueued(wake: () => void): void {
+    this.wake = wake;
+  }
+
+  async tag(workspaceId: number, actor: AuditActor, body: TagBody) {
+    const change = checkChange(body);
+    const { db } = this.deps;
+    if (body.voter_ids !== undefined) {
+      const ids = [...new Set(body.voter_ids)];
+      if (ids.length === 0 || ids.length > TAG_IDS_MAX)
+        throw validationError({
+          voter_ids: [`must hold 1 to ${TAG_IDS_MAX} voter ids; for more, use filters.`],
+        });
+      return db.transaction().execute(async (trx) => {
+        const found = await trx
+          .selectFrom('voters')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('workspace_id', '=', workspaceId)
+          .where('id', 'in', ids)
+          .executeTakeFirstOrThrow();
+        if (Number(found.n) !== ids.length)
+          throw validationError({ voter_ids: ['holds ids that are not voters of this workspace.'] });
+        await nameTags(trx, workspaceId, change.add);
+        const changed = await applyChange(trx, workspaceId, change, () =>
+          trx
+            .selectFrom('voters')
+            .where('voters.workspace_id', '=', workspaceId)
+            .where('voters.id', 'in', ids),
+        );
+        await recordAudit(trx, {
+          workspaceId,
+          actor,
+          action: 'voters.tagged',
+          details: { by: 'voter_ids', voters: ids.length, changed, ...labels(change) },
+        });
+        return { job: undefined, changed };
+      });
+    }
+    const filters = await checkVoterFilters(db, workspaceId, body.filters ?? {});
+    const now = nowIso();
+    const row = await db.transaction().execute(async (trx) => {
+      await nameTags(trx, workspaceId, change.add);
+      const job = await trx
+        .insertInto('voter_tag_jobs')
+        .values({
+          workspace_id: workspaceId,
+          status: 'queued',
+          add_tags: JSON.stringify(change.add.map((t) => t.label)),
+          remove_tags: JSON.stringify(change.remove.map((t) => t.label)),
+          filters: JSON.stringify(filters),
+          created_by: actor.userId,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await recordAudit(trx, {
+        workspaceId,
+        actor,
+        action: 'voters.tagged',
+        target: { type: 'voter_tag_job', id: Number(job.id) },
+        details: { by: 'filters', filters, ...labels(change) },
+      });
+      return job;
+    });
+    this.wake?.();
+    return { job: tagJobView(row), changed: undefined };
+  }
+
+  async job(workspaceId: number, id: number) {
+    const row = await this.deps.db
+      .selectFrom('voter_tag_jobs')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!row) throw notFound('Tagging job');
+    return tagJobView(row);
+  }
+
+  /**
+   * Runs every unfinished job to its end (`workspaceIds`: only theirs, for tests sharing a database); returns
+   * how many chunks it applied. `stopping` is asked between chunks.
+   */
+  async runPending(
+    options: { workspaceIds?: readonly number[]; stopping?: () => boolean } = {},
+  ): Promise<number> {
+    const { db } = this.deps;
+    let chunks = 0;
+    for (;;) {
+      let query = db
+        .selectFrom('voter_tag_jobs')
+        .selectAll()
+        .where('status', 'in', ['queued', 'running'])
+        .orderBy('id')
+        .limit(1);
+      if (options.workspaceIds) query = query.where('workspace_id', 'in', [...options.workspaceIds]);
+      const job = await query.executeTakeFirst();
+      if (!job) return chunks;
+      chunks += await this.runJob(job, options.stopping);
+      if (options.stopping?.()) return chunks;
+    }
+  }
+
+  private async runJob(job: VoterTagJobRow, stopping?: () => boolean): Promise<number> {
+    const { db } = this.deps;
+    const ws = Number(job.workspace_id);
+    const id = Number(job.id);
+    let chunks = 0;
+    try {
+      const filters = await withPlaces(db, ws, JSON.parse(job.filters) as VoterFilters);
+      const change: TagChange = {
+        add: checkTags(JSON.parse(job.add_tags)).tags ?? [],
+        remove: checkTags(JSON.parse(job.remove_tags)).tags ?? [],
+      };
+      if (job.status === 'queued') {
+        const total = await filteredVoters(db, ws, filters)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow();
+        await db
+          .updateTable('voter_tag_jobs')
+          .set({ status: 'running', total: Number(total.n), updated_at: nowIso() })
+          .where('id', '=', id)
+          .where('status', '=', 'queued')
+          .execute();
+      }
+      const pacer = new ChunkPacer(2000, 200, 50_000);
+      let after = Number(job.after_id);
+      for (;;) {
+        if (stopping?.()) return chunks;
+        const size = pacer.size;
+        const started = performance.now();
+        const last = await filteredVoters(db, ws, filters)
+          .where('voters.id', '>', after)
+          .select('voters.id')
+          .orderBy('voters.id')
+          .limit(1)
+          .offset(size - 1)
+          .executeTakeFirst();
+        const range: IdRange = { after, upTo: last ? Number(last.id) : Number.MAX_SAFE_INTEGER };
+        const moved = await db.transaction().execute(async (trx) => {
+          const changed = await applyChange(trx, ws, change, () => filteredVoters(trx, ws, filters, range));
+          const done = !last;
+          const result = await trx
+            .updateTable('voter_tag_jobs')
+            .set((eb) => ({
+              after_id: done ? after : range.upTo,
+              changed: eb('changed', '+', changed),
+              status: done ? 'completed' : 'running',
+              updated_at: nowIso(),
+            }))
+            .where('id', '=', id)
+            .where('after_id', '=', after)
+            .where('status', '=', 'running')
+            .executeTakeFirst();
+          // Another process applied this chunk first: roll this one back.
+          if (Number(result.numUpdatedRows) !== 1) throw new ChunkTaken();
+          return done;
+        });
+        chunks += 1;
+        if (moved) return chunks;
+        after = range.upTo;
+        await pacer.pause(size, performance.now() - started);
+      }
+    } catch (error) {
+      if (error instanceof ChunkTaken) return chunks;
+      await db
+        .updateTable('voter_tag_jobs')
+        .set({
+          status: 'failed',
+          error: 'The tagging stopped on an internal error; run it again.',
+          updated_at: nowIso(),
+        })
+        .where('id', '=', id)
+        .execute();
+      throw error;
+    }
+  }
+}
+
+class ChunkTaken extends Error {}
+
+function labels(change: TagChange) {
+  return { add: change.add.map((t) => t.label), remove: change.remove.map((t) => t.label) };
+}
+
+/** The background loop of tagging jobs: polls, and wakes at once when a job is queued in this process. */
+export class VoterTagLoop {
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly deps: { tagging: VoterTagging; log: Pick<FastifyBaseLogger, 'error'>; pollMs?: number },
+  ) {
+    deps.tagging.onQueued(() => this.wake?.());
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.deps.tagging.runPending({ stopping: () => this.stopped });
+      } catch (error) {
+        this.deps.log.error({ err: error }, 'voter tagging round failed');
+      }
+      if (this.stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.deps.pollMs ?? 1000);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wake = done;
+      });
+      this.wake = undefined;
+    }
+  }
+}

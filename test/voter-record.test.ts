@@ -1,0 +1,471 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Account,
+  addMember,
+  buildTestApp,
+  call,
+  dialects,
+  expectError,
+  register,
+  type TestApp,
+  uniquePhone,
+} from './helpers.ts';
+import { isolatedDatabase } from './messaging-helpers.ts';
+import { VoterTagging } from '../src/modules/voters/voter-tags.ts';
+
+const thisYear = new Date().getUTCFullYear();
+
+/**
+ * The voter record an office keeps (the contract's fourth part): the roll's identifiers, the family, age,
+ * support, tags and custom fields; the filters on them; households; sensitive data kept from volunteers; bulk
+ * tagging.
+ */
+for (const dialect of dialects) {
+  describe(`the voter record (${dialect})`, () => {
+    let t: TestApp;
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+    beforeAll(async () => {
+      database = await isolatedDatabase(dialect);
+      t = await buildTestApp(dialect, database.env);
+    });
+    afterAll(async () => {
+      await t.close();
+      await database.drop();
+    });
+
+    const create = (who: Account, body: Record<string, unknown>) =>
+      call(t.app, 'POST', '/api/voters', { token: who.token, body: { phone: uniquePhone(), ...body } });
+    const read = async (who: Account, id: number) =>
+      (await call(t.app, 'GET', `/api/voters/${id}`, { token: who.token })).body.data;
+    const names = async (who: Account, query: string) => {
+      const res = await call(t.app, 'GET', `/api/voters?per_page=100&${query}`, { token: who.token });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return {
+        names: res.body.data.data.map((v: { name: string }) => v.name).sort(),
+        total: res.body.data.total,
+      };
+    };
+    const field = (who: Account, body: Record<string, unknown>) =>
+      call(t.app, 'POST', '/api/voter-fields', { token: who.token, body });
+
+    it('keeps the roll fields: normalised on the way in, shown on a read, 422 and 409 where the contract says', async () => {
+      const owner = await register(t.app);
+      const res = await create(owner, {
+        name: 'Sita Devi',
+        epic_number: ' abc1234567 ',
+        part_number: 12,
+        serial_number: '345',
+        page_number: 7,
+        house_number: ' 4 / B ',
+        relation_name: 'Ram Prasad',
+        relation_type: 'Husband',
+        gender: 'F',
+        name_local: 'सीता देवी',
+        language: 'HI',
+        age: 40,
+        support_level: 2,
+        tags: ['Youth', ' women\u200b  wing '],
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const voter = await read(owner, res.body.data.id);
+      expect(voter).toMatchObject({
+        epic_number: 'ABC1234567',
+        part_number: 12,
+        serial_number: 345,
+        page_number: 7,
+        house_number: '4 / B',
+        relation_name: 'Ram Prasad',
+        relation_type: 'husband',
+        gender: 'female',
+        name_local: 'सीता देवी',
+        language: 'hi',
+        birth_date: null,
+        age: 40,
+        support_level: 2,
+        tags: ['women wing', 'Youth'],
+        fields: {},
+        household: [],
+      });
+
+      for (const [body, fieldName] of [
+        [{ epic_number: 'AB12345678' }, 'epic_number'],
+        [{ part_number: 10000 }, 'part_number'],
+        [{ serial_number: 0 }, 'serial_number'],
+        [{ page_number: 1000 }, 'page_number'],
+        [{ relation_type: 'cousin' }, 'relation_type'],
+        [{ gender: 'x' }, 'gender'],
+        [{ language: 'hin' }, 'language'],
+        [{ age: 17 }, 'age'],
+        [{ birth_date: '2001-02-30' }, 'birth_date'],
+        [{ support_level: 6 }, 'support_level'],
+        [{ tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, 'tags'],
+        [{ tags: ['x'.repeat(41)] }, 'tags'],
+        [{ tags: ['a,b'] }, 'tags'],
+      ] as const) {
+        const bad = await create(owner, { name: 'Bad Input', ...body });
+        expectError(bad, 422, 'validation_error');
+        expect(Object.keys(bad.body.details), JSON.stringify(body)).toContain(fieldName);
+      }
+      expectError(await create(owner, { name: 'Other', epic_number: 'ABC1234567' }), 409, 'conflict');
+      expectError(
+        await create(owner, { name: 'Other', part_number: 12, serial_number: 345 }),
+        409,
+        'conflict',
+      );
+      // Another workspace has its own roll.
+      const other = await register(t.app);
+      expect((await create(other, { name: 'Other', epic_number: 'ABC1234567' })).status).toBe(201);
+    });
+
+    it('takes a birth date or an age, and updates any field; null clears', async () => {
+      const owner = await register(t.app);
+      const { id } = (await create(owner, { name: 'Born Known', birth_date: `${thisYear - 30}-01-01` })).body
+        .data;
+      expect(await read(owner, id)).toMatchObject({ birth_date: `${thisYear - 30}-01-01`, age: 30 });
+      const up = await call(t.app, 'PUT', `/api/voters/${id}`, {
+        token: owner.token,
+        body: { age: 55, gender: 'पुरुष', tags: ['Farmer'] },
+      });
+      expect(up.status, JSON.stringify(up.body)).toBe(200);
+      expect(up.body.data).toMatchObject({ age: 55, birth_date: null, gender: 'male', tags: ['Farmer'] });
+      const cleared = await call(t.app, 'PUT', `/api/voters/${id}`, {
+        token: owner.token,
+        body: { age: null, gender: null, tags: [] },
+      });
+      expect(cleared.body.data).toMatchObject({ age: null, gender: null, tags: [] });
+    });
+
+    it('keeps custom fields of five types; a wrong value is 422 on fields.<key>; deleting a field deletes its values', async () => {
+      const owner = await register(t.app);
+      const manager = await addMember(t.app, owner, 'manager');
+      expectError(await field(manager, { key: 'caste', label: 'Caste', type: 'text' }), 403, 'forbidden');
+      for (const body of [
+        {
+          key: 'caste',
+          label: 'Caste',
+          type: 'choice',
+          choices: ['General', 'OBC', 'SC', 'ST'],
+          sensitive: true,
+        },
+        { key: 'family_size', label: 'Family size', type: 'number' },
+        { key: 'visited_on', label: 'Visited on', type: 'date' },
+        { key: 'has_ration_card', label: 'Ration card', type: 'boolean' },
+        { key: 'issue', label: 'Main issue', type: 'text' },
+      ])
+        expect((await field(owner, body)).status).toBe(201);
+      expectError(await field(owner, { key: 'issue', label: 'Again', type: 'text' }), 409, 'conflict');
+      expectError(await field(owner, { key: 'Bad Key', label: 'x', type: 'text' }), 422, 'validation_error');
+      expectError(
+        await field(owner, { key: 'size_min', label: 'x', type: 'number' }),
+        422,
+        'validation_error',
+      );
+      expectError(await field(owner, { key: 'pick', label: 'x', type: 'choice' }), 422, 'validation_error');
+      const list = await call(t.app, 'GET', '/api/voter-fields', { token: manager.token });
+      expect(list.body.data.map((f: { key: string }) => f.key)).toEqual([
+        'caste',
+        'family_size',
+        'visited_on',
+        'has_ration_card',
+        'issue',
+      ]);
+      const res = await create(owner, {
+        name: 'Field Voter',
+        fields: {
+          caste: 'obc',
+          family_size: 5,
+          visited_on: '2026-11-01',
+          has_ration_card: true,
+          issue: 'Water',
+        },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect((await read(owner, res.body.data.id)).fields).toEqual({
+        caste: 'OBC',
+        family_size: 5,
+        visited_on: '2026-11-01',
+        has_ration_card: true,
+        issue: 'Water',
+      });
+      for (const [fields, key] of [
+        [{ caste: 'Other' }, 'fields.caste'],
+        [{ family_size: 'five' }, 'fields.family_size'],
+        [{ visited_on: '01/11/2026' }, 'fields.visited_on'],
+        [{ has_ration_card: 'maybe' }, 'fields.has_ration_card'],
+        [{ unknown_key: 1 }, 'fields.unknown_key'],
+      ] as const) {
+        const bad = await create(owner, { name: 'Bad Field', fields });
+        expectError(bad, 422, 'validation_error');
+        expect(Object.keys(bad.body.details)).toEqual([key]);
+      }
+      const cleared = await call(t.app, 'PUT', `/api/voters/${res.body.data.id}`, {
+        token: owner.token,
+        body: { fields: { issue: null } },
+      });
+      expect(cleared.body.data.fields).not.toHaveProperty('issue');
+      expect(cleared.body.data.fields).toHaveProperty('family_size', 5);
+      const del = await call(t.app, 'DELETE', '/api/voter-fields/family_size', { token: owner.token });
+      expect(del.status).toBe(200);
+      expect((await read(owner, res.body.data.id)).fields).not.toHaveProperty('family_size');
+      const left = await t.db.kysely
+        .selectFrom('voter_field_values')
+        .select('field_key')
+        .where('field_key', '=', 'family_size')
+        .where('voter_id', '=', res.body.data.id)
+        .execute();
+      expect(left).toEqual([]);
+    });
+
+    it('filters by every record field, alone and together, on the list and on segments', async () => {
+      const owner = await register(t.app);
+      await field(owner, { key: 'family_size', label: 'Family size', type: 'number' });
+      await field(owner, { key: 'visited_on', label: 'Visited', type: 'date' });
+      await field(owner, { key: 'caste', label: 'Caste', type: 'text', sensitive: true });
+      const rows = [
+        {
+          name: 'A1',
+          part_number: 1,
+          serial_number: 1,
+          page_number: 1,
+          house_number: '1',
+          gender: 'male',
+          age: 25,
+          language: 'hi',
+          support_level: 1,
+          tags: ['Youth', 'Farmer'],
+          fields: { family_size: 3, visited_on: '2026-10-01', caste: 'X' },
+          epic_number: 'AAA0000001',
+        },
+        {
+          name: 'A2',
+          part_number: 1,
+          serial_number: 2,
+          page_number: 1,
+          house_number: '1',
+          gender: 'female',
+          age: 45,
+          language: 'hi',
+          support_level: 2,
+          tags: ['farmer'],
+          fields: { family_size: 6 },
+        },
+        {
+          name: 'A3',
+          part_number: 1,
+          serial_number: 3,
+          page_number: 2,
+          house_number: '2',
+          gender: 'female',
+          age: 70,
+          language: 'en',
+          support_level: 5,
+          tags: ['Women'],
+        },
+        {
+          name: 'B1',
+          part_number: 2,
+          serial_number: 1,
+          page_number: 1,
+          house_number: '1',
+          gender: 'third_gender',
+          age: 33,
+          language: 'ta',
+          fields: { visited_on: '2026-11-20' },
+        },
+      ];
+      const ids: number[] = [];
+      for (const row of rows) {
+        const res = await create(owner, row);
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        ids.push(res.body.data.id);
+      }
+      const cases: Array<[string, string[]]> = [
+        ['epic_number=aaa0000001', ['A1']],
+        ['search=AAA0000001', ['A1']],
+        ['part_number=1', ['A1', 'A2', 'A3']],
+        ['part_number=1&serial_from=2&serial_to=3', ['A2', 'A3']],
+        ['part_number=1&page_number=1', ['A1', 'A2']],
+        ['house_number=1', ['A1', 'A2', 'B1']],
+        ['gender=female', ['A2', 'A3']],
+        ['age_min=30&age_max=50', ['A2', 'B1']],
+        ['age_min=70', ['A3']],
+        ['language=hi', ['A1', 'A2']],
+        ['support_level=1,2', ['A1', 'A2']],
+        ['support_level=5', ['A3']],
+        ['tags=FARMER', ['A1', 'A2']],
+        ['tags=farmer,youth', ['A1']],
+        ['tags_any=youth,women', ['A1', 'A3']],
+        ['tags_none=farmer', ['A3', 'B1']],
+        ['fields.family_size_min=4', ['A2']],
+        ['fields.family_size=3', ['A1']],
+        ['fields.visited_on_min=2026-11-01', ['B1']],
+        ['fields.caste=X', ['A1']],
+        [`household_of=${ids[0]}`, ['A1', 'A2']],
+        ['part_number=1&gender=female&tags=women', ['A3']],
+      ];
+      for (const [query, expected] of cases) {
+        const found = await names(owner, query);
+        expect(found.names, query).toEqual(expected);
+        expect(found.total, query).toBe(expected.length);
+      }
+      for (const [query, key] of [
+        ['part_number=0', 'part_number'],
+        ['age_min=abc', 'age_min'],
+        ['gender=unknown', 'gender'],
+        ['support_level=9', 'support_level'],
+        ['fields.nope=1', 'fields.nope'],
+        ['fields.caste_min=1', 'fields.caste_min'],
+        ['fields.family_size=many', 'fields.family_size'],
+        ['serial_from=5&serial_to=2', 'serial_to'],
+      ] as const) {
+        const bad = await call(t.app, 'GET', `/api/voters?${query}`, { token: owner.token });
+        expectError(bad, 422, 'validation_error');
+        expect(Object.keys(bad.body.details), query).toContain(key);
+      }
+      // A segment takes the same filters, stores them in one form and counts them.
+      const segment = await call(t.app, 'POST', '/api/segments', {
+        token: owner.token,
+        body: {
+          name: 'Farmers of part 1',
+          filters: { part_number: '1', tags: 'farmer', 'fields.family_size_min': 2 },
+        },
+      });
+      expect(segment.status, JSON.stringify(segment.body)).toBe(201);
+      expect(segment.body.data).toMatchObject({
+        filters: { part_number: 1, tags: ['farmer'], 'fields.family_size_min': 2 },
+        voter_count: 2,
+      });
+      expectError(
+        await call(t.app, 'POST', '/api/segments', {
+          token: owner.token,
+          body: { name: 'Bad', filters: { unknown: 1 } },
+        }),
+        422,
+        'validation_error',
+      );
+    });
+
+    it('groups households by part and house number, or by address; the read lists the others', async () => {
+      const owner = await register(t.app);
+      const head = (await create(owner, { name: 'Head', part_number: 9, house_number: '12A', age: 60 })).body
+        .data;
+      const wife = (
+        await create(owner, {
+          name: 'Wife',
+          part_number: 9,
+          house_number: '12a',
+          relation_type: 'wife',
+          age: 55,
+        })
+      ).body.data;
+      await create(owner, { name: 'Neighbour', part_number: 9, house_number: '13' });
+      const a = (await create(owner, { name: 'Addr One', address: 'Lane 4, Shivpur' })).body.data;
+      const b = (await create(owner, { name: 'Addr Two', address: ' lane 4  shivpur ' })).body.data;
+      expect((await read(owner, head.id)).household).toEqual([
+        { id: wife.id, name: 'Wife', relation_type: 'wife', age: 55 },
+      ]);
+      expect((await read(owner, a.id)).household.map((m: { id: number }) => m.id)).toEqual([b.id]);
+    });
+
+    it('keeps sensitive data from volunteers: reads, lists, filters and updates', async () => {
+      const owner = await register(t.app);
+      await field(owner, { key: 'religion', label: 'Religion', type: 'text', sensitive: true });
+      await field(owner, { key: 'issue', label: 'Issue', type: 'text' });
+      const volunteer = await addMember(t.app, owner, 'volunteer');
+      const manager = await addMember(t.app, owner, 'manager');
+      const res = await call(t.app, 'POST', '/api/voters', {
+        token: volunteer.token,
+        body: {
+          name: 'Secret Voter',
+          phone: uniquePhone(),
+          support_level: 1,
+          fields: { religion: 'Secret-Value', issue: 'Roads' },
+        },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const id = res.body.data.id;
+      const mine = await call(t.app, 'GET', `/api/voters/${id}`, { token: volunteer.token });
+      expect(mine.status).toBe(200);
+      expect(mine.body.data.fields).toEqual({ issue: 'Roads' });
+      expect(mine.body.data).not.toHaveProperty('support_level');
+      expect(mine.raw).not.toContain('Secret-Value');
+      const list = await call(t.app, 'GET', '/api/voters', { token: volunteer.token });
+      expect(list.body.data.data[0]).not.toHaveProperty('support_level');
+      expect(list.raw).not.toContain('Secret-Value');
+      const up = await call(t.app, 'PUT', `/api/voters/${id}`, {
+        token: volunteer.token,
+        body: { support_level: 3, fields: { religion: 'Secret-Value' } },
+      });
+      expect(up.status).toBe(200);
+      expect(up.raw).not.toContain('Secret-Value');
+      expect(up.body.data).not.toHaveProperty('support_level');
+      expectError(
+        await call(t.app, 'GET', '/api/voters?support_level=1', { token: volunteer.token }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await call(t.app, 'GET', '/api/voters?fields.religion=x', { token: volunteer.token }),
+        403,
+        'forbidden',
+      );
+      const seen = await call(t.app, 'GET', `/api/voters/${id}`, { token: manager.token });
+      expect(seen.body.data).toMatchObject({
+        support_level: 3,
+        fields: { religion: 'Secret-Value', issue: 'Roads' },
+      });
+    });
+
+    it('tags in bulk: by ids at once, by filters as a job that changes each voter once', async () => {
+      const owner = await register(t.app);
+      const volunteer = await addMember(t.app, owner, 'volunteer');
+      const ids: number[] = [];
+      for (let i = 0; i < 30; i++)
+        ids.push(
+          (await create(owner, { name: `Bulk ${i}`, part_number: i < 20 ? 5 : 6, serial_number: i + 1 })).body
+            .data.id,
+        );
+      const tag = (who: Account, body: unknown) =>
+        call(t.app, 'POST', '/api/voters/tags', { token: who.token, body });
+      expectError(await tag(volunteer, { add: ['x'], voter_ids: [ids[0]] }), 403, 'forbidden');
+      expectError(await tag(owner, { add: ['x'] }), 422, 'validation_error');
+      expectError(
+        await tag(owner, { add: ['x'], voter_ids: [ids[0]], filters: {} }),
+        422,
+        'validation_error',
+      );
+      expectError(await tag(owner, { voter_ids: [ids[0]] }), 422, 'validation_error');
+      const other = await register(t.app);
+      const foreign = (await create(other, { name: 'Foreign' })).body.data.id;
+      expectError(await tag(owner, { add: ['x'], voter_ids: [foreign] }), 422, 'validation_error');
+
+      const byIds = await tag(owner, { add: ['Booth Team'], voter_ids: ids.slice(0, 3) });
+      expect(byIds.status, JSON.stringify(byIds.body)).toBe(200);
+      expect(byIds.body.data).toEqual({ changed: 3 });
+      expect((await tag(owner, { add: ['booth team'], voter_ids: ids.slice(0, 4) })).body.data).toEqual({
+        changed: 1,
+      });
+
+      const job = await tag(owner, {
+        add: ['Part Five'],
+        remove: ['Booth Team'],
+        filters: { part_number: 5 },
+      });
+      expect(job.status, JSON.stringify(job.body)).toBe(202);
+      expect(job.body.data).toMatchObject({ status: 'queued', add: ['Part Five'], remove: ['Booth Team'] });
+      await new VoterTagging({ db: t.db.kysely }).runPending({ workspaceIds: [owner.user.workspace_id] });
+      const done = await call(t.app, 'GET', `/api/voters/tags/jobs/${job.body.data.id}`, {
+        token: owner.token,
+      });
+      expect(done.body.data).toMatchObject({ status: 'completed', total: 20, changed: 20 });
+      expect((await names(owner, 'tags=part five')).total).toBe(20);
+      expect((await names(owner, 'tags=booth team')).total).toBe(0);
+      // The other workspace's job id is not this one's.
+      expectError(
+        await call(t.app, 'GET', `/api/voters/tags/jobs/${job.body.data.id}`, { token: other.token }),
+        404,
+        'not_found',
+      );
+    });
+  });
+}
