@@ -6,6 +6,7 @@ import {
   call,
   dialects,
   expectError,
+  importCsv,
   register,
   type TestApp,
   uniquePhone,
@@ -466,6 +467,100 @@ for (const dialect of dialects) {
         404,
         'not_found',
       );
+    });
+
+    it("imports the roll's own columns: EPIC rows without a phone, updates by EPIC, tags and custom fields, ignored columns", async () => {
+      const owner = await register(t.app);
+      await field(owner, {
+        key: 'caste',
+        label: 'Caste',
+        type: 'choice',
+        choices: ['General', 'OBC'],
+        sensitive: true,
+      });
+      await field(owner, { key: 'family_size', label: 'Family', type: 'number' });
+      const csv = [
+        'Name,EPIC No,Part No,Sl. No.,Page No,House No,Father or Husband Name,Relation Type,Sex,Age,Name (Local),Tags,field:caste,Field: Family Size,Mobile,Phone',
+        'Ram Lal,abc0000001,3,1,1,7,Shyam Lal,F,M,44,राम लाल,Youth;farmer,obc,4,x,',
+        'Geeta,ABC0000002,3,2,1,7,Ram Lal,W,महिला,40,,,,,,',
+        'Mohan,ABC0000003,3,3,2,9,,,T,70,,,,,,+919811111111',
+        'Bad Age,ABC0000004,3,4,2,9,,,M,12,,,,,,',
+        'Clash,ABC0000005,3,1,2,9,,,M,30,,,,,,',
+        'No Id,,3,6,2,9,,,M,30,,,,,,',
+      ].join('\n');
+      const res = await importCsv(t.app, owner.token, csv);
+      expect(res.status, res.raw).toBe(200);
+      expect(res.body.data).toMatchObject({
+        imported: 3,
+        updated: 0,
+        failed: 3,
+        ignored_columns: ['Mobile'],
+      });
+      const problems = res.body.data.errors.map((e: { row: number; field: string }) => [e.row, e.field]);
+      expect(problems).toEqual(
+        expect.arrayContaining([
+          [5, 'age'],
+          [7, 'phone'],
+          [2, 'serial_number'],
+        ]),
+      );
+      const list = await call(t.app, 'GET', '/api/voters?part_number=3&per_page=10', { token: owner.token });
+      expect(
+        list.body.data.data.map((v: { name: string; phone: string | null }) => [v.name, v.phone]),
+      ).toEqual([
+        ['Geeta', null],
+        ['Mohan', '+919811111111'],
+        ['Clash', null],
+      ]);
+      const clash = list.body.data.data[2];
+      expect(clash).toMatchObject({ epic_number: 'ABC0000005', serial_number: 1 });
+      const geeta = await read(owner, list.body.data.data[0].id);
+      expect(geeta).toMatchObject({
+        epic_number: 'ABC0000002',
+        gender: 'female',
+        relation_type: 'wife',
+        relation_name: 'Ram Lal',
+        age: 40,
+        house_number: '7',
+      });
+      expect(geeta.household.map((m: { name: string }) => m.name)).toEqual([]);
+
+      // A second file updates by EPIC: the row gives a phone to a voter without one, tags and a field.
+      const again = await importCsv(
+        t.app,
+        owner.token,
+        [
+          'name,epic_number,phone,tags,field:family_size,support_level',
+          'Geeta Devi,abc0000002,9822222222,Women,5,2',
+          'Someone,ABC0000003,,, ,',
+        ].join('\n'),
+      );
+      expect(again.status, again.raw).toBe(200);
+      expect(again.body.data).toMatchObject({ imported: 0, updated: 2, failed: 0, ignored_columns: [] });
+      const updated = await read(owner, geeta.id);
+      expect(updated).toMatchObject({
+        name: 'Geeta',
+        phone: '+919822222222',
+        tags: ['Women'],
+        fields: { family_size: 5 },
+        support_level: 2,
+        age: 40,
+      });
+      // A dry run counts a roll row without a phone as a voter to create.
+      const preview = await t.app.inject({
+        method: 'POST',
+        url: '/api/voters/import?dry_run=true',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'multipart/form-data; boundary=b',
+        },
+        payload: `--b\r\nContent-Disposition: form-data; name="file"; filename="r.csv"\r\nContent-Type: text/csv\r\n\r\nname,epic_number\nNew One,ZZZ0000001\nOld One,ABC0000003\r\n--b--\r\n`,
+      });
+      expect(preview.json().data).toMatchObject({ imported: 1, updated: 1, dry_run: true });
+      expect(
+        (await call(t.app, 'GET', '/api/voters?epic_number=ZZZ0000001', { token: owner.token })).body.data
+          .total,
+      ).toBe(0);
     });
   });
 }

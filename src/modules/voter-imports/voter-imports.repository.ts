@@ -15,7 +15,8 @@ export interface StagedVoter {
   line: number;
   name: string;
   name_key: string;
-  phone: string;
+  /** null for a row from the roll without one (it has an EPIC number). */
+  phone: string | null;
   email: string | null;
   constituency: string | null;
   constituency_key: string | null;
@@ -24,6 +25,25 @@ export interface StagedVoter {
   ward: string | null;
   ward_key: string | null;
   address: string | null;
+  // The voter record (the contract's fourth part); null where the file has no value.
+  epic_number: string | null;
+  part_number: number | null;
+  serial_number: number | null;
+  page_number: number | null;
+  house_number: string | null;
+  relation_name: string | null;
+  relation_type: string | null;
+  gender: string | null;
+  name_local: string | null;
+  language: string | null;
+  birth_date: string | null;
+  birth_key: string | null;
+  support_level: number | null;
+  household_key: string | null;
+  /** JSON `[[key, label], ...]`: the row's tags (replacing the voter's), or null to keep them. */
+  tags: string | null;
+  /** JSON `[[key, value_text, value_number], ...]`: custom field values given, or null. */
+  fields: string | null;
 }
 
 /**
@@ -42,7 +62,33 @@ export interface VoterImport {
   /** A dry run: how many voters `apply` would create; then the staged rows are dropped and nothing is written. */
   preview(): Promise<{ imported: number }>;
   abort(): Promise<void>;
+  /** Rows left out at apply (or preview) because their roll numbers belong to another voter. */
+  skipped(): ImportProblem[];
 }
+
+export interface ImportProblem {
+  row: number;
+  field: string;
+  message: string;
+}
+
+/** The voter record's columns an import writes (merged as the optional fields are). */
+const recordColumns = [
+  'epic_number',
+  'part_number',
+  'serial_number',
+  'page_number',
+  'house_number',
+  'relation_name',
+  'relation_type',
+  'gender',
+  'name_local',
+  'language',
+  'birth_date',
+  'birth_key',
+  'support_level',
+  'household_key',
+] as const;
 
 const stagedColumns = [
   'line',
@@ -57,10 +103,26 @@ const stagedColumns = [
   'ward',
   'ward_key',
   'address',
+  ...recordColumns,
+  'tags',
+  'fields',
 ] as const;
 
-/** The staging table's columns: the line an integer, every other one text. */
-const stagingColumnsSql = stagedColumns.map((c) => `${c} ${c === 'line' ? 'INTEGER' : 'TEXT'}`).join(', ');
+/** The staged columns that are columns of `voters` (tags and fields go to tables of their own). */
+const voterColumns = stagedColumns.slice(1, -2) as ReadonlyArray<(typeof stagedColumns)[number]>;
+
+const integerColumns = new Set<string>([
+  'line',
+  'part_number',
+  'serial_number',
+  'page_number',
+  'support_level',
+]);
+
+/** The staging table's columns: integers as integers, every other one text. */
+const stagingColumnsSql = stagedColumns
+  .map((c) => `${c} ${integerColumns.has(c) ? 'INTEGER' : 'TEXT'}`)
+  .join(', ');
 
 /** The optional fields: an import row with none of them (an empty cell, or a column the file lacks) keeps it. */
 const mergedColumns = [
@@ -72,6 +134,7 @@ const mergedColumns = [
   'ward',
   'ward_key',
   'address',
+  ...recordColumns,
 ] as const;
 
 /** An import changes only what the file says: the name (same identity, maybe other case) and each value given. */
@@ -87,6 +150,108 @@ function changedCondition(distinct: 'IS NOT' | 'IS DISTINCT FROM'): string {
     `voters.name ${distinct} excluded.name`,
     ...mergedColumns.map((c) => `(excluded.${c} IS NOT NULL AND voters.${c} ${distinct} excluded.${c})`),
   ].join(' OR ');
+}
+
+/** A staged row whose EPIC number a voter of the workspace holds: it updates that voter (rollUpdate). */
+const epicHeld = (s: string, ws: string) =>
+  `(${s}.epic_number IS NOT NULL AND EXISTS (SELECT 1 FROM voters e WHERE e.workspace_id = ${ws} AND e.epic_number = ${s}.epic_number))`;
+
+/**
+ * Rows whose EPIC number a voter holds update that voter, whatever their name and phone: every field the
+ * row gives except the name and phone (the roll's identity is the EPIC number; a phone is set only on a
+ * voter that has none and no one else has it with that name).
+ */
+function rollUpdate(table: string, ws: string, now: string, lines: string): string {
+  const set = [
+    ...mergedColumns.map((c) => `${c} = coalesce(s.${c}, voters.${c})`),
+    `phone = CASE WHEN voters.phone IS NULL AND s.phone IS NOT NULL AND NOT EXISTS (SELECT 1 FROM voters o
+       WHERE o.workspace_id = ${ws} AND o.phone = s.phone AND o.name_key = voters.name_key) THEN s.phone ELSE voters.phone END`,
+    `updated_at = ${now}`,
+  ].join(', ');
+  return `UPDATE voters SET ${set} FROM ${table} s
+    WHERE voters.workspace_id = ${ws} AND s.epic_number IS NOT NULL AND voters.epic_number = s.epic_number${lines}`;
+}
+
+/**
+ * Before anything is applied: one row per EPIC number (the file's last), and rows whose (part, serial) another
+ * voter holds, or a later row of the file, left out and reported. Returns the rows left out.
+ */
+async function settleRollNumbers(
+  run: (text: string, values: unknown[]) => Promise<Array<Record<string, unknown>>>,
+  table: string,
+  ws: string,
+  values: unknown[],
+): Promise<ImportProblem[]> {
+  await run(
+    `DELETE FROM ${table} WHERE epic_number IS NOT NULL AND line < (SELECT max(t.line) FROM ${table} t WHERE t.epic_number = ${table}.epic_number)`,
+    [],
+  );
+  const inFile = await run(
+    `SELECT s.line AS line, (SELECT max(t.line) FROM ${table} t WHERE t.part_number = s.part_number AND t.serial_number = s.serial_number) AS later
+     FROM ${table} s WHERE s.part_number IS NOT NULL AND s.serial_number IS NOT NULL
+       AND s.line < (SELECT max(t.line) FROM ${table} t WHERE t.part_number = s.part_number AND t.serial_number = s.serial_number)`,
+    [],
+  );
+  const taken = await run(
+    `SELECT s.line AS line FROM ${table} s JOIN voters v ON v.workspace_id = ${ws}
+       AND v.part_number = s.part_number AND v.serial_number = s.serial_number
+     WHERE s.part_number IS NOT NULL AND s.serial_number IS NOT NULL
+       AND NOT (s.epic_number IS NOT NULL AND v.epic_number = s.epic_number)
+       AND NOT (s.phone IS NOT NULL AND v.phone = s.phone AND v.name_key = s.name_key AND NOT ${epicHeld('s', ws)})`,
+    values,
+  );
+  const problems: ImportProblem[] = [
+    ...inFile.map((r) => ({
+      row: Number(r.line),
+      field: 'serial_number',
+      message: `line ${Number(r.later)} of the file has the same part_number and serial_number; the later line is kept.`,
+    })),
+    ...taken.map((r) => ({
+      row: Number(r.line),
+      field: 'serial_number',
+      message: 'another voter of the workspace has this part_number and serial_number.',
+    })),
+  ];
+  const lines = [...new Set(problems.map((p) => p.row))];
+  for (let i = 0; i < lines.length; i += 500)
+    await run(`DELETE FROM ${table} WHERE line IN (${lines.slice(i, i + 500).join(', ')})`, []);
+  return problems.sort((a, b) => a.row - b.row);
+}
+
+/**
+ * The rows' tags and custom field values, written after their voters (a voter found by EPIC number, or by
+ * name and phone). A row's tags replace the voter's; each field given replaces its value. Within one file the
+ * later row wins.
+ */
+function sideWrites(table: string, ws: string, lines: string, pg: boolean): string[] {
+  const elements = (column: string) =>
+    pg ? `jsonb_array_elements(x.${column}::jsonb) AS j(e)` : `json_each(x.${column}) AS j`;
+  const at = (i: number) => (pg ? `(j.e->>${i})` : `json_extract(j.value, '$[${i}]')`);
+  const num = pg ? `(j.e->>2)::double precision` : at(2);
+  const target = `(SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND (
+      (s.epic_number IS NOT NULL AND v.epic_number = s.epic_number)
+      OR (s.phone IS NOT NULL AND v.phone = s.phone AND v.name_key = s.name_key AND NOT ${epicHeld('s', ws)})))`;
+  // The file's last row for its voter that gives tags: its tags are the voter's.
+  const lastTags = `s.tags IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} l WHERE l.tags IS NOT NULL AND l.line > s.line
+      AND ((s.epic_number IS NOT NULL AND l.epic_number = s.epic_number) OR (l.phone = s.phone AND l.name_key = s.name_key)))`;
+  const tagged = `(SELECT s.line AS line, s.tags AS tags, ${target} AS id FROM ${table} s WHERE ${lastTags}${lines}) x`;
+  return [
+    `INSERT INTO voter_tag_names (workspace_id, key, label)
+       SELECT ${ws}, ${at(0)}, ${at(1)} FROM (SELECT s.line AS line, s.tags AS tags FROM ${table} s
+         WHERE s.tags IS NOT NULL${lines}) x, ${elements('tags')}
+       WHERE true ORDER BY x.line ON CONFLICT DO NOTHING`,
+    `DELETE FROM voter_tags WHERE voter_id IN (SELECT x.id FROM ${tagged} WHERE x.id IS NOT NULL)`,
+    `INSERT INTO voter_tags (workspace_id, tag_key, voter_id)
+       SELECT ${ws}, ${at(0)}, x.id FROM ${tagged}, ${elements('tags')}
+       WHERE x.id IS NOT NULL ON CONFLICT DO NOTHING`,
+    `INSERT INTO voter_field_values (voter_id, workspace_id, field_key, value_text, value_number)
+       SELECT ${pg ? `DISTINCT ON (x.id, ${at(0)})` : ''} x.id, ${ws}, ${at(0)}, ${at(1)}, ${num}
+       FROM (SELECT s.line AS line, s.fields AS fields, ${target} AS id FROM ${table} s
+         WHERE s.fields IS NOT NULL${lines}) x, ${elements('fields')}
+       WHERE x.id IS NOT NULL
+       ORDER BY x.id, ${at(0)}, x.line ${pg ? 'DESC' : 'ASC'}
+       ON CONFLICT (voter_id, field_key) DO UPDATE SET value_text = excluded.value_text, value_number = excluded.value_number`,
+  ];
 }
 
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
@@ -123,20 +288,50 @@ async function startSqliteImport(
     );
   });
   let lastLine = 0;
+  const seen = new StagedKinds();
+  const values = new Array<unknown>(stagedColumns.length);
   const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
-    for (const r of rows) insert.run(stagedColumns.map((c) => r[c]));
+    for (const r of rows) {
+      for (let i = 0; i < stagedColumns.length; i++) values[i] = r[stagedColumns[i]!];
+      insert.run(values);
+    }
   });
   const drop = () =>
     locked(() => {
       sqlite.exec(`DROP TABLE IF EXISTS ${table}`);
     });
+  const ws = String(Math.trunc(workspaceId));
+  let skipped: ImportProblem[] = [];
+  /** The roll numbers settled before anything is applied (see settleRollNumbers). */
+  const settle = async () => {
+    if (!seen.roll) return;
+    await locked(() => {
+      sqlite.exec(`CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number)`);
+      sqlite.exec(`CREATE INDEX ${table}_serial ON ${table.slice(5)} (part_number, serial_number)`);
+    });
+    skipped = await settleRollNumbers(
+      (text) =>
+        locked(() => {
+          const statement = sqlite.prepare(text);
+          if (statement.reader) return statement.all() as Array<Record<string, unknown>>;
+          statement.run();
+          return [];
+        }),
+      table,
+      ws,
+      [],
+    );
+  };
   return {
+    skipped: () => skipped,
     stage: async (rows) => {
       if (rows.length === 0) return;
+      seen.add(rows);
       await locked(() => stageAll(rows));
       lastLine = rows[rows.length - 1]!.line;
     },
     apply: async (now, audit) => {
+      await settle();
       // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
       // highest id before the chunk are the ones it created (counted over those rows only, not the table).
       // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
@@ -144,15 +339,20 @@ async function startSqliteImport(
       const maxId = sqlite.prepare('SELECT max(id) FROM voters').pluck();
       const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
       const upsert = sqlite.prepare(
-        `INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
-         SELECT ?, ${stagedColumns.slice(1).join(', ')}, ?, ? FROM ${table}
-         WHERE line >= ? AND line < ? ORDER BY line
+        `INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
+         SELECT ?, ${voterColumns.join(', ')}, ?, ? FROM ${table} s
+         WHERE line >= ? AND line < ?${seen.roll ? ` AND NOT ${epicHeld('s', ws)}` : ''} ORDER BY line
          ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
          WHERE ${changedCondition('IS NOT')}`,
       );
+      const lines = ' AND s.line >= ? AND s.line < ?';
+      const roll = seen.roll ? sqlite.prepare(rollUpdate(table, ws, '?', lines)) : undefined;
+      const side = seen.side ? sideWrites(table, ws, lines, false).map((text) => sqlite.prepare(text)) : [];
       const chunk = sqlite.transaction((from: number, to: number) => {
         const before = (maxId.get() as number | null) ?? 0;
+        roll?.run(now, from, to);
         upsert.run(workspaceId, now, now, from, to);
+        for (const statement of side) statement.run(from, to);
         return createdSince.get(before) as number;
       });
       let imported = 0;
@@ -187,8 +387,9 @@ async function startSqliteImport(
     },
     preview: async () => {
       try {
-        const count = sqlite.prepare(newIdentities(table, '?')).pluck();
-        return { imported: await locked(() => count.get(workspaceId) as number) };
+        await settle();
+        const count = sqlite.prepare(newIdentities(table, ws)).pluck();
+        return { imported: await locked(() => count.get() as number) };
       } finally {
         await drop();
       }
@@ -215,10 +416,29 @@ async function analyzeByIndex(
   }
 }
 
-/** The staged identities that no voter of the workspace has yet: what an apply would create. */
+/**
+ * The staged voters that the workspace does not have yet: what an apply would create. A row whose EPIC number
+ * a voter holds updates that voter; a row without a phone (from the roll) is a voter of its own.
+ */
 const newIdentities = (table: string, workspace: string) =>
-  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key FROM ${table}) s
-   WHERE NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
+  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key, CASE WHEN phone IS NULL THEN epic_number END AS epic
+     FROM ${table} s WHERE NOT ${epicHeld('s', workspace)}) s
+   WHERE s.phone IS NULL OR NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
+
+/** What the staged rows hold, for the apply steps they need (a file of the old columns takes none of them). */
+class StagedKinds {
+  /** An EPIC or a part number: the roll's identities are settled and applied. */
+  roll = false;
+  /** Tags or custom field values: written after their voters. */
+  side = false;
+
+  add(rows: readonly StagedVoter[]): void {
+    for (const r of rows) {
+      if (!this.roll && (r.epic_number !== null || r.part_number !== null)) this.roll = true;
+      if (!this.side && (r.tags !== null || r.fields !== null)) this.side = true;
+    }
+  }
+}
 
 /**
  * VACUUM (ANALYZE) of the voters and their search table after a large PostgreSQL import, in the background
@@ -291,9 +511,29 @@ async function startPostgresImport(
   });
   finished.catch(() => {}); // observed here so it is never unhandled; awaited (and thrown) where the copy ends
 
+  const seen = new StagedKinds();
+  const ws = String(Math.trunc(workspaceId));
+  let skipped: ImportProblem[] = [];
+  /** After the copy: the roll numbers settled (see settleRollNumbers) before anything is applied. */
+  const settle = async () => {
+    stream.end();
+    await finished;
+    if (!seen.roll) return;
+    await client.query('CREATE INDEX ON voters_import (epic_number)');
+    await client.query('CREATE INDEX ON voters_import (part_number, serial_number)');
+    await client.query('ANALYZE voters_import');
+    skipped = await settleRollNumbers(
+      async (text, values) => (await client.query(text, values)).rows as Array<Record<string, unknown>>,
+      'voters_import',
+      ws,
+      [],
+    );
+  };
   return {
+    skipped: () => skipped,
     stage: async (rows) => {
       if (failure) throw failure;
+      seen.add(rows);
       let text = '';
       for (const r of rows) {
         text += `${stagedColumns.map((c) => copyValue(r[c])).join('\t')}\n`;
@@ -303,16 +543,18 @@ async function startPostgresImport(
     },
     apply: async (now, audit) => {
       try {
-        stream.end();
-        await finished;
+        await settle();
+        if (seen.roll) await client.query(rollUpdate('voters_import', ws, '$1', ''), [now]);
+        // A row from the roll without a phone is a voter of its own (its EPIC number is its identity).
         const result = await client.query<{ imported: number }>(
           `WITH src AS (
              SELECT max(line) AS line, phone, name_key, (array_agg(name ORDER BY line DESC))[1] AS name,
                ${mergedColumns.map((c) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE ${c} IS NOT NULL))[1] AS ${c}`).join(',\n               ')}
-             FROM voters_import GROUP BY phone, name_key
+             FROM voters_import s${seen.roll ? ` WHERE NOT ${epicHeld('s', ws)}` : ''}
+             GROUP BY phone, name_key, CASE WHEN phone IS NULL THEN epic_number END
            ), up AS (
-             INSERT INTO voters (workspace_id, ${stagedColumns.slice(1).join(', ')}, created_at, updated_at)
-             SELECT $1, ${stagedColumns.slice(1).join(', ')}, $2, $2 FROM src ORDER BY line
+             INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
+             SELECT $1, ${voterColumns.join(', ')}, $2, $2 FROM src ORDER BY line
              ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
              WHERE ${changedCondition('IS DISTINCT FROM')}
              RETURNING (xmax = 0) AS inserted
@@ -321,6 +563,7 @@ async function startPostgresImport(
           [workspaceId, now],
         );
         const imported = Number(result.rows[0]?.imported ?? 0);
+        if (seen.side) for (const text of sideWrites('voters_import', ws, '', true)) await client.query(text);
         if (audit) {
           const entry = auditInsert(kysely, audit(imported)).compile();
           await client.query(entry.sql, entry.parameters as unknown[]);
@@ -344,11 +587,8 @@ async function startPostgresImport(
     },
     preview: async () => {
       try {
-        stream.end();
-        await finished;
-        const result = await client.query<{ imported: string }>(newIdentities('voters_import', '$1'), [
-          workspaceId,
-        ]);
+        await settle();
+        const result = await client.query<{ imported: string }>(newIdentities('voters_import', ws));
         await client.query('ROLLBACK');
         release();
         return { imported: Number(result.rows[0]?.imported ?? 0) };

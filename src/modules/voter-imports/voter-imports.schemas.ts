@@ -25,6 +25,10 @@ export const ImportResultSchema = Type.Object(
     dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
     errors: ImportErrors,
     unknown_places: UnknownPlaces,
+    ignored_columns: Type.Array(Type.String(), {
+      description:
+        "The header's columns no field took, as the file names them (an export's id, created_at, updated_at and age are among them; at most 100).",
+    }),
   },
   { title: 'VoterImportResult' },
 );
@@ -49,6 +53,10 @@ export const ImportJob = Type.Object(
     failed: Type.Integer(),
     errors: ImportErrors,
     unknown_places: UnknownPlaces,
+    ignored_columns: Type.Array(Type.String(), {
+      description:
+        "The header's columns no field took, as the file names them (an export's id, created_at, updated_at and age are among them; at most 100).",
+    }),
     message: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed job failed.' }),
     created_at: Type.String({ format: 'date-time' }),
     started_at: NullableTimestamp,
@@ -73,14 +81,22 @@ export const importDescription = `Multipart form data with one part \`file\`: a 
 IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only the first file part is
 read, and it must be named \`file\`; other parts are ignored.
 
-The header row names the columns \`name, phone, email, constituency, booth, ward, address\` in any order and
-case; other columns (such as an export's \`id\`, \`created_at\`, \`updated_at\`) are ignored; \`name\` and
-\`phone\` are required columns, and no voter column may be named twice (422 otherwise). Fields may be quoted
-("..." with "" for a quote, holding commas and line breaks); lines end in LF, CRLF or CR alone; blank rows are
-skipped. Each row is checked as a create through the API would be; a leading \`'\` that an export put before a
-formula-like value is removed.
+The header row names the columns in any order; names are matched case-insensitively, with spaces and
+underscores alike (and dots dropped: \`Sl. No.\`). The voter's fields: \`name, phone, email, constituency, booth,
+ward, address\`; the voter record's: \`epic_number, part_number, serial_number, page_number, house_number,
+relation_name, relation_type, gender, name_local, language, birth_date, age, support_level, tags\` (\`;\` between
+tags; a row's tags replace the voter's); \`field:<key>\` for a custom field. The Election Commission roll's own
+names are read too: \`EPIC\` / \`EPIC No\` / \`Voter ID\`, \`Part No\`, \`Serial No\` / \`Sl No\`, \`Page No\`,
+\`House No\`, \`Relation Name\` / \`Father or Husband Name\`, \`Relation Type\`, \`Gender\` / \`Sex\` (M, F, T, the
+words, and पुरुष, महिला, तृतीय लिंग), \`Age\`, \`Name (Local)\`. Other columns are ignored and listed once in the
+result's \`ignored_columns\`. \`name\` is a required column, and \`phone\` or \`epic_number\`; no column may be named
+twice (422 otherwise). Fields may be quoted ("..." with "" for a quote, holding commas and line breaks); lines end
+in LF, CRLF or CR alone; blank rows are skipped. Each row is checked as a create through the API would be, except
+that a row with an EPIC number may have no phone (the roll has none: the voter is kept with \`phone: null\`); a
+leading \`'\` that an export put before a formula-like value is removed.
 
-A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
+A row whose EPIC number a voter of the workspace holds updates that voter (all but its name and phone). A row whose
+part_number and serial_number another voter holds (or a later row of the file) is refused and reported. A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
 voter instead of adding another; within one file the later row wins. The file is read to its end before
 anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
 quote, a line of over a million characters) leaves the voters unchanged.

@@ -8,6 +8,14 @@ import type { AuditActor } from '../audit/audit.repository.ts';
 import { startVoterImport, type StagedVoter, type VoterImport } from './voter-imports.repository.ts';
 import { nameKey } from '../voters/voters.repository.ts';
 import { checkVoter, type VoterField, voterFields } from '../voters/voters.rules.ts';
+import {
+  checkRecord,
+  checkTags,
+  householdKey,
+  type RecordField,
+  recordFields,
+} from '../voters/voter-record.rules.ts';
+import { checkFieldValues, fieldDefs, type VoterFieldDef } from '../voters/voter-fields.ts';
 import { linkNewVoters } from '../conversations/conversations.thread.ts';
 import { PlacesSeen, type UnknownPlaces } from '../places/places.service.ts';
 
@@ -27,6 +35,8 @@ export interface ImportResult {
   errors: ImportRowError[];
   /** The file's places that match no place of the workspace, per kind it keeps places of (at most 100 each). */
   unknown_places: UnknownPlaces;
+  /** The header's columns no voter field took, as the file names them. */
+  ignored_columns: string[];
 }
 
 /** How far an import has read its file. */
@@ -80,32 +90,56 @@ export class VoterImporter {
     const errors: ImportRowError[] = [];
     let failed = 0;
     let valid = 0;
-    let columns: [VoterField, number][] | undefined;
+    let columns: FileColumns | undefined;
     let sawHeader = false;
     let batch: StagedVoter[] = [];
     const places = new PlacesSeen();
+    const defs = await fieldDefs(this.deps.db.kysely, workspaceId);
 
     const onRecord = (fields: string[], line: number) => {
       if (!sawHeader) {
         sawHeader = true;
-        columns = headerColumns(fields);
+        columns = headerColumns(fields, defs);
         failures?.header(fields);
         return;
       }
       rowsRead += 1;
+      const { base, record, tags, custom } = columns!;
       const input: Partial<Record<VoterField, string>> = {};
       let blank = true;
-      for (const [field, index] of columns!) {
+      for (const [field, index] of base) {
         const raw = fields[index] ?? '';
         if (blank && raw.trim() !== '') blank = false;
         input[field] = unguardFormula(raw);
       }
+      const recordInput: Partial<Record<RecordField, string>> = {};
+      for (const [field, index] of record) {
+        const raw = (fields[index] ?? '').trim();
+        if (raw === '') continue; // an empty cell keeps what the voter has
+        blank = false;
+        recordInput[field] = unguardFormula(raw);
+      }
+      const tagCell = tags === undefined ? '' : unguardFormula((fields[tags] ?? '').trim());
+      if (tagCell !== '') blank = false;
+      const customInput: Record<string, string> = {};
+      for (const [key, index] of custom) {
+        const raw = (fields[index] ?? '').trim();
+        if (raw === '') continue;
+        blank = false;
+        customInput[key] = unguardFormula(raw);
+      }
       if (blank) return; // a row of empty cells, as spreadsheets leave behind
       const checked = checkVoter(input, { partial: false, defaultCountry });
+      const rolled = record.length > 0 ? checkRecord(recordInput) : undefined;
+      // The roll has no phones: a row with an EPIC number is kept without one.
+      if (rolled?.values.epic_number && (input.phone ?? '').trim() === '') delete checked.errors.phone;
+      const tagged = tagCell !== '' ? checkTags(tagCell) : undefined;
+      const valued = custom.length > 0 ? checkFieldValues(defs, customInput, true) : undefined;
+      const problems = { ...checked.errors, ...rolled?.errors, ...tagged?.errors, ...valued?.errors };
       let bad = false;
-      for (const field in checked.errors) {
+      for (const field in problems) {
         bad = true;
-        for (const message of checked.errors[field]!) {
+        for (const message of problems[field]!) {
           if (errors.length < maxErrors) errors.push({ row: line, field, message });
         }
       }
@@ -113,20 +147,21 @@ export class VoterImporter {
         failed += 1;
         failures?.row(
           fields,
-          Object.entries(checked.errors)
+          Object.entries(problems)
             .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
             .join('; '),
         );
         return;
       }
       const v = checked.values;
+      const r = rolled?.values ?? {};
       valid += 1;
       places.add(v);
       batch.push({
         line,
         name: v.name!,
         name_key: nameKey(v.name!),
-        phone: v.phone!,
+        phone: v.phone ?? null,
         email: v.email ?? null,
         constituency: v.constituency ?? null,
         booth: v.booth ?? null,
@@ -136,6 +171,20 @@ export class VoterImporter {
         ward_key: null,
         ...placeKeyColumns({ constituency: v.constituency, ward: v.ward, booth: v.booth }),
         address: v.address ?? null,
+        ...noRecord,
+        ...r,
+        household_key: householdKey({
+          part_number: r.part_number ?? null,
+          house_number: r.house_number ?? null,
+          address: v.address ?? null,
+        }),
+        tags: tagged?.tags ? JSON.stringify(tagged.tags.map((t) => [t.key, t.label])) : null,
+        fields:
+          valued && valued.values.size > 0
+            ? JSON.stringify(
+                [...valued.values].map(([key, value]) => [key, value!.value_text, value!.value_number]),
+              )
+            : null,
       });
     };
 
@@ -183,22 +232,42 @@ export class VoterImporter {
       batch = [];
       await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
       const audit = options.audit;
+      const current = staging;
       const { imported } = options.dryRun
-        ? await staging.preview()
-        : await staging.apply(
+        ? await current.preview()
+        : await current.apply(
             nowIso(),
             audit &&
-              ((created) => ({
-                workspaceId,
-                actor: audit.actor,
-                action: 'voters.imported',
-                details: { file_name: audit.fileName, imported: created, updated: valid - created, failed },
-              })),
+              ((created) => {
+                const left = current.skipped().length;
+                return {
+                  workspaceId,
+                  actor: audit.actor,
+                  action: 'voters.imported',
+                  details: {
+                    file_name: audit.fileName,
+                    imported: created,
+                    updated: valid - created - left,
+                    failed: failed + left,
+                  },
+                };
+              }),
           );
       staging = undefined;
       if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
       const unknown_places = await places.unknown(this.deps.db.kysely, workspaceId);
-      return { imported, updated: valid - imported, failed, errors, unknown_places };
+      const skipped = current.skipped();
+      for (const problem of skipped) {
+        if (errors.length < maxErrors) errors.push(problem);
+      }
+      return {
+        imported,
+        updated: valid - imported - skipped.length,
+        failed: failed + skipped.length,
+        errors,
+        unknown_places,
+        ignored_columns: columns?.ignored ?? [],
+      };
     } catch (error) {
       await staging?.abort();
       if (error instanceof CsvError) throw fileError(error.message);
@@ -210,30 +279,118 @@ export class VoterImporter {
   }
 }
 
-/** The header row: which column holds which voter field (names trimmed, any case; others ignored). */
-function headerColumns(header: string[]): [VoterField, number][] {
-  const names = header.map((h) => h.trim().toLowerCase());
-  const columns: [VoterField, number][] = [];
-  for (const field of voterFields) {
-    const index = names.indexOf(field);
-    if (index >= 0) columns.push([field, index]);
-  }
-  for (const field of voterFields) {
-    const at = names.flatMap((name, i) => (name === field ? [i + 1] : []));
+/** Where each field is in the file, and the columns no field took. */
+interface FileColumns {
+  base: [VoterField, number][];
+  record: [RecordField, number][];
+  tags: number | undefined;
+  /** Custom fields: `field:<key>`. */
+  custom: [string, number][];
+  ignored: string[];
+}
+
+/**
+ * Header names as they are compared: case-insensitive, spaces and underscores alike, dots dropped ("Sl. No."),
+ * so `EPIC No`, `epic_no` and `Epic no.` are one name.
+ */
+function headerName(name: string): string {
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/\./g, '')
+    .replace(/[\s_]+/g, ' ')
+    .trim();
+}
+
+/** The roll's own column names (the contract's fourth part), and each field's own name. */
+const headerAliases: Record<string, VoterField | RecordField | 'tags'> = {
+  epic: 'epic_number',
+  'epic no': 'epic_number',
+  'epic number': 'epic_number',
+  'voter id': 'epic_number',
+  'part no': 'part_number',
+  'part number': 'part_number',
+  'serial no': 'serial_number',
+  'sl no': 'serial_number',
+  'serial number': 'serial_number',
+  'page no': 'page_number',
+  'page number': 'page_number',
+  'house no': 'house_number',
+  'house number': 'house_number',
+  'relation name': 'relation_name',
+  'father or husband name': 'relation_name',
+  'relation type': 'relation_type',
+  sex: 'gender',
+  'name (local)': 'name_local',
+  'name local': 'name_local',
+  'birth date': 'birth_date',
+  'support level': 'support_level',
+  tags: 'tags',
+};
+for (const field of [...voterFields, ...recordFields]) headerAliases[headerName(field)] = field;
+
+/** The header row: which column holds which field (others are reported in `ignored`). */
+function headerColumns(header: string[], defs: readonly VoterFieldDef[]): FileColumns {
+  const columns: FileColumns = { base: [], record: [], tags: undefined, custom: [], ignored: [] };
+  const seen = new Map<string, number[]>();
+  const keys = new Set(defs.map((d) => d.key));
+  header.forEach((raw, index) => {
+    const name = headerName(raw);
+    const custom = /^field ?: ?(.+)$/.exec(name);
+    if (custom) {
+      const key = custom[1]!.replace(/ /g, '_');
+      if (keys.has(key)) {
+        seen.set(`field:${key}`, [...(seen.get(`field:${key}`) ?? []), index + 1]);
+        columns.custom.push([key, index]);
+        return;
+      }
+    }
+    const field = headerAliases[name];
+    if (!field) {
+      if (raw.trim() !== '' && columns.ignored.length < 100) columns.ignored.push(raw.trim());
+      return;
+    }
+    seen.set(field, [...(seen.get(field) ?? []), index + 1]);
+    if (field === 'tags') columns.tags = index;
+    else if ((voterFields as readonly string[]).includes(field))
+      columns.base.push([field as VoterField, index]);
+    else columns.record.push([field as RecordField, index]);
+  });
+  for (const [field, at] of seen) {
     if (at.length > 1)
       throw fileError(
         `the header row (line 1) names the "${field}" column ${at.length} times (columns ${at.join(', ')}); keep one.`,
       );
   }
-  const missing = (['name', 'phone'] as const).filter((f) => !names.includes(f));
+  const missing = [
+    ...(seen.has('name') ? [] : ['"name"']),
+    ...(seen.has('phone') || seen.has('epic_number') ? [] : ['"phone" (or "epic_number")']),
+  ];
   if (missing.length > 0) {
     throw fileError(
-      `the header row (line 1) has no ${missing.map((m) => `"${m}"`).join(' or ')} column; ` +
-        `it names the columns, in any order: ${voterFields.join(', ')}.`,
+      `the header row (line 1) has no ${missing.join(' or ')} column; ` +
+        `it names the columns, in any order: ${voterFields.join(', ')}, the voter record's (${recordFields.join(', ')}, tags) and field:<key> for custom fields.`,
     );
   }
   return columns;
 }
+
+/** The record's columns of a staged row when the file has none of them. */
+const noRecord = {
+  epic_number: null,
+  part_number: null,
+  serial_number: null,
+  page_number: null,
+  house_number: null,
+  relation_name: null,
+  relation_type: null,
+  gender: null,
+  name_local: null,
+  language: null,
+  birth_date: null,
+  birth_key: null,
+  support_level: null,
+} as const;
 
 export function tooLarge(maxBytes: number): AppError {
   return new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`, {
