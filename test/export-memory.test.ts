@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportVoters } from '../src/modules/voter-exports/voter-exports.ts';
+import { exportShape } from '../src/modules/voter-exports/voter-exports.repository.ts';
 import { buildTestApp, importCsv, register, type TestApp } from './helpers.ts';
 
 setFlagsFromString('--expose-gc');
@@ -57,9 +58,10 @@ describe('sqlite: memory of paused exports', () => {
     const sizes: number[] = [];
     /** Starts an export and reads past the header (and the zip's first parts): some chunks of rows, as a
      * client that stops reading after them leaves the export. */
+    const shape = await exportShape(t.db.kysely, workspaceId, false);
     const pause = async (i: number): Promise<void> => {
       const csv = i % 2 === 0;
-      const body = exportVoters(t.db, workspaceId, {}, csv ? 'csv' : 'excel').body;
+      const body = exportVoters(t.db, workspaceId, {}, shape, csv ? 'csv' : 'excel').body;
       bodies.push(body);
       for (let n = 0; n < (csv ? 3 : 9); n += 1) {
         const next = await body.next();

@@ -7,6 +7,7 @@ import {
   dialects,
   expectError,
   importCsv,
+  parseCsv,
   register,
   type TestApp,
   uniquePhone,
@@ -561,6 +562,117 @@ for (const dialect of dialects) {
         (await call(t.app, 'GET', '/api/voters?epic_number=ZZZ0000001', { token: owner.token })).body.data
           .total,
       ).toBe(0);
+    });
+
+    it('exports every field and imports back unchanged; sensitive data only with include_sensitive, for politicians, audited', async () => {
+      const owner = await register(t.app);
+      const manager = await addMember(t.app, owner, 'manager');
+      const defs = [
+        { key: 'caste', label: 'Caste', type: 'choice', choices: ['General', 'OBC'], sensitive: true },
+        { key: 'family_size', label: 'Family', type: 'number' },
+        { key: 'visited_on', label: 'Visited', type: 'date' },
+        { key: 'ration_card', label: 'Ration card', type: 'boolean' },
+        { key: 'issue', label: 'Issue', type: 'text' },
+      ];
+      for (const d of defs) await field(owner, d);
+      const people = [
+        {
+          name: 'Round Trip, "One"',
+          email: 'one@example.com',
+          constituency: 'Varanasi',
+          booth: '12',
+          ward: '7',
+          address: 'Lane 4',
+          epic_number: 'RTP0000001',
+          part_number: 4,
+          serial_number: 10,
+          page_number: 2,
+          house_number: '5/A',
+          relation_name: 'Father Name',
+          relation_type: 'father',
+          gender: 'male',
+          name_local: 'राउंड ट्रिप',
+          language: 'hi',
+          birth_date: '1980-05-17',
+          support_level: 1,
+          tags: ['Youth', 'Booth Team'],
+          fields: {
+            caste: 'OBC',
+            family_size: 4.5,
+            visited_on: '2026-11-01',
+            ration_card: false,
+            issue: '=SUM(A1)',
+          },
+        },
+        {
+          name: 'Roll Only',
+          epic_number: 'RTP0000002',
+          part_number: 4,
+          serial_number: 11,
+          age: 61,
+          gender: 'female',
+        },
+      ];
+      for (const p of people) {
+        const res =
+          p.name === 'Roll Only'
+            ? await importCsv(
+                t.app,
+                owner.token,
+                `name,epic_number,part_number,serial_number,age,gender\nRoll Only,RTP0000002,4,11,61,F\n`,
+              )
+            : await create(owner, p);
+        expect(res.status, res.raw).toBeLessThan(300);
+      }
+      const download = async (who: Account, query: string) =>
+        t.app.inject({
+          method: 'GET',
+          url: `/api/voters/export${query}`,
+          headers: { authorization: `Bearer ${who.token}` },
+        });
+      const plain = parseCsv((await download(owner, '')).body);
+      expect(plain[0]).not.toContain('support_level');
+      expect(plain[0]).not.toContain('field:caste');
+      expect(plain[0]).toEqual(expect.arrayContaining(['field:family_size', 'tags', 'epic_number', 'age']));
+      expect((await download(manager, '?include_sensitive=true')).statusCode).toBe(403);
+      const full = await download(owner, '?include_sensitive=true');
+      expect(full.statusCode).toBe(200);
+      const rows = parseCsv(full.body);
+      const header = rows[0]!;
+      expect(header).toEqual(expect.arrayContaining(['support_level', 'field:caste']));
+      const one = Object.fromEntries(header.map((h, i) => [h, rows[1]![i]]));
+      expect(one).toMatchObject({
+        epic_number: 'RTP0000001',
+        part_number: '4',
+        birth_date: '1980-05-17',
+        support_level: '1',
+        tags: 'Booth Team;Youth',
+        'field:caste': 'OBC',
+        'field:family_size': '4.5',
+        'field:ration_card': 'false',
+        'field:issue': "'=SUM(A1)",
+      });
+      const roll = Object.fromEntries(header.map((h, i) => [h, rows[2]![i]]));
+      expect(roll).toMatchObject({ phone: '', age: '61', birth_date: '', gender: 'female' });
+      const audit = await call(t.app, 'GET', '/api/audit-log?action=voters.exported_sensitive', {
+        token: owner.token,
+      });
+      expect(audit.body.data.data).toHaveLength(1);
+
+      // Into another workspace with the same fields, and out again: the same file but for ids and times.
+      const copy = await register(t.app);
+      for (const d of defs) await field(copy, d);
+      const imported = await importCsv(t.app, copy.token, full.body);
+      expect(imported.body.data, imported.raw).toMatchObject({
+        imported: 2,
+        failed: 0,
+        ignored_columns: ['id', 'created_at', 'updated_at'],
+      });
+      const again = parseCsv((await download(copy, '?include_sensitive=true')).body);
+      const strip = (table: string[][]) =>
+        table.map((r) => r.filter((_, i) => !['id', 'created_at', 'updated_at'].includes(header[i]!)));
+      expect(again[0]).toEqual(header);
+      expect(strip(again)).toEqual(strip(rows));
     });
   });
 }

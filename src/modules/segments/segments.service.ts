@@ -30,7 +30,7 @@ export class SegmentsService {
   async create(workspaceId: number, input: { name: string; filters?: Record<string, unknown> | undefined }) {
     const name = input.name.trim();
     if (!name) throw validationError({ name: ['must not be empty.'] });
-    const filters = await checkVoterFilters(this.deps.db, workspaceId, input.filters ?? {});
+    const filters = await checkVoterFilters(this.deps.db, workspaceId, input.filters ?? {}, true, 'filters.');
     const now = nowIso();
     const row = await insertSegment(this.deps.db, {
       workspace_id: workspaceId,
@@ -67,7 +67,7 @@ export class SegmentsService {
     if (input.name !== undefined && !name) throw validationError({ name: ['must not be empty.'] });
     const filters =
       input.filters !== undefined
-        ? await checkVoterFilters(this.deps.db, workspaceId, input.filters)
+        ? await checkVoterFilters(this.deps.db, workspaceId, input.filters, true, 'filters.')
         : undefined;
     const row = await updateSegment(this.deps.db, workspaceId, id, {
       ...(name ? { name } : {}),

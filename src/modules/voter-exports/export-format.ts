@@ -16,9 +16,11 @@ export type ExportFormat = keyof typeof exportFormats;
 /** CSV lines (each ending in LF) of a batch of export rows. */
 export function csvLines(rows: readonly ExportRow[]): string {
   let text = '';
-  // id is a number and the timestamps ISO 8601 strings: neither needs quoting nor the formula guard.
   for (const r of rows) {
-    text += `${r[0]},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])},${csvField(r[5])},${csvField(r[6])},${csvField(r[7])},${r[8]},${r[9]}\n`;
+    // id is a number: it needs neither quoting nor the formula guard.
+    let line = String(r[0]);
+    for (let i = 1; i < r.length; i++) line += `,${csvField(r[i])}`;
+    text += `${line}\n`;
   }
   return text;
 }

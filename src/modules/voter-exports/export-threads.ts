@@ -5,7 +5,7 @@ import type { Db } from '../../db/connect.ts';
 import { type SheetPiece, SHEET_MAX_ROWS } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './export-worker.ts';
-import { exportRangeStatement, voterIdSpan } from './voter-exports.repository.ts';
+import { exportRangeStatement, type ExportShape, voterIdSpan } from './voter-exports.repository.ts';
 import { countVoters, hasExactFilters, type VoterFilters } from '../voters/voters.search.ts';
 
 export interface ExportThreadSettings {
@@ -63,6 +63,7 @@ async function threadedExport<T>(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   format: ExportFormat,
   settings: ExportThreadSettings,
   out: (chunk: ExportChunk & { bytes: Uint8Array }) => T,
@@ -82,7 +83,7 @@ async function threadedExport<T>(
   const count = Math.ceil(ids / width);
   const threads = Math.min(settings.threads, count);
   if (threadsTaken + threads > settings.threads) return undefined;
-  const { sql, parameters } = exportRangeStatement(db, workspaceId, filters);
+  const { sql, parameters } = exportRangeStatement(db, workspaceId, filters, shape);
   const plan: ExportWorkerData = {
     file: resolve(db.raw.sqlite.name),
     sql,
@@ -109,9 +110,10 @@ export function threadedCsv(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   settings: ExportThreadSettings,
 ): Promise<AsyncGenerator<Buffer> | undefined> {
-  return threadedExport(db, workspaceId, filters, 'csv', settings, ({ bytes }) =>
+  return threadedExport(db, workspaceId, filters, shape, 'csv', settings, ({ bytes }) =>
     Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
   );
 }
@@ -121,9 +123,10 @@ export function threadedSheet(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   settings: ExportThreadSettings,
 ): Promise<AsyncGenerator<SheetPiece> | undefined> {
-  return threadedExport(db, workspaceId, filters, 'excel', settings, ({ bytes, crc, size }) => ({
+  return threadedExport(db, workspaceId, filters, shape, 'excel', settings, ({ bytes, crc, size }) => ({
     deflated: bytes,
     crc,
     size,

@@ -119,7 +119,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
       for (;;) {
         checkStop();
         const rows = statement.all(...data.parameters, after, upTo, data.batchSize) as ExportRow[];
-        const lastId = rows.length > 0 ? rows[rows.length - 1]![0] : upTo;
+        const lastId = rows.length > 0 ? (rows[rows.length - 1]![0] as number) : upTo;
         let text = rows.length > 0 ? exportText(data.format, rows) : '';
         for (;;) {
           const { read, written } = encoder.encodeInto(text, buffer.subarray(used));

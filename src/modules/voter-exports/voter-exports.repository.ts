@@ -10,7 +10,7 @@ import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
 
 // The export's reads: keyset batches, COPY on PostgreSQL, and the id ranges the export threads split.
 
-/** The columns of an export, in order. */
+/** The columns every export has, in order (the first ten, as before the voter record). */
 export const exportColumns = [
   'id',
   'name',
@@ -24,18 +24,78 @@ export const exportColumns = [
   'updated_at',
 ] as const;
 
-export type ExportRow = [
-  number,
-  string,
-  string,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string,
-  string,
-];
+/** The voter record's columns that follow them (support_level only in a sensitive export). */
+const recordExportColumns = [
+  'epic_number',
+  'part_number',
+  'serial_number',
+  'page_number',
+  'house_number',
+  'relation_name',
+  'relation_type',
+  'gender',
+  'name_local',
+  'language',
+  'birth_date',
+  'age',
+  'support_level',
+  'tags',
+] as const;
+const numericColumns = new Set<string>([
+  'id',
+  'part_number',
+  'serial_number',
+  'page_number',
+  'age',
+  'support_level',
+]);
+
+/** One row of an export, as its columns (ExportShape.columns) say. */
+export type ExportRow = Array<string | number | null>;
+
+/**
+ * What an export writes: the ten columns, the voter record's, then each custom field as `field:<key>`.
+ * Sensitive data (support_level, sensitive fields) only when the export asked for it.
+ */
+export interface ExportShape {
+  columns: string[];
+  /** The custom fields written, by key. */
+  fieldKeys: string[];
+  sensitive: boolean;
+  /** YYYY-MM-DD: the day ages are computed for. */
+  today: string;
+}
+
+export async function exportShape(
+  db: Executor,
+  workspaceId: number,
+  includeSensitive: boolean,
+  now = new Date(),
+): Promise<ExportShape> {
+  const defs = await db
+    .selectFrom('voter_fields')
+    .select(['key', 'sensitive'])
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .orderBy('key')
+    .execute();
+  const fieldKeys = defs.filter((d) => includeSensitive || !d.sensitive).map((d) => d.key);
+  return {
+    columns: [
+      ...exportColumns,
+      ...recordExportColumns.filter((c) => includeSensitive || c !== 'support_level'),
+      ...fieldKeys.map((k) => `field:${k}`),
+    ],
+    fieldKeys,
+    sensitive: includeSensitive,
+    today: now.toISOString().slice(0, 10),
+  };
+}
+
+/** Whether column `i` of the shape holds integers (PostgreSQL's COPY text gives every value as text). */
+export function numericAt(shape: ExportShape): boolean[] {
+  return shape.columns.map((c) => numericColumns.has(c));
+}
 
 // On PostgreSQL the timestamps are formatted by the server (as toISOString would): parsing two timestamptz
 // per row into Dates in JS costs more than the rest of the row.
@@ -44,11 +104,58 @@ const isoUtc = (column: 'created_at' | 'updated_at') =>
     column,
   );
 
-function exportSelection(dialect: Db['dialect']) {
-  const plain = exportColumns.slice(0, 8).map((c) => `voters.${c}` as const);
-  return dialect === 'postgres'
-    ? [...plain, isoUtc('created_at'), isoUtc('updated_at')]
-    : [...plain, 'voters.created_at' as const, 'voters.updated_at' as const];
+/** The SQL of the record's computed columns: age today, the tags (`;` between them) and a custom field. */
+function recordExpressions(dialect: Db['dialect'], shape: ExportShape) {
+  const pg = dialect === 'postgres';
+  const today = shape.today; // YYYY-MM-DD, ours: safe as a literal
+  const year = Number(today.slice(0, 4));
+  const md = today.slice(5);
+  const age = pg
+    ? `CASE WHEN voters.birth_date IS NOT NULL THEN ${year} - substr(voters.birth_date, 1, 4)::int - (substr(voters.birth_date, 6) > '${md}')::int
+         WHEN voters.birth_key IS NOT NULL THEN ${year} - substr(voters.birth_key, 1, 4)::int END`
+    : `CASE WHEN voters.birth_date IS NOT NULL THEN ${year} - CAST(substr(voters.birth_date, 1, 4) AS INTEGER) - (substr(voters.birth_date, 6) > '${md}')
+         WHEN voters.birth_key IS NOT NULL THEN ${year} - CAST(substr(voters.birth_key, 1, 4) AS INTEGER) END`;
+  const tagRows = `FROM voter_tags t JOIN voter_tag_names n ON n.workspace_id = t.workspace_id AND n.key = t.tag_key
+       WHERE t.voter_id = voters.id`;
+  const tags = pg
+    ? `(SELECT string_agg(n.label, ';' ORDER BY lower(n.label), n.label) ${tagRows})`
+    : `(SELECT group_concat(label, ';') FROM (SELECT n.label AS label ${tagRows} ORDER BY lower(n.label), n.label))`;
+  const field = (key: string) =>
+    pg
+      ? `(SELECT coalesce(f.value_text, f.value_number::text) FROM voter_field_values f WHERE f.voter_id = voters.id AND f.field_key = '${key}')`
+      : `(SELECT coalesce(f.value_text, CASE WHEN f.value_number = CAST(f.value_number AS INTEGER) THEN CAST(f.value_number AS INTEGER) ELSE f.value_number END) FROM voter_field_values f WHERE f.voter_id = voters.id AND f.field_key = '${key}')`;
+  return { age, tags, field };
+}
+
+/**
+ * The SELECT list of an export in `shape`'s column order. `guard`: text columns through the formula guard in
+ * SQL (PostgreSQL's CSV, which the database writes itself).
+ */
+function exportSelection(dialect: Db['dialect'], shape: ExportShape, guard = false) {
+  const text = (expression: string, as: string) =>
+    sql.raw<string>(guard ? sqlFormulaGuard(expression) : expression).as(as);
+  const plain = (c: string) =>
+    c === 'id' || c === 'phone' || numericColumns.has(c) || !guard
+      ? sql.ref<string>(`voters.${c}`).as(c)
+      : text(`voters.${c}`, c);
+  const { age, tags, field } = recordExpressions(dialect, shape);
+  const stamps =
+    dialect === 'postgres'
+      ? [isoUtc('created_at'), isoUtc('updated_at')]
+      : [
+          sql.ref<string>('voters.created_at').as('created_at'),
+          sql.ref<string>('voters.updated_at').as('updated_at'),
+        ];
+  return [
+    ...exportColumns.slice(0, 8).map(plain),
+    ...stamps,
+    ...recordExportColumns
+      .filter((c) => shape.sensitive || c !== 'support_level')
+      .map((c) =>
+        c === 'age' ? sql.raw<number>(age).as('age') : c === 'tags' ? text(tags, 'tags') : plain(c),
+      ),
+    ...shape.fieldKeys.map((k) => text(field(k), `field:${k}`)),
+  ];
 }
 
 /**
@@ -62,6 +169,7 @@ export async function* exportVoterBatches(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   batchSize = 2000,
 ): AsyncGenerator<ExportRow[]> {
   if (db.raw.dialect !== 'sqlite') throw new Error('a PostgreSQL export reads through COPY');
@@ -69,7 +177,7 @@ export async function* exportVoterBatches(
   // The text is the same for every batch (only `after`, the parameter after the filters', moves): built
   // and prepared once.
   const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-    .select(exportSelection(db.dialect))
+    .select(exportSelection(db.dialect, shape))
     .where('voters.id', '>', -1)
     .orderBy('voters.id')
     .limit(batchSize)
@@ -87,7 +195,7 @@ export async function* exportVoterBatches(
     });
     if (rows.length === 0) return;
     const full = rows.length === batchSize;
-    after = rows[rows.length - 1]![0];
+    after = rows[rows.length - 1]![0] as number;
     // Nothing here refers to the batch while the consumer has it: a paused export holds it only as long
     // as its consumer does.
     yield rows;
@@ -125,22 +233,14 @@ export async function* copyVotersCsv(
   pool: BulkConnections,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
 ): AsyncGenerator<Buffer> {
+  // A phone is always E.164 (+ and digits): a plain number, never guarded, and testing a million of them
+  // (every one starts with +) would cost more than the rest of the guard. The header is COPY's own (the
+  // columns' names): the first bytes come from the database, so a pool that cannot give a connection is a
+  // 503 before the answer starts.
   const query = filteredVoters(db, workspaceId, filters)
-    .select([
-      'voters.id',
-      // A phone is always E.164 (+ and digits): a plain number, never guarded, and testing a million of
-      // them (every one starts with +) would cost more than the rest of the guard.
-      ...exportColumns
-        .slice(1, 8)
-        .map((c) =>
-          c === 'phone'
-            ? sql.ref<string>('voters.phone').as(c)
-            : sql.raw<string>(sqlFormulaGuard(`voters.${c}`)).as(c),
-        ),
-      isoUtc('created_at'),
-      isoUtc('updated_at'),
-    ])
+    .select(exportSelection('postgres', shape, true))
     .orderBy('voters.id');
   yield* copyOut(pool, workspaceId, query, '(FORMAT csv, HEADER)');
 }
@@ -198,10 +298,12 @@ export async function* copyVoterRows(
   pool: BulkConnections,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
 ): AsyncGenerator<ExportRow[]> {
   const query = filteredVoters(db, workspaceId, filters)
-    .select(exportSelection('postgres'))
+    .select(exportSelection('postgres', shape))
     .orderBy('voters.id');
+  const numeric = numericAt(shape);
   const decoder = new StringDecoder('utf8');
   let rest = '';
   for await (const chunk of copyOut(pool, workspaceId, query, '')) {
@@ -211,19 +313,9 @@ export async function* copyVoterRows(
     if (end < 0) continue;
     const rows: ExportRow[] = [];
     for (const line of text.slice(0, end).split('\n')) {
-      const f = line.split('\t');
-      rows.push([
-        Number(f[0]),
-        copyField(f[1]!) as string,
-        copyField(f[2]!) as string,
-        copyField(f[3]!),
-        copyField(f[4]!),
-        copyField(f[5]!),
-        copyField(f[6]!),
-        copyField(f[7]!),
-        f[8]!,
-        f[9]!,
-      ]);
+      const row: ExportRow = line.split('\t').map(copyField);
+      for (let i = 0; i < row.length; i++) if (numeric[i] && row[i] !== null) row[i] = Number(row[i]);
+      rows.push(row);
     }
     yield rows;
   }
@@ -264,10 +356,11 @@ export function exportRangeStatement(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
 ): { sql: string; parameters: unknown[] } {
   const marks = [-1, -2, -3];
   const { sql: text, parameters } = filteredVoters(db.kysely, workspaceId, filters)
-    .select(exportSelection(db.dialect))
+    .select(exportSelection(db.dialect, shape))
     .where('voters.id', '>', marks[0]!)
     .where('voters.id', '<=', marks[1]!)
     .orderBy('voters.id')

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
+import { AppError } from '../../errors.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import { exportFormats } from './export-format.ts';
 import { parseExportFilters, type VoterExports } from './voter-exports.ts';
@@ -36,12 +37,18 @@ export const voterExportsRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const filters = parseExportFilters(request.query.filters);
-      const workspaceId = authOf(request).workspaceId;
+      const auth = authOf(request);
+      if (request.query.include_sensitive && auth.role !== 'politician')
+        throw new AppError(
+          'forbidden',
+          'Only a politician may export sensitive data (include_sensitive=true).',
+        );
       const { file, leave } = await exports.start(
-        workspaceId,
+        auth.workspaceId,
         actorOf(request),
         filters,
         request.query.format,
+        request.query.include_sensitive,
       );
       try {
         // The 200 schema documents the file as a string; the bytes go out as they come.

@@ -8,11 +8,12 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import {
   copyVoterRows,
   copyVotersCsv,
-  exportColumns,
+  exportShape,
+  type ExportShape,
   exportVoterBatches,
   type ExportRow,
 } from './voter-exports.repository.ts';
-import { countVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
+import { checkVoterFilters, countVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */
@@ -78,7 +79,7 @@ const checkFilters = validatorCompiler({
 }) as ((value: unknown) => boolean) & { errors?: Parameters<typeof fieldErrors>[0] | null };
 
 /** The `filters` query parameter: a JSON object with any of constituency, booth, ward, search. */
-export function parseExportFilters(raw: string | undefined): VoterFilters {
+export function parseExportFilters(raw: string | undefined): Record<string, unknown> {
   if (raw === undefined || raw.trim() === '') return {};
   let value: unknown;
   try {
@@ -97,11 +98,14 @@ export function parseExportFilters(raw: string | undefined): VoterFilters {
     throw validationError(details, `The request has invalid fields: ${Object.keys(details).join(', ')}.`);
   }
   refuseNul([value, 'filters']);
-  return value as VoterFilters;
+  return value as Record<string, unknown>;
 }
 
-async function* csvBody(text: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
-  yield Buffer.from(exportColumns.join(',') + '\n', 'utf8');
+async function* csvBody(
+  columns: readonly string[],
+  text: AsyncIterable<string | Buffer>,
+): AsyncGenerator<Buffer> {
+  yield Buffer.from(columns.join(',') + '\n', 'utf8');
   for await (const chunk of text) {
     if (typeof chunk !== 'string') yield chunk;
     else yield* atMost(Buffer.from(chunk, 'utf8'), EXPORT_CHUNK_BYTES);
@@ -133,11 +137,12 @@ async function* exportPieces<T, U>(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   format: (rows: ExportRow[]) => U,
 ): AsyncGenerator<T | U> {
   const pieces = await threaded();
   if (pieces) return yield* pieces;
-  const batches = exportVoterBatches(db, workspaceId, filters, IN_THREAD_ROWS);
+  const batches = exportVoterBatches(db, workspaceId, filters, shape, IN_THREAD_ROWS);
   try {
     for (
       let piece = await nextPiece(batches, format);
@@ -164,40 +169,45 @@ export function exportVoters(
   db: Db,
   workspaceId: number,
   filters: VoterFilters,
+  shape: ExportShape,
   format: ExportFormat,
   threads?: ExportThreadSettings,
   today = new Date(),
 ): ExportFile {
   const { contentType, extension } = exportFormats[format];
+  const { columns } = shape;
   let body: AsyncGenerator<Buffer>;
   if (db.raw.dialect === 'postgres') {
     // The database writes the CSV itself; the sheet's rows come from COPY too (see copyVoterRows).
     body =
       format === 'csv'
-        ? copyVotersCsv(db.kysely, db.raw.bulkFor, workspaceId, filters)
+        ? copyVotersCsv(db.kysely, db.raw.bulkFor, workspaceId, filters, shape)
         : xlsxStream(
-            exportColumns,
-            sheetRuns(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters)),
+            columns,
+            sheetRuns(copyVoterRows(db.kysely, db.raw.bulkFor, workspaceId, filters, shape)),
           );
   } else {
     body =
       format === 'csv'
         ? csvBody(
+            columns,
             exportPieces(
-              () => threads && threadedCsv(db, workspaceId, filters, threads),
+              () => threads && threadedCsv(db, workspaceId, filters, shape, threads),
               db,
               workspaceId,
               filters,
+              shape,
               csvLines,
             ),
           )
         : xlsxStream(
-            exportColumns,
+            columns,
             exportPieces(
-              () => threads && threadedSheet(db, workspaceId, filters, threads),
+              () => threads && threadedSheet(db, workspaceId, filters, shape, threads),
               db,
               workspaceId,
               filters,
+              shape,
               xlsxRun,
             ),
           );
@@ -218,28 +228,35 @@ export class VoterExports {
     this.gate = new ExportGate(deps.settings.maxConcurrent);
   }
 
-  /** The file, and `leave` to call once it has been sent (or not). */
+  /**
+   * The file, and `leave` to call once it has been sent (or not). `includeSensitive` (politicians only, checked
+   * by the route) adds support_level and the sensitive custom fields, and is audited as
+   * `voters.exported_sensitive` instead of `voters.exported`.
+   */
   async start(
     workspaceId: number,
     actor: AuditActor,
-    filters: VoterFilters,
+    given: Record<string, unknown>,
     format: ExportFormat,
+    includeSensitive = false,
   ): Promise<{ file: ExportFile; leave: () => void }> {
     const { db, settings } = this.deps;
+    const filters = await checkVoterFilters(db.kysely, workspaceId, given, true, 'filters.');
     const leave = this.gate.enter(workspaceId);
     try {
       // The places read once: every batch, thread and count of the export compares keys, not subqueries.
       const placed = await withPlaces(db.kysely, workspaceId, filters);
       const rows = await countVoters(db.kysely, workspaceId, placed);
+      const shape = await exportShape(db.kysely, workspaceId, includeSensitive);
       await db.kysely.transaction().execute((trx) =>
         recordAudit(trx, {
           workspaceId,
           actor,
-          action: 'voters.exported',
-          details: { format, filters, rows },
+          action: includeSensitive ? 'voters.exported_sensitive' : 'voters.exported',
+          details: { format, filters, rows, ...(includeSensitive ? { include_sensitive: true } : {}) },
         }),
       );
-      return { file: exportVoters(db, workspaceId, placed, format, settings), leave };
+      return { file: exportVoters(db, workspaceId, placed, shape, format, settings), leave };
     } catch (error) {
       leave();
       throw error;

@@ -27,7 +27,7 @@ export const ImportResultSchema = Type.Object(
     unknown_places: UnknownPlaces,
     ignored_columns: Type.Array(Type.String(), {
       description:
-        "The header's columns no field took, as the file names them (an export's id, created_at, updated_at and age are among them; at most 100).",
+        "The header's columns no field took, as the file names them (an export's id, created_at and updated_at are among them; at most 100).",
     }),
   },
   { title: 'VoterImportResult' },
@@ -55,7 +55,7 @@ export const ImportJob = Type.Object(
     unknown_places: UnknownPlaces,
     ignored_columns: Type.Array(Type.String(), {
       description:
-        "The header's columns no field took, as the file names them (an export's id, created_at, updated_at and age are among them; at most 100).",
+        "The header's columns no field took, as the file names them (an export's id, created_at and updated_at are among them; at most 100).",
     }),
     message: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed job failed.' }),
     created_at: Type.String({ format: 'date-time' }),

@@ -94,11 +94,13 @@ export function cleanRecordFilters(
   raw: Record<string, unknown>,
   defs: readonly VoterFieldDef[],
   canSeeSensitive = true,
+  /** Before each field of a 422 (`filters.` for a segment's or an export's filter object). */
+  prefix = '',
 ): RecordFilters {
   const out: RecordFilters = {};
   const errors: FieldErrors = {};
   const fail = (field: string, message: string) => {
-    errors[field] = [message];
+    errors[prefix + field] = [message];
   };
   const given = (key: string) => raw[key] !== undefined && raw[key] !== '';
   for (const [key, [min, max]] of Object.entries(integerFilters) as Array<

@@ -195,7 +195,7 @@ export class VoterTagging {
         return { job: undefined, changed };
       });
     }
-    const filters = await checkVoterFilters(db, workspaceId, body.filters ?? {});
+    const filters = await checkVoterFilters(db, workspaceId, body.filters ?? {}, true, 'filters.');
     const now = nowIso();
     const row = await db.transaction().execute(async (trx) => {
       await nameTags(trx, workspaceId, change.add);

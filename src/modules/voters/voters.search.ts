@@ -589,6 +589,7 @@ export async function checkVoterFilters(
   workspaceId: number,
   raw: Record<string, unknown>,
   canSeeSensitive = true,
+  prefix = '',
 ): Promise<VoterFilters> {
   const base: VoterFilters = {};
   for (const key of ['search', 'constituency', 'booth', 'ward'] as const) {
@@ -597,5 +598,5 @@ export async function checkVoterFilters(
   }
   const needsDefs = Object.keys(raw).some((k) => k.startsWith('fields.'));
   const defs = needsDefs ? await fieldDefs(db, workspaceId) : [];
-  return { ...base, ...cleanRecordFilters(raw, defs, canSeeSensitive) };
+  return { ...base, ...cleanRecordFilters(raw, defs, canSeeSensitive, prefix) };
 }
