@@ -75,6 +75,8 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
     '/api/payments',
     '/api/audit-log',
     '/api/channel-accounts',
+    // The fourth part: custom voter fields are the politician's to define (everyone reads them).
+    '/api/voter-fields',
   ];
   if (politicianOnly.some((p) => route.url === p || route.url.startsWith(`${p}/`))) return false;
   // The workspace's own settings (its time zone, its name): the politician's, as the team and accounts are.
@@ -265,6 +267,10 @@ for (const dialect of dialects) {
       ids.places = String(
         (await created('POST', '/api/places', { kind: 'ward', name: `${marker} ward` })).id,
       );
+      ids.key = (
+        await created('POST', '/api/voter-fields', { key: 'owasp_field', label: 'x', type: 'text' })
+      ).key;
+      ids.job_id = String((await created('POST', '/api/voters/tags', { add: ['owasp'], filters: {} })).id);
     });
     afterAll(() => t.close());
 
@@ -292,6 +298,7 @@ for (const dialect of dialects) {
         'PATCH /api/quick-replies/:id': { title: 'Taken over' },
         'POST /api/channel-accounts/:id/test': { to: '+919812345678' },
         'PATCH /api/places/:id': { name: 'Taken over' },
+        'PATCH /api/voter-fields/:key': { label: 'Taken over' },
       };
       return bodies[label(route)];
     };

@@ -164,12 +164,13 @@ for (const dialect of dialects) {
       );
       expectError(await field(owner, { key: 'pick', label: 'x', type: 'choice' }), 422, 'validation_error');
       const list = await call(t.app, 'GET', '/api/voter-fields', { token: manager.token });
+      // In key order: the same on every read and in every export, however quickly they were made.
       expect(list.body.data.map((f: { key: string }) => f.key)).toEqual([
         'caste',
         'family_size',
-        'visited_on',
         'has_ration_card',
         'issue',
+        'visited_on',
       ]);
       const res = await create(owner, {
         name: 'Field Voter',

@@ -370,14 +370,22 @@ export interface paths {
          *     IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only the first file part is
          *     read, and it must be named `file`; other parts are ignored.
          *
-         *     The header row names the columns `name, phone, email, constituency, booth, ward, address` in any order and
-         *     case; other columns (such as an export's `id`, `created_at`, `updated_at`) are ignored; `name` and
-         *     `phone` are required columns, and no voter column may be named twice (422 otherwise). Fields may be quoted
-         *     ("..." with "" for a quote, holding commas and line breaks); lines end in LF, CRLF or CR alone; blank rows are
-         *     skipped. Each row is checked as a create through the API would be; a leading `'` that an export put before a
-         *     formula-like value is removed.
+         *     The header row names the columns in any order; names are matched case-insensitively, with spaces and
+         *     underscores alike (and dots dropped: `Sl. No.`). The voter's fields: `name, phone, email, constituency, booth,
+         *     ward, address`; the voter record's: `epic_number, part_number, serial_number, page_number, house_number,
+         *     relation_name, relation_type, gender, name_local, language, birth_date, age, support_level, tags` (`;` between
+         *     tags; a row's tags replace the voter's); `field:<key>` for a custom field. The Election Commission roll's own
+         *     names are read too: `EPIC` / `EPIC No` / `Voter ID`, `Part No`, `Serial No` / `Sl No`, `Page No`,
+         *     `House No`, `Relation Name` / `Father or Husband Name`, `Relation Type`, `Gender` / `Sex` (M, F, T, the
+         *     words, and पुरुष, महिला, तृतीय लिंग), `Age`, `Name (Local)`. Other columns are ignored and listed once in the
+         *     result's `ignored_columns`. `name` is a required column, and `phone` or `epic_number`; no column may be named
+         *     twice (422 otherwise). Fields may be quoted ("..." with "" for a quote, holding commas and line breaks); lines end
+         *     in LF, CRLF or CR alone; blank rows are skipped. Each row is checked as a create through the API would be, except
+         *     that a row with an EPIC number may have no phone (the roll has none: the voter is kept with `phone: null`); a
+         *     leading `'` that an export put before a formula-like value is removed.
          *
-         *     A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
+         *     A row whose EPIC number a voter of the workspace holds updates that voter (all but its name and phone). A row whose
+         *     part_number and serial_number another voter holds (or a later row of the file) is refused and reported. A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
          *     voter instead of adding another; within one file the later row wins. The file is read to its end before
          *     anything is written, and then applied as a whole: a file refused part-way (too large, not UTF-8, an unclosed
          *     quote, a line of over a million characters) leaves the voters unchanged.
@@ -468,7 +476,10 @@ export interface paths {
          * Export voters as CSV or Excel (.xlsx), filtered like the list
          * @description A file download (`Content-Disposition: attachment; filename="voters-<YYYY-MM-DD>.csv|xlsx"`),
          *     streamed in id order. Columns: id, name, phone, email, constituency, booth, ward, address, created_at,
-         *     updated_at, after a header row. CSV: UTF-8 without a BOM, lines ending in LF, a field quoted ("..." with "" for a
+         *     updated_at, then the voter record's: epic_number, part_number, serial_number, page_number, house_number,
+         *     relation_name, relation_type, gender, name_local, language, birth_date (when known), age (today), support_level
+         *     (only with `include_sensitive=true`), tags (`;` between them), and each custom field as `field:<key>` (sensitive
+         *     ones only with `include_sensitive=true`), after a header row. CSV: UTF-8 without a BOM, lines ending in LF, a field quoted ("..." with "" for a
          *     quote) when it holds a comma, quote or line break, an empty field for a missing value. A value a spreadsheet would run as a formula (starting with =, +, -, @, tab or
          *     CR and not a plain number such as +919812345678) is written with a leading `'`. An exported CSV imports back
          *     unchanged.
@@ -539,6 +550,94 @@ export interface paths {
          * @description Requires permission `voters:delete` (politician, manager).
          */
         delete: operations["deleteVotersId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/voter-fields": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's custom voter fields, in key order
+         * @description Any signed-in user.
+         */
+        get: operations["getVoterFields"];
+        put?: never;
+        /**
+         * Add a custom voter field (at most 100 a workspace)
+         * @description Requires permission `voter_fields:manage` (politician).
+         */
+        post: operations["postVoterFields"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/voter-fields/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom field and every voter’s value of it
+         * @description Requires permission `voter_fields:manage` (politician).
+         */
+        delete: operations["deleteVoterFieldsKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a custom field's label, choices or sensitivity
+         * @description Requires permission `voter_fields:manage` (politician).
+         */
+        patch: operations["patchVoterFieldsKey"];
+        trace?: never;
+    };
+    "/api/voters/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add and remove tags on many voters
+         * @description Requires permission `voters:tag` (politician, manager).
+         */
+        post: operations["postVotersTags"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/voters/tags/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A bulk tagging job
+         * @description Requires permission `voters:tag` (politician, manager).
+         */
+        get: operations["getVotersTagsJobsJobId"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1983,7 +2082,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2541,6 +2640,13 @@ export interface components {
             message?: string;
             data: components["schemas"]["Health"];
         };
+        /** HouseholdMember */
+        HouseholdMember: {
+            id: number;
+            name: string;
+            relation_type: string | null;
+            age: number | null;
+        };
         /** InboundMessage */
         InboundMessage: {
             /** @description `in_<n>` */
@@ -2988,12 +3094,29 @@ export interface components {
         Segment: {
             id: number;
             name: string;
-            /** @description The voter filters; evaluated when a broadcast or campaign is sent. */
+            /** @description The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type. */
             filters: {
+                search?: string;
                 constituency?: string;
                 booth?: string;
                 ward?: string;
-                search?: string;
+                epic_number?: string;
+                part_number?: number;
+                serial_from?: number;
+                serial_to?: number;
+                page_number?: number;
+                house_number?: string;
+                gender?: string;
+                age_min?: number;
+                age_max?: number;
+                language?: string;
+                support_level?: number[];
+                tags?: string[];
+                tags_any?: string[];
+                tags_none?: string[];
+                household_of?: number;
+            } & {
+                [key: string]: string | number | boolean;
             };
             /**
              * Format: date-time
@@ -3025,12 +3148,29 @@ export interface components {
         SegmentWithCount: {
             id: number;
             name: string;
-            /** @description The voter filters; evaluated when a broadcast or campaign is sent. */
+            /** @description The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type. */
             filters: {
+                search?: string;
                 constituency?: string;
                 booth?: string;
                 ward?: string;
-                search?: string;
+                epic_number?: string;
+                part_number?: number;
+                serial_from?: number;
+                serial_to?: number;
+                page_number?: number;
+                house_number?: string;
+                gender?: string;
+                age_min?: number;
+                age_max?: number;
+                language?: string;
+                support_level?: number[];
+                tags?: string[];
+                tags_any?: string[];
+                tags_none?: string[];
+                household_of?: number;
+            } & {
+                [key: string]: string | number | boolean;
             };
             /**
              * Format: date-time
@@ -3195,6 +3335,27 @@ export interface components {
             booth?: string | null;
             ward?: string | null;
             address?: string | null;
+            epic_number?: string | null;
+            part_number?: number | null;
+            serial_number?: number | null;
+            page_number?: number | null;
+            house_number?: string | null;
+            relation_name?: string | null;
+            relation_type?: string | null;
+            gender?: string | null;
+            name_local?: string | null;
+            language?: string | null;
+            /** @description Only when known; an age given on input keeps only the estimated year. */
+            birth_date?: string | null;
+            /** @description Computed today. */
+            age?: number | null;
+            /** @description Left out for volunteers (sensitive). */
+            support_level?: number | null;
+            tags?: string[];
+            /** @description Custom field values; a volunteer's read leaves out the sensitive fields. */
+            fields?: {
+                [key: string]: string | number | boolean | null;
+            };
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -3242,12 +3403,36 @@ export interface components {
         Voter: {
             id: number;
             name: string;
-            phone: string;
+            /** @description null for a voter imported from the roll without one: sends and campaigns skip them. */
+            phone: string | null;
             email: string | null;
             constituency: string | null;
             booth: string | null;
             ward: string | null;
             address: string | null;
+            epic_number: string | null;
+            part_number: number | null;
+            serial_number: number | null;
+            page_number: number | null;
+            house_number: string | null;
+            relation_name: string | null;
+            relation_type: string | null;
+            gender: string | null;
+            name_local: string | null;
+            language: string | null;
+            /** @description Only when known; an age given on input keeps only the estimated year. */
+            birth_date: string | null;
+            /** @description Computed today. */
+            age: number | null;
+            /** @description Left out for volunteers (sensitive). */
+            support_level?: number | null;
+            tags: string[];
+            /** @description Custom field values; a volunteer's read leaves out the sensitive fields. */
+            fields: {
+                [key: string]: string | number | boolean | null;
+            };
+            /** @description The other voters of the household: the same part_number and house_number, or lacking those the same normalised address (at most 50). */
+            household: components["schemas"]["HouseholdMember"][];
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -3258,6 +3443,27 @@ export interface components {
              * @description ISO 8601 UTC timestamp.
              */
             updated_at: string;
+        };
+        /** VoterField */
+        VoterField: {
+            key: string;
+            label: string;
+            /** @enum {string} */
+            type: "text" | "number" | "date" | "choice" | "boolean";
+            choices: string[] | null;
+            sensitive: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+        };
+        /** VoterFieldResponse */
+        VoterFieldResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VoterField"];
         };
         /** VoterImportJob */
         VoterImportJob: {
@@ -3291,6 +3497,8 @@ export interface components {
                 ward?: string[];
                 booth?: string[];
             };
+            /** @description The header's columns no field took, as the file names them (an export's id, created_at and updated_at are among them; at most 100). */
+            ignored_columns: string[];
             /** @description Why a failed job failed. */
             message: string | null;
             /** Format: date-time */
@@ -3343,6 +3551,8 @@ export interface components {
                 ward?: string[];
                 booth?: string[];
             };
+            /** @description The header's columns no field took, as the file names them (an export's id, created_at and updated_at are among them; at most 100). */
+            ignored_columns: string[];
         };
         /** VoterImportResultResponse */
         VoterImportResultResponse: {
@@ -3355,10 +3565,16 @@ export interface components {
         VoterListItem: {
             id: number;
             name: string;
-            phone: string;
+            phone: string | null;
             constituency: string | null;
             booth: string | null;
             ward: string | null;
+            epic_number: string | null;
+            part_number: number | null;
+            serial_number: number | null;
+            tags: string[];
+            /** @description Left out for volunteers (sensitive). */
+            support_level?: number | null;
         };
         /** VoterPage */
         VoterPage: {
@@ -3383,6 +3599,71 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["Voter"];
+        };
+        /** VotersTagged */
+        VotersTagged: {
+            changed: number;
+        };
+        /** VotersTaggedResponse */
+        VotersTaggedResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VotersTagged"];
+        };
+        /** VoterTagJob */
+        VoterTagJob: {
+            id: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed";
+            /** @description Voters the filters matched when the job started. */
+            total: number;
+            /** @description Voters whose tags the job changed so far. */
+            changed: number;
+            add: string[];
+            remove: string[];
+            /** @description The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type. */
+            filters: {
+                search?: string;
+                constituency?: string;
+                booth?: string;
+                ward?: string;
+                epic_number?: string;
+                part_number?: number;
+                serial_from?: number;
+                serial_to?: number;
+                page_number?: number;
+                house_number?: string;
+                gender?: string;
+                age_min?: number;
+                age_max?: number;
+                language?: string;
+                support_level?: number[];
+                tags?: string[];
+                tags_any?: string[];
+                tags_none?: string[];
+                household_of?: number;
+            } & {
+                [key: string]: string | number | boolean;
+            };
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** VoterTagJobResponse */
+        VoterTagJobResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VoterTagJob"];
         };
         /** Webhook */
         Webhook: {
@@ -4655,6 +4936,38 @@ export interface components {
             };
         };
         /** @description OK. */
+        VoterField: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterFieldResponse"];
+            };
+        };
+        /** @description Created. */
+        VoterFieldCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterFieldResponse"];
+            };
+        };
+        /** @description OK. */
         VoterImportJob: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4718,6 +5031,54 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["VoterPageResponse"];
+            };
+        };
+        /** @description OK. */
+        VotersTagged: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VotersTaggedResponse"];
+            };
+        };
+        /** @description OK. */
+        VoterTagJob: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterTagJobResponse"];
+            };
+        };
+        /** @description Accepted: queued; follow its progress with the returned id. */
+        VoterTagJobAccepted: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterTagJobResponse"];
             };
         };
         /** @description OK. */
@@ -5552,8 +5913,10 @@ export interface operations {
             query?: {
                 /** @description `csv` (default) or `excel` (.xlsx; past 1,048,575 voters the rows go on in sheets "Voters 2", "Voters 3", ..., each with the header). */
                 format?: "csv" | "excel";
-                /** @description A JSON object with any of `constituency`, `booth`, `ward`, `search` (as the list filters), e.g. `{"constituency":"Varanasi","ward":"7"}`. Anything else is 422. */
+                /** @description A JSON object of the list's filters (constituency, booth, ward, search, the voter record's and `fields.<key>`), e.g. `{"constituency":"Varanasi","part_number":12,"tags":["youth"]}`. Anything else is 422. */
                 filters?: string;
+                /** @description `true` (politicians only; 403 otherwise) adds support_level and the sensitive custom fields; audited as `voters.exported_sensitive`. */
+                include_sensitive?: boolean;
             };
             header?: never;
             path?: never;
@@ -5594,7 +5957,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page, 1-100. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Case-insensitive substring of name or email; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
                 search?: string;
                 /** @description Exact, case-insensitive. */
                 constituency?: string;
@@ -5602,6 +5965,36 @@ export interface operations {
                 booth?: string;
                 /** @description Exact. */
                 ward?: string;
+                /** @description Exact (case-insensitive). */
+                epic_number?: string;
+                /** @description 1-9999. */
+                part_number?: number | string;
+                /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                serial_from?: number | string;
+                /** @description Serial numbers up to this one. */
+                serial_to?: number | string;
+                /** @description 1-999. */
+                page_number?: number | string;
+                /** @description Exact, case-insensitive. */
+                house_number?: string;
+                /** @description male, female or third_gender. */
+                gender?: string;
+                /** @description Age today at least this. */
+                age_min?: number | string;
+                /** @description Age today at most this. */
+                age_max?: number | string;
+                /** @description ISO 639-1. */
+                language?: string;
+                /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                support_level?: string | (string | number)[];
+                /** @description Voters with all of these tags (comma list). */
+                tags?: string | (string | number)[];
+                /** @description Voters with any of these tags. */
+                tags_any?: string | (string | number)[];
+                /** @description Voters with none of these tags. */
+                tags_none?: string | (string | number)[];
+                /** @description A voter id: that voter's household, the voter included. */
+                household_of?: number | string;
             };
             header?: never;
             path?: never;
@@ -5638,6 +6031,38 @@ export interface operations {
                     /** @description Ward number, kept as a string. */
                     ward?: string | number | null;
                     address?: string | null;
+                    /** @description The Election Commission's photo identity card number: 3 letters and 7 digits; upper-cased; unique in the workspace. */
+                    epic_number?: string | null;
+                    /** @description The roll part (1-9999), one per polling station. */
+                    part_number?: number | string | null;
+                    /** @description The serial in the part (1-9999); (part_number, serial_number) is unique in the workspace. */
+                    serial_number?: number | string | null;
+                    /** @description The page of the part's roll that holds the voter (1-999). */
+                    page_number?: number | string | null;
+                    /** @description At most 40 characters. */
+                    house_number?: string | null;
+                    /** @description The father's, mother's or husband's name in the roll. */
+                    relation_name?: string | null;
+                    /** @description father, mother, husband, wife or other. */
+                    relation_type?: string | null;
+                    /** @description male, female or third_gender (M, F, T and the Hindi words are read too). */
+                    gender?: string | null;
+                    /** @description The name in the roll's regional script. */
+                    name_local?: string | null;
+                    /** @description ISO 639-1, e.g. hi. */
+                    language?: string | null;
+                    /** @description YYYY-MM-DD; or give age. */
+                    birth_date?: string | null;
+                    /** @description 18-120; stored as an estimated birth year. */
+                    age?: number | string | null;
+                    /** @description 1 (strong supporter) to 5 (strong opponent); null when unknown. Sensitive: politicians and managers only. */
+                    support_level?: number | string | null;
+                    /** @description Up to 50 tags of 1-40 characters, in the place-name normal form; matched case-insensitively, shown as first written in the workspace. Replaces the voter's tags. */
+                    tags?: string[] | null;
+                    /** @description Values of the workspace's custom fields, { key: value } (GET /api/voter-fields); null clears one, keys not named are kept. */
+                    fields?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -5700,6 +6125,38 @@ export interface operations {
                     /** @description Ward number, kept as a string. */
                     ward?: string | number | null;
                     address?: string | null;
+                    /** @description The Election Commission's photo identity card number: 3 letters and 7 digits; upper-cased; unique in the workspace. */
+                    epic_number?: string | null;
+                    /** @description The roll part (1-9999), one per polling station. */
+                    part_number?: number | string | null;
+                    /** @description The serial in the part (1-9999); (part_number, serial_number) is unique in the workspace. */
+                    serial_number?: number | string | null;
+                    /** @description The page of the part's roll that holds the voter (1-999). */
+                    page_number?: number | string | null;
+                    /** @description At most 40 characters. */
+                    house_number?: string | null;
+                    /** @description The father's, mother's or husband's name in the roll. */
+                    relation_name?: string | null;
+                    /** @description father, mother, husband, wife or other. */
+                    relation_type?: string | null;
+                    /** @description male, female or third_gender (M, F, T and the Hindi words are read too). */
+                    gender?: string | null;
+                    /** @description The name in the roll's regional script. */
+                    name_local?: string | null;
+                    /** @description ISO 639-1, e.g. hi. */
+                    language?: string | null;
+                    /** @description YYYY-MM-DD; or give age. */
+                    birth_date?: string | null;
+                    /** @description 18-120; stored as an estimated birth year. */
+                    age?: number | string | null;
+                    /** @description 1 (strong supporter) to 5 (strong opponent); null when unknown. Sensitive: politicians and managers only. */
+                    support_level?: number | string | null;
+                    /** @description Up to 50 tags of 1-40 characters, in the place-name normal form; matched case-insensitively, shown as first written in the workspace. Replaces the voter's tags. */
+                    tags?: string[] | null;
+                    /** @description Values of the workspace's custom fields, { key: value } (GET /api/voter-fields); null clears one, keys not named are kept. */
+                    fields?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -5730,6 +6187,235 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["Done"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVoterFields: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: components["schemas"]["VoterField"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postVoterFields: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a-z, 0-9 and _, 1-40; not ending in _min or _max. */
+                    key: string;
+                    label: string;
+                    /**
+                     * @description text, number, date, choice or boolean.
+                     * @enum {string}
+                     */
+                    type: "text" | "number" | "date" | "choice" | "boolean";
+                    /** @description For a choice field: 1-100 choices. */
+                    choices?: string[] | null;
+                    /**
+                     * @description Caste, religion and the like: shown only to politicians and managers, left out of volunteers’ reads, lists and exports without include_sensitive, and never in webhooks.
+                     * @default false
+                     */
+                    sensitive?: boolean;
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["VoterFieldCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteVoterFieldsKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Done"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchVoterFieldsKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        /** @description The key and type stay; a choice held by voters cannot be removed. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    label?: string;
+                    choices?: string[] | null;
+                    sensitive?: boolean;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["VoterField"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postVotersTags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description add and/or remove tags on voter_ids (up to 1000: 200 with the count changed) or on every voter the filters match (202 with a job). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    add?: string[];
+                    remove?: string[];
+                    voter_ids?: number[];
+                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
+                    filters?: {
+                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                        search?: string;
+                        /** @description Exact, case-insensitive. */
+                        constituency?: string;
+                        /** @description Exact. */
+                        booth?: string;
+                        /** @description Exact. */
+                        ward?: string;
+                        /** @description Exact (case-insensitive). */
+                        epic_number?: string;
+                        /** @description 1-9999. */
+                        part_number?: number | string;
+                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                        serial_from?: number | string;
+                        /** @description Serial numbers up to this one. */
+                        serial_to?: number | string;
+                        /** @description 1-999. */
+                        page_number?: number | string;
+                        /** @description Exact, case-insensitive. */
+                        house_number?: string;
+                        /** @description male, female or third_gender. */
+                        gender?: string;
+                        /** @description Age today at least this. */
+                        age_min?: number | string;
+                        /** @description Age today at most this. */
+                        age_max?: number | string;
+                        /** @description ISO 639-1. */
+                        language?: string;
+                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                        support_level?: string | (string | number)[];
+                        /** @description Voters with all of these tags (comma list). */
+                        tags?: string | (string | number)[];
+                        /** @description Voters with any of these tags. */
+                        tags_any?: string | (string | number)[];
+                        /** @description Voters with none of these tags. */
+                        tags_none?: string | (string | number)[];
+                        /** @description A voter id: that voter's household, the voter included. */
+                        household_of?: number | string;
+                    } & {
+                        [key: string]: string | number | boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["VotersTagged"];
+            202: components["responses"]["VoterTagJobAccepted"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVotersTagsJobsJobId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VoterTagJob"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5775,9 +6461,9 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    /** @description Any of constituency, booth, ward, search; anything else is a validation error. */
+                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
                     filters?: {
-                        /** @description Case-insensitive substring of name or email; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
                         search?: string;
                         /** @description Exact, case-insensitive. */
                         constituency?: string;
@@ -5785,6 +6471,38 @@ export interface operations {
                         booth?: string;
                         /** @description Exact. */
                         ward?: string;
+                        /** @description Exact (case-insensitive). */
+                        epic_number?: string;
+                        /** @description 1-9999. */
+                        part_number?: number | string;
+                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                        serial_from?: number | string;
+                        /** @description Serial numbers up to this one. */
+                        serial_to?: number | string;
+                        /** @description 1-999. */
+                        page_number?: number | string;
+                        /** @description Exact, case-insensitive. */
+                        house_number?: string;
+                        /** @description male, female or third_gender. */
+                        gender?: string;
+                        /** @description Age today at least this. */
+                        age_min?: number | string;
+                        /** @description Age today at most this. */
+                        age_max?: number | string;
+                        /** @description ISO 639-1. */
+                        language?: string;
+                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                        support_level?: string | (string | number)[];
+                        /** @description Voters with all of these tags (comma list). */
+                        tags?: string | (string | number)[];
+                        /** @description Voters with any of these tags. */
+                        tags_any?: string | (string | number)[];
+                        /** @description Voters with none of these tags. */
+                        tags_none?: string | (string | number)[];
+                        /** @description A voter id: that voter's household, the voter included. */
+                        household_of?: number | string;
+                    } & {
+                        [key: string]: string | number | boolean;
                     };
                 };
             };
@@ -5861,9 +6579,9 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
-                    /** @description Any of constituency, booth, ward, search; anything else is a validation error. */
+                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
                     filters?: {
-                        /** @description Case-insensitive substring of name or email; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
                         search?: string;
                         /** @description Exact, case-insensitive. */
                         constituency?: string;
@@ -5871,6 +6589,38 @@ export interface operations {
                         booth?: string;
                         /** @description Exact. */
                         ward?: string;
+                        /** @description Exact (case-insensitive). */
+                        epic_number?: string;
+                        /** @description 1-9999. */
+                        part_number?: number | string;
+                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                        serial_from?: number | string;
+                        /** @description Serial numbers up to this one. */
+                        serial_to?: number | string;
+                        /** @description 1-999. */
+                        page_number?: number | string;
+                        /** @description Exact, case-insensitive. */
+                        house_number?: string;
+                        /** @description male, female or third_gender. */
+                        gender?: string;
+                        /** @description Age today at least this. */
+                        age_min?: number | string;
+                        /** @description Age today at most this. */
+                        age_max?: number | string;
+                        /** @description ISO 639-1. */
+                        language?: string;
+                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                        support_level?: string | (string | number)[];
+                        /** @description Voters with all of these tags (comma list). */
+                        tags?: string | (string | number)[];
+                        /** @description Voters with any of these tags. */
+                        tags_any?: string | (string | number)[];
+                        /** @description Voters with none of these tags. */
+                        tags_none?: string | (string | number)[];
+                        /** @description A voter id: that voter's household, the voter included. */
+                        household_of?: number | string;
+                    } & {
+                        [key: string]: string | number | boolean;
                     };
                 };
             };

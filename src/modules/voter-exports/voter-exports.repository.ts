@@ -76,7 +76,6 @@ export async function exportShape(
     .selectFrom('voter_fields')
     .select(['key', 'sensitive'])
     .where('workspace_id', '=', workspaceId)
-    .orderBy('created_at')
     .orderBy('key')
     .execute();
   const fieldKeys = defs.filter((d) => includeSensitive || !d.sensitive).map((d) => d.key);

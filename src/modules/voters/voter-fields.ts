@@ -41,7 +41,6 @@ export async function fieldDefs(db: Executor, workspaceId: number): Promise<Vote
     .selectFrom('voter_fields')
     .selectAll()
     .where('workspace_id', '=', workspaceId)
-    .orderBy('created_at')
     .orderBy('key')
     .execute();
   return rows.map((r) => ({

@@ -67,6 +67,8 @@ const UpdateVoterFieldBody = Type.Object(
   },
 );
 
+const JobParams = Type.Object({ job_id: IdParams.properties.id });
+
 const KeyParams = Type.Object({ key: Type.String({ pattern: '^[a-z0-9_]{1,40}$' }) });
 
 const TagBody = Type.Object(
@@ -119,7 +121,7 @@ export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
       config: { permission: 'authenticated' },
       schema: {
         tags,
-        summary: "The workspace's custom voter fields",
+        summary: "The workspace's custom voter fields, in key order",
         response: { 200: Success(Type.Array(VoterField)) },
       },
     },
@@ -210,14 +212,14 @@ export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
   );
 
   app.get(
-    '/voters/tags/jobs/:id',
+    '/voters/tags/jobs/:job_id',
     {
       config: { permission: 'voters:tag' },
-      schema: { tags, summary: 'A bulk tagging job', params: IdParams, response: { 200: Success(TagJob) } },
+      schema: { tags, summary: 'A bulk tagging job', params: JobParams, response: { 200: Success(TagJob) } },
     },
     async (request) => ({
       success: true as const,
-      data: await tagging.job(authOf(request).workspaceId, request.params.id),
+      data: await tagging.job(authOf(request).workspaceId, request.params.job_id),
     }),
   );
 };
