@@ -13,7 +13,10 @@ import {
   uniquePhone,
 } from './helpers.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
+import pino from 'pino';
 import { VoterTagging } from '../src/modules/voters/voter-tags.ts';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
+import { until } from './messaging-helpers.ts';
 
 const thisYear = new Date().getUTCFullYear();
 
@@ -28,7 +31,7 @@ for (const dialect of dialects) {
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     beforeAll(async () => {
       database = await isolatedDatabase(dialect);
-      t = await buildTestApp(dialect, database.env);
+      t = await buildTestApp(dialect, { ...database.env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
     });
     afterAll(async () => {
       await t.close();
@@ -674,6 +677,103 @@ for (const dialect of dialects) {
         table.map((r) => r.filter((_, i) => !['id', 'created_at', 'updated_at'].includes(header[i]!)));
       expect(again[0]).toEqual(header);
       expect(strip(again)).toEqual(strip(rows));
+    });
+
+    it('never puts sensitive data in the event stream or a webhook: a voter who writes in and files a grievance', async () => {
+      const owner = await register(t.app);
+      await field(owner, { key: 'religion', label: 'Religion', type: 'text', sensitive: true });
+      const hook = await call(t.app, 'POST', '/api/webhooks', {
+        token: owner.token,
+        body: { url: 'http://127.0.0.1:9/hook' },
+      });
+      expect(hook.status, hook.raw).toBe(201);
+      const phone = uniquePhone();
+      const voter = await create(owner, {
+        name: 'Stream Voter',
+        phone,
+        support_level: 4,
+        fields: { religion: 'Hidden-Religion' },
+        tags: ['Quiet'],
+      });
+      expect(voter.status).toBe(201);
+      const inbound = await call(t.app, 'POST', '/api/inbound', {
+        token: owner.token,
+        body: { channel: 'sms', from: phone, body: 'Please fix the road' },
+      });
+      expect(inbound.status, inbound.raw).toBe(201);
+      const grievance = await call(t.app, 'POST', '/api/grievances', {
+        token: owner.token,
+        body: { voter_id: voter.body.data.id, title: 'Road', description: 'Potholes' },
+      });
+      expect(grievance.status, grievance.raw).toBe(201);
+      const ws = owner.user.workspace_id;
+      const live = await t.db.kysely
+        .selectFrom('live_events')
+        .select(['type', 'data'])
+        .where('workspace_id', '=', ws)
+        .execute();
+      const sent = await t.db.kysely
+        .selectFrom('webhook_events')
+        .select(['type', 'payload'])
+        .where('workspace_id', '=', ws)
+        .execute();
+      // The events happened, and none of them carries the record's sensitive values.
+      expect(live.map((e) => e.type)).toEqual(
+        expect.arrayContaining(['message.received', 'grievance.created']),
+      );
+      expect(sent.map((e) => e.type)).toEqual(
+        expect.arrayContaining(['message.received', 'grievance.created']),
+      );
+      for (const text of [...live.map((e) => e.data), ...sent.map((e) => e.payload)]) {
+        expect(text).not.toContain('Hidden-Religion');
+        expect(text).not.toContain('support_level');
+      }
+    });
+
+    it('a voter from the roll without a phone is skipped by a campaign, and the preview counts them as skipped_no_address', async () => {
+      const owner = await register(t.app);
+      const imported = await importCsv(
+        t.app,
+        owner.token,
+        `name,epic_number,part_number,phone\nNo Phone,NOP0000001,77,\nHas Phone,NOP0000002,77,${uniquePhone()}\n`,
+      );
+      expect(imported.body.data, imported.raw).toMatchObject({ imported: 2, failed: 0 });
+      const segment = await call(t.app, 'POST', '/api/segments', {
+        token: owner.token,
+        body: { name: 'Part 77', filters: { part_number: 77 } },
+      });
+      expect(segment.body.data.voter_count).toBe(2);
+      const draft = await call(t.app, 'POST', '/api/campaigns', {
+        token: owner.token,
+        body: { name: 'Part 77', channel: 'sms', message: 'Vote', segment_id: segment.body.data.id },
+      });
+      const preview = await call(t.app, 'POST', `/api/campaigns/${draft.body.data.id}/preview`, {
+        token: owner.token,
+      });
+      expect(preview.body.data).toMatchObject({ total_recipients: 1, skipped_no_address: 1, to_send: 1 });
+      const sent = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Vote', segment_id: segment.body.data.id },
+      });
+      expect(sent.status, sent.raw).toBe(202);
+      const id = Number(String(sent.body.data.campaign_id).slice(5));
+      const worker = new DeliveryWorker({
+        db: t.db,
+        config: t.config,
+        providers: t.providers,
+        log: pino({ level: 'silent' }),
+      });
+      await until(async () => {
+        await worker.drain();
+        const c = await call(t.app, 'GET', `/api/campaigns/camp_${id}`, { token: owner.token });
+        return c.body.data.status === 'completed';
+      });
+      const messages = await t.db.kysely
+        .selectFrom('messages')
+        .select('to')
+        .where('campaign_id', '=', id)
+        .execute();
+      expect(messages).toHaveLength(1);
     });
   });
 }

@@ -8,6 +8,8 @@ export interface SegmentCounts {
   optedOut: number;
   /** Not opted out, and a voter of a silenced constituency (phone channels only). */
   silenced: number;
+  /** Segment voters with no address for the channel (a voter from the roll has no phone). */
+  noAddress: number;
 }
 
 /**
@@ -23,7 +25,12 @@ export async function segmentConsentCounts(
   silencedKeys: readonly string[],
 ): Promise<SegmentCounts> {
   const column = channel === 'email' ? ('voters.email' as const) : ('voters.phone' as const);
-  const base = filteredVoters(db, workspaceId, await withPlaces(db, workspaceId, filters))
+  const placed = await withPlaces(db, workspaceId, filters);
+  const missing = await filteredVoters(db, workspaceId, placed)
+    .where(column, 'is', null)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirst();
+  const base = filteredVoters(db, workspaceId, placed)
     .where(column, 'is not', null)
     .$if(exclude.length > 0, (q) => q.where(column, 'not in', [...exclude]));
   const optedOut = sql<boolean>`exists (select 1 from opt_outs o where o.workspace_id = ${workspaceId}
@@ -42,5 +49,5 @@ export async function segmentConsentCounts(
       and v.phone = ${sql.ref(column)} and v.constituency_key in (${sql.join([...silencedKeys])}))`;
     silenced = await count(base.where(sql<boolean>`not ${optedOut}`).where(inSilence));
   }
-  return { total, optedOut: opted, silenced };
+  return { total, optedOut: opted, silenced, noAddress: Number(missing?.n ?? 0) };
 }

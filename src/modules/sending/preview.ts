@@ -46,6 +46,7 @@ export class CampaignPreview {
     let total = explicit.length;
     let optedOut = 0;
     let silenced = 0;
+    let noAddress = 0;
     for (let i = 0; i < explicit.length; i += CHUNK) {
       const chunk = explicit.slice(i, i + CHUNK);
       const stopped = await optedOutAddresses(db, workspaceId, campaign.channel, chunk);
@@ -61,6 +62,7 @@ export class CampaignPreview {
       total += counts.total;
       optedOut += counts.optedOut;
       silenced += counts.silenced;
+      noAddress += counts.noAddress;
     }
     const going = total - optedOut - silenced;
     const heldUntil =
@@ -76,6 +78,7 @@ export class CampaignPreview {
       total_recipients: total,
       opted_out: optedOut,
       silence_period: silenced,
+      skipped_no_address: noAddress,
       to_send: going,
       held: heldUntil ? going : 0,
       held_until: heldUntil?.toISOString() ?? null,
