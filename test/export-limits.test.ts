@@ -94,6 +94,14 @@ for (const dialect of dialects) {
       if (res.status !== 200 || res.body.data.imported !== BIG_ROWS) throw new Error(`seed: ${res.raw}`);
       const small = await importCsv(patient.app, other.token, 'name,phone\nSmall One,9812300001\n');
       if (small.status !== 200) throw new Error(`seed: ${small.raw}`);
+      // PostgreSQL: a large import runs VACUUM (ANALYZE) afterwards on a bulk connection of its own. These
+      // tests count the bulk pool's connections, so they start once it has finished.
+      const raw = patient.db.raw;
+      if (
+        raw.dialect === 'postgres' &&
+        !(await until(() => raw.bulk.totalCount - raw.bulk.idleCount === 0, 60_000))
+      )
+        throw new Error("the seed import's VACUUM did not finish");
     }, 120_000);
     afterAll(async () => {
       for (const socket of sockets) socket.destroy();

@@ -767,7 +767,7 @@ for (const dialect of dialects) {
         await worker.drain();
         const c = await call(t.app, 'GET', `/api/campaigns/camp_${id}`, { token: owner.token });
         return c.body.data.status === 'completed';
-      });
+      }, 'the campaign to complete');
       const messages = await t.db.kysely
         .selectFrom('messages')
         .select('to')

@@ -166,6 +166,8 @@ export function connect(databaseUrl: string, settings: DatabaseSettings = databa
       },
       close: async () => {
         await Promise.all([kysely.destroy(), bulk.end()]);
+        // Kysely ends the pool only if it ever ran a query through it: a Db closed unused would keep it.
+        if (!pool.ending) await pool.end();
       },
     };
   }
