@@ -506,6 +506,59 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('link', { name: 'Geeta Devi' }).waitFor();
     });
 
+    it('keeps the voter record: custom fields in Settings, a voter’s roll fields, tags and a sensitive field; filters by tag and tags the list', async () => {
+      await api(`${server.base}/api`, 'POST', '/voter-fields', owner.token, {
+        key: 'caste',
+        label: 'Caste',
+        type: 'choice',
+        choices: ['General', 'OBC-Secret'],
+        sensitive: true,
+      });
+      await nav('Settings').click();
+      const fields = page.getByRole('table', { name: 'Custom voter fields' });
+      await fields.getByRole('cell', { name: /^Caste/ }).waitFor();
+      await page.getByLabel('Label').fill('Main issue');
+      await page.getByLabel('Key', { exact: true }).fill('issue');
+      await page.getByRole('button', { name: 'Add a field' }).click();
+      await fields.getByRole('cell', { name: 'Main issue', exact: true }).waitFor();
+      await accessible(page, 'settings with custom fields');
+      await shoot(page, 'voter-fields', save);
+
+      await nav('Voters').click();
+      await page.getByRole('link', { name: 'Ravi Kumar' }).click();
+      await page.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await page.getByLabel('EPIC number').fill('rvk1234567');
+      await page.getByLabel('Part', { exact: true }).fill('12');
+      await page.getByLabel('Serial', { exact: true }).fill('34');
+      await page.getByLabel('House number').fill('7A');
+      await page.getByLabel('Gender').selectOption('male');
+      await page.getByLabel('Age', { exact: true }).fill('42');
+      await page.getByLabel('Support').selectOption('1');
+      await page.getByLabel('Tags').fill('Youth, Farmer');
+      await page.getByLabel('Caste').selectOption('OBC-Secret');
+      await page.getByLabel('Main issue').fill('Water supply');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('RVK1234567').waitFor();
+      await page.getByText('1 · Strong supporter').waitFor();
+      await page.getByText('OBC-Secret').waitFor();
+      await page.getByText('Water supply').waitFor();
+      await accessible(page, 'voter record');
+      await shoot(page, 'voter-record', save);
+
+      await nav('Voters').click();
+      await page.getByRole('button', { name: 'More filters' }).click();
+      await page.getByLabel('Tags', { exact: true }).fill('youth');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByText('1 voter', { exact: true }).waitFor();
+      await page.getByLabel('Tags to add').fill('Called');
+      await page.getByRole('button', { name: 'Tag all 1 of this list' }).click();
+      await page.getByText('Done: 1 of 1 voters changed.').waitFor();
+      await page.getByRole('cell', { name: /Called/ }).waitFor();
+      await accessible(page, 'voters with record filters');
+      await shoot(page, 'voters-tagged', save);
+    });
+
     it('shows the API’s message on a refused action', async () => {
       await nav('Voters').click();
       await page.getByRole('button', { name: 'Add a voter' }).click();
@@ -518,7 +571,7 @@ describe.runIf(!browserMissing).each(dialects)(
     });
 
     it('switches to Hindi, remembers it across a reload, and formats numbers the Indian way', async () => {
-      await page.getByLabel('Language').selectOption('hi');
+      await page.getByRole('combobox', { name: 'Language', exact: true }).selectOption('hi');
       await nav('डैशबोर्ड').waitFor();
       await page.reload();
       await nav('इनबॉक्स').click();
@@ -586,6 +639,19 @@ describe.runIf(!browserMissing).each(dialects)(
       await v.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
       expect(await v.getByRole('button', { name: 'Delete' }).count()).toBe(0);
       expect(await v.getByRole('button', { name: 'Edit' }).count()).toBe(0);
+      // The record, without what is sensitive: the caste and the support level never reach a volunteer's page.
+      await v.getByText('Water supply').waitFor();
+      await v.getByText('RVK1234567').waitFor();
+      expect(await v.content()).not.toContain('OBC-Secret');
+      expect(await v.content()).not.toContain('Strong supporter');
+      expect(await v.getByText('Caste').count()).toBe(0);
+      await v.goto(`${server.base}/console/voters`);
+      await v.getByRole('link', { name: 'Ravi Kumar' }).waitFor();
+      expect(await v.content()).not.toContain('OBC-Secret');
+      await v.getByRole('button', { name: 'More filters' }).click();
+      expect(await v.getByLabel('Support').count()).toBe(0);
+      await v.getByRole('link', { name: 'Ravi Kumar' }).click();
+      await v.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
       await accessible(v, 'volunteer voter');
       if (save) {
         await v.screenshot({ path: join(SHOTS, 'volunteer-voter-360.png'), fullPage: true });

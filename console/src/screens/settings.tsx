@@ -5,6 +5,7 @@ import type { components, operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
 import { useProviders, useWorkspace, workspaceKey } from '../queries.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import { VoterFieldsSettings } from './voter-fields.tsx';
 
 /** Settings (politicians): channel accounts with a test send, webhooks and their deliveries, credits, payments. */
 export function Settings() {
@@ -16,6 +17,7 @@ export function Settings() {
       <ChannelAccounts />
       <Webhooks />
       <Credits />
+      <VoterFieldsSettings />
     </>
   );
 }

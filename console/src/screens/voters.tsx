@@ -1,5 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
@@ -11,8 +11,33 @@ export interface VoterFilters {
   constituency: string;
   booth: string;
   ward: string;
+  epic_number: string;
+  part_number: string;
+  gender: string;
+  age_min: string;
+  age_max: string;
+  tags: string;
+  tags_any: string;
+  support_level: string;
 }
-export const noFilters: VoterFilters = { search: '', constituency: '', booth: '', ward: '' };
+export const noFilters: VoterFilters = {
+  search: '',
+  constituency: '',
+  booth: '',
+  ward: '',
+  epic_number: '',
+  part_number: '',
+  gender: '',
+  age_min: '',
+  age_max: '',
+  tags: '',
+  tags_any: '',
+  support_level: '',
+};
+
+export const genders = ['male', 'female', 'third_gender'] as const;
+export const relations = ['father', 'mother', 'husband', 'wife', 'other'] as const;
+const levels = ['1', '2', '3', '4', '5'] as const;
 
 /** Only the filters that are set (the API takes each as given). */
 export function setFilters(filters: VoterFilters): Partial<VoterFilters> {
@@ -35,12 +60,19 @@ export function FilterForm({
   live?: boolean;
 }) {
   const { t } = useI18n();
+  const me = useMe();
   const [draft, setDraft] = useState(value);
+  const [more, setMore] = useState(false);
   const set = (key: keyof VoterFilters) => (e: { target: { value: string } }) => {
     const next = { ...draft, [key]: e.target.value };
     setDraft(next);
     if (live) onApply(next);
   };
+  const text = (key: keyof VoterFilters, type = 'text') => (
+    <Field key={key} label={t(`field.${key}`)}>
+      <input type={type} value={draft[key]} onChange={set(key)} />
+    </Field>
+  );
   return (
     <form
       className="filters"
@@ -53,15 +85,46 @@ export function FilterForm({
       <Field label={t('field.search')}>
         <input type="search" value={draft.search} onChange={set('search')} />
       </Field>
-      <Field label={t('field.constituency')}>
-        <input value={draft.constituency} onChange={set('constituency')} />
-      </Field>
-      <Field label={t('field.booth')}>
-        <input value={draft.booth} onChange={set('booth')} />
-      </Field>
-      <Field label={t('field.ward')}>
-        <input value={draft.ward} onChange={set('ward')} />
-      </Field>
+      {text('constituency')}
+      {text('booth')}
+      {text('ward')}
+      <button type="button" aria-expanded={more} onClick={() => setMore(!more)}>
+        {t('voters.more')}
+      </button>
+      {more && (
+        <>
+          {text('epic_number')}
+          {text('part_number', 'number')}
+          <Field label={t('field.gender')}>
+            <select value={draft.gender} onChange={set('gender')}>
+              <option value="">{t('voters.any')}</option>
+              {genders.map((g) => (
+                <option key={g} value={g}>
+                  {t(`gender.${g}`)}
+                </option>
+              ))}
+            </select>
+          </Field>
+          {text('age_min', 'number')}
+          {text('age_max', 'number')}
+          <Field label={t('field.tags')} hint={t('voters.tagsHint')}>
+            <input value={draft.tags} onChange={set('tags')} />
+          </Field>
+          {text('tags_any')}
+          {me.user.role !== 'volunteer' && (
+            <Field label={t('field.support_level')}>
+              <select value={draft.support_level} onChange={set('support_level')}>
+                <option value="">{t('voters.any')}</option>
+                {levels.map((l) => (
+                  <option key={l} value={l}>
+                    {t(`support.${l}`)}
+                  </option>
+                ))}
+              </select>
+            </Field>
+          )}
+        </>
+      )}
       {live ? null : <button className="primary">{t('filter.apply')}</button>}
     </form>
   );
@@ -99,6 +162,9 @@ export function Voters() {
         }}
       />
       {me.user.role !== 'volunteer' && <SaveSegment filters={filters} />}
+      {me.user.role !== 'volunteer' && list.data && list.data.total > 0 && (
+        <BulkTag filters={filters} total={list.data.total} />
+      )}
       <ErrorNote error={list.error} />
       {list.isPending ? (
         <Loading />
@@ -114,9 +180,12 @@ export function Voters() {
             head={[
               t('field.name'),
               t('field.phone'),
+              t('field.epic_number'),
+              `${t('field.part_number')} / ${t('field.serial_number')}`,
               t('field.constituency'),
               t('field.booth'),
               t('field.ward'),
+              t('field.tags'),
             ]}
           >
             {list.data?.data.map((v) => (
@@ -125,9 +194,18 @@ export function Voters() {
                   <Link href={`/voters/${v.id}`}>{v.name}</Link>
                 </td>
                 <td>{v.phone}</td>
+                <td>{v.epic_number}</td>
+                <td>{v.part_number === null ? '' : `${v.part_number} / ${v.serial_number ?? '—'}`}</td>
                 <td>{v.constituency}</td>
                 <td>{v.booth}</td>
                 <td>{v.ward}</td>
+                <td>
+                  {v.tags.map((tag) => (
+                    <span key={tag} className="tag">
+                      {tag}
+                    </span>
+                  ))}
+                </td>
               </tr>
             ))}
           </Table>
@@ -168,6 +246,74 @@ function SaveSegment({ filters }: { filters: VoterFilters }) {
   );
 }
 
+/** Adds and removes tags on every voter of the filtered list, as a job followed to its end. */
+function BulkTag({ filters, total }: { filters: VoterFilters; total: number }) {
+  const { t, n } = useI18n();
+  const client = useQueryClient();
+  const [add, setAdd] = useState('');
+  const [remove, setRemove] = useState('');
+  const [jobId, setJobId] = useState<number | null>(null);
+  const start = useMutation({
+    mutationFn: () =>
+      data(
+        api.POST('/api/voters/tags', {
+          body: { add: commaList(add), remove: commaList(remove), filters: setFilters(filters) },
+        }),
+      ),
+    onSuccess: (job) => setJobId((job as unknown as { id: number }).id),
+  });
+  const job = useQuery({
+    queryKey: ['tag-job', jobId],
+    queryFn: () => data(api.GET('/api/voters/tags/jobs/{job_id}', { params: { path: { job_id: jobId! } } })),
+    enabled: jobId !== null,
+    refetchInterval: (q) =>
+      q.state.data && ['completed', 'failed'].includes(q.state.data.status) ? false : 1000,
+  });
+  const status = job.data?.status;
+  useEffect(() => {
+    if (status === 'completed') void client.invalidateQueries({ queryKey: ['voters'] });
+  }, [status, client]);
+  return (
+    <form
+      className="filters"
+      aria-label={t('tags.title')}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setJobId(null);
+        start.mutate();
+      }}
+    >
+      <Field label={t('tags.add')} hint={t('voters.tagsHint')}>
+        <input value={add} onChange={(e) => setAdd(e.target.value)} />
+      </Field>
+      <Field label={t('tags.remove')}>
+        <input value={remove} onChange={(e) => setRemove(e.target.value)} />
+      </Field>
+      <button disabled={start.isPending || (commaList(add).length === 0 && commaList(remove).length === 0)}>
+        {t('tags.apply', { total: n(total) })}
+      </button>
+      <ErrorNote error={start.error} />
+      {job.data && (
+        <Notice>
+          {status === 'completed'
+            ? t('tags.done', { changed: n(job.data.changed), total: n(job.data.total) })
+            : status === 'failed'
+              ? t('tags.failed', { error: job.data.error ?? '' })
+              : t('tags.running', { changed: n(job.data.changed), total: n(job.data.total) })}
+        </Notice>
+      )}
+    </form>
+  );
+}
+
+/** "a, b,, c" as ["a", "b", "c"]. */
+export function commaList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 type VoterFields = {
   name: string;
   phone: string;
@@ -179,23 +325,95 @@ type VoterFields = {
 };
 const voterKeys = ['name', 'phone', 'email', 'constituency', 'booth', 'ward', 'address'] as const;
 
+/** The voter record's fields the form edits, as text. */
+const recordKeys = [
+  'epic_number',
+  'part_number',
+  'serial_number',
+  'page_number',
+  'house_number',
+  'relation_name',
+  'relation_type',
+  'gender',
+  'name_local',
+  'language',
+  'birth_date',
+  'age',
+  'support_level',
+] as const;
+type RecordKey = (typeof recordKeys)[number];
+const numberKeys = new Set<RecordKey>(['part_number', 'serial_number', 'page_number', 'age']);
+
+type FieldDef = {
+  key: string;
+  label: string;
+  type: 'text' | 'number' | 'date' | 'choice' | 'boolean';
+  choices: string[] | null;
+  sensitive: boolean;
+};
+
+/** The workspace's custom voter fields (everyone reads them). */
+export function useVoterFields() {
+  return useQuery({
+    queryKey: ['voter-fields'],
+    queryFn: () => data(api.GET('/api/voter-fields')) as Promise<FieldDef[]>,
+  });
+}
+
+type Shown = string | number | boolean | null | undefined;
+const asText = (value: Shown) => (value === null || value === undefined ? '' : String(value));
+
+/** A custom field's value from its input: typed as the field is, '' as null. */
+function fieldValue(def: FieldDef, text: string): string | number | boolean | null {
+  if (text === '') return null;
+  if (def.type === 'number') return Number(text);
+  if (def.type === 'boolean') return text === 'true';
+  return text;
+}
+
 function VoterForm({
   voter,
   onDone,
 }: {
-  voter?: { id: number } & Partial<Record<keyof VoterFields, string | null>>;
+  voter?: { id: number; tags?: string[]; fields?: Record<string, Shown> } & Partial<
+    Record<keyof VoterFields | RecordKey, Shown>
+  >;
   onDone(): void;
 }) {
   const { t } = useI18n();
   const client = useQueryClient();
+  const defs = useVoterFields();
   const [fields, setFields] = useState<VoterFields>(
-    () => Object.fromEntries(voterKeys.map((k) => [k, voter?.[k] ?? ''])) as VoterFields,
+    () => Object.fromEntries(voterKeys.map((k) => [k, asText(voter?.[k])])) as VoterFields,
+  );
+  const [record, setRecord] = useState<Record<RecordKey, string>>(
+    () => Object.fromEntries(recordKeys.map((k) => [k, asText(voter?.[k])])) as Record<RecordKey, string>,
+  );
+  const [tags, setTags] = useState(() => (voter?.tags ?? []).join(', '));
+  const [custom, setCustom] = useState<Record<string, string>>(() =>
+    Object.fromEntries(Object.entries(voter?.fields ?? {}).map(([k, v]) => [k, asText(v)])),
   );
   const save = useMutation({
     mutationFn: async () => {
-      const body = Object.fromEntries(
-        voterKeys.filter((k) => fields[k] !== '' || voter).map((k) => [k, fields[k]]),
+      // A new voter: what is filled in. An edit: what changed (a cleared value is null).
+      const given = (text: string, was: Shown) => (voter ? text !== asText(was) : text !== '');
+      const body: Record<string, unknown> = Object.fromEntries(
+        voterKeys
+          .filter((k) => given(fields[k], voter?.[k]))
+          .map((k) => [k, fields[k] === '' ? null : fields[k]]),
       );
+      for (const k of recordKeys) {
+        if (k === 'age' && record.birth_date !== '') continue; // a known date wins
+        if (given(record[k], voter?.[k])) body[k] = record[k] === '' ? null : record[k];
+      }
+      if (given(tags, (voter?.tags ?? []).join(', '))) body.tags = commaList(tags);
+      const values: Record<string, unknown> = {};
+      for (const def of defs.data ?? []) {
+        const text = custom[def.key] ?? '';
+        if (given(text, voter?.fields?.[def.key])) values[def.key] = fieldValue(def, text);
+      }
+      if (Object.keys(values).length > 0) body.fields = values;
+      if (voter && Object.keys(body).length === 0) return; // nothing changed
       if (voter) await envelope(api.PUT('/api/voters/{id}', { params: { path: { id: voter.id } }, body }));
       else await envelope(api.POST('/api/voters', { body: body as { name: string; phone: string } }));
     },
@@ -209,6 +427,16 @@ function VoterForm({
     e.preventDefault();
     save.mutate();
   };
+  const choose = (k: RecordKey, options: readonly string[], label: (o: string) => string) => (
+    <select value={record[k]} onChange={(e) => setRecord({ ...record, [k]: e.target.value })}>
+      <option value="">—</option>
+      {options.map((o) => (
+        <option key={o} value={o}>
+          {label(o)}
+        </option>
+      ))}
+    </select>
+  );
   return (
     <Section title={voter ? t('voters.edit') : t('voters.add')}>
       <form onSubmit={submit} className="form-grid">
@@ -216,10 +444,54 @@ function VoterForm({
           <Field key={k} label={t(`field.${k}`)}>
             <input
               value={fields[k]}
-              required={k === 'name' || k === 'phone'}
+              required={k === 'name' || (k === 'phone' && !voter)}
               type={k === 'email' ? 'email' : k === 'phone' ? 'tel' : 'text'}
               onChange={(e) => setFields({ ...fields, [k]: e.target.value })}
             />
+          </Field>
+        ))}
+        {recordKeys.map((k) => (
+          <Field key={k} label={t(`field.${k}`)}>
+            {k === 'gender' ? (
+              choose(k, genders, (g) => t(`gender.${g as (typeof genders)[number]}`))
+            ) : k === 'relation_type' ? (
+              choose(k, relations, (r) => t(`relation.${r as (typeof relations)[number]}`))
+            ) : k === 'support_level' ? (
+              choose(k, levels, (l) => t(`support.${l as (typeof levels)[number]}`))
+            ) : (
+              <input
+                value={record[k]}
+                type={numberKeys.has(k) ? 'number' : k === 'birth_date' ? 'date' : 'text'}
+                onChange={(e) => setRecord({ ...record, [k]: e.target.value })}
+              />
+            )}
+          </Field>
+        ))}
+        <Field label={t('field.tags')} hint={t('voters.tagsHint')}>
+          <input value={tags} onChange={(e) => setTags(e.target.value)} />
+        </Field>
+        {(defs.data ?? []).map((def) => (
+          <Field key={def.key} label={def.label}>
+            {def.type === 'choice' || def.type === 'boolean' ? (
+              <select
+                value={custom[def.key] ?? ''}
+                onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
+              >
+                <option value="">—</option>
+                {(def.type === 'boolean' ? ['true', 'false'] : (def.choices ?? [])).map((c) => (
+                  <option key={c} value={c}>
+                    {def.type === 'boolean' ? t(c === 'true' ? 'yes' : 'no') : c}
+                  </option>
+                ))}
+              </select>
+            ) : (
+              <input
+                value={custom[def.key] ?? ''}
+                type={def.type === 'number' ? 'number' : def.type === 'date' ? 'date' : 'text'}
+                step={def.type === 'number' ? 'any' : undefined}
+                onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
+              />
+            )}
           </Field>
         ))}
         <ErrorNote error={save.error} />
@@ -243,6 +515,14 @@ export function VoterPage({ id }: { id: number }) {
   const [, navigate] = useLocation();
   const client = useQueryClient();
   const [editing, setEditing] = useState(false);
+  const fieldDefs = useVoterFields();
+  const shownRecord = (k: RecordKey, value: Shown): string => {
+    if (value === null || value === undefined || value === '') return '—';
+    if (k === 'gender') return t(`gender.${value as (typeof genders)[number]}`);
+    if (k === 'relation_type') return t(`relation.${value as (typeof relations)[number]}`);
+    if (k === 'support_level') return t(`support.${String(value) as (typeof levels)[number]}`);
+    return String(value);
+  };
   const voter = useQuery({
     queryKey: ['voter', id],
     queryFn: () => data(api.GET('/api/voters/{id}', { params: { path: { id } } })),
@@ -307,7 +587,62 @@ export function VoterPage({ id }: { id: number }) {
               <dd>{v[k] ?? '—'}</dd>
             </div>
           ))}
+          {recordKeys
+            .filter((k) => k in v)
+            .map((k) => (
+              <div key={k} className="fact">
+                <dt>{t(`field.${k}`)}</dt>
+                <dd>{shownRecord(k, (v as unknown as Record<string, Shown>)[k])}</dd>
+              </div>
+            ))}
+          <div className="fact">
+            <dt>{t('field.tags')}</dt>
+            <dd>
+              {v.tags.length === 0
+                ? '—'
+                : v.tags.map((tag) => (
+                    <span key={tag} className="tag">
+                      {tag}
+                    </span>
+                  ))}
+            </dd>
+          </div>
         </dl>
+      </Section>
+      {(fieldDefs.data ?? []).some((def) => def.key in v.fields) && (
+        <Section title={t('voters.customFields')}>
+          <dl className="facts">
+            {(fieldDefs.data ?? [])
+              .filter((def) => def.key in v.fields)
+              .map((def) => (
+                <div key={def.key} className="fact">
+                  <dt>{def.label}</dt>
+                  <dd>
+                    {typeof v.fields[def.key] === 'boolean'
+                      ? t(v.fields[def.key] ? 'yes' : 'no')
+                      : asText(v.fields[def.key])}
+                  </dd>
+                </div>
+              ))}
+          </dl>
+        </Section>
+      )}
+      <Section title={t('voters.household')}>
+        {v.household.length === 0 ? (
+          <Empty>{t('voters.noHousehold')}</Empty>
+        ) : (
+          <ul className="plain">
+            {v.household.map((m) => (
+              <li key={m.id}>
+                <Link href={`/voters/${m.id}`}>{m.name}</Link>
+                {m.relation_type
+                  ? ` · ${t(`relation.${m.relation_type as (typeof relations)[number]}`)}`
+                  : ''}
+                {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
+              </li>
+            ))}
+          </ul>
+        )}
       </Section>
       {staff && (
         <Section title={t('voters.messages')}>

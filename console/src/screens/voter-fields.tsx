@@ -1,0 +1,122 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, envelope } from '../api.ts';
+import { useI18n } from '../i18n.tsx';
+import { Badge, Empty, ErrorNote, Field, Section, Table } from '../ui.tsx';
+import { commaList, useVoterFields } from './voters.tsx';
+
+const types = ['text', 'number', 'date', 'choice', 'boolean'] as const;
+
+/** The workspace's custom voter fields: list, add, delete (the politician's, in Settings). */
+export function VoterFieldsSettings() {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const fields = useVoterFields();
+  const [key, setKey] = useState('');
+  const [label, setLabel] = useState('');
+  const [type, setType] = useState<(typeof types)[number]>('text');
+  const [choices, setChoices] = useState('');
+  const [sensitive, setSensitive] = useState(false);
+  const refresh = () => void client.invalidateQueries({ queryKey: ['voter-fields'] });
+  const add = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/voter-fields', {
+          body: {
+            key: key.trim(),
+            label,
+            type,
+            sensitive,
+            ...(type === 'choice' ? { choices: commaList(choices) } : {}),
+          },
+        }),
+      ),
+    onSuccess: () => {
+      setKey('');
+      setLabel('');
+      setChoices('');
+      setSensitive(false);
+      refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (k: string) =>
+      envelope(api.DELETE('/api/voter-fields/{key}', { params: { path: { key: k } } })),
+    onSuccess: refresh,
+  });
+  return (
+    <Section title={t('fields.title')}>
+      <p className="muted">{t('fields.help')}</p>
+      <ErrorNote error={fields.error ?? remove.error} />
+      {fields.data && fields.data.length === 0 ? (
+        <Empty>{t('fields.none')}</Empty>
+      ) : (
+        <Table
+          caption={t('fields.title')}
+          head={[t('fields.label'), t('fields.key'), t('fields.type'), t('fields.choices'), '']}
+        >
+          {(fields.data ?? []).map((f) => (
+            <tr key={f.key}>
+              <td>
+                {f.label} {f.sensitive && <Badge value={t('fields.sensitive')} />}
+              </td>
+              <td>
+                <code>{f.key}</code>
+              </td>
+              <td>{t(`fields.type.${f.type}`)}</td>
+              <td>{(f.choices ?? []).join(', ')}</td>
+              <td>
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() => {
+                    if (window.confirm(t('fields.confirmDelete', { label: f.label }))) remove.mutate(f.key);
+                  }}
+                >
+                  {t('delete')}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <form
+        className="filters"
+        aria-label={t('fields.add')}
+        onSubmit={(e) => {
+          e.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label={t('fields.label')}>
+          <input required value={label} onChange={(e) => setLabel(e.target.value)} />
+        </Field>
+        <Field label={t('fields.key')} hint={t('fields.keyHint')}>
+          <input required pattern="[a-z0-9_]{1,40}" value={key} onChange={(e) => setKey(e.target.value)} />
+        </Field>
+        <Field label={t('fields.type')}>
+          <select value={type} onChange={(e) => setType(e.target.value as (typeof types)[number])}>
+            {types.map((ty) => (
+              <option key={ty} value={ty}>
+                {t(`fields.type.${ty}`)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        {type === 'choice' && (
+          <Field label={t('fields.choices')} hint={t('fields.choicesHint')}>
+            <input required value={choices} onChange={(e) => setChoices(e.target.value)} />
+          </Field>
+        )}
+        <label className="check">
+          <input type="checkbox" checked={sensitive} onChange={(e) => setSensitive(e.target.checked)} />{' '}
+          {t('fields.sensitive')}
+        </label>
+        <button className="primary" disabled={add.isPending}>
+          {t('fields.add')}
+        </button>
+        <ErrorNote error={add.error} />
+      </form>
+    </Section>
+  );
+}
