@@ -228,12 +228,14 @@ function sideWrites(table: string, ws: string, lines: string, pg: boolean): stri
     pg ? `jsonb_array_elements(x.${column}::jsonb) AS j(e)` : `json_each(x.${column}) AS j`;
   const at = (i: number) => (pg ? `(j.e->>${i})` : `json_extract(j.value, '$[${i}]')`);
   const num = pg ? `(j.e->>2)::double precision` : at(2);
-  const target = `(SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND (
-      (s.epic_number IS NOT NULL AND v.epic_number = s.epic_number)
-      OR (s.phone IS NOT NULL AND v.phone = s.phone AND v.name_key = s.name_key AND NOT ${epicHeld('s', ws)})))`;
-  // The file's last row for its voter that gives tags: its tags are the voter's.
-  const lastTags = `s.tags IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} l WHERE l.tags IS NOT NULL AND l.line > s.line
-      AND ((s.epic_number IS NOT NULL AND l.epic_number = s.epic_number) OR (l.phone = s.phone AND l.name_key = s.name_key)))`;
+  // The row's voter: the one holding its EPIC number, else the one with its name and phone (two index seeks).
+  const target = `coalesce(
+      (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.epic_number = s.epic_number),
+      (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.phone = s.phone AND v.name_key = s.name_key))`;
+  // The file's last row for its voter that gives tags: its tags are the voter's. Rows with one EPIC number are
+  // one row already (settleRollNumbers); rows with one name and phone are found through the staging index.
+  const lastTags = `s.tags IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} l WHERE l.phone = s.phone
+      AND l.name_key = s.name_key AND l.line > s.line AND l.tags IS NOT NULL)`;
   const tagged = `(SELECT s.line AS line, s.tags AS tags, ${target} AS id FROM ${table} s WHERE ${lastTags}${lines}) x`;
   return [
     `INSERT INTO voter_tag_names (workspace_id, key, label)
@@ -304,6 +306,8 @@ async function startSqliteImport(
   let skipped: ImportProblem[] = [];
   /** The roll numbers settled before anything is applied (see settleRollNumbers). */
   const settle = async () => {
+    if (seen.side)
+      await locked(() => sqlite.exec(`CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`));
     if (!seen.roll) return;
     await locked(() => {
       sqlite.exec(`CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number)`);
@@ -518,6 +522,7 @@ async function startPostgresImport(
   const settle = async () => {
     stream.end();
     await finished;
+    if (seen.side) await client.query('CREATE INDEX ON voters_import (phone, name_key, line)');
     if (!seen.roll) return;
     await client.query('CREATE INDEX ON voters_import (epic_number)');
     await client.query('CREATE INDEX ON voters_import (part_number, serial_number)');
