@@ -375,6 +375,16 @@ for (const dialect of dialects) {
         headers: { accept: 'text/html', 'accept-language': 'en-IN' },
       });
       expect(english.raw).toContain('Unsubscribe from email');
+      // A voter with that address whose language is Hindi gets the page in Hindi, whatever the browser asks.
+      const voter = await call(t.app, 'POST', '/api/voters', {
+        token: owner.token,
+        body: { name: 'Hindi Reader', phone: uniquePhone(), email: address, language: 'hi' },
+      });
+      expect(voter.status, voter.raw).toBe(201);
+      const theirs = await call(t.app, 'GET', path, {
+        headers: { accept: 'text/html', 'accept-language': 'en-IN' },
+      });
+      expect(theirs.raw).toContain('<html lang="hi">');
       // No token needed: the link is the credential.
       const ok = await post(path);
       expect(ok.status).toBe(200);

@@ -64,6 +64,26 @@ function languageOf(header: string | undefined): Language {
   return best.lang;
 }
 
+/**
+ * The page's language: the voter's own (`language` of the workspace's voter with the link's address, when it is
+ * Hindi or English), else the request's Accept-Language.
+ */
+async function pageLanguage(
+  db: Kysely<Database>,
+  target: { workspaceId: number; email: string },
+  header: string | undefined,
+): Promise<Language> {
+  const voter = await db
+    .selectFrom('voters')
+    .select('language')
+    .where('workspace_id', '=', target.workspaceId)
+    .where('email', '=', target.email)
+    .where('language', 'in', ['hi', 'en'])
+    .limit(1)
+    .executeTakeFirst();
+  return (voter?.language as Language | undefined) ?? languageOf(header);
+}
+
 function page(title: string, body: string, lang: Language = 'en'): string {
   return `<!doctype html>
 <html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -97,7 +117,7 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
         summary: 'The page of a one-click unsubscribe link (for a person who clicks it)',
         description:
           'An HTML page naming the address and the channel, with a button that posts the one-click request, in Hindi ' +
-          "or English (the request's Accept-Language). " +
+          "or English (the voter's `language`, else the request's Accept-Language). " +
           'Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser ' +
           '(`Accept: text/html`), the error envelope otherwise.',
         security: [],
@@ -109,7 +129,9 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
     },
     async (request, reply) => {
       const target = readUnsubscribeToken(appKey, request.params.token);
-      const lang = languageOf(request.headers['accept-language']);
+      const lang = target
+        ? await pageLanguage(db, target, request.headers['accept-language'])
+        : languageOf(request.headers['accept-language']);
       const w = words[lang];
       if (!target) {
         // A person (a browser asks for HTML) reads a page; any other client gets the error envelope.
@@ -166,7 +188,7 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
         );
       });
       if (/\btext\/html\b/.test(request.headers.accept ?? '')) {
-        const lang = languageOf(request.headers['accept-language']);
+        const lang = await pageLanguage(db, target, request.headers['accept-language']);
         return reply
           .header('content-security-policy', PAGE_CSP)
           .type('text/html; charset=utf-8')

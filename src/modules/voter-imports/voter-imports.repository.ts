@@ -162,14 +162,19 @@ const epicHeld = (s: string, ws: string) =>
  * voter that has none and no one else has it with that name).
  */
 function rollUpdate(table: string, ws: string, now: string, lines: string): string {
-  const set = [
-    ...mergedColumns.map((c) => `${c} = coalesce(s.${c}, voters.${c})`),
-    `phone = CASE WHEN voters.phone IS NULL AND s.phone IS NOT NULL AND NOT EXISTS (SELECT 1 FROM voters o
+  // Driven by the chunk's EPIC numbers (an index seek each, and one into the staging table for the row's
+  // values): an UPDATE ... FROM let SQLite walk every voter of the workspace for each chunk, and the chunks
+  // shrank to the pacer's least as the table grew.
+  const values = [
+    ...mergedColumns.map((c) => `coalesce(s.${c}, voters.${c})`),
+    `CASE WHEN voters.phone IS NULL AND s.phone IS NOT NULL AND NOT EXISTS (SELECT 1 FROM voters o
        WHERE o.workspace_id = ${ws} AND o.phone = s.phone AND o.name_key = voters.name_key) THEN s.phone ELSE voters.phone END`,
-    `updated_at = ${now}`,
-  ].join(', ');
-  return `UPDATE voters SET ${set} FROM ${table} s
-    WHERE voters.workspace_id = ${ws} AND s.epic_number IS NOT NULL AND voters.epic_number = s.epic_number${lines}`;
+    now,
+  ];
+  return `UPDATE voters SET (${[...mergedColumns, 'phone', 'updated_at'].join(', ')}) =
+      (SELECT ${values.join(', ')} FROM ${table} s WHERE s.epic_number = voters.epic_number${lines})
+    WHERE voters.workspace_id = ${ws}
+      AND voters.epic_number IN (SELECT s.epic_number FROM ${table} s WHERE s.epic_number IS NOT NULL${lines})`;
 }
 
 /**
@@ -354,7 +359,7 @@ async function startSqliteImport(
       const side = seen.side ? sideWrites(table, ws, lines, false).map((text) => sqlite.prepare(text)) : [];
       const chunk = sqlite.transaction((from: number, to: number) => {
         const before = (maxId.get() as number | null) ?? 0;
-        roll?.run(now, from, to);
+        roll?.run(now, from, to, from, to);
         upsert.run(workspaceId, now, now, from, to);
         for (const statement of side) statement.run(from, to);
         return createdSince.get(before) as number;
@@ -549,7 +554,7 @@ async function startPostgresImport(
     apply: async (now, audit) => {
       try {
         await settle();
-        if (seen.roll) await client.query(rollUpdate('voters_import', ws, '$1', ''), [now]);
+        if (seen.roll) await client.query(rollUpdate('voters_import', ws, '$1::timestamptz', ''), [now]);
         // A row from the roll without a phone is a voter of its own (its EPIC number is its identity).
         const result = await client.query<{ imported: number }>(
           `WITH src AS (
