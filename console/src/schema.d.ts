@@ -1286,7 +1286,7 @@ export interface paths {
         };
         /**
          * The page of a one-click unsubscribe link (for a person who clicks it)
-         * @description An HTML page naming the address and the channel, with a button that posts the one-click request, in Hindi or English (the request's Accept-Language). Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise.
+         * @description An HTML page naming the address and the channel, with a button that posts the one-click request, in Hindi or English (the voter's `language`, else the request's Accept-Language). Changes nothing by itself. An unknown or altered link is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise.
          */
         get: operations["getUnsubscribeToken"];
         put?: never;
@@ -2240,6 +2240,8 @@ export interface components {
             opted_out: number;
             /** @description Skipped: voters of a constituency in a silence period then. */
             silence_period: number;
+            /** @description Segment voters with no address for the channel (no phone: a voter from the roll; no email), not counted in total_recipients. */
+            skipped_no_address: number;
             /** @description What would go out. */
             to_send: number;
             /** @description Of to_send, held by quiet hours until held_until. */

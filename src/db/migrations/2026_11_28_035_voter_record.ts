@@ -67,7 +67,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['workspace_id', 'household_key'])
     .execute();
   // A voter by email: the unsubscribe page's language, and linking a conversation to the voter who wrote in.
-  await sql`CREATE INDEX voters_email_idx ON voters (workspace_id, email) WHERE email IS NOT NULL`.execute(db);
+  await sql`CREATE INDEX voters_email_idx ON voters (workspace_id, email) WHERE email IS NOT NULL`.execute(
+    db,
+  );
   await db.schema
     .createIndex('voters_support_idx')
     .on('voters')

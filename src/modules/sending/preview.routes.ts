@@ -20,7 +20,7 @@ const PreviewResult = Type.Object(
     }),
     skipped_no_address: Type.Integer({
       description:
-        "Segment voters with no address for the channel (no phone: a voter from the roll; no email), not counted in total_recipients.",
+        'Segment voters with no address for the channel (no phone: a voter from the roll; no email), not counted in total_recipients.',
     }),
     to_send: Type.Integer({ description: 'What would go out.' }),
     held: Type.Integer({ description: 'Of to_send, held by quiet hours until held_until.' }),

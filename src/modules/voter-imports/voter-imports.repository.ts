@@ -312,7 +312,9 @@ async function startSqliteImport(
   /** The roll numbers settled before anything is applied (see settleRollNumbers). */
   const settle = async () => {
     if (seen.side)
-      await locked(() => sqlite.exec(`CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`));
+      await locked(() =>
+        sqlite.exec(`CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`),
+      );
     if (!seen.roll) return;
     await locked(() => {
       sqlite.exec(`CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number)`);
