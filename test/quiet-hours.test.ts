@@ -200,6 +200,7 @@ for (const dialect of dialects) {
         total_recipients: 7,
         opted_out: 3,
         silence_period: 1,
+        skipped_no_address: 0,
         to_send: 3,
         held: 3,
         held_until: release,
