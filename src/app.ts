@@ -87,6 +87,10 @@ import { ConversationsService } from './modules/conversations/conversations.serv
 import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
 import { eventsRoutes } from './modules/events/events.routes.ts';
 import { EventHub } from './modules/events/live.ts';
+import { SurveyCalls } from './modules/surveys/survey-calls.ts';
+import { SurveyResults } from './modules/surveys/survey-results.ts';
+import { surveysRoutes } from './modules/surveys/surveys.routes.ts';
+import { SurveysService } from './modules/surveys/surveys.service.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -391,12 +395,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     perUser: config.eventStreamsPerUser,
     bufferBytes: config.eventStreamBufferBytes,
   });
+  const surveys = new SurveysService({ db: db.kysely, config });
+  await app.register(surveysRoutes, {
+    prefix: '/api',
+    surveys,
+    results: new SurveyResults({ db: db.kysely, surveys }),
+    idleTimeoutMs: config.export.idleTimeoutMs,
+  });
   await app.register(providerCallbackRoutes, {
     prefix: '/api',
     db: db.kysely,
     accounts: accountProviders,
     messages,
     inbound,
+    surveyCalls: new SurveyCalls({ db: db.kysely, defaultCountry: config.defaultCountry }),
     publicBaseUrl: config.publicBaseUrl,
     port: config.port,
     deployment: config.deployment,

@@ -308,6 +308,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     tokenTtlSeconds: ttl > 0 ? ttl : undefined,
     registration: oneOf(env, 'REGISTRATION', ['open', 'closed'], 'open'),
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
+    surveySessionHours: int(env, 'SURVEY_SESSION_HOURS', 24, 1, 720),
     otp: {
       ttlSeconds: int(env, 'OTP_TTL_SECONDS', 300, 30),
       maxAttempts: int(env, 'OTP_MAX_ATTEMPTS', 5, 1),

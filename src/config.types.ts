@@ -31,6 +31,8 @@ export interface Config {
   readonly registration: 'open' | 'closed';
   /** Audit-log rows older than this many days are deleted by the worker. */
   readonly auditRetentionDays: number;
+  /** SURVEY_SESSION_HOURS: a survey session with no answer for this long ends (partial or no_answer). */
+  readonly surveySessionHours: number;
   readonly otp: { readonly ttlSeconds: number; readonly maxAttempts: number };
   readonly signupCredits: { readonly sms: number; readonly whatsapp: number; readonly email: number };
   readonly rateLimits: {

@@ -229,9 +229,9 @@ describe('the OpenAPI document', () => {
 
   // 826 KB before named components; a third of that (275,502 bytes) was the bound then. The document grows
   // with the API (GET /api/workspace, POST /api/templates/render, the gateways' inbound callbacks, campaigns'
-  // carriers; places): the bound is 350,000 bytes, which inlined schemas (three times the size) would still break.
-  it('stays small with named components (under 350 KB; 826 KB before them)', () => {
-    expect(JSON.stringify(raw).length).toBeLessThan(350_000);
+  // carriers; places; surveys, 367 KB): the bound is 400,000 bytes, which inlined schemas (three times the size) would still break.
+  it('stays small with named components (under 400 KB; 826 KB before them)', () => {
+    expect(JSON.stringify(raw).length).toBeLessThan(400_000);
   });
 
   it("documents the channel accounts' callbacks even when no real provider is configured, not the deployment's", async () => {

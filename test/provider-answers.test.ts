@@ -88,6 +88,7 @@ const exotel = (base: string) =>
     sender: 'CESOFC',
     callerId: undefined,
     appId: undefined,
+    surveyAppId: undefined,
     dltEntityId: undefined,
     deliveryUrl: 'https://ces.example.org/d',
     callStatusUrl: 'https://ces.example.org/c',

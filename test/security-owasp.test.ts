@@ -271,6 +271,19 @@ for (const dialect of dialects) {
         await created('POST', '/api/voter-fields', { key: 'owasp_field', label: 'x', type: 'text' })
       ).key;
       ids.job_id = String((await created('POST', '/api/voters/tags', { add: ['owasp'], filters: {} })).id);
+      ids.surveys = (
+        await created('POST', '/api/surveys', {
+          name: marker,
+          questions: [{ key: 'q', type: 'text', text: { en: marker } }],
+        })
+      ).id;
+      ids['survey-runs'] = (
+        await created('POST', `/api/surveys/${ids.surveys}/runs`, {
+          channel: 'sms',
+          recipients: [uniquePhone()],
+          scheduled_at: '2030-01-01T00:00:00Z',
+        })
+      ).id;
     });
     afterAll(() => t.close());
 
@@ -298,6 +311,8 @@ for (const dialect of dialects) {
         'PATCH /api/quick-replies/:id': { title: 'Taken over' },
         'POST /api/channel-accounts/:id/test': { to: '+919812345678' },
         'PATCH /api/places/:id': { name: 'Taken over' },
+        'PATCH /api/surveys/:id': { name: 'Taken over' },
+        'POST /api/surveys/:id/runs': { channel: 'sms', recipients: ['+919812345678'] },
         'PATCH /api/voter-fields/:key': { label: 'Taken over' },
       };
       return bodies[label(route)];

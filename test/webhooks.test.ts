@@ -31,6 +31,7 @@ const allEvents = [
   'channel_account.failed',
   'conversation.created',
   'conversation.assigned',
+  'survey.response.completed',
 ];
 
 async function createHook(t: TestApp, owner: Account, body: Record<string, unknown>) {

@@ -1818,11 +1818,197 @@ export interface paths {
         };
         /**
          * Live events (Server-Sent Events)
-         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
+         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed, survey.response.completed (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
          *
          *     Any signed-in user.
          */
         get: operations["getEventsStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/surveys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List surveys, newest first
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveys"];
+        put?: never;
+        /**
+         * Create a survey: questions in several languages, retries and triggers
+         * @description See docs/surveys.md. A keyword trigger of an active survey must not be another active survey's (409).
+         *
+         *     Requires permission `surveys:manage` (politician, manager).
+         */
+        post: operations["postSurveys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/surveys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a survey
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveysId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a survey that never ran
+         * @description A survey with responses is kept: close it instead (409).
+         *
+         *     Requires permission `surveys:manage` (politician, manager).
+         */
+        delete: operations["deleteSurveysId"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a survey, activate it or close it
+         * @description A survey that has run cannot change its questions (409). Closing ends its open sessions and its triggers; a closed survey stays closed.
+         *
+         *     Requires permission `surveys:manage` (politician, manager).
+         */
+        patch: operations["patchSurveysId"];
+        trace?: never;
+    };
+    "/api/surveys/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A survey's runs, newest first
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveysIdRuns"];
+        put?: never;
+        /**
+         * Run a survey on a channel for a segment, a filter or a list of recipients
+         * @description 202: the run's sessions open in the background. The first question's credits are reserved for every recipient now (402 when short); later questions are charged as they go. Opt-outs, quiet hours, silence periods and DLT apply as to a campaign.
+         *
+         *     Requires permission `surveys:manage` (politician, manager).
+         */
+        post: operations["postSurveysIdRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/survey-runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run with its progress
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveyRunsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/survey-runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a scheduled or running run
+         * @description No one else is asked; open sessions end and their unsent questions are refunded, as is the unspent reservation.
+         *
+         *     Requires permission `surveys:manage` (politician, manager).
+         */
+        post: operations["postSurveyRunsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/surveys/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A survey's results: exact counts per question and choice, and the mean of numbers, optionally by place
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveysIdResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/surveys/{id}/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A survey's responses, newest first
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveysIdResponses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/surveys/{id}/responses/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A survey's responses as CSV or Excel, streamed (one column per question; cells formula-safe)
+         * @description Requires permission `surveys:manage` (politician, manager).
+         */
+        get: operations["getSurveysIdResponsesExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1840,7 +2026,7 @@ export interface paths {
         };
         /**
          * A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies
-         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound), whatsapp_cloud (webhook), twilio (delivery).
+         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call), whatsapp_cloud (webhook), twilio (delivery).
          */
         get: operations["getProvidersProviderAccountTokenKind"];
         put?: never;
@@ -2010,6 +2196,23 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "survey.response.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A survey response answered every question (docs/surveys.md) */
+        post: operations["postWebhookSurveyResponseCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     ping: {
         parameters: {
             query?: never;
@@ -2082,7 +2285,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2299,7 +2502,7 @@ export interface components {
             active: boolean;
             /** @description Why the account is switched off; null while active. */
             disabled_reason: string | null;
-            /** @description Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 `{ delivery, inbound }`; exotel `{ delivery, call_status, greeting, inbound }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working). */
+            /** @description Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 `{ delivery, inbound }`; exotel `{ delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working). */
             callback_urls: {
                 [key: string]: string;
             };
@@ -3258,6 +3461,223 @@ export interface components {
             message?: string;
             data: components["schemas"]["SilencePeriod"];
         };
+        /** Survey */
+        Survey: {
+            /** @description `svy_<n>` */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "closed";
+            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            intro: {
+                [key: string]: string;
+            };
+            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            outro: {
+                [key: string]: string;
+            };
+            questions: components["schemas"]["SurveyQuestion"][];
+            retries: number;
+            triggers: components["schemas"]["SurveyTrigger"][];
+            /** @description A survey that has run keeps its questions. */
+            has_run: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** SurveyChoice */
+        SurveyChoice: {
+            /** @description What a voter types or presses: 1, 2, ... */
+            key: string;
+            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            label: {
+                [key: string]: string;
+            };
+            keywords?: string[];
+        };
+        /** SurveyPage */
+        SurveyPage: {
+            data: components["schemas"]["Survey"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** SurveyPageResponse */
+        SurveyPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["SurveyPage"];
+        };
+        /** SurveyQuestion */
+        SurveyQuestion: {
+            /** @description a-z, 0-9, _; unique in the survey. */
+            key: string;
+            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            text: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            type: "choice" | "number" | "text";
+            choices?: components["schemas"]["SurveyChoice"][];
+            min?: number;
+            max?: number;
+            /** @description `support_level`, `tags` (the choice key) or `field:<key>`. */
+            save_to?: string;
+            /** @description SMS: the DLT template (tpl_<n>) sent for this question. */
+            template_id?: string;
+            /** @description IVR: a recording Exotel plays instead of speaking the text. */
+            audio_url?: string;
+        };
+        /** SurveyResponse */
+        SurveyResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Survey"];
+        };
+        /** SurveyResponseRecord */
+        SurveyResponseRecord: {
+            /** @description `sres_<n>` */
+            id: string;
+            survey_id: string;
+            run_id: string | null;
+            voter_id: number | null;
+            address: string;
+            channel: string;
+            language: string;
+            /** @enum {string} */
+            status: "open" | "completed" | "partial" | "no_answer";
+            opted_out: boolean;
+            /** @description By question key: the choice key (or `other`), the number, or the text. */
+            answers: {
+                [key: string]: string | number | null;
+            };
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            started_at: string;
+            completed_at: string | null;
+        };
+        /** SurveyResponseRecordPage */
+        SurveyResponseRecordPage: {
+            data: components["schemas"]["SurveyResponseRecord"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** SurveyResponseRecordPageResponse */
+        SurveyResponseRecordPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["SurveyResponseRecordPage"];
+        };
+        /** SurveyResults */
+        SurveyResults: {
+            responses: number;
+            completed: number;
+            group_by?: string;
+            questions: {
+                key: string;
+                type: string;
+                answered: number;
+                choices?: {
+                    key: string;
+                    count: number;
+                }[];
+                mean?: number | null;
+                groups?: {
+                    group: string | null;
+                    answered: number;
+                    choices?: {
+                        key: string;
+                        count: number;
+                    }[];
+                    mean?: number | null;
+                }[];
+            }[];
+        };
+        /** SurveyResultsResponse */
+        SurveyResultsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["SurveyResults"];
+        };
+        /** SurveyRun */
+        SurveyRun: {
+            /** @description `srun_<n>` */
+            id: string;
+            survey_id: string;
+            channel: string;
+            channel_account_id: string | null;
+            /** @enum {string} */
+            status: "scheduled" | "running" | "completed" | "cancelled";
+            /** @description Contacts the run reaches (counted at the start, trued up once its sessions are open). */
+            recipients: number;
+            /** @description Sessions opened (the first question queued, or the call placed). */
+            started: number;
+            open: number;
+            completed: number;
+            partial: number;
+            no_answer: number;
+            /** @description Skipped as opted out, or ended by STOP. */
+            opted_out: number;
+            scheduled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+        };
+        /** SurveyRunPage */
+        SurveyRunPage: {
+            data: components["schemas"]["SurveyRun"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** SurveyRunPageResponse */
+        SurveyRunPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["SurveyRunPage"];
+        };
+        /** SurveyRunResponse */
+        SurveyRunResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["SurveyRun"];
+        };
+        /** SurveyTrigger */
+        SurveyTrigger: {
+            /** @enum {string} */
+            channel: "sms" | "whatsapp";
+            keyword: string;
+        } | {
+            /** @enum {boolean} */
+            missed_call: true;
+            /** @description The Exotel account whose number is called. */
+            channel_account_id: string;
+            /** @enum {string} */
+            reply_channel: "sms" | "whatsapp" | "ivr";
+        };
         /** TeamMember */
         TeamMember: {
             id: number;
@@ -3466,6 +3886,52 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["VoterField"];
+        };
+        /**
+         * VoterFilters
+         * @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.
+         */
+        VoterFilters: {
+            /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+            search?: string;
+            /** @description Exact, case-insensitive. */
+            constituency?: string;
+            /** @description Exact. */
+            booth?: string;
+            /** @description Exact. */
+            ward?: string;
+            /** @description Exact (case-insensitive). */
+            epic_number?: string;
+            /** @description 1-9999. */
+            part_number?: number | string;
+            /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+            serial_from?: number | string;
+            /** @description Serial numbers up to this one. */
+            serial_to?: number | string;
+            /** @description 1-999. */
+            page_number?: number | string;
+            /** @description Exact, case-insensitive. */
+            house_number?: string;
+            /** @description male, female or third_gender. */
+            gender?: string;
+            /** @description Age today at least this. */
+            age_min?: number | string;
+            /** @description Age today at most this. */
+            age_max?: number | string;
+            /** @description ISO 639-1. */
+            language?: string;
+            /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+            support_level?: string | (string | number)[];
+            /** @description Voters with all of these tags (comma list). */
+            tags?: string | (string | number)[];
+            /** @description Voters with any of these tags. */
+            tags_any?: string | (string | number)[];
+            /** @description Voters with none of these tags. */
+            tags_none?: string | (string | number)[];
+            /** @description A voter id: that voter's household, the voter included. */
+            household_of?: number | string;
+        } & {
+            [key: string]: string | number | boolean;
         };
         /** VoterImportJob */
         VoterImportJob: {
@@ -4799,6 +5265,134 @@ export interface components {
             };
         };
         /** @description OK. */
+        Survey: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyResponse"];
+            };
+        };
+        /** @description Created. */
+        SurveyCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyResponse"];
+            };
+        };
+        /** @description OK. */
+        SurveyPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyPageResponse"];
+            };
+        };
+        /** @description OK. */
+        SurveyResponseRecordPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyResponseRecordPageResponse"];
+            };
+        };
+        /** @description OK. */
+        SurveyResults: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyResultsResponse"];
+            };
+        };
+        /** @description OK. */
+        SurveyRun: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyRunResponse"];
+            };
+        };
+        /** @description Accepted: queued; follow its progress with the returned id. */
+        SurveyRunAccepted: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyRunResponse"];
+            };
+        };
+        /** @description OK. */
+        SurveyRunPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SurveyRunPageResponse"];
+            };
+        };
+        /** @description OK. */
         Template: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5181,15 +5775,17 @@ export interface components {
         };
     };
     parameters: {
-        Id: number;
         /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
         Page: number;
         /** @description Items per page, 1-100. */
         PerPage: number;
+        Id: number;
         /** @description Makes the request safe to retry: a repeat with the same key and body returns the first answer and does nothing again. */
         IdempotencyKey: string;
         /** @description whatsapp, sms, email or ivr. */
         Channel: components["schemas"]["Channel"];
+        /** @description Exact, case-insensitive. */
+        Constituency: string;
     };
     requestBodies: never;
     headers: {
@@ -5962,7 +6558,7 @@ export interface operations {
                 /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
                 search?: string;
                 /** @description Exact, case-insensitive. */
-                constituency?: string;
+                constituency?: components["parameters"]["Constituency"];
                 /** @description Exact. */
                 booth?: string;
                 /** @description Exact. */
@@ -6347,49 +6943,7 @@ export interface operations {
                     add?: string[];
                     remove?: string[];
                     voter_ids?: number[];
-                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
-                    filters?: {
-                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
-                        search?: string;
-                        /** @description Exact, case-insensitive. */
-                        constituency?: string;
-                        /** @description Exact. */
-                        booth?: string;
-                        /** @description Exact. */
-                        ward?: string;
-                        /** @description Exact (case-insensitive). */
-                        epic_number?: string;
-                        /** @description 1-9999. */
-                        part_number?: number | string;
-                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
-                        serial_from?: number | string;
-                        /** @description Serial numbers up to this one. */
-                        serial_to?: number | string;
-                        /** @description 1-999. */
-                        page_number?: number | string;
-                        /** @description Exact, case-insensitive. */
-                        house_number?: string;
-                        /** @description male, female or third_gender. */
-                        gender?: string;
-                        /** @description Age today at least this. */
-                        age_min?: number | string;
-                        /** @description Age today at most this. */
-                        age_max?: number | string;
-                        /** @description ISO 639-1. */
-                        language?: string;
-                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
-                        support_level?: string | (string | number)[];
-                        /** @description Voters with all of these tags (comma list). */
-                        tags?: string | (string | number)[];
-                        /** @description Voters with any of these tags. */
-                        tags_any?: string | (string | number)[];
-                        /** @description Voters with none of these tags. */
-                        tags_none?: string | (string | number)[];
-                        /** @description A voter id: that voter's household, the voter included. */
-                        household_of?: number | string;
-                    } & {
-                        [key: string]: string | number | boolean;
-                    };
+                    filters?: components["schemas"]["VoterFilters"];
                 };
             };
         };
@@ -6463,49 +7017,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
-                    filters?: {
-                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
-                        search?: string;
-                        /** @description Exact, case-insensitive. */
-                        constituency?: string;
-                        /** @description Exact. */
-                        booth?: string;
-                        /** @description Exact. */
-                        ward?: string;
-                        /** @description Exact (case-insensitive). */
-                        epic_number?: string;
-                        /** @description 1-9999. */
-                        part_number?: number | string;
-                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
-                        serial_from?: number | string;
-                        /** @description Serial numbers up to this one. */
-                        serial_to?: number | string;
-                        /** @description 1-999. */
-                        page_number?: number | string;
-                        /** @description Exact, case-insensitive. */
-                        house_number?: string;
-                        /** @description male, female or third_gender. */
-                        gender?: string;
-                        /** @description Age today at least this. */
-                        age_min?: number | string;
-                        /** @description Age today at most this. */
-                        age_max?: number | string;
-                        /** @description ISO 639-1. */
-                        language?: string;
-                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
-                        support_level?: string | (string | number)[];
-                        /** @description Voters with all of these tags (comma list). */
-                        tags?: string | (string | number)[];
-                        /** @description Voters with any of these tags. */
-                        tags_any?: string | (string | number)[];
-                        /** @description Voters with none of these tags. */
-                        tags_none?: string | (string | number)[];
-                        /** @description A voter id: that voter's household, the voter included. */
-                        household_of?: number | string;
-                    } & {
-                        [key: string]: string | number | boolean;
-                    };
+                    filters?: components["schemas"]["VoterFilters"];
                 };
             };
         };
@@ -6581,49 +7093,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
-                    /** @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error. */
-                    filters?: {
-                        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
-                        search?: string;
-                        /** @description Exact, case-insensitive. */
-                        constituency?: string;
-                        /** @description Exact. */
-                        booth?: string;
-                        /** @description Exact. */
-                        ward?: string;
-                        /** @description Exact (case-insensitive). */
-                        epic_number?: string;
-                        /** @description 1-9999. */
-                        part_number?: number | string;
-                        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
-                        serial_from?: number | string;
-                        /** @description Serial numbers up to this one. */
-                        serial_to?: number | string;
-                        /** @description 1-999. */
-                        page_number?: number | string;
-                        /** @description Exact, case-insensitive. */
-                        house_number?: string;
-                        /** @description male, female or third_gender. */
-                        gender?: string;
-                        /** @description Age today at least this. */
-                        age_min?: number | string;
-                        /** @description Age today at most this. */
-                        age_max?: number | string;
-                        /** @description ISO 639-1. */
-                        language?: string;
-                        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
-                        support_level?: string | (string | number)[];
-                        /** @description Voters with all of these tags (comma list). */
-                        tags?: string | (string | number)[];
-                        /** @description Voters with any of these tags. */
-                        tags_any?: string | (string | number)[];
-                        /** @description Voters with none of these tags. */
-                        tags_none?: string | (string | number)[];
-                        /** @description A voter id: that voter's household, the voter included. */
-                        household_of?: number | string;
-                    } & {
-                        [key: string]: string | number | boolean;
-                    };
+                    filters?: components["schemas"]["VoterFilters"];
                 };
             };
         };
@@ -6655,7 +7125,7 @@ export interface operations {
                 /** @description Exact, case-insensitive. */
                 category?: string;
                 /** @description Exact, case-insensitive. */
-                constituency?: string;
+                constituency?: components["parameters"]["Constituency"];
                 assigned_to?: number;
                 /** @description true: due_at has passed and the grievance is open or in progress. */
                 overdue?: boolean;
@@ -6924,8 +7394,8 @@ export interface operations {
                 "application/json": {
                     /** @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true). */
                     url: string;
-                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned. Default: all. */
-                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned")[];
+                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. Default: all. */
+                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
                     description?: string | null;
                 };
             };
@@ -7002,8 +7472,8 @@ export interface operations {
                 "application/json": {
                     /** @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true). */
                     url?: string;
-                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned. */
-                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned")[];
+                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. */
+                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
                     description?: string | null;
                     /** @description false stops deliveries (they wait, pending); true resumes them, also after a 410. */
                     active?: boolean;
@@ -8384,7 +8854,7 @@ export interface operations {
                     provider: "msg91" | "exotel" | "whatsapp_cloud" | "twilio" | "smtp" | "sandbox";
                     /** @description The channels the account is for (default: those of the provider that its settings allow). */
                     channels?: components["schemas"]["Channel"][];
-                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
+                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id?, survey_flow_app_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
                     settings?: {
                         [key: string]: string | number | boolean;
                     };
@@ -8513,7 +8983,7 @@ export interface operations {
                 "application/json": {
                     name?: string;
                     channels?: components["schemas"]["Channel"][];
-                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
+                    /** @description The provider's non-secret fields: msg91 `{ sender, otp_template_id? }`; exotel `{ sid, sender, caller_id?, app_id?, dlt_entity_id?, survey_flow_app_id? }`; whatsapp_cloud `{ phone_number_id, waba_id? }`; twilio `{ account_sid, sms_from?, whatsapp_from?, voice_from? }`; smtp `{ host, port?, secure?, from }`; others `{}`. Each provider's schema, with what each channel needs, is in GET /api/channel-accounts/providers. A PATCH merges the keys it gives into the account's. */
                     settings?: {
                         [key: string]: string | number | boolean;
                     };
@@ -8943,6 +9413,415 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getSurveys: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyPage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postSurveys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @enum {string} */
+                    status?: "draft" | "active" | "closed";
+                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    intro?: {
+                        [key: string]: string;
+                    };
+                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    outro?: {
+                        [key: string]: string;
+                    };
+                    questions: components["schemas"]["SurveyQuestion"][];
+                    /** @default 2 */
+                    retries?: number;
+                    triggers?: components["schemas"]["SurveyTrigger"][];
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["SurveyCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveysId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Survey"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSurveysId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Done"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchSurveysId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @enum {string} */
+                    status?: "draft" | "active" | "closed";
+                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    intro?: {
+                        [key: string]: string;
+                    };
+                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    outro?: {
+                        [key: string]: string;
+                    };
+                    questions?: components["schemas"]["SurveyQuestion"][];
+                    /** @default 2 */
+                    retries?: number;
+                    triggers?: components["schemas"]["SurveyTrigger"][];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Survey"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveysIdRuns: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyRunPage"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postSurveysIdRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    channel: "sms" | "whatsapp" | "ivr";
+                    segment_id?: string | number;
+                    recipients?: string[];
+                    filters?: components["schemas"]["VoterFilters"];
+                    channel_account_id?: string;
+                    /** @description ISO 8601, in the future. */
+                    scheduled_at?: string;
+                };
+            };
+        };
+        responses: {
+            202: components["responses"]["SurveyRunAccepted"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveyRunsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `srun_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyRun"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postSurveyRunsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `srun_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyRun"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveysIdResults: {
+        parameters: {
+            query?: {
+                group_by?: "booth" | "ward" | "constituency" | "part_number";
+                /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                search?: string;
+                /** @description Exact, case-insensitive. */
+                constituency?: components["parameters"]["Constituency"];
+                /** @description Exact. */
+                booth?: string;
+                /** @description Exact. */
+                ward?: string;
+                /** @description Exact (case-insensitive). */
+                epic_number?: string;
+                /** @description 1-9999. */
+                part_number?: number | string;
+                /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                serial_from?: number | string;
+                /** @description Serial numbers up to this one. */
+                serial_to?: number | string;
+                /** @description 1-999. */
+                page_number?: number | string;
+                /** @description Exact, case-insensitive. */
+                house_number?: string;
+                /** @description male, female or third_gender. */
+                gender?: string;
+                /** @description Age today at least this. */
+                age_min?: number | string;
+                /** @description Age today at most this. */
+                age_max?: number | string;
+                /** @description ISO 639-1. */
+                language?: string;
+                /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                support_level?: string | (string | number)[];
+                /** @description Voters with all of these tags (comma list). */
+                tags?: string | (string | number)[];
+                /** @description Voters with any of these tags. */
+                tags_any?: string | (string | number)[];
+                /** @description Voters with none of these tags. */
+                tags_none?: string | (string | number)[];
+                /** @description A voter id: that voter's household, the voter included. */
+                household_of?: number | string;
+            };
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyResults"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveysIdResponses: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+                run_id?: string;
+                status?: "open" | "completed" | "partial" | "no_answer";
+            };
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["SurveyResponseRecordPage"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSurveysIdResponsesExport: {
+        parameters: {
+            query?: {
+                format?: "csv" | "excel";
+                run_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description `svy_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv; charset=utf-8": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getProvidersProviderAccountTokenKind: {
         parameters: {
             query?: {
@@ -8954,6 +9833,9 @@ export interface operations {
                 CallSid?: string;
                 CustomField?: string;
                 From?: string;
+                CallFrom?: string;
+                /** @description Keys pressed at a Gather ("2"). */
+                digits?: string;
                 Body?: string;
             };
             header?: never;
@@ -8969,7 +9851,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply). */
+            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON Exotel's Gather applet reads. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8984,6 +9866,9 @@ export interface operations {
                 content: {
                     "text/plain": string;
                     "text/xml": string;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9007,6 +9892,9 @@ export interface operations {
                 CallSid?: string;
                 CustomField?: string;
                 From?: string;
+                CallFrom?: string;
+                /** @description Keys pressed at a Gather ("2"). */
+                digits?: string;
                 Body?: string;
             };
             header?: never;
@@ -9456,6 +10344,51 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["Conversation"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Anything else (or no answer in 10 s) is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    postWebhookSurveyResponseCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `evt_<n>`: the same on every attempt and every endpoint; deduplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` keyed with the base64-decoded secret after `whsec_`. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    type: "survey.response.completed";
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 UTC timestamp.
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["SurveyResponseRecord"];
                 };
             };
         };

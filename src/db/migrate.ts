@@ -37,6 +37,7 @@ import * as createdBy from './migrations/2026_11_27_032_created_by.ts';
 import * as workspaceTimezone from './migrations/2026_11_27_033_workspace_timezone.ts';
 import * as places from './migrations/2026_11_27_034_places.ts';
 import * as voterRecord from './migrations/2026_11_28_035_voter_record.ts';
+import * as surveys from './migrations/2026_11_28_036_surveys.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -75,6 +76,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_033_workspace_timezone': workspaceTimezone,
   '2026_11_27_034_places': places,
   '2026_11_28_035_voter_record': voterRecord,
+  '2026_11_28_036_surveys': surveys,
 };
 
 /**

@@ -71,6 +71,11 @@ export interface Database {
   voter_tag_names: VoterTagNameTable;
   voter_tags: VoterTagTable;
   voter_tag_jobs: VoterTagJobTable;
+  surveys: SurveyTable;
+  survey_keywords: SurveyKeywordTable;
+  survey_runs: SurveyRunTable;
+  survey_responses: SurveyResponseTable;
+  survey_answers: SurveyAnswerTable;
 }
 
 /** A workspace's custom voter field (migration 035); `choices` is a JSON array for a choice field. */
@@ -124,6 +129,95 @@ export interface VoterTagJobTable {
   updated_at: string;
 }
 export type VoterTagJobRow = Selectable<VoterTagJobTable>;
+
+/** A survey (migration 036): its texts, questions and triggers are JSON. */
+export interface SurveyTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  status: 'draft' | 'active' | 'closed';
+  intro: string;
+  outro: string;
+  questions: string;
+  retries: number;
+  triggers: string;
+  has_run: Generated<number>;
+  created_by: number | null;
+  created_at: string;
+  updated_at: string;
+}
+export type SurveyRow = Selectable<SurveyTable>;
+
+/** A keyword trigger of an active survey. */
+export interface SurveyKeywordTable {
+  workspace_id: number;
+  channel: string;
+  keyword: string;
+  survey_id: number;
+}
+
+/** A survey's send to an audience. */
+export interface SurveyRunTable {
+  id: Generated<number>;
+  workspace_id: number;
+  survey_id: number;
+  channel: string;
+  channel_account_id: number | null;
+  status: 'scheduled' | 'running' | 'completed' | 'cancelled';
+  segment_id: number | null;
+  filters: string | null;
+  recipients: string | null;
+  recipients_total: Generated<number>;
+  unit_cost: Generated<number>;
+  reserved_credits: Generated<number>;
+  /** Contacts the fill skipped because they had opted out of the channel. */
+  opted_out: Generated<number>;
+  voter_id_limit: number | null;
+  filled: Generated<number>;
+  after_id: Generated<number>;
+  lease_until: string | null;
+  scheduled_at: string | null;
+  created_by: number | null;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+export type SurveyRunRow = Selectable<SurveyRunTable>;
+
+/** One contact's session of a survey (a response). */
+export interface SurveyResponseTable {
+  id: Generated<number>;
+  workspace_id: number;
+  survey_id: number;
+  run_id: number | null;
+  voter_id: number | null;
+  address: string;
+  channel: string;
+  channel_account_id: number | null;
+  language: string;
+  status: 'open' | 'completed' | 'partial' | 'no_answer';
+  question: Generated<number>;
+  tries: Generated<number>;
+  answered: Generated<number>;
+  opted_out: Generated<number>;
+  started_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+export type SurveyResponseRow = Selectable<SurveyResponseTable>;
+
+/** One answer of a response. */
+export interface SurveyAnswerTable {
+  response_id: number;
+  question_key: string;
+  workspace_id: number;
+  survey_id: number;
+  voter_id: number | null;
+  choice_key: string | null;
+  number_value: number | null;
+  text_value: string | null;
+  answered_at: string;
+}
 
 /** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */
 export interface PlaceTable {
@@ -473,6 +567,8 @@ export interface MessageTable {
   conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
   /** The user who sent it (single sends, replies); null for campaigns. */
   sent_by: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The survey response whose question (or IVR call) it is (migration 036). */
+  survey_response_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type MessageRow = Selectable<MessageTable>;
 

@@ -79,6 +79,11 @@ const tagOrder = [
   },
   { name: 'Segments', description: 'Saved voter filters that broadcasts and campaigns send to.' },
   {
+    name: 'Surveys',
+    description:
+      'Ask voters questions over SMS, WhatsApp and IVR keypresses: surveys, their runs, keyword and missed-call triggers, results by booth and responses (politician, manager).',
+  },
+  {
     name: 'Messaging',
     description:
       'Send one message or broadcast to many, message history, and why a message failed (`error_code`). ' +

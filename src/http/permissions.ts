@@ -40,6 +40,8 @@ export const permissions = [
   'voter_fields:manage',
   /** Tagging voters in bulk, by ids or by filters. */
   'voters:tag',
+  /** Surveys: building them, running them, their results and responses (politicians and managers). */
+  'surveys:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 

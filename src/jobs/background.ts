@@ -7,17 +7,19 @@ import { buildVoterImports } from '../modules/voter-imports/import-jobs.ts';
 import { DeliveryWorker } from '../modules/sending/delivery-worker.ts';
 import { VoterImportLoop } from '../modules/voter-imports/import-jobs.loop.ts';
 import { VoterTagging, VoterTagLoop } from '../modules/voters/voter-tags.ts';
+import { SurveyLoop, SurveyRuns } from '../modules/surveys/survey-runs.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
  * Every background loop of a process, in one place for server.ts (in-process workers) and worker.ts (the
- * worker process): message delivery and its chores, webhook delivery, voter import jobs and bulk tagging jobs. A new loop is added here only.
+ * worker process): message delivery and its chores, webhook delivery, voter import jobs, bulk tagging jobs and survey runs. A new loop is added here only.
  */
 export class Background {
   readonly delivery: DeliveryWorker;
   private webhooks: WebhookDeliveryWorker | undefined;
   readonly imports: VoterImportLoop;
   readonly tags: VoterTagLoop;
+  readonly surveys: SurveyLoop;
 
   /** Shares channel accounts' send rates between processes (REDIS_URL). */
   private readonly redis: Redis | undefined;
@@ -45,6 +47,11 @@ export class Background {
       retentionDays: config.import.jobRetentionDays,
     });
     this.tags = new VoterTagLoop({ tagging: new VoterTagging({ db: db.kysely }), log });
+    this.surveys = new SurveyLoop({
+      runs: new SurveyRuns({ db: db.kysely, sessionHours: config.surveySessionHours }),
+      log,
+      pollMs: 500,
+    });
   }
 
   start(): void {
@@ -53,11 +60,18 @@ export class Background {
     this.delivery.start();
     this.imports.start();
     this.tags.start();
+    this.surveys.start();
   }
 
   /** Stops every loop; each hands back (releases) the work it has claimed but not done. */
   async stop(): Promise<void> {
-    await Promise.all([this.webhooks?.stop(), this.delivery.stop(), this.imports.stop(), this.tags.stop()]);
+    await Promise.all([
+      this.webhooks?.stop(),
+      this.delivery.stop(),
+      this.imports.stop(),
+      this.tags.stop(),
+      this.surveys.stop(),
+    ]);
     this.redis?.disconnect();
   }
 }

@@ -67,7 +67,18 @@ export interface ProviderAdapter {
   callback?(request: CallbackRequest): CallbackResult | Promise<CallbackResult>;
 }
 
-export const callbackKinds = ['delivery', 'call_status', 'greeting', 'webhook', 'inbound', 'status'] as const;
+export const callbackKinds = [
+  'delivery',
+  'call_status',
+  'greeting',
+  'webhook',
+  'inbound',
+  'status',
+  /** An IVR survey's Gather applet asks for the question; its Passthru brings the keys; a missed call. */
+  'survey_gather',
+  'survey_answer',
+  'missed_call',
+] as const;
 export type CallbackKind = (typeof callbackKinds)[number];
 
 export interface DeploymentSpec {
@@ -159,6 +170,11 @@ export interface CallbackResult {
   replies?: CallbackReply[];
   /** An IVR call asks for its text: our message id and the provider's call id. */
   speak?: { messageRef: string; callId: string | undefined };
+  /** An IVR survey's step: the Gather asks for the question, the Passthru brings the keys, or a missed call. */
+  survey?:
+    | { step: 'gather'; messageRef: string; callId: string | undefined }
+    | { step: 'answer'; messageRef: string; callId: string | undefined; digits: string }
+    | { step: 'missed_call'; from: string };
   /** Answer with this body instead of the JSON envelope (a challenge, an empty TwiML or text reply). */
   answer?: { type: string; body: string };
 }

@@ -26,6 +26,8 @@ export interface OutgoingMessage {
    * templates only, or templates outside WhatsApp's 24-hour window, use them.
    */
   providerTemplate?: ProviderTemplate | undefined;
+  /** An IVR call of a survey: connected to the account's survey flow (Exotel's `survey_flow_app_id`). */
+  surveyCall?: boolean | undefined;
 }
 
 export interface ProviderTemplate {

@@ -48,6 +48,13 @@ export const auditActions = [
   'voter_field.deleted',
   'voters.tagged',
   'voters.exported_sensitive',
+  /** A voter changed by the service (a survey's save_to: details name the survey). */
+  'voter.updated',
+  /** Surveys (the contract's fourth part). */
+  'survey.created',
+  'survey.updated',
+  'survey.run',
+  'survey.closed',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

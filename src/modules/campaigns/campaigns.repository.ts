@@ -79,7 +79,7 @@ export async function updateCampaign(
     .executeTakeFirst();
 }
 
-function addressColumn(channel: MessageChannel) {
+export function addressColumn(channel: MessageChannel) {
   return channel === 'email' ? ('voters.email' as const) : ('voters.phone' as const);
 }
 

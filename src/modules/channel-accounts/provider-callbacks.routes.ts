@@ -25,6 +25,7 @@ import type { InboundService } from '../inbound/inbound.service.ts';
 import { messageById, messagesByProviderIds, noteSentStatus } from '../messages/messages.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
+import type { SurveyCalls } from '../surveys/survey-calls.ts';
 import { accountById } from './channel-accounts.repository.ts';
 
 const Params = Type.Object({
@@ -46,7 +47,14 @@ interface Parsed {
 }
 
 /** Kinds a provider calls with GET (a challenge, a call's text, a forwarded reply); the others take POST. */
-const GET_KINDS: readonly CallbackKind[] = ['webhook', 'greeting', 'inbound'];
+const GET_KINDS: readonly CallbackKind[] = [
+  'webhook',
+  'greeting',
+  'inbound',
+  'survey_gather',
+  'survey_answer',
+  'missed_call',
+];
 
 /** The most messages and reports one callback body may carry (more is 413). */
 export const MAX_CALLBACK_ITEMS = 1000;
@@ -95,6 +103,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountProviders;
   messages: MessagesService;
   inbound: InboundService;
+  /** IVR surveys' Gather and Passthru requests, and missed calls. */
+  surveyCalls: SurveyCalls;
   publicBaseUrl: string | undefined;
   port: number;
   /** The deployment providers in use (config.deployment), whose callbacks are served. */
@@ -175,8 +185,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     const method = request.method === 'GET' || request.method === 'HEAD' ? 'GET' : 'POST';
     if (method === 'GET' && !GET_KINDS.includes(kind))
       throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
-    if (method === 'POST' && kind === 'greeting')
-      throw new AppError('method_not_allowed', 'The greeting callback takes GET.');
+    if (method === 'POST' && (kind === 'greeting' || kind.startsWith('survey_') || kind === 'missed_call'))
+      throw new AppError('method_not_allowed', `The ${kind} callback takes GET.`);
     const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
     try {
       return await adapter.callback({
@@ -320,6 +330,31 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return reply.type('text/plain').send(message.body);
   }
 
+  /**
+   * An IVR survey's step. The Gather is answered with Exotel's JSON (what to say, how many keys to take); the
+   * Passthru with 200 while questions remain (the flow goes back to the Gather) or 302 once the survey is done
+   * (the flow goes on to its goodbye); a missed call with 200 whether or not a survey started.
+   */
+  async function survey(
+    reply: FastifyReply,
+    row: ChannelAccountRow,
+    step: NonNullable<CallbackResult['survey']>,
+  ) {
+    if (step.step === 'gather')
+      return reply
+        .type('application/json')
+        .send(await deps.surveyCalls.gather(row, step.messageRef, step.callId));
+    if (step.step === 'answer') {
+      const more = await deps.surveyCalls.answer(row, step.messageRef, step.callId, step.digits);
+      return reply
+        .code(more ? 200 : 302)
+        .type('text/plain')
+        .send(more ? 'next' : 'done');
+    }
+    const started = await deps.surveyCalls.missedCall(row, step.from);
+    return reply.type('text/plain').send(started ? 'started' : 'ignored');
+  }
+
   const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
     const result = await read(
@@ -334,6 +369,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       'unauthorized',
     );
     if (result.speak) return speak(reply, row, result.speak);
+    if (result.survey) return survey(reply, row, result.survey);
     const applied = await settle(result, row.provider, row.workspace_id, row.id, request.ip ?? null);
     return answer(reply, result, applied);
   };
@@ -361,8 +397,13 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     Type.Object({ applied: Type.Integer({ description: 'Reports and messages taken from the request.' }) }),
   );
   const Text = {
-    description: 'Text (a challenge, an IVR greeting, empty TwiML or an empty reply).',
-    content: { 'text/plain': { schema: { type: 'string' } }, 'text/xml': { schema: { type: 'string' } } },
+    description:
+      "Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON Exotel's Gather applet reads.",
+    content: {
+      'text/plain': { schema: { type: 'string' } },
+      'text/xml': { schema: { type: 'string' } },
+      'application/json': { schema: { type: 'object', additionalProperties: true } },
+    },
   };
   const Query = Type.Object(
     {
@@ -378,6 +419,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       CallSid: Type.Optional(Type.String({ maxLength: 100 })),
       CustomField: Type.Optional(Type.String({ maxLength: 100 })),
       From: Type.Optional(Type.String({ maxLength: 40 })),
+      CallFrom: Type.Optional(Type.String({ maxLength: 40 })),
+      digits: Type.Optional(Type.String({ maxLength: 40, description: 'Keys pressed at a Gather ("2").' })),
       Body: Type.Optional(Type.String({ maxLength: 5000 })),
     },
     {

@@ -22,6 +22,7 @@ const visibleWith: Record<string, Permission | 'conversation'> = {
   'grievance.resolved': 'grievances:read',
   'payment.processed': 'payments:manage',
   'channel_account.failed': 'channels:manage',
+  'survey.response.completed': 'surveys:manage',
 };
 
 export const liveEventTypes = Object.keys(visibleWith);

@@ -11,6 +11,7 @@ import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { consentKeyword } from './inbound.keywords.ts';
 import { threadInbound } from '../conversations/conversations.thread.ts';
+import { surveyInbound } from '../surveys/survey-sessions.ts';
 import {
   insertInbound,
   lastSenderThroughDeployment,
@@ -140,6 +141,19 @@ async function record(
   } else if (keyword === 'start') {
     await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
   }
+  // An open survey session takes it as an answer, or its whole text starts a survey (it still joins the thread).
+  await surveyInbound(
+    trx,
+    workspaceId,
+    {
+      channel: input.channel,
+      from: input.from,
+      body: input.body,
+      keyword,
+      channelAccountId: input.channelAccountId ?? null,
+    },
+    now,
+  );
   const conversation = await threadInbound(trx, workspaceId, row, input.channelAccountId ?? null, now);
   await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now, {
     assignedTo: conversation.assigned_to,

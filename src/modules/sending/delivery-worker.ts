@@ -620,5 +620,6 @@ function outgoing(row: MessageRow) {
     mediaUrl: row.media_url ?? undefined,
     templateId: row.template_id ?? undefined,
     reference: messageRef(row.id),
+    ...(row.channel === 'ivr' && row.survey_response_id !== null ? { surveyCall: true } : {}),
   };
 }

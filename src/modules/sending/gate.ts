@@ -46,6 +46,10 @@ function byWorkspaceOf(rows: readonly MessageRow[]): Map<number, MessageRow[]> {
   return groups;
 }
 
+/** A campaign's message, or a survey's question or call: bulk, on the channels the consent rules govern. */
+const isBulk = (row: MessageRow) =>
+  (row.campaign_id !== null || row.survey_response_id !== null) && RULED_CHANNELS.has(row.channel);
+
 const templateId = (row: MessageRow) =>
   isTemplateRef(row.template_id) ? Number(row.template_id.slice(4)) : undefined;
 
@@ -79,7 +83,7 @@ export class DeliveryGate {
         const addresses = group.filter((r) => r.channel === channel).map((r) => r.to);
         stopped.set(channel, await optedOutAddresses(db, workspaceId, channel, addresses));
       }
-      const bulk = group.filter((r) => r.campaign_id !== null && RULED_CHANNELS.has(r.channel));
+      const bulk = group.filter(isBulk);
       let silenced = new Set<string>();
       if (bulk.length > 0) {
         const keys = await silencedConstituencies(db, workspaceId, iso);
@@ -93,10 +97,10 @@ export class DeliveryGate {
         }
       }
       for (const row of group) {
-        const isBulk = row.campaign_id !== null && RULED_CHANNELS.has(row.channel);
+        const bulk = isBulk(row);
         if (stopped.get(row.channel)?.has(row.to)) result.optedOut.push(row.id);
-        else if (isBulk && silenced.has(row.to)) result.silenced.push(row.id);
-        else if (isBulk && result.holdUntil && !exempt(row)) result.held.push(row.id);
+        else if (bulk && silenced.has(row.to)) result.silenced.push(row.id);
+        else if (bulk && result.holdUntil && !exempt(row)) result.held.push(row.id);
         else result.send.push(row);
       }
     }

@@ -232,7 +232,7 @@ const List = (description: string) =>
     ),
   );
 
-const filterFields = {
+export const filterFields = {
   search: Type.Optional(
     Type.String({
       maxLength: 100,
@@ -263,7 +263,7 @@ const filterFields = {
 };
 
 /** `fields.<key>` (equals), `fields.<key>_min` / `_max` (numbers and dates): custom field filters. */
-const fieldFilters = {
+export const fieldFilters = {
   '^fields\\.[a-z0-9_]{1,44}$': Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean()]),
 };
 
@@ -278,6 +278,7 @@ export const ListVotersQuery = Type.Object(
 
 /** The filter object of export and segments: the list's filters, nothing else. */
 export const VoterFiltersSchema = Type.Object(filterFields, {
+  title: 'VoterFilters',
   additionalProperties: false,
   patternProperties: fieldFilters,
   description:

@@ -21,6 +21,10 @@ import { recordLive } from '../events/live.ts';
  * - `conversation.created`: a contact wrote for the first time (the conversation as GET /api/conversations/{id}
  *   shows it); `conversation.assigned`: a conversation was assigned (on arrival, or by PATCH).
  *
+ * - `survey.response.completed`: a survey response that answered every question, as GET
+ *   /api/surveys/{id}/responses shows it (`{ id: "sres_<n>", survey_id, run_id, voter_id, address, channel,
+ *   status, answers, started_at, completed_at }`).
+ *
  * Plus `ping`, sent only by POST /api/webhooks/{id}/test and only to that endpoint.
  */
 export const webhookEventTypes = [
@@ -33,6 +37,7 @@ export const webhookEventTypes = [
   'channel_account.failed',
   'conversation.created',
   'conversation.assigned',
+  'survey.response.completed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

@@ -5,6 +5,7 @@ import { Grievance } from '../grievances/grievances.schemas.ts';
 import { MessageItem } from '../messages/messages.schemas.ts';
 import { InboundItem } from '../inbound/inbound.schemas.ts';
 import { ProcessedPayment } from '../payments/payments.schemas.ts';
+import { SurveyResponse } from '../surveys/surveys.schemas.ts';
 
 /** The message as GET /api/messages/{id} shows it (with error_code and error_message once failed). */
 const MessageData = MessageItem;
@@ -87,6 +88,11 @@ export const webhookEventsOpenApi = {
     'conversation.assigned',
     Conversation,
     'A conversation was assigned (on arrival by coverage, or by PATCH)',
+  ),
+  'survey.response.completed': event(
+    'survey.response.completed',
+    SurveyResponse,
+    'A survey response answered every question (docs/surveys.md)',
   ),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
 };

@@ -26,6 +26,8 @@ export interface ExotelAccount {
   sender: string;
   callerId: string | undefined;
   appId: string | undefined;
+  /** The flow of survey calls (its Gather and Passthru applets call our survey URLs). */
+  surveyAppId: string | undefined;
   dltEntityId: string | undefined;
   /** callback_urls.delivery and callback_urls.call_status of the account. */
   deliveryUrl: string;
@@ -50,12 +52,16 @@ export class ExotelProvider implements MessageProvider {
     const form = new URLSearchParams();
     let resource: string;
     if (this.channel === 'ivr') {
-      if (!a.callerId || !a.appId)
-        throw new ProviderError('The Exotel account has no caller_id or app_id for calls.', false);
+      const appId = message.surveyCall ? a.surveyAppId : a.appId;
+      if (!a.callerId || !appId)
+        throw new ProviderError(
+          `The Exotel account has no caller_id or ${message.surveyCall ? 'survey_flow_app_id' : 'app_id'} for calls.`,
+          false,
+        );
       resource = 'Calls/connect.json';
       form.set('From', message.to);
       form.set('CallerId', a.callerId);
-      form.set('Url', `http://my.exotel.com/${a.sid}/exoml/start_voice/${a.appId}`);
+      form.set('Url', `http://my.exotel.com/${a.sid}/exoml/start_voice/${appId}`);
       if (message.reference) form.set('CustomField', message.reference);
       form.set('StatusCallback', a.callStatusUrl);
       form.set('StatusCallbackEvents[0]', 'terminal');
@@ -182,6 +188,14 @@ export const exotel: ProviderAdapter = {
     dlt_entity_id: Type.Optional(
       Type.String({ minLength: 1, maxLength: 500, description: "The office's DLT principal entity id." }),
     ),
+    survey_flow_app_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description:
+          'The call flow of survey calls: a Gather applet whose URL is callback_urls.survey_gather and a Passthru to callback_urls.survey_answer (docs/providers.md).',
+      }),
+    ),
   }),
   credentials: Type.Object({
     api_key: Type.String({ minLength: 1, maxLength: 2000, pattern: '^\\S+$', description: 'The API key.' }),
@@ -193,7 +207,15 @@ export const exotel: ProviderAdapter = {
     }),
   }),
   channelSettings: { ivr: ['caller_id', 'app_id'] },
-  callbacks: ['delivery', 'call_status', 'greeting', 'inbound'],
+  callbacks: [
+    'delivery',
+    'call_status',
+    'greeting',
+    'inbound',
+    'survey_gather',
+    'survey_answer',
+    'missed_call',
+  ],
   api: { env: 'EXOTEL_BASE_URL', url: 'https://api.exotel.com' },
   errorFor,
   redact: [],
@@ -206,6 +228,7 @@ export const exotel: ProviderAdapter = {
       sender: String(c.settings.sender ?? ''),
       callerId: text(c.settings.caller_id),
       appId: text(c.settings.app_id),
+      surveyAppId: text(c.settings.survey_flow_app_id),
       dltEntityId: text(c.settings.dlt_entity_id),
       deliveryUrl: c.callbackUrl('delivery'),
       callStatusUrl: c.callbackUrl('call_status'),
@@ -224,6 +247,25 @@ export const exotel: ProviderAdapter = {
           answer: request.method === 'GET' ? { type: 'text/plain', body: '' } : undefined,
         };
       }
+      // A survey call's Gather applet (its dynamic URL) and the Passthru after it, both GET with the call's
+      // details as query parameters: CallSid, CallFrom, CallTo, CustomField (our message id, given to
+      // Calls/connect) and, at the Passthru, `digits`, which Exotel wraps in double quotes ("2").
+      // https://support.exotel.com/support/solutions/articles/3000084635-working-with-gather-applet
+      // https://support.exotel.com/support/solutions/articles/48283-working-with-passthru-applet
+      case 'survey_gather':
+        return { survey: { step: 'gather', messageRef: fields.CustomField ?? '', callId: fields.CallSid } };
+      case 'survey_answer':
+        return {
+          survey: {
+            step: 'answer',
+            messageRef: fields.CustomField ?? '',
+            callId: fields.CallSid,
+            digits: (fields.digits ?? '').replace(/^"+|"+$/g, '').trim(),
+          },
+        };
+      // The incoming flow's Passthru: the caller is CallFrom (From on older flows), in national form.
+      case 'missed_call':
+        return { survey: { step: 'missed_call', from: fields.CallFrom || fields.From || '' } };
       case 'call_status':
         return { reports: [{ providerMessageId: fields.CallSid ?? '', outcome: exotelCallOutcome(fields) }] };
       default:

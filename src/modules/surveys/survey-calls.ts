@@ -1,0 +1,181 @@
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { ChannelAccountRow, Database, SurveyResponseRow } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
+import { AppError } from '../../errors.ts';
+import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
+import { parseRef, recipientAddress } from '../messages/messages.rules.ts';
+import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
+import { applyAnswer, definitionOf, startSession, surveyOf, voterByAddress } from './survey-sessions.ts';
+import { textIn, type Trigger } from './surveys.rules.ts';
+
+/**
+ * IVR surveys through Exotel's flows (the contract's fourth part; docs/providers.md shows both flows):
+ * - the survey call's flow: a Gather applet whose dynamic URL is the account's `callback_urls.survey_gather` (we
+ *   answer with the current question to speak or play, and how many keys to take), then a Passthru applet to
+ *   `callback_urls.survey_answer` with the keys pressed (we answer 200 while questions remain, the flow going
+ *   back to the Gather; 302 once the survey is done, the flow going on to its goodbye);
+ * - the incoming flow of the account's number: a Passthru to `callback_urls.missed_call`, which starts the
+ *   survey whose `missed_call` trigger names the account for the caller, on the trigger's reply channel.
+ */
+
+/** What the Gather applet's dynamic URL answers (Exotel-Version 1.0). */
+export interface GatherAnswer {
+  gather_prompt: { text?: string; audio_url?: string };
+  max_input_digits: number;
+  finish_on_key: string;
+  input_timeout: number;
+  repeat_menu: number;
+  repeat_gather_prompt: { text?: string; audio_url?: string };
+}
+
+export class SurveyCalls {
+  constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
+
+  /** The session a survey call belongs to: its message (our id in CustomField, the call's Sid as the provider's id). */
+  private async sessionOf(account: ChannelAccountRow, messageRef: string, callId: string | undefined) {
+    const { db } = this.deps;
+    const id = parseRef('msg', messageRef);
+    let message =
+      id === undefined
+        ? undefined
+        : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!message && callId)
+      message = await db
+        .selectFrom('messages')
+        .selectAll()
+        .where('channel_account_id', '=', account.id)
+        .where('provider_message_id', '=', callId)
+        .executeTakeFirst();
+    const known =
+      message &&
+      message.channel_account_id === account.id &&
+      message.channel === 'ivr' &&
+      message.survey_response_id !== null &&
+      (message.provider_message_id === null || !callId || message.provider_message_id === callId);
+    if (!known)
+      throw new AppError('not_found', 'No survey call of this account has that CallSid and CustomField.');
+    return db
+      .selectFrom('survey_responses')
+      .selectAll()
+      .where('id', '=', message!.survey_response_id!)
+      .executeTakeFirstOrThrow();
+  }
+
+  /** The Gather applet asks what to say: the current question, with its choices' keys spoken after it. */
+  async gather(
+    account: ChannelAccountRow,
+    messageRef: string,
+    callId: string | undefined,
+  ): Promise<GatherAnswer> {
+    const response = await this.sessionOf(account, messageRef, callId);
+    const def = definitionOf(await surveyOf(this.deps.db, response));
+    const q = def.questions[response.question];
+    const lang = response.language;
+    if (response.status !== 'open' || !q) {
+      const text = textIn(def.outro, lang) || 'Thank you.';
+      return {
+        gather_prompt: { text },
+        max_input_digits: 1,
+        finish_on_key: '#',
+        input_timeout: 1,
+        repeat_menu: 0,
+        repeat_gather_prompt: { text },
+      };
+    }
+    const first = response.question === 0 && response.tries === 0 && Object.keys(def.intro).length > 0;
+    const choices = (q.choices ?? []).map(
+      (c) => `${textIn(c.label, lang)}: ${lang === 'hi' ? 'दबाएँ' : 'press'} ${c.key}.`,
+    );
+    const text = [first ? textIn(def.intro, lang) : '', textIn(q.text, lang), ...choices]
+      .filter(Boolean)
+      .join(' ');
+    const digits =
+      q.type === 'choice'
+        ? Math.max(...(q.choices ?? []).map((c) => c.key.length))
+        : q.type === 'number'
+          ? Math.max(String(Math.trunc(Math.abs(q.max ?? 9999))).length, 1)
+          : 10;
+    const prompt = q.audio_url ? { audio_url: q.audio_url } : { text };
+    return {
+      gather_prompt: prompt,
+      max_input_digits: digits,
+      finish_on_key: '#',
+      input_timeout: 6,
+      repeat_menu: 1,
+      repeat_gather_prompt: prompt,
+    };
+  }
+
+  /** The Passthru after the Gather brings the keys pressed: applied as the answer; true while questions remain. */
+  async answer(
+    account: ChannelAccountRow,
+    messageRef: string,
+    callId: string | undefined,
+    digits: string,
+  ): Promise<boolean> {
+    const { db } = this.deps;
+    const response = await this.sessionOf(account, messageRef, callId);
+    if (response.status !== 'open') return false;
+    const outcome = await db.transaction().execute(async (trx) => {
+      const current = await trx
+        .selectFrom('survey_responses')
+        .selectAll()
+        .where('id', '=', response.id)
+        .where('status', '=', 'open')
+        .executeTakeFirst();
+      if (!current) return 'completed' as const;
+      return applyAnswer(trx, current, digits.replace(/#$/, ''), nowIso());
+    });
+    return outcome !== 'completed';
+  }
+
+  /**
+   * A missed call to the account's number: the active survey whose missed_call trigger names the account starts
+   * for the caller on its reply channel (one open session per contact and channel: a second call changes nothing).
+   * Returns the response, or undefined when nothing started.
+   */
+  async missedCall(account: ChannelAccountRow, from: string): Promise<SurveyResponseRow | undefined> {
+    const { db } = this.deps;
+    const surveys = await db
+      .selectFrom('surveys')
+      .selectAll()
+      .where('workspace_id', '=', account.workspace_id)
+      .where('status', '=', 'active')
+      .orderBy('id')
+      .execute();
+    const ref = accountRef(account.id);
+    for (const survey of surveys) {
+      const trigger = (JSON.parse(survey.triggers) as Trigger[]).find(
+        (t): t is Extract<Trigger, { missed_call: true }> =>
+          'missed_call' in t && t.channel_account_id === ref,
+      );
+      if (!trigger) continue;
+      const channel = trigger.reply_channel as MessageChannel;
+      const address = recipientAddress(channel, from, this.deps.defaultCountry);
+      if (!address) return undefined;
+      if ((await optedOutAddresses(db, account.workspace_id, channel, [address])).has(address))
+        return undefined;
+      // The reply goes through this account where it carries the channel, else the workspace's carrier of it.
+      const own =
+        (JSON.parse(account.channels) as string[]).includes(channel) && account.disabled_at === null;
+      const carrier = own ? account : (await channelCarrier(db, account.workspace_id, channel)).account;
+      return db.transaction().execute(async (trx) => {
+        const voter = await voterByAddress(trx, account.workspace_id, channel, address);
+        const opened = await startSession(trx, {
+          survey,
+          runId: null,
+          channel,
+          address,
+          voterId: voter?.id ?? null,
+          voterLanguage: voter?.language ?? null,
+          accountId: carrier?.id ?? null,
+          now: nowIso(),
+        });
+        return opened?.response;
+      });
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,243 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database, SurveyResponseRow } from '../../db/schema.ts';
+import type { Download } from '../../http/download.ts';
+import { csvField } from '../../lib/csv.ts';
+import { type Cell, xlsxRun, xlsxStream } from '../../lib/xlsx.ts';
+import { validationError } from '../../errors.ts';
+import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
+import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
+import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
+import { answersOf, definitionOf, surveyRef } from './survey-sessions.ts';
+import type { SurveysService } from './surveys.service.ts';
+
+/** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
+
+export const groupColumns = {
+  booth: 'voters.booth',
+  ward: 'voters.ward',
+  constituency: 'voters.constituency',
+  part_number: 'voters.part_number',
+} as const;
+export type GroupBy = keyof typeof groupColumns;
+
+interface Tally {
+  answered: number;
+  choices: Map<string, number>;
+  sum: number;
+  numbers: number;
+}
+
+const tally = (): Tally => ({ answered: 0, choices: new Map(), sum: 0, numbers: 0 });
+
+function shown(type: string, t: Tally, keys: readonly string[]) {
+  return {
+    answered: t.answered,
+    ...(type === 'choice'
+      ? {
+          choices: [...keys, ...(t.choices.has('other') && !keys.includes('other') ? ['other'] : [])].map(
+            (key) => ({ key, count: t.choices.get(key) ?? 0 }),
+          ),
+        }
+      : {}),
+    ...(type === 'number'
+      ? { mean: t.numbers > 0 ? Math.round((t.sum / t.numbers) * 1000) / 1000 : null }
+      : {}),
+  };
+}
+
+export class SurveyResults {
+  constructor(private readonly deps: { db: Kysely<Database>; surveys: SurveysService }) {}
+
+  private async voterFilter(
+    workspaceId: number,
+    raw: Record<string, unknown>,
+  ): Promise<VoterFilters | undefined> {
+    const rest = Object.fromEntries(
+      Object.entries(raw).filter(
+        ([k]) => !['group_by', 'page', 'per_page', 'format', 'run_id', 'status'].includes(k),
+      ),
+    );
+    if (Object.keys(rest).length === 0) return undefined;
+    return withPlaces(this.deps.db, workspaceId, await checkVoterFilters(this.deps.db, workspaceId, rest));
+  }
+
+  /**
+   * `{ responses, completed, questions: [{ key, type, answered, choices?, mean?, groups? }] }`: GROUP BYs over
+   * survey_answers' (survey, question, choice) index, joined to voters only for a group or a voter filter.
+   */
+  async results(workspaceId: number, ref: string, raw: Record<string, unknown>) {
+    const { db } = this.deps;
+    const survey = await this.deps.surveys.find(db, workspaceId, ref);
+    const groupBy = raw.group_by as GroupBy | undefined;
+    if (groupBy !== undefined && !(groupBy in groupColumns))
+      throw validationError({ group_by: [`must be one of ${Object.keys(groupColumns).join(', ')}.`] });
+    const filters = await this.voterFilter(workspaceId, raw);
+    const inFilter = filters ? filteredVoters(db, workspaceId, filters).select('voters.id') : undefined;
+
+    const answers = db
+      .selectFrom('survey_answers as a')
+      .where('a.survey_id', '=', survey.id)
+      .$if(inFilter !== undefined, (q) => q.where('a.voter_id', 'in', inFilter!));
+    const grouped = groupBy
+      ? answers
+          .leftJoin('voters', 'voters.id', 'a.voter_id')
+          .select([
+            'a.question_key',
+            'a.choice_key',
+            sql<string | number | null>`${sql.ref(groupColumns[groupBy])}`.as('g'),
+          ])
+          .groupBy(['a.question_key', 'a.choice_key', sql.ref(groupColumns[groupBy])])
+      : answers
+          .select(['a.question_key', 'a.choice_key', sql<null>`NULL`.as('g')])
+          .groupBy(['a.question_key', 'a.choice_key']);
+    const rows = await grouped
+      .select((eb) => [
+        eb.fn.countAll().as('n'),
+        eb.fn.sum<number | null>('a.number_value').as('s'),
+        eb.fn.count('a.number_value').as('nn'),
+      ])
+      .execute();
+
+    let responses = db.selectFrom('survey_responses').where('survey_id', '=', survey.id);
+    if (inFilter) responses = responses.where('voter_id', 'in', inFilter);
+    const counts = await responses
+      .select((eb) => [
+        eb.fn.countAll().as('n'),
+        eb.fn.sum<number>(eb.case().when('status', '=', 'completed').then(1).else(0).end()).as('done'),
+      ])
+      .executeTakeFirstOrThrow();
+
+    const def = definitionOf(survey);
+    const totals = new Map<string, Tally>();
+    const groups = new Map<string, Map<string, Tally>>();
+    for (const r of rows) {
+      const n = Number(r.n);
+      for (const t of [
+        totals.get(r.question_key) ?? totals.set(r.question_key, tally()).get(r.question_key)!,
+        ...(groupBy
+          ? [
+              (() => {
+                const byGroup =
+                  groups.get(r.question_key) ?? groups.set(r.question_key, new Map()).get(r.question_key)!;
+                const g = r.g === null ? '' : String(r.g);
+                return byGroup.get(g) ?? byGroup.set(g, tally()).get(g)!;
+              })(),
+            ]
+          : []),
+      ]) {
+        t.answered += n;
+        if (r.choice_key !== null) t.choices.set(r.choice_key, (t.choices.get(r.choice_key) ?? 0) + n);
+        t.sum += Number(r.s ?? 0);
+        t.numbers += Number(r.nn);
+      }
+    }
+    return {
+      responses: Number(counts.n),
+      completed: Number(counts.done ?? 0),
+      ...(groupBy ? { group_by: groupBy } : {}),
+      questions: def.questions.map((q) => {
+        const keys = (q.choices ?? []).map((c) => c.key);
+        return {
+          key: q.key,
+          type: q.type,
+          ...shown(q.type, totals.get(q.key) ?? tally(), keys),
+          ...(groupBy
+            ? {
+                groups: [...(groups.get(q.key) ?? new Map<string, Tally>())]
+                  .sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))
+                  .map(([group, t]) => ({ group: group === '' ? null : group, ...shown(q.type, t, keys) })),
+              }
+            : {}),
+        };
+      }),
+    };
+  }
+
+  /** The responses as CSV or Excel, streamed a thousand at a time (cells formula-guarded). */
+  async export(
+    workspaceId: number,
+    actor: AuditActor,
+    ref: string,
+    format: ExportFormat,
+    runRefText?: string,
+  ): Promise<Download> {
+    const { db } = this.deps;
+    const survey = await this.deps.surveys.find(db, workspaceId, ref);
+    const def = definitionOf(survey);
+    const runId =
+      runRefText !== undefined ? Number(/^(?:srun_)?(\d{1,15})$/.exec(runRefText)?.[1] ?? NaN) : undefined;
+    if (runId !== undefined && !Number.isFinite(runId))
+      throw validationError({ run_id: ['must be a run id such as srun_3.'] });
+    await recordAudit(db, {
+      workspaceId,
+      actor,
+      action: 'survey.updated',
+      target: { type: 'survey', id: surveyRef(survey.id) },
+      details: { exported: format },
+    });
+    const columns = [
+      'id',
+      'run_id',
+      'voter_id',
+      'address',
+      'channel',
+      'language',
+      'status',
+      'started_at',
+      'completed_at',
+      ...def.questions.map((q) => q.key),
+    ];
+    const rowsOf = async function* (): AsyncGenerator<Cell[][]> {
+      let after = 0;
+      for (;;) {
+        const rows: SurveyResponseRow[] = await db
+          .selectFrom('survey_responses')
+          .selectAll()
+          .where('survey_id', '=', survey.id)
+          .where('id', '>', after)
+          .$if(runId !== undefined, (q) => q.where('run_id', '=', runId!))
+          .orderBy('id')
+          .limit(1000)
+          .execute();
+        if (rows.length === 0) return;
+        after = rows[rows.length - 1]!.id;
+        const answers = await answersOf(
+          db,
+          rows.map((r) => r.id),
+        );
+        yield rows.map((r) => {
+          const a = answers.get(r.id) ?? {};
+          return [
+            `sres_${r.id}`,
+            r.run_id !== null ? `srun_${r.run_id}` : null,
+            r.voter_id,
+            r.address,
+            r.channel,
+            r.language,
+            r.status,
+            r.started_at,
+            r.completed_at,
+            ...def.questions.map((q) => a[q.key] ?? null),
+          ];
+        });
+      }
+    };
+    const { contentType, extension } = exportFormats[format];
+    const filename = `survey-${survey.id}-responses.${extension}`;
+    if (format === 'excel') {
+      const runs = async function* () {
+        for await (const batch of rowsOf()) yield xlsxRun(batch);
+      };
+      return { contentType, filename, body: xlsxStream(columns, runs()) };
+    }
+    const body = async function* (): AsyncGenerator<Buffer> {
+      yield Buffer.from(columns.join(',') + '\n', 'utf8');
+      for await (const batch of rowsOf())
+        yield Buffer.from(
+          batch.map((cells) => cells.map((c) => csvField(c)).join(',') + '\n').join(''),
+          'utf8',
+        );
+    };
+    return { contentType, filename, body: body() };
+  }
+}

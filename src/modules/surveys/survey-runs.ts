@@ -1,0 +1,293 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
+import type { Database, SurveyRunRow } from '../../db/schema.ts';
+import type { Executor } from '../../db/types.ts';
+import type { MessageChannel } from '../../domain.ts';
+import { ChunkPacer } from '../../lib/pacing.ts';
+import { addressColumn } from '../campaigns/campaigns.repository.ts';
+import { refundCredits } from '../credits/credits.repository.ts';
+import { creditChannel } from '../messages/messages.rules.ts';
+import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
+import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
+import { expireIdle, runRef, startSession } from './survey-sessions.ts';
+
+/**
+ * The survey loop of a worker: starts scheduled runs that are due, opens a running run's sessions in id-ordered
+ * chunks of its audience (each chunk one transaction that ends by moving the run's cursor from where it found
+ * it, so a second process applies no chunk twice), completes runs with no open session left, and ends sessions
+ * idle past SURVEY_SESSION_HOURS.
+ */
+
+class ChunkTaken extends Error {}
+
+const EXPIRE_EVERY_MS = 60_000;
+
+export class SurveyRuns {
+  private expiredAt = 0;
+
+  constructor(private readonly deps: { db: Kysely<Database>; sessionHours: number; clock?: () => Date }) {}
+
+  /** One round of every duty; true when any found work. */
+  async round(stopping: () => boolean = () => false): Promise<boolean> {
+    const { db } = this.deps;
+    const now = this.deps.clock?.() ?? new Date();
+    let busy = false;
+    const due = await db
+      .updateTable('survey_runs')
+      .set({ status: 'running', started_at: now.toISOString() })
+      .where('status', '=', 'scheduled')
+      .where('scheduled_at', '<=', now.toISOString())
+      .executeTakeFirst();
+    if (Number(due.numUpdatedRows) > 0) busy = true;
+    const runs = await db
+      .selectFrom('survey_runs')
+      .selectAll()
+      .where('status', '=', 'running')
+      .where('filled', '=', 0)
+      .orderBy('id')
+      .limit(10)
+      .execute();
+    for (const run of runs) {
+      if (stopping()) break;
+      if (await this.fill(run, stopping)) busy = true;
+    }
+    const done = await db
+      .updateTable('survey_runs')
+      .set({ status: 'completed', completed_at: now.toISOString() })
+      .where('status', '=', 'running')
+      .where('filled', '=', 1)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('survey_responses')
+              .select('survey_responses.id')
+              .whereRef('survey_responses.run_id', '=', 'survey_runs.id')
+              .where('survey_responses.status', '=', 'open'),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    if (Number(done.numUpdatedRows) > 0) busy = true;
+    if (Date.now() - this.expiredAt >= EXPIRE_EVERY_MS || this.deps.clock) {
+      this.expiredAt = Date.now();
+      if ((await expireIdle(db, this.deps.sessionHours, now)) > 0) busy = true;
+    }
+    return busy;
+  }
+
+  /** Opens a run's sessions, chunk by chunk, until its audience is done; true when it did any. */
+  private async fill(run: SurveyRunRow, stopping: () => boolean): Promise<boolean> {
+    const { db } = this.deps;
+    const channel = run.channel as MessageChannel;
+    let after = run.after_id;
+    let worked = false;
+    if (run.recipients !== null) {
+      const recipients = JSON.parse(run.recipients) as string[];
+      await this.chunk(run, after, 1, async (trx) => {
+        const column = addressColumn(channel) === 'voters.email' ? 'email' : 'phone';
+        const voters = recipients.length
+          ? await trx
+              .selectFrom('voters')
+              .select(['id', column, 'language'])
+              .where('workspace_id', '=', run.workspace_id)
+              .where(column, 'in', recipients)
+              .orderBy('id')
+              .execute()
+          : [];
+        const byAddress = new Map<string, { id: number; language: string | null }>();
+        for (const v of voters) {
+          const address = (v as Record<string, unknown>)[column] as string;
+          if (!byAddress.has(address)) byAddress.set(address, { id: v.id, language: v.language });
+        }
+        return recipients.map((address) => ({ address, voter: byAddress.get(address) }));
+      });
+      await this.finish(run);
+      return true;
+    }
+    const filters = await withPlaces(db, run.workspace_id, JSON.parse(run.filters ?? '{}') as VoterFilters);
+    const limit = run.voter_id_limit ?? 0;
+    const pacer = new ChunkPacer(2_000, 200, 20_000);
+    while (after < limit && !stopping()) {
+      const upTo = Math.min(after + pacer.size, limit);
+      const started = performance.now();
+      const from = after;
+      const ok = await this.chunk(run, from, upTo, async (trx) => {
+        const column = addressColumn(channel);
+        const rows = await filteredVoters(trx, run.workspace_id, filters, { after: from, upTo })
+          .where(column, 'is not', null)
+          .select(['voters.id', `${column} as address`, 'voters.language'])
+          .orderBy('voters.id')
+          .execute();
+        return rows.map((r) => ({ address: r.address!, voter: { id: r.id, language: r.language } }));
+      });
+      if (!ok) return worked;
+      worked = true;
+      await pacer.pause(upTo - from, performance.now() - started);
+      after = upTo;
+    }
+    if (after >= limit) await this.finish(run);
+    return true;
+  }
+
+  /**
+   * One chunk in one transaction: the run's cursor moves from `from` to `upTo` only if still at `from` (else
+   * another process took the chunk, and this one rolls back); each address not opted out gets a session.
+   */
+  private async chunk(
+    run: SurveyRunRow,
+    from: number,
+    upTo: number,
+    audience: (
+      trx: Executor,
+    ) => Promise<Array<{ address: string; voter: { id: number; language: string | null } | undefined }>>,
+  ): Promise<boolean> {
+    const { db } = this.deps;
+    const channel = run.channel as MessageChannel;
+    try {
+      await db.transaction().execute(async (trx) => {
+        const moved = await trx
+          .updateTable('survey_runs')
+          .set({ after_id: upTo })
+          .where('id', '=', run.id)
+          .where('status', '=', 'running')
+          .where('after_id', '=', from)
+          .executeTakeFirst();
+        if (Number(moved.numUpdatedRows) !== 1) throw new ChunkTaken();
+        const survey = await trx
+          .selectFrom('surveys')
+          .selectAll()
+          .where('id', '=', run.survey_id)
+          .executeTakeFirstOrThrow();
+        const people = await audience(trx);
+        const stopped = await optedOutAddresses(
+          trx,
+          run.workspace_id,
+          channel,
+          people.map((p) => p.address),
+        );
+        let used = 0;
+        let optedOut = 0;
+        const now = nowIso();
+        for (const p of people) {
+          if (stopped.has(p.address)) {
+            optedOut += 1;
+            continue;
+          }
+          const opened = await startSession(
+            trx,
+            {
+              survey,
+              runId: run.id,
+              channel,
+              address: p.address,
+              voterId: p.voter?.id ?? null,
+              voterLanguage: p.voter?.language ?? null,
+              accountId: run.channel_account_id,
+              now,
+            },
+            { reserved: true },
+          );
+          if (opened) {
+            used += opened.cost;
+            survey.has_run = 1;
+          }
+        }
+        await trx
+          .updateTable('survey_runs')
+          .set((eb) => ({
+            reserved_credits: eb('reserved_credits', '-', used),
+            opted_out: eb('opted_out', '+', optedOut),
+          }))
+          .where('id', '=', run.id)
+          .execute();
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof ChunkTaken) return false;
+      throw error;
+    }
+  }
+
+  /** The fill is done: what the reservation did not spend goes back, and the recipients are what was reached. */
+  private async finish(run: SurveyRunRow): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      const current = await trx
+        .updateTable('survey_runs')
+        .set({ filled: 1 })
+        .where('id', '=', run.id)
+        .where('filled', '=', 0)
+        .where('status', '=', 'running')
+        .returningAll()
+        .executeTakeFirst();
+      if (!current) return;
+      const sessions = await trx
+        .selectFrom('survey_responses')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('run_id', '=', run.id)
+        .executeTakeFirstOrThrow();
+      const credit = creditChannel(current.channel as MessageChannel);
+      const left = Math.max(current.reserved_credits, 0);
+      if (credit && left > 0)
+        await refundCredits(trx, current.workspace_id, credit, left, runRef(run.id), nowIso());
+      await trx
+        .updateTable('survey_runs')
+        .set({ reserved_credits: 0, recipients_total: Number(sessions.n) + current.opted_out })
+        .where('id', '=', run.id)
+        .execute();
+    });
+  }
+}
+
+/** The background loop of survey runs: polls, and wakes at once when a run is queued in this process. */
+export class SurveyLoop {
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private wakeUp: (() => void) | undefined;
+
+  constructor(
+    private readonly deps: { runs: SurveyRuns; log: Pick<FastifyBaseLogger, 'error'>; pollMs?: number },
+  ) {}
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeUp?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let busy = false;
+      try {
+        busy = await this.deps.runs.round(() => this.stopped);
+      } catch (error) {
+        this.deps.log.error({ err: error }, 'survey round failed');
+      }
+      if (this.stopped) break;
+      if (busy) {
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.deps.pollMs ?? 1000);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wakeUp = done;
+      });
+      this.wakeUp = undefined;
+    }
+  }
+}

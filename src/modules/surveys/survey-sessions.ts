@@ -1,0 +1,532 @@
+import { sql } from 'kysely';
+import type { SurveyResponseRow, SurveyRow } from '../../db/schema.ts';
+import { isPostgres } from '../../db/dialect.ts';
+import type { Executor } from '../../db/types.ts';
+import type { MessageChannel } from '../../domain.ts';
+import { recordAudit } from '../audit/audit.repository.ts';
+import { reserveCredits } from '../credits/credits.repository.ts';
+import { insertMessage } from '../messages/messages.repository.ts';
+import { creditChannel, unitCost } from '../messages/messages.rules.ts';
+import { conversationFor } from '../conversations/conversations.thread.ts';
+import { fieldDefs, storedValue } from '../voters/voter-fields.ts';
+import { nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
+import { checkTags } from '../voters/voter-record.rules.ts';
+import { emitEvent } from '../webhooks/webhooks.events.ts';
+import {
+  type AnswerValue,
+  answerKey,
+  firstText,
+  languageFor,
+  matchAnswer,
+  OTHER,
+  type Question,
+  questionText,
+  type SurveyDefinition,
+  textIn,
+} from './surveys.rules.ts';
+import { responseView } from './surveys.view.ts';
+
+/**
+ * A survey's sessions (responses): starting one, asking its questions, taking its answers, ending it. Every step
+ * runs in the caller's transaction on a row read with FOR UPDATE (PostgreSQL; SQLite has one writer), and moves
+ * the session with a conditional UPDATE on the question it was at: an answer is applied once, whichever process
+ * takes it, and an inbound message that arrives twice (a provider's retry) is stored and answered once upstream.
+ */
+
+export const surveyRef = (id: number) => `svy_${id}`;
+export const runRef = (id: number) => `srun_${id}`;
+export const responseRef = (id: number) => `sres_${id}`;
+
+export function definitionOf(
+  row: Pick<SurveyRow, 'intro' | 'outro' | 'questions' | 'retries' | 'triggers'>,
+): SurveyDefinition {
+  return {
+    intro: JSON.parse(row.intro) as SurveyDefinition['intro'],
+    outro: JSON.parse(row.outro) as SurveyDefinition['outro'],
+    questions: JSON.parse(row.questions) as SurveyDefinition['questions'],
+    retries: row.retries,
+    triggers: JSON.parse(row.triggers) as SurveyDefinition['triggers'],
+  };
+}
+
+export interface NewSession {
+  survey: SurveyRow;
+  runId: number | null;
+  channel: MessageChannel;
+  address: string;
+  voterId: number | null;
+  voterLanguage: string | null;
+  accountId: number | null;
+  now: string;
+}
+
+/**
+ * Opens a session and asks its first question (sms, whatsapp) or places its call (ivr). Undefined when the contact
+ * already has an open session on the channel (one at a time), or when the first question's credits are short
+ * (`credits: false`, the session ends `no_answer` at once).
+ */
+export async function startSession(
+  trx: Executor,
+  s: NewSession,
+  options: { reserved?: boolean } = {},
+): Promise<{ response: SurveyResponseRow; cost: number } | undefined> {
+  const def = definitionOf(s.survey);
+  const response = await trx
+    .insertInto('survey_responses')
+    .values({
+      workspace_id: s.survey.workspace_id,
+      survey_id: s.survey.id,
+      run_id: s.runId,
+      voter_id: s.voterId,
+      address: s.address,
+      channel: s.channel,
+      channel_account_id: s.accountId,
+      language: languageFor(def.questions, s.voterLanguage),
+      status: 'open',
+      started_at: s.now,
+      updated_at: s.now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!response) return undefined;
+  if (s.survey.has_run === 0)
+    await trx.updateTable('surveys').set({ has_run: 1 }).where('id', '=', s.survey.id).execute();
+  const cost = await ask(trx, response, def, 0, { first: true, reserved: options.reserved });
+  if (cost === false) await endSession(trx, response, def, s.now, { credits: false });
+  return { response, cost: cost === false ? 0 : cost };
+}
+
+/**
+ * Queues question `index` as a message to the contact (an IVR session's one call, whose questions Exotel's
+ * Gather applet fetches, is queued for the first only). Its credits are reserved now unless the run reserved
+ * them (`reserved`); false when they are short.
+ */
+async function ask(
+  trx: Executor,
+  response: SurveyResponseRow,
+  def: SurveyDefinition,
+  index: number,
+  options: { first?: boolean; again?: boolean; reserved?: boolean | undefined },
+): Promise<number | false> {
+  if (response.channel === 'ivr' && !options.first) return 0;
+  const q = def.questions[index]!;
+  const channel = response.channel as MessageChannel;
+  const message = await questionMessage(trx, response.workspace_id, def, q, response, options);
+  const now = response.updated_at;
+  const cost = unitCost(channel, message.body);
+  const credit = creditChannel(channel);
+  if (
+    credit &&
+    !options.reserved &&
+    !(await reserveCredits(trx, response.workspace_id, credit, cost, responseRef(response.id), now))
+  )
+    return false;
+  const conversation = await conversationFor(trx, response.workspace_id, channel, response.address);
+  await insertMessage(trx, response.workspace_id, {
+    campaign_id: null,
+    channel,
+    to: response.address,
+    body: message.body,
+    subject: null,
+    media_url: null,
+    template_id: message.templateId,
+    channel_account_id: response.channel_account_id,
+    conversation_id: conversation?.id ?? null,
+    sent_by: null,
+    status: 'queued',
+    cost,
+    claimed_by: null,
+    lease_until: null,
+    attempts: 0,
+    next_attempt_at: now,
+    created_at: now,
+    updated_at: now,
+    survey_response_id: response.id,
+  });
+  return cost;
+}
+
+/** A question's message: its text in the contact's language, or on SMS its DLT template's text where it names one. */
+export async function questionMessage(
+  db: Executor,
+  workspaceId: number,
+  def: SurveyDefinition,
+  q: Question,
+  response: Pick<SurveyResponseRow, 'channel' | 'language'>,
+  options: { first?: boolean | undefined; again?: boolean | undefined },
+): Promise<{ body: string; templateId: string | null }> {
+  if (response.channel === 'ivr')
+    return { body: textIn(def.intro, response.language) || firstText(q.text), templateId: null };
+  if (response.channel === 'sms' && q.template_id) {
+    const template = await db
+      .selectFrom('templates')
+      .select('body')
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', Number(q.template_id.slice(4)))
+      .executeTakeFirst();
+    if (template) return { body: template.body, templateId: q.template_id };
+  }
+  return { body: questionText(def, q, response.language, options), templateId: null };
+}
+
+/** The open session of a contact on a channel, locked for this transaction on PostgreSQL. */
+export async function openSession(
+  trx: Executor,
+  workspaceId: number,
+  channel: string,
+  address: string,
+): Promise<SurveyResponseRow | undefined> {
+  return trx
+    .selectFrom('survey_responses')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('channel', '=', channel)
+    .where('address', '=', address)
+    .where('status', '=', 'open')
+    .$if(isPostgres(trx), (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
+export async function surveyOf(trx: Executor, response: Pick<SurveyResponseRow, 'survey_id'>) {
+  return trx.selectFrom('surveys').selectAll().where('id', '=', response.survey_id).executeTakeFirstOrThrow();
+}
+
+export type AnswerOutcome = 'next' | 'again' | 'completed';
+
+/**
+ * Applies `text` as the answer to the session's current question: matched, it is stored (and saved to the voter
+ * where the question says), and the next question is asked or the session completes; not matched, the question
+ * is asked again up to the survey's `retries`, then `other` is stored and the survey moves on.
+ */
+export async function applyAnswer(
+  trx: Executor,
+  response: SurveyResponseRow,
+  text: string,
+  now: string,
+): Promise<AnswerOutcome> {
+  const survey = await surveyOf(trx, response);
+  const def = definitionOf(survey);
+  const q = def.questions[response.question];
+  if (!q) return 'completed';
+  let value: AnswerValue | undefined = matchAnswer(q, text);
+  if (!value && response.tries < def.retries) {
+    const moved = await trx
+      .updateTable('survey_responses')
+      .set({ tries: response.tries + 1, updated_at: now })
+      .where('id', '=', response.id)
+      .where('status', '=', 'open')
+      .where('question', '=', response.question)
+      .where('tries', '=', response.tries)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) !== 1) return 'again';
+    if ((await ask(trx, { ...response, updated_at: now }, def, response.question, { again: true })) === false)
+      await endSession(trx, response, def, now, { credits: false });
+    return 'again';
+  }
+  value ??= OTHER;
+  const next = response.question + 1;
+  const done = next >= def.questions.length;
+  const moved = await trx
+    .updateTable('survey_responses')
+    .set({
+      question: next,
+      tries: 0,
+      answered: response.answered + 1,
+      updated_at: now,
+      ...(done ? { status: 'completed', completed_at: now } : {}),
+    })
+    .where('id', '=', response.id)
+    .where('status', '=', 'open')
+    .where('question', '=', response.question)
+    .executeTakeFirst();
+  // Another process took an answer to this question first: this one changes nothing.
+  if (Number(moved.numUpdatedRows) !== 1) return 'next';
+  await trx
+    .insertInto('survey_answers')
+    .values({
+      response_id: response.id,
+      question_key: q.key,
+      workspace_id: response.workspace_id,
+      survey_id: response.survey_id,
+      voter_id: response.voter_id,
+      ...value,
+      answered_at: now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  if (value !== OTHER && q.save_to && response.voter_id !== null)
+    await saveToVoter(trx, response, q, value, now);
+  const moved2 = { ...response, question: next, tries: 0, answered: response.answered + 1, updated_at: now };
+  if (done) {
+    await completed(trx, { ...moved2, status: 'completed', completed_at: now }, def, now);
+    return 'completed';
+  }
+  if ((await ask(trx, moved2, def, next, {})) === false)
+    await endSession(trx, moved2, def, now, { credits: false });
+  return 'next';
+}
+
+/** A completed session: the outro (sms, whatsapp) and the `survey.response.completed` event. */
+async function completed(trx: Executor, response: SurveyResponseRow, def: SurveyDefinition, now: string) {
+  if (response.channel !== 'ivr' && Object.keys(def.outro).length > 0) {
+    const channel = response.channel as MessageChannel;
+    const body = textIn(def.outro, response.language);
+    const cost = unitCost(channel, body);
+    const credit = creditChannel(channel);
+    if (
+      !credit ||
+      (await reserveCredits(trx, response.workspace_id, credit, cost, responseRef(response.id), now))
+    )
+      await insertMessage(trx, response.workspace_id, {
+        campaign_id: null,
+        channel,
+        to: response.address,
+        body,
+        subject: null,
+        media_url: null,
+        template_id: null,
+        channel_account_id: response.channel_account_id,
+        status: 'queued',
+        cost,
+        claimed_by: null,
+        lease_until: null,
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+        updated_at: now,
+        survey_response_id: response.id,
+      });
+  }
+  const answers = await answersOf(trx, [response.id]);
+  await emitEvent(
+    trx,
+    response.workspace_id,
+    'survey.response.completed',
+    responseView(response, answers.get(response.id) ?? {}),
+    now,
+  );
+}
+
+/**
+ * Ends an open session short of its end: `partial` when something was answered, else `no_answer`; `optedOut`
+ * marks a STOP; `credits: false` one whose next question could not be paid for.
+ */
+export async function endSession(
+  trx: Executor,
+  response: SurveyResponseRow,
+  _def: SurveyDefinition | undefined,
+  now: string,
+  how: { optedOut?: boolean; credits?: boolean } = {},
+): Promise<void> {
+  await trx
+    .updateTable('survey_responses')
+    .set({
+      status: response.answered > 0 ? 'partial' : 'no_answer',
+      completed_at: now,
+      updated_at: now,
+      ...(how.optedOut ? { opted_out: 1 } : {}),
+    })
+    .where('id', '=', response.id)
+    .where('status', '=', 'open')
+    .execute();
+}
+
+/** Writes an answer into the voter (`save_to`), audited with the actor `survey` and the survey's id. */
+async function saveToVoter(
+  trx: Executor,
+  response: SurveyResponseRow,
+  q: Question,
+  value: AnswerValue,
+  now: string,
+) {
+  const ws = response.workspace_id;
+  const voterId = response.voter_id!;
+  const target = q.save_to!;
+  let saved: Record<string, unknown> | undefined;
+  if (target === 'support_level') {
+    const level = value.choice_key !== null ? Number(value.choice_key) : value.number_value;
+    if (level !== null && Number.isInteger(level) && level >= 1 && level <= 5) {
+      await trx
+        .updateTable('voters')
+        .set({ support_level: level, updated_at: now })
+        .where('workspace_id', '=', ws)
+        .where('id', '=', voterId)
+        .execute();
+      saved = { support_level: level };
+    }
+  } else if (target === 'tags' && value.choice_key !== null) {
+    const { tags } = checkTags([value.choice_key]);
+    if (tags && tags.length > 0) {
+      await nameTags(trx, ws, tags);
+      await trx
+        .insertInto('voter_tags')
+        .values({ workspace_id: ws, tag_key: tags[0]!.key, voter_id: voterId })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+      await trx
+        .updateTable('voters')
+        .set({ updated_at: now })
+        .where('workspace_id', '=', ws)
+        .where('id', '=', voterId)
+        .execute();
+      saved = { tags_add: [tags[0]!.label] };
+    }
+  } else if (target.startsWith('field:')) {
+    const key = target.slice(6);
+    const def = (await fieldDefs(trx, ws)).find((d) => d.key === key);
+    if (def) {
+      const choice = q.choices?.find((c) => c.key === value.choice_key);
+      const candidates: unknown[] =
+        value.choice_key !== null
+          ? def.type === 'boolean'
+            ? [value.choice_key, firstText(choice?.label ?? {})]
+            : [value.choice_key, ...Object.values(choice?.label ?? {})]
+          : [value.number_value ?? value.text_value];
+      for (const raw of candidates) {
+        const stored = storedValue(def, raw, true);
+        if (stored === null || typeof stored === 'string') continue;
+        await setFieldValues(trx, ws, voterId, new Map([[key, stored]]));
+        await trx
+          .updateTable('voters')
+          .set({ updated_at: now })
+          .where('workspace_id', '=', ws)
+          .where('id', '=', voterId)
+          .execute();
+        saved = { field: key };
+        break;
+      }
+    }
+  }
+  if (saved)
+    await recordAudit(trx, {
+      workspaceId: ws,
+      actor: { userId: null, ip: null },
+      action: 'voter.updated',
+      target: { type: 'voter', id: voterId },
+      details: { actor: 'survey', survey_id: surveyRef(response.survey_id), question: q.key, ...saved },
+    });
+}
+
+/** Each response's answers by question key, as responses show them. */
+export async function answersOf(db: Executor, ids: readonly number[]) {
+  const out = new Map<number, Record<string, string | number | null>>();
+  if (ids.length === 0) return out;
+  const rows = await db
+    .selectFrom('survey_answers')
+    .select(['response_id', 'question_key', 'choice_key', 'number_value', 'text_value'])
+    .where('response_id', 'in', ids)
+    .execute();
+  for (const r of rows) {
+    const answers = out.get(r.response_id) ?? {};
+    answers[r.question_key] =
+      r.choice_key ?? (r.number_value !== null ? Number(r.number_value) : r.text_value);
+    out.set(r.response_id, answers);
+  }
+  return out;
+}
+
+/** The active survey whose keyword trigger is this whole text, on this channel. */
+export async function keywordSurvey(trx: Executor, workspaceId: number, channel: string, body: string) {
+  const keyword = answerKey(body);
+  if (keyword === '' || keyword.length > 40 || /\s/.test(keyword)) return undefined;
+  return trx
+    .selectFrom('survey_keywords')
+    .innerJoin('surveys', 'surveys.id', 'survey_keywords.survey_id')
+    .selectAll('surveys')
+    .where('survey_keywords.workspace_id', '=', workspaceId)
+    .where('survey_keywords.channel', '=', channel)
+    .where('survey_keywords.keyword', '=', keyword)
+    .where('surveys.status', '=', 'active')
+    .executeTakeFirst();
+}
+
+/** The voter an address belongs to (for a session a trigger opened): id and language. */
+export async function voterByAddress(
+  trx: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  address: string,
+) {
+  const column = channel === 'email' ? 'email' : 'phone';
+  return trx
+    .selectFrom('voters')
+    .select(['id', 'language'])
+    .where('workspace_id', '=', workspaceId)
+    .where(column, '=', address)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * An inbound message, in the inbound transaction: STOP ends the contact's open session (the opt-out itself is
+ * the inbound service's); with an open session it is that session's answer; otherwise, when its whole text is
+ * an active survey's keyword on the channel, it starts that survey for the contact. Returns true when a survey
+ * took it (it is still stored and threaded as any reply).
+ */
+export async function surveyInbound(
+  trx: Executor,
+  workspaceId: number,
+  input: {
+    channel: MessageChannel;
+    from: string;
+    body: string;
+    keyword: string | null;
+    channelAccountId: number | null;
+  },
+  now: string,
+): Promise<boolean> {
+  if (input.channel !== 'sms' && input.channel !== 'whatsapp') return false;
+  const open = await openSession(trx, workspaceId, input.channel, input.from);
+  if (input.keyword === 'stop') {
+    if (open) await endSession(trx, open, undefined, now, { optedOut: true });
+    return open !== undefined;
+  }
+  if (open) {
+    await applyAnswer(trx, open, input.body, now);
+    return true;
+  }
+  const survey = await keywordSurvey(trx, workspaceId, input.channel, input.body);
+  if (!survey) return false;
+  const voter = await voterByAddress(trx, workspaceId, input.channel, input.from);
+  await startSession(trx, {
+    survey,
+    runId: null,
+    channel: input.channel,
+    address: input.from,
+    voterId: voter?.id ?? null,
+    voterLanguage: voter?.language ?? null,
+    accountId: input.channelAccountId,
+    now,
+  });
+  return true;
+}
+
+/** Sessions idle for `hours` end as `partial` or `no_answer`, at most `limit` per call. */
+export async function expireIdle(db: Executor, hours: number, now: Date, limit = 1000): Promise<number> {
+  const cutoff = new Date(now.getTime() - hours * 3_600_000).toISOString();
+  const at = now.toISOString();
+  const ids = (
+    await db
+      .selectFrom('survey_responses')
+      .select('id')
+      .where('status', '=', 'open')
+      .where('updated_at', '<', cutoff)
+      .limit(limit)
+      .execute()
+  ).map((r) => r.id);
+  if (ids.length === 0) return 0;
+  const result = await db
+    .updateTable('survey_responses')
+    .set({
+      status: sql<'partial' | 'no_answer'>`CASE WHEN answered > 0 THEN 'partial' ELSE 'no_answer' END`,
+      completed_at: at,
+      updated_at: at,
+    })
+    .where('id', 'in', ids)
+    .where('status', '=', 'open')
+    .where('updated_at', '<', cutoff)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

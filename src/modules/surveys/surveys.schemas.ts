@@ -1,0 +1,250 @@
+import { Type } from 'typebox';
+import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { fieldFilters, filterFields, VoterFiltersSchema } from '../voters/voters.schemas.ts';
+import { CHOICES_MAX, QUESTIONS_MAX, RETRIES_MAX, TEXT_MAX, TRIGGERS_MAX } from './surveys.rules.ts';
+
+const Texts = Type.Record(Type.String({ pattern: '^[a-z]{2}$' }), Type.String({ maxLength: TEXT_MAX }), {
+  description:
+    'Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first.',
+});
+
+const Choice = Type.Object(
+  {
+    key: Type.String({ maxLength: 20, description: 'What a voter types or presses: 1, 2, ...' }),
+    label: Texts,
+    keywords: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 20 })),
+  },
+  { additionalProperties: false, title: 'SurveyChoice' },
+);
+
+const Question = Type.Object(
+  {
+    key: Type.String({ maxLength: 40, description: 'a-z, 0-9, _; unique in the survey.' }),
+    text: Texts,
+    type: Type.Union([Type.Literal('choice'), Type.Literal('number'), Type.Literal('text')]),
+    choices: Type.Optional(Type.Array(Choice, { maxItems: CHOICES_MAX })),
+    min: Type.Optional(Type.Number()),
+    max: Type.Optional(Type.Number()),
+    save_to: Type.Optional(
+      Type.String({
+        maxLength: 60,
+        description: '`support_level`, `tags` (the choice key) or `field:<key>`.',
+      }),
+    ),
+    template_id: Type.Optional(
+      Type.String({ maxLength: 30, description: 'SMS: the DLT template (tpl_<n>) sent for this question.' }),
+    ),
+    audio_url: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: 'IVR: a recording Exotel plays instead of speaking the text.',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'SurveyQuestion' },
+);
+
+const Trigger = Type.Union(
+  [
+    Type.Object(
+      {
+        channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp')]),
+        keyword: Type.String({ maxLength: 40 }),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        missed_call: Type.Literal(true),
+        channel_account_id: Type.String({
+          maxLength: 30,
+          description: 'The Exotel account whose number is called.',
+        }),
+        reply_channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
+      },
+      { additionalProperties: false },
+    ),
+  ],
+  { title: 'SurveyTrigger' },
+);
+
+const definition = {
+  intro: Type.Optional(Texts),
+  outro: Type.Optional(Texts),
+  questions: Type.Array(Question, { minItems: 1, maxItems: QUESTIONS_MAX }),
+  retries: Type.Optional(Type.Integer({ minimum: 0, maximum: RETRIES_MAX, default: 2 })),
+  triggers: Type.Optional(Type.Array(Trigger, { maxItems: TRIGGERS_MAX })),
+};
+
+const Status = Type.Union([Type.Literal('draft'), Type.Literal('active'), Type.Literal('closed')]);
+
+export const CreateSurveyBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }), status: Type.Optional(Status), ...definition },
+  { additionalProperties: false },
+);
+
+export const UpdateSurveyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    status: Type.Optional(Status),
+    intro: definition.intro,
+    outro: definition.outro,
+    questions: Type.Optional(definition.questions),
+    retries: definition.retries,
+    triggers: definition.triggers,
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const Survey = Type.Object(
+  {
+    id: Type.String({ description: '`svy_<n>`' }),
+    name: Type.String(),
+    status: Status,
+    intro: Texts,
+    outro: Texts,
+    questions: Type.Array(Question),
+    retries: Type.Integer(),
+    triggers: Type.Array(Trigger),
+    has_run: Type.Boolean({ description: 'A survey that has run keeps its questions.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Survey' },
+);
+
+export const SurveyParams = Type.Object({ id: Type.String({ maxLength: 40, description: '`svy_<n>`' }) });
+export const RunParams = Type.Object({ id: Type.String({ maxLength: 40, description: '`srun_<n>`' }) });
+
+export const CreateRunBody = Type.Object(
+  {
+    channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
+    segment_id: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Integer({ minimum: 1 })])),
+    recipients: Type.Optional(Type.Array(Type.String({ maxLength: 320 }), { maxItems: 10_000 })),
+    filters: Type.Optional(VoterFiltersSchema),
+    channel_account_id: Type.Optional(Type.String({ maxLength: 30 })),
+    scheduled_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, in the future.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const SurveyRun = Type.Object(
+  {
+    id: Type.String({ description: '`srun_<n>`' }),
+    survey_id: Type.String(),
+    channel: Type.String(),
+    channel_account_id: Type.Union([Type.String(), Type.Null()]),
+    status: Type.Union([
+      Type.Literal('scheduled'),
+      Type.Literal('running'),
+      Type.Literal('completed'),
+      Type.Literal('cancelled'),
+    ]),
+    recipients: Type.Integer({
+      description: 'Contacts the run reaches (counted at the start, trued up once its sessions are open).',
+    }),
+    started: Type.Integer({
+      description: 'Sessions opened (the first question queued, or the call placed).',
+    }),
+    open: Type.Integer(),
+    completed: Type.Integer(),
+    partial: Type.Integer(),
+    no_answer: Type.Integer(),
+    opted_out: Type.Integer({ description: 'Skipped as opted out, or ended by STOP.' }),
+    scheduled_at: Type.Union([Timestamp, Type.Null()]),
+    created_at: Timestamp,
+    started_at: Type.Union([Timestamp, Type.Null()]),
+    completed_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { title: 'SurveyRun' },
+);
+
+export const SurveyResponse = Type.Object(
+  {
+    id: Type.String({ description: '`sres_<n>`' }),
+    survey_id: Type.String(),
+    run_id: Type.Union([Type.String(), Type.Null()]),
+    voter_id: Type.Union([Type.Integer(), Type.Null()]),
+    address: Type.String(),
+    channel: Type.String(),
+    language: Type.String(),
+    status: Type.Union([
+      Type.Literal('open'),
+      Type.Literal('completed'),
+      Type.Literal('partial'),
+      Type.Literal('no_answer'),
+    ]),
+    opted_out: Type.Boolean(),
+    answers: Type.Object(
+      {},
+      {
+        additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Null()]),
+        description: 'By question key: the choice key (or `other`), the number, or the text.',
+      },
+    ),
+    started_at: Timestamp,
+    completed_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { title: 'SurveyResponseRecord' },
+);
+
+const Counted = {
+  answered: Type.Integer(),
+  choices: Type.Optional(Type.Array(Type.Object({ key: Type.String(), count: Type.Integer() }))),
+  mean: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+};
+
+export const SurveyResults = Type.Object(
+  {
+    responses: Type.Integer(),
+    completed: Type.Integer(),
+    group_by: Type.Optional(Type.String()),
+    questions: Type.Array(
+      Type.Object({
+        key: Type.String(),
+        type: Type.String(),
+        ...Counted,
+        groups: Type.Optional(
+          Type.Array(Type.Object({ group: Type.Union([Type.String(), Type.Null()]), ...Counted })),
+        ),
+      }),
+    ),
+  },
+  { title: 'SurveyResults' },
+);
+
+export const ResultsQuery = Type.Object(
+  {
+    group_by: Type.Optional(
+      Type.Union([
+        Type.Literal('booth'),
+        Type.Literal('ward'),
+        Type.Literal('constituency'),
+        Type.Literal('part_number'),
+      ]),
+    ),
+    ...filterFields,
+  },
+  {
+    patternProperties: fieldFilters,
+    description: "The voter list's filters narrow the results to the voters they match.",
+  },
+);
+
+export const ResponsesQuery = Type.Object({
+  ...PageQuery.properties,
+  run_id: Type.Optional(Type.String({ maxLength: 40 })),
+  status: Type.Optional(
+    Type.Union([
+      Type.Literal('open'),
+      Type.Literal('completed'),
+      Type.Literal('partial'),
+      Type.Literal('no_answer'),
+    ]),
+  ),
+});
+
+export const ResponsesExportQuery = Type.Object({
+  format: Type.Union([Type.Literal('csv'), Type.Literal('excel')], { default: 'csv' }),
+  run_id: Type.Optional(Type.String({ maxLength: 40 })),
+});

@@ -1,0 +1,366 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
+import { SurveyRuns } from '../src/modules/surveys/survey-runs.ts';
+import {
+  type Account,
+  addMember,
+  buildTestApp,
+  call,
+  dialects,
+  expectError,
+  parseCsv,
+  register,
+  type TestApp,
+  uniquePhone,
+} from './helpers.ts';
+import { isolatedDatabase } from './messaging-helpers.ts';
+
+/**
+ * Surveys (the contract's fourth part, "Surveys: ask voters on every channel"): the builder's checks, runs over
+ * SMS with sessions answered by key, Devanagari digit, label and keyword, re-asking, STOP, expiry, keyword
+ * triggers, save_to, results by booth, responses and their export.
+ */
+const silent = pino({ level: 'silent' });
+
+const opinion = {
+  name: 'Ward opinion',
+  intro: { en: 'A short survey from your MLA office.', hi: 'आपके विधायक कार्यालय का छोटा सर्वे।' },
+  outro: { en: 'Thank you!', hi: 'धन्यवाद!' },
+  retries: 1,
+  questions: [
+    {
+      key: 'vote',
+      type: 'choice',
+      text: { en: 'Will you vote for us?', hi: 'क्या आप हमें वोट देंगे?' },
+      choices: [
+        { key: '1', label: { en: 'Yes', hi: 'हाँ' }, keywords: ['haan'] },
+        { key: '2', label: { en: 'No', hi: 'नहीं' } },
+        { key: '3', label: { en: 'Undecided', hi: 'तय नहीं' } },
+      ],
+      save_to: 'support_level',
+    },
+    {
+      key: 'household',
+      type: 'number',
+      text: { en: 'How many voters live in your house?', hi: 'आपके घर में कितने मतदाता हैं?' },
+      min: 1,
+      max: 30,
+    },
+    {
+      key: 'problem',
+      type: 'text',
+      text: { en: 'What is the biggest problem in your ward?', hi: 'आपके वार्ड की सबसे बड़ी समस्या क्या है?' },
+    },
+  ],
+};
+
+for (const dialect of dialects) {
+  describe(`surveys (${dialect})`, () => {
+    let t: TestApp;
+    let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+    let worker: DeliveryWorker;
+    let runs: SurveyRuns;
+    let now = new Date();
+    beforeAll(async () => {
+      database = await isolatedDatabase(dialect);
+      t = await buildTestApp(dialect, { ...database.env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
+      worker = new DeliveryWorker({ db: t.db, config: t.config, providers: t.providers, log: silent });
+      runs = new SurveyRuns({ db: t.db.kysely, sessionHours: 24, clock: () => now });
+    });
+    afterAll(async () => {
+      await t.close();
+      await database.drop();
+    });
+
+    const api = (who: Account, method: string, url: string, body?: unknown) =>
+      call(t.app, method as 'GET', url, { token: who.token, ...(body !== undefined ? { body } : {}) });
+    const reply = (who: Account, from: string, body: string, channel = 'sms') =>
+      api(who, 'POST', '/api/inbound', { channel, from, body });
+    /** The survey's messages to `to`, oldest first. */
+    const sent = async (who: Account, to: string) => {
+      const res = await api(who, 'GET', `/api/messages/history?per_page=100&to=${encodeURIComponent(to)}`);
+      return (res.body.data.data as Array<{ message: string; created_at: string; id: string }>)
+        .slice()
+        .sort((a, b) => Number(a.id.slice(4)) - Number(b.id.slice(4)))
+        .map((m) => m.message);
+    };
+    const settle = async () => {
+      while (await runs.round()) {
+        /* until nothing is left to do */
+      }
+      await worker.drain();
+    };
+
+    it('checks a survey as a builder would get it wrong, and keeps a good one', async () => {
+      const owner = await register(t.app);
+      const bad = await api(owner, 'POST', '/api/surveys', {
+        name: 'Bad',
+        questions: [
+          { key: 'Q 1', type: 'choice', text: { en: 'Pick' }, choices: [{ key: '1', label: { en: 'A' } }] },
+          { key: 'n', type: 'number', text: { english: 'x' }, min: 5, max: 1 },
+          {
+            key: 'c',
+            type: 'choice',
+            text: { en: 'x' },
+            choices: [
+              { key: '1', label: { en: 'Yes' } },
+              { key: '2', label: { en: 'yes' } },
+            ],
+            save_to: 'field:nope',
+          },
+        ],
+        triggers: [{ channel: 'sms', keyword: 'stop' }],
+      });
+      expectError(bad, 422, 'validation_error');
+      expect(Object.keys(bad.body.details).sort()).toEqual(
+        [
+          'questions.0.key',
+          'questions.0.choices',
+          'questions.1.text',
+          'questions.1.max',
+          'questions.2.choices.1',
+          'questions.2.save_to',
+          'triggers.0.keyword',
+        ].sort(),
+      );
+      const made = await api(owner, 'POST', '/api/surveys', {
+        ...opinion,
+        triggers: [{ channel: 'sms', keyword: 'Opinion' }],
+        status: 'active',
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      expect(made.body.data).toMatchObject({
+        status: 'active',
+        retries: 1,
+        has_run: false,
+        triggers: [{ channel: 'sms', keyword: 'opinion' }],
+      });
+      expect(made.body.data.id).toMatch(/^svy_\d+$/);
+      // Another active survey may not take the same keyword.
+      const clash = await api(owner, 'POST', '/api/surveys', {
+        ...opinion,
+        name: 'Copy',
+        triggers: [{ channel: 'sms', keyword: 'OPINION' }],
+        status: 'active',
+      });
+      expectError(clash, 409, 'conflict');
+      const volunteer = await addMember(t.app, owner, 'volunteer');
+      expectError(await api(volunteer, 'GET', '/api/surveys'), 403, 'forbidden');
+      const other = await register(t.app);
+      expectError(await api(other, 'GET', `/api/surveys/${made.body.data.id}`), 404, 'not_found');
+      const listed = await api(owner, 'GET', '/api/surveys');
+      expect(listed.body.data.total).toBe(1);
+    });
+
+    it("runs over SMS: asks in the voter's language, matches keys, Devanagari digits and keywords, asks again, saves to the voter, counts results by booth", async () => {
+      const owner = await register(t.app);
+      const hindi = uniquePhone();
+      const english = uniquePhone();
+      const quitter = uniquePhone();
+      const a = await api(owner, 'POST', '/api/voters', {
+        name: 'Asha',
+        phone: hindi,
+        language: 'hi',
+        booth: 'Booth 7',
+      });
+      await api(owner, 'POST', '/api/voters', { name: 'Ben', phone: english, booth: 'Booth 9' });
+      await api(owner, 'POST', '/api/voters', { name: 'Chitra', phone: quitter, booth: 'Booth 9' });
+      const survey = (await api(owner, 'POST', '/api/surveys', opinion)).body.data;
+      const run = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        filters: { search: '' },
+        recipients: [hindi],
+      });
+      expectError(run, 422, 'validation_error');
+      const started = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: [hindi, english, quitter],
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+      expect(started.body.data).toMatchObject({ status: 'running', recipients: 3, channel: 'sms' });
+      await settle();
+
+      const first = await sent(owner, hindi);
+      expect(first).toHaveLength(1);
+      expect(first[0]).toContain('आपके विधायक कार्यालय का छोटा सर्वे।');
+      expect(first[0]).toContain('1. हाँ');
+      expect((await sent(owner, english))[0]).toContain('Will you vote for us?');
+
+      // Asha answers in Devanagari digits, then an answer out of range (asked again), then a number, then text.
+      await reply(owner, hindi, '१');
+      await reply(owner, hindi, '99');
+      await settle();
+      const asked = await sent(owner, hindi);
+      expect(asked).toHaveLength(3);
+      expect(asked[2]).toMatch(/^क्षमा करें/);
+      await reply(owner, hindi, '4');
+      await reply(owner, hindi, 'Water logging near the school');
+      // Ben answers by keyword and then gives no usable answer twice: `other`, and the survey moves on.
+      await reply(owner, english, 'HAAN');
+      await reply(owner, english, 'many');
+      await reply(owner, english, 'lots');
+      // Chitra says STOP: her session ends, and she is opted out as before.
+      await reply(owner, quitter, 'STOP');
+      await settle();
+      expect((await sent(owner, hindi)).at(-1)).toBe('धन्यवाद!');
+
+      const voter = (await api(owner, 'GET', `/api/voters/${a.body.data.id}`)).body.data;
+      expect(voter.support_level).toBe(1);
+      const audit = await api(owner, 'GET', '/api/audit-log?action=voter.updated');
+      expect(audit.body.data.data[0].details).toMatchObject({
+        actor: 'survey',
+        survey_id: survey.id,
+        support_level: 1,
+      });
+
+      const progress = (await api(owner, 'GET', `/api/survey-runs/${started.body.data.id}`)).body.data;
+      expect(progress).toMatchObject({ recipients: 3, started: 3, completed: 1, opted_out: 1, open: 1 });
+
+      const results = (await api(owner, 'GET', `/api/surveys/${survey.id}/results?group_by=booth`)).body.data;
+      expect(results).toMatchObject({ responses: 3, completed: 1 });
+      const vote = results.questions.find((q: { key: string }) => q.key === 'vote');
+      expect(vote.choices).toEqual([
+        { key: '1', count: 2 },
+        { key: '2', count: 0 },
+        { key: '3', count: 0 },
+      ]);
+      expect(vote.groups).toEqual([
+        {
+          group: 'Booth 7',
+          answered: 1,
+          choices: [
+            { key: '1', count: 1 },
+            { key: '2', count: 0 },
+            { key: '3', count: 0 },
+          ],
+        },
+        {
+          group: 'Booth 9',
+          answered: 1,
+          choices: [
+            { key: '1', count: 1 },
+            { key: '2', count: 0 },
+            { key: '3', count: 0 },
+          ],
+        },
+      ]);
+      const household = results.questions.find((q: { key: string }) => q.key === 'household');
+      expect(household).toMatchObject({ answered: 2, mean: 4 });
+      const filtered = (await api(owner, 'GET', `/api/surveys/${survey.id}/results?booth=Booth%207`)).body
+        .data;
+      expect(filtered.responses).toBe(1);
+
+      const responses = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses?status=completed`)).body
+        .data;
+      expect(responses.data).toHaveLength(1);
+      expect(responses.data[0]).toMatchObject({
+        address: hindi,
+        status: 'completed',
+        answers: { vote: '1', household: 4, problem: 'Water logging near the school' },
+      });
+      const ben = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses?status=open`)).body.data
+        .data[0];
+      expect(ben.answers).toEqual({ vote: '1', household: 'other' });
+
+      // The survey has run: its questions are fixed; closing it ends Ben's session.
+      expectError(
+        await api(owner, 'PATCH', `/api/surveys/${survey.id}`, { questions: opinion.questions.slice(0, 1) }),
+        409,
+        'conflict',
+      );
+      expectError(await api(owner, 'DELETE', `/api/surveys/${survey.id}`), 409, 'conflict');
+      const closed = await api(owner, 'PATCH', `/api/surveys/${survey.id}`, { status: 'closed' });
+      expect(closed.body.data.status).toBe('closed');
+      const after = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses?status=partial`)).body.data
+        .data;
+      expect(after.map((r: { address: string }) => r.address)).toEqual([english]);
+      await settle();
+      expect((await api(owner, 'GET', `/api/survey-runs/${started.body.data.id}`)).body.data.status).toBe(
+        'completed',
+      );
+
+      const csv = await call(t.app, 'GET', `/api/surveys/${survey.id}/responses/export?format=csv`, {
+        token: owner.token,
+      });
+      expect(csv.status).toBe(200);
+      const rows = parseCsv(csv.raw);
+      expect(rows[0]).toEqual([
+        'id',
+        'run_id',
+        'voter_id',
+        'address',
+        'channel',
+        'language',
+        'status',
+        'started_at',
+        'completed_at',
+        'vote',
+        'household',
+        'problem',
+      ]);
+      expect(rows).toHaveLength(4);
+    });
+
+    it("starts a survey from a keyword, keeps a stranger's answers by address, and ends idle sessions", async () => {
+      const owner = await register(t.app);
+      const made = await api(owner, 'POST', '/api/surveys', {
+        ...opinion,
+        status: 'active',
+        triggers: [{ channel: 'sms', keyword: 'survey' }],
+        questions: [
+          {
+            key: 'issue',
+            type: 'choice',
+            text: { en: 'Your issue?' },
+            choices: [
+              { key: '1', label: { en: 'Roads' } },
+              { key: '2', label: { en: 'Water' } },
+            ],
+            save_to: 'tags',
+          },
+        ],
+      });
+      const stranger = uniquePhone();
+      const known = uniquePhone();
+      const v = await api(owner, 'POST', '/api/voters', { name: 'Known', phone: known });
+      await reply(owner, stranger, 'Survey!');
+      await reply(owner, known, 'survey');
+      await reply(owner, known, 'water');
+      await worker.drain();
+      expect(await sent(owner, stranger)).toEqual([
+        'A short survey from your MLA office.\nYour issue?\n1. Roads\n2. Water',
+      ]);
+      const voter = (await api(owner, 'GET', `/api/voters/${v.body.data.id}`)).body.data;
+      expect(voter.tags).toEqual(['2']);
+      // A day later the stranger's session ends unanswered.
+      now = new Date(Date.now() + 25 * 3_600_000);
+      await runs.round();
+      now = new Date();
+      const all = (await api(owner, 'GET', `/api/surveys/${made.body.data.id}/responses`)).body.data.data;
+      expect(all.map((r: { status: string; voter_id: number | null }) => [r.status, r.voter_id])).toEqual([
+        ['completed', v.body.data.id],
+        ['no_answer', null],
+      ]);
+    });
+
+    it('refuses a run the workspace cannot pay for, and cancels one with its credits back', async () => {
+      const owner = await register(t.app);
+      const survey = (await api(owner, 'POST', '/api/surveys', opinion)).body.data;
+      const before = (await api(owner, 'GET', '/api/user')).body.data.credits;
+      const many = Array.from({ length: 3 }, () => uniquePhone());
+      const run = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: many,
+        scheduled_at: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(run.body.data.status).toBe('scheduled');
+      const during = (await api(owner, 'GET', '/api/user')).body.data.credits;
+      expect(during.sms_credits).toBeLessThan(before.sms_credits);
+      const cancelled = await api(owner, 'POST', `/api/survey-runs/${run.body.data.id}/cancel`);
+      expect(cancelled.body.data.status).toBe('cancelled');
+      expect((await api(owner, 'GET', '/api/user')).body.data.credits.sms_credits).toBe(before.sms_credits);
+      expectError(await api(owner, 'POST', `/api/survey-runs/${run.body.data.id}/cancel`), 409, 'conflict');
+    });
+  });
+}
