@@ -537,6 +537,9 @@ for (const dialect of dialects) {
         'delivery',
         'greeting',
         'inbound',
+        'missed_call',
+        'survey_answer',
+        'survey_gather',
       ]);
       const tpl = await template(o.token, {
         name: 'Reminder',

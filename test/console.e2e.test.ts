@@ -320,6 +320,54 @@ describe.runIf(!browserMissing).each(dialects)(
       await shoot(page, 'inbox', save);
     });
 
+    it('builds a survey in English and Hindi, runs it to a segment, and shows its results as charts beside tables', async () => {
+      // The next test goes on in the inbox's thread this one leaves: it is opened again at the end.
+      const thread = page.url();
+      await nav('Surveys').click();
+      await page.getByText('No survey yet.').waitFor();
+      await accessible(page, 'surveys');
+      await page.getByRole('link', { name: 'New survey' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('Ward opinion');
+      await page.getByLabel('Introduction (English)').fill('A short survey from your MLA office.');
+      await page.getByLabel('Introduction (हिन्दी)').fill('आपके विधायक कार्यालय का छोटा सर्वे।');
+      await page.getByLabel('Question (English)', { exact: true }).fill('Will you vote for us?');
+      await page.getByLabel('Question (हिन्दी)', { exact: true }).fill('क्या आप हमें वोट देंगे?');
+      await page.getByLabel('Label (English)').nth(0).fill('Yes');
+      await page.getByLabel('Label (English)').nth(1).fill('No');
+      await page.getByLabel('Label (हिन्दी)').nth(0).fill('हाँ');
+      await page.getByLabel('Label (हिन्दी)').nth(1).fill('नहीं');
+      await page.getByLabel('Save the answer to').selectOption('support_level');
+      await accessible(page, 'survey builder');
+      await shoot(page, 'survey-builder', save);
+      await page.getByRole('button', { name: 'Create survey' }).click();
+      await page.getByRole('heading', { name: /Ward opinion/ }).waitFor();
+      await page.getByLabel('Segment', { exact: true }).selectOption({ label: 'Ward 7' });
+      await page.getByRole('button', { name: 'Start a run' }).click();
+      const surveys = (await api(`${server.base}/api`, 'GET', '/surveys', owner.token)) as {
+        data: Array<{ id: string; name: string }>;
+      };
+      const id = surveys.data.find((x) => x.name === 'Ward opinion')!.id;
+      const asked = async () =>
+        (
+          (await api(`${server.base}/api`, 'GET', `/surveys/${id}/runs`, owner.token)) as {
+            data: Array<{ started: number }>;
+          }
+        ).data[0]?.started;
+      await expect.poll(asked, { timeout: 20_000 }).toBe(2);
+      // Ravi answers with the key, Sita with the Hindi label.
+      for (const [from, body] of [
+        [voterPhones[0], '1'],
+        [voterPhones[1], 'नहीं'],
+      ] as const)
+        await api(`${server.base}/api`, 'POST', '/inbound', owner.token, { channel: 'sms', from, body });
+      await page.getByText('2 responses, 2 completed.').waitFor({ timeout: 15_000 });
+      await page.getByLabel('Group by').selectOption('booth');
+      await page.getByRole('cell', { name: '12', exact: true }).first().waitFor();
+      await accessible(page, 'survey');
+      await shoot(page, 'survey', save);
+      await page.goto(thread);
+    });
+
     it('a thread of more than a page opens at its newest messages and pages back to its first', async () => {
       // 100 more replies from the same voter: with the first two, 102 messages, two pages of 100.
       for (let i = 1; i <= 100; i++)
@@ -590,6 +638,11 @@ describe.runIf(!browserMissing).each(dialects)(
       await nav('आयात और निर्यात').click();
       await page.getByTestId('import-job').waitFor();
       await shoot(page, 'import-hi', save);
+      await nav('सर्वे').click();
+      await page.getByRole('link', { name: 'Ward opinion' }).click();
+      await page.getByText('2 जवाब, 2 पूरे।').waitFor();
+      await accessible(page, 'survey (hi)');
+      await shoot(page, 'survey-hi', save);
       expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
       await page.getByLabel('भाषा').selectOption('en');
       await nav('Dashboard').waitFor();
@@ -686,6 +739,7 @@ describe.runIf(!browserMissing).each(dialects)(
         'Voters',
         'Import & export',
         'Campaigns',
+        'Surveys',
         'Grievances',
         'Consent',
         'Places',

@@ -252,6 +252,86 @@ describe.runIf(process.env.TEST_DATABASE_URL && redisUrl && RECIPIENTS > 0)(
       for (const s of [staff, mine, theirs]) s.close();
     });
 
+    it('a survey run over SMS through both workers, its answers taken by both API processes at once, each applied once', async () => {
+      const owner = await register(t.app);
+      const CONTACTS = 100;
+      const phones = Array.from({ length: CONTACTS }, (_, i) => `+91976${String(i).padStart(6, '0')}1`);
+      const made = await post(
+        apis[0] as string,
+        '/surveys',
+        {
+          name: 'Two processes',
+          outro: { en: 'Thanks' },
+          questions: [
+            {
+              key: 'vote',
+              type: 'choice',
+              text: { en: 'Will you vote?' },
+              choices: [
+                { key: '1', label: { en: 'Yes' } },
+                { key: '2', label: { en: 'No' } },
+              ],
+            },
+          ],
+        },
+        owner.token,
+      );
+      expect(made.status).toBe(201);
+      const surveyId = ((await made.json()) as { data: { id: string } }).data.id;
+      const run = await post(
+        apis[1] as string,
+        `/surveys/${surveyId}/runs`,
+        { channel: 'sms', recipients: phones },
+        owner.token,
+      );
+      expect(run.status).toBe(202);
+      const surveyRow = Number(surveyId.slice(4));
+      const queuedOrSent = async () =>
+        Number(
+          (
+            await t.db.kysely
+              .selectFrom('messages')
+              .innerJoin('survey_responses', 'survey_responses.id', 'messages.survey_response_id')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('survey_responses.survey_id', '=', surveyRow)
+              .where('messages.status', 'in', ['sent', 'delivered'])
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      await until(async () => (await queuedOrSent()) === CONTACTS, 'every first question sent', 60_000);
+      // Each contact answers twice at the same moment, "1" to one API process and "2" to the other (two
+      // replies racing): exactly one of them is the answer, and the session completes once.
+      await Promise.all(
+        phones.flatMap((from) => [
+          post(apis[0] as string, '/inbound', { channel: 'sms', from, body: '1' }, owner.token),
+          post(apis[1] as string, '/inbound', { channel: 'sms', from, body: '2' }, owner.token),
+        ]),
+      );
+      const answers = await t.db.kysely
+        .selectFrom('survey_answers')
+        .select(['response_id', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('survey_id', '=', surveyRow)
+        .groupBy('response_id')
+        .execute();
+      expect(answers).toHaveLength(CONTACTS);
+      expect(answers.every((a) => Number(a.n) === 1)).toBe(true);
+      const statuses = await t.db.kysely
+        .selectFrom('survey_responses')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('survey_id', '=', surveyRow)
+        .groupBy('status')
+        .execute();
+      expect(statuses.map((r) => [r.status, Number(r.n)])).toEqual([['completed', CONTACTS]]);
+      // One outro each: the completion happened once per session.
+      const outros = await t.db.kysely
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('workspace_id', '=', owner.user.workspace_id)
+        .where('body', '=', 'Thanks')
+        .executeTakeFirstOrThrow();
+      expect(Number(outros.n)).toBe(CONTACTS);
+    });
+
     it(
       `delivers a ${RECIPIENTS}-recipient broadcast once per recipient with a worker killed mid-way, and each webhook event once`,
       { timeout: 600_000 },

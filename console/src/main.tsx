@@ -7,6 +7,7 @@ import { I18nProvider, type Lang, useI18n } from './i18n.tsx';
 import { type Me, MeContext, type Role } from './me.ts';
 import { useWorkspace } from './queries.ts';
 import { Campaigns, CampaignPage, Compose } from './screens/campaigns.tsx';
+import { SurveyBuilder, SurveyPage, Surveys } from './screens/surveys.tsx';
 import { Consent } from './screens/consent.tsx';
 import { Dashboard } from './screens/dashboard.tsx';
 import { Grievances } from './screens/grievances.tsx';
@@ -33,6 +34,7 @@ const nav: Array<{ path: string; key: Key; roles: Role[] }> = [
   { path: '/voters', key: 'nav.voters', roles: ['politician', 'manager', 'volunteer'] },
   { path: '/imports', key: 'nav.imports', roles: ['politician', 'manager'] },
   { path: '/campaigns', key: 'nav.campaigns', roles: ['politician', 'manager'] },
+  { path: '/surveys', key: 'nav.surveys', roles: ['politician', 'manager'] },
   { path: '/grievances', key: 'nav.grievances', roles: ['politician', 'manager'] },
   { path: '/consent', key: 'nav.consent', roles: ['politician', 'manager'] },
   { path: '/places', key: 'nav.places', roles: ['politician', 'manager'] },
@@ -152,6 +154,17 @@ function Shell({ me }: { me: Me }) {
             </Route>
           )}
           {allowed('/campaigns') && <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>}
+          {allowed('/surveys') && (
+            <Route path="/surveys">
+              <Surveys />
+            </Route>
+          )}
+          {allowed('/surveys') && (
+            <Route path="/surveys/new">
+              <SurveyBuilder />
+            </Route>
+          )}
+          {allowed('/surveys') && <Route path="/surveys/:id">{(p) => <SurveyPage id={p.id} />}</Route>}
           {allowed('/grievances') && (
             <Route path="/grievances">
               <Grievances />

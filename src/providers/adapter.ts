@@ -40,6 +40,12 @@ export interface ProviderAdapter {
   /** The setting that names the template its sign-in codes go through, where it sends templates only. */
   readonly otpTemplateSetting?: string;
   /**
+   * IVR surveys: the setting that names the call flow a survey call is connected to, whose applets ask the
+   * account's `survey_gather` callback for each question and bring the keys to `survey_answer`
+   * (docs/providers.md). Without it, the provider's accounts carry no IVR survey.
+   */
+  readonly surveyFlowSetting?: string;
+  /**
    * It reaches no phone or inbox (`simulated: true` on the workspace's channels and campaigns), and has no
    * reports of its own: its sent messages end by age (SANDBOX_DELIVERY_DELAY_MS), as `settles` says of each.
    */

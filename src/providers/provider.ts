@@ -26,7 +26,7 @@ export interface OutgoingMessage {
    * templates only, or templates outside WhatsApp's 24-hour window, use them.
    */
   providerTemplate?: ProviderTemplate | undefined;
-  /** An IVR call of a survey: connected to the account's survey flow (Exotel's `survey_flow_app_id`). */
+  /** An IVR call of a survey: connected to the account's survey flow (its adapter's `surveyFlowSetting`). */
   surveyCall?: boolean | undefined;
 }
 

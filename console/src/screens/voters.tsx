@@ -357,6 +357,8 @@ export function useVoterFields() {
   return useQuery({
     queryKey: ['voter-fields'],
     queryFn: () => data(api.GET('/api/voter-fields')) as Promise<FieldDef[]>,
+    // Read again on every screen that shows them: a field another member (or the API) added meanwhile shows.
+    staleTime: 0,
   });
 }
 

@@ -331,7 +331,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /**
-   * An IVR survey's step. The Gather is answered with Exotel's JSON (what to say, how many keys to take); the
+   * An IVR survey's step. The Gather is answered with the provider's JSON (what to say, how many keys to take); the
    * Passthru with 200 while questions remain (the flow goes back to the Gather) or 302 once the survey is done
    * (the flow goes on to its goodbye); a missed call with 200 whether or not a survey started.
    */
@@ -398,7 +398,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   );
   const Text = {
     description:
-      "Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON Exotel's Gather applet reads.",
+      "Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON the provider's Gather applet reads.",
     content: {
       'text/plain': { schema: { type: 'string' } },
       'text/xml': { schema: { type: 'string' } },

@@ -11,7 +11,7 @@ import { applyAnswer, definitionOf, startSession, surveyOf, voterByAddress } fro
 import { textIn, type Trigger } from './surveys.rules.ts';
 
 /**
- * IVR surveys through Exotel's flows (the contract's fourth part; docs/providers.md shows both flows):
+ * IVR surveys through the provider's call flows (the contract's fourth part; docs/providers.md shows both flows):
  * - the survey call's flow: a Gather applet whose dynamic URL is the account's `callback_urls.survey_gather` (we
  *   answer with the current question to speak or play, and how many keys to take), then a Passthru applet to
  *   `callback_urls.survey_answer` with the keys pressed (we answer 200 while questions remain, the flow going
@@ -20,7 +20,7 @@ import { textIn, type Trigger } from './surveys.rules.ts';
  *   survey whose `missed_call` trigger names the account for the caller, on the trigger's reply channel.
  */
 
-/** What the Gather applet's dynamic URL answers (Exotel-Version 1.0). */
+/** What the Gather applet's dynamic URL answers (its version 1.0 format, docs/providers.md). */
 export interface GatherAnswer {
   gather_prompt: { text?: string; audio_url?: string };
   max_input_digits: number;

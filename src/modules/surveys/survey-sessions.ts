@@ -98,7 +98,7 @@ export async function startSession(
 }
 
 /**
- * Queues question `index` as a message to the contact (an IVR session's one call, whose questions Exotel's
+ * Queues question `index` as a message to the contact (an IVR session's one call, whose questions the flow's
  * Gather applet fetches, is queued for the first only). Its credits are reserved now unless the run reserved
  * them (`reserved`); false when they are short.
  */

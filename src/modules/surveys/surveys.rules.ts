@@ -39,7 +39,7 @@ export interface Question {
   save_to?: string;
   /** An SMS question's DLT template (`tpl_<n>`): its text is what goes out where DLT_ENFORCE is on. */
   template_id?: string;
-  /** A recording Exotel plays instead of speaking the text (IVR). */
+  /** A recording the call plays instead of speaking the text (IVR). */
   audio_url?: string;
 }
 

@@ -37,7 +37,7 @@ const Question = Type.Object(
     audio_url: Type.Optional(
       Type.String({
         maxLength: 2000,
-        description: 'IVR: a recording Exotel plays instead of speaking the text.',
+        description: 'IVR: a recording the call plays instead of speaking the text.',
       }),
     ),
   },
@@ -58,7 +58,8 @@ const Trigger = Type.Union(
         missed_call: Type.Literal(true),
         channel_account_id: Type.String({
           maxLength: 30,
-          description: 'The Exotel account whose number is called.',
+          description:
+            'The account whose number is called (its provider takes missed calls: docs/providers.md).',
         }),
         reply_channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
       },

@@ -9,6 +9,7 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { countSegmentAddresses, voterIdLimit } from '../campaigns/campaigns.repository.ts';
 import { accountForSend } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { adapterOf } from '../../providers/registry.ts';
 import { balances, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
 import {
@@ -100,9 +101,9 @@ export class SurveysService {
               .executeTakeFirst();
       if (!account)
         errors[`triggers.${i}.channel_account_id`] = ['is not a channel account of this workspace.'];
-      else if (account.provider !== 'exotel')
+      else if (!(adapterOf(account.provider)?.callbacks ?? []).includes('missed_call'))
         errors[`triggers.${i}.channel_account_id`] = [
-          'must be an Exotel account: missed calls come through its flow.',
+          'must be an account whose provider reports missed calls (its callback_urls has missed_call: docs/providers.md).',
         ];
     }
     return def;
@@ -373,10 +374,11 @@ export class SurveysService {
     const account = await accountForSend(db, workspaceId, channel, body.channel_account_id);
     if (channel === 'ivr') {
       const settings = account ? (JSON.parse(account.settings) as Record<string, unknown>) : {};
-      if (!account || account.provider !== 'exotel' || typeof settings.survey_flow_app_id !== 'string')
+      const setting = account ? adapterOf(account.provider)?.surveyFlowSetting : undefined;
+      if (!account || !setting || typeof settings[setting] !== 'string')
         throw validationError({
           channel_account_id: [
-            'an IVR survey goes through an Exotel account with settings.survey_flow_app_id (its flow asks the questions: docs/providers.md).',
+            'an IVR survey goes through an account whose provider runs survey call flows, with that flow in its settings (docs/providers.md, "IVR surveys and missed calls").',
           ],
         });
     }

@@ -207,6 +207,7 @@ export const exotel: ProviderAdapter = {
     }),
   }),
   channelSettings: { ivr: ['caller_id', 'app_id'] },
+  surveyFlowSetting: 'survey_flow_app_id',
   callbacks: [
     'delivery',
     'call_status',
