@@ -46,6 +46,7 @@ const RECIPIENTS = dialect === 'sqlite' ? Number(args.recipients) : 0;
 const RATE = Number(args.rate);
 const SECONDS = Number(args.seconds);
 const log = pino({ level: 'silent' });
+const step = (what: string) => console.error(`${new Date().toISOString().slice(11, 19)} ${what}`);
 
 async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
   if (!pgBase) {
@@ -81,6 +82,8 @@ async function start(url: string, env: Record<string, string> = {}) {
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '10000000',
     RATE_LIMIT_PUBLIC_PER_MIN: '10000000',
     SANDBOX_DELIVERY_DELAY_MS: '0',
+    // Loading a million rows in one statement takes longer than a request's limit.
+    DB_STATEMENT_TIMEOUT_MS: '600000',
     ...env,
   });
   const db = connect(config.databaseUrl, config.database);
@@ -167,7 +170,9 @@ async function results(): Promise<Record<string, unknown>> {
   try {
     const o = await owner(s);
     const t0 = performance.now();
+    step(`results: ${RESPONSES} voters`);
     await insertVoters(s, o.ws, RESPONSES, '+9190');
+    step('results: responses and answers');
     const survey = await call(s, 'POST', '/api/surveys', o.token, poll);
     const sid = Number(survey.data.id.slice(4));
     const now = new Date().toISOString();
@@ -177,16 +182,16 @@ async function results(): Promise<Record<string, unknown>> {
       SELECT workspace_id, ${sid}, id, phone, 'sms', 'en', 'completed', 2, 2, ${ts}, ${ts}, ${ts} FROM voters WHERE workspace_id = ${o.ws}`.execute(
       k,
     );
-    await sql`INSERT INTO survey_answers (response_id, question_key, workspace_id, survey_id, voter_id, choice_key, answered_at)
-      SELECT id, 'vote', workspace_id, survey_id, voter_id, CAST(1 + (voter_id % 3) AS text), ${ts} FROM survey_responses WHERE survey_id = ${sid}`.execute(
-      k,
-    );
-    await sql`INSERT INTO survey_answers (response_id, question_key, workspace_id, survey_id, voter_id, number_value, answered_at)
-      SELECT id, 'household', workspace_id, survey_id, voter_id, 1 + (voter_id % 9), ${ts} FROM survey_responses WHERE survey_id = ${sid}`.execute(
-      k,
-    );
+    // As the service writes them: the voter's places with each answer.
+    await sql`INSERT INTO survey_answers (response_id, question_key, workspace_id, survey_id, voter_id, choice_key, booth, answered_at)
+      SELECT r.id, 'vote', r.workspace_id, r.survey_id, r.voter_id, CAST(1 + (r.voter_id % 3) AS text), v.booth, ${ts}
+      FROM survey_responses r JOIN voters v ON v.id = r.voter_id WHERE r.survey_id = ${sid}`.execute(k);
+    await sql`INSERT INTO survey_answers (response_id, question_key, workspace_id, survey_id, voter_id, number_value, booth, answered_at)
+      SELECT r.id, 'household', r.workspace_id, r.survey_id, r.voter_id, 1 + (r.voter_id % 9), v.booth, ${ts}
+      FROM survey_responses r JOIN voters v ON v.id = r.voter_id WHERE r.survey_id = ${sid}`.execute(k);
     if (s.db.dialect === 'postgres') await sql`ANALYZE`.execute(k);
     else await sql`ANALYZE`.execute(k);
+    step('results: asking');
     const loadSeconds = Math.round((performance.now() - t0) / 100) / 10;
     const path = `/api/surveys/${survey.data.id}/results`;
     const check = await call(s, 'GET', `${path}?group_by=booth`, o.token);
@@ -232,6 +237,7 @@ async function answers(): Promise<Record<string, unknown>> {
       .execute();
     await insertVoters(s, o.ws, RECIPIENTS, '+9191');
     const survey = await call(s, 'POST', '/api/surveys', o.token, poll);
+    step(`answers: ${RECIPIENTS} voters in; the run starts`);
     background.start();
     const t0 = performance.now();
     const run = await call(s, 'POST', `/api/surveys/${survey.data.id}/runs`, o.token, {
@@ -244,12 +250,13 @@ async function answers(): Promise<Record<string, unknown>> {
         (
           await sql<{
             n: number;
-          }>`SELECT count(*) AS n FROM messages WHERE workspace_id = ${o.ws} AND survey_response_id IS NOT NULL AND status IN ('sent', 'delivered')`.execute(
+          }>`SELECT count(*) AS n FROM messages WHERE workspace_id = ${o.ws} AND survey_response_id IS NOT NULL AND status IN ('sent', 'delivered', 'failed')`.execute(
             s.db.kysely,
           )
         ).rows[0]!.n,
       );
     while ((await sentFirst()) < RECIPIENTS) await new Promise((r) => setTimeout(r, 500));
+    step('answers: every first question sent');
     const fillSeconds = Math.round((performance.now() - t0) / 100) / 10;
     // Answers at RATE a second, each to a different voter, first question: "1".
     const total = RATE * SECONDS;

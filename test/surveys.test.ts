@@ -344,6 +344,55 @@ for (const dialect of dialects) {
       ]);
     });
 
+    it("a workspace running a large survey does not hold another workspace's run: each round opens a chunk of each", async () => {
+      const big = await register(t.app);
+      const small = await register(t.app);
+      const ws = big.user.workspace_id;
+      await t.db.kysely
+        .updateTable('credit_balances')
+        .set({ balance: 100_000 })
+        .where('workspace_id', '=', ws)
+        .execute();
+      const stamp = new Date().toISOString();
+      const rows = Array.from({ length: 6000 }, (_, i) => ({
+        workspace_id: ws,
+        name: `Voter ${i}`,
+        name_key: `voter ${i}`,
+        phone: `+9193${String(i).padStart(8, '0')}`,
+        created_at: stamp,
+        updated_at: stamp,
+      }));
+      for (let i = 0; i < rows.length; i += 500)
+        await t.db.kysely
+          .insertInto('voters')
+          .values(rows.slice(i, i + 500))
+          .execute();
+      const oneQuestion = {
+        name: 'One',
+        questions: [{ key: 'a', type: 'text', text: { en: 'Your view?' } }],
+      };
+      const bigSurvey = (await api(big, 'POST', '/api/surveys', oneQuestion)).body.data;
+      const smallSurvey = (await api(small, 'POST', '/api/surveys', oneQuestion)).body.data;
+      const bigRun = await api(big, 'POST', `/api/surveys/${bigSurvey.id}/runs`, {
+        channel: 'sms',
+        filters: {},
+      });
+      expect(bigRun.body.data.recipients).toBe(6000);
+      const smallRun = await api(small, 'POST', `/api/surveys/${smallSurvey.id}/runs`, {
+        channel: 'sms',
+        recipients: [uniquePhone(), uniquePhone()],
+      });
+      await runs.round();
+      const started = async (who: Account, id: string) =>
+        (await api(who, 'GET', `/api/survey-runs/${id}`)).body.data.started;
+      expect(await started(small, smallRun.body.data.id)).toBe(2);
+      expect(await started(big, bigRun.body.data.id)).toBeLessThan(6000);
+      while (await runs.round()) {
+        /* the rest of the large run */
+      }
+      expect(await started(big, bigRun.body.data.id)).toBe(6000);
+    });
+
     it('refuses a run the workspace cannot pay for, and cancels one with its credits back', async () => {
       const owner = await register(t.app);
       const survey = (await api(owner, 'POST', '/api/surveys', opinion)).body.data;

@@ -216,6 +216,10 @@ export interface SurveyAnswerTable {
   choice_key: string | null;
   number_value: number | null;
   text_value: string | null;
+  booth: string | null;
+  ward: string | null;
+  constituency: string | null;
+  part_number: number | null;
   answered_at: string;
 }
 

@@ -12,11 +12,12 @@ import type { SurveysService } from './surveys.service.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
 
+/** The voter's place when they answered, kept on each answer (no join to voters). */
 export const groupColumns = {
-  booth: 'voters.booth',
-  ward: 'voters.ward',
-  constituency: 'voters.constituency',
-  part_number: 'voters.part_number',
+  booth: 'a.booth',
+  ward: 'a.ward',
+  constituency: 'a.constituency',
+  part_number: 'a.part_number',
 } as const;
 export type GroupBy = keyof typeof groupColumns;
 
@@ -80,13 +81,12 @@ export class SurveyResults {
       .$if(inFilter !== undefined, (q) => q.where('a.voter_id', 'in', inFilter!));
     const grouped = groupBy
       ? answers
-          .leftJoin('voters', 'voters.id', 'a.voter_id')
           .select([
             'a.question_key',
             'a.choice_key',
             sql<string | number | null>`${sql.ref(groupColumns[groupBy])}`.as('g'),
           ])
-          .groupBy(['a.question_key', 'a.choice_key', sql.ref(groupColumns[groupBy])])
+          .groupBy(['a.question_key', sql.ref(groupColumns[groupBy]), 'a.choice_key'])
       : answers
           .select(['a.question_key', 'a.choice_key', sql<null>`NULL`.as('g')])
           .groupBy(['a.question_key', 'a.choice_key']);

@@ -25,6 +25,8 @@ const EXPIRE_EVERY_MS = 60_000;
 
 export class SurveyRuns {
   private expiredAt = 0;
+  /** Each filling run's chunk size, learnt from its chunks' times. */
+  private readonly pacers = new Map<number, ChunkPacer>();
 
   constructor(private readonly deps: { db: Kysely<Database>; sessionHours: number; clock?: () => Date }) {}
 
@@ -40,17 +42,22 @@ export class SurveyRuns {
       .where('scheduled_at', '<=', now.toISOString())
       .executeTakeFirst();
     if (Number(due.numUpdatedRows) > 0) busy = true;
-    const runs = await db
+    // One chunk of each workspace's oldest filling run per round: a workspace that starts many large runs
+    // takes its turn beside the others, never ahead of them.
+    const filling = await db
       .selectFrom('survey_runs')
       .selectAll()
       .where('status', '=', 'running')
       .where('filled', '=', 0)
       .orderBy('id')
-      .limit(10)
+      .limit(200)
       .execute();
-    for (const run of runs) {
+    const seen = new Set<number>();
+    for (const run of filling) {
       if (stopping()) break;
-      if (await this.fill(run, stopping)) busy = true;
+      if (seen.has(run.workspace_id)) continue;
+      seen.add(run.workspace_id);
+      if (await this.fillChunk(run)) busy = true;
     }
     const done = await db
       .updateTable('survey_runs')
@@ -71,20 +78,26 @@ export class SurveyRuns {
     if (Number(done.numUpdatedRows) > 0) busy = true;
     if (Date.now() - this.expiredAt >= EXPIRE_EVERY_MS || this.deps.clock) {
       this.expiredAt = Date.now();
-      if ((await expireIdle(db, this.deps.sessionHours, now)) > 0) busy = true;
+      // In batches of 1,000 until none is left (a run's hundred thousand sessions end the same minute).
+      for (let i = 0; i < 100 && !stopping(); i++) {
+        const ended = await expireIdle(db, this.deps.sessionHours, now);
+        if (ended > 0) busy = true;
+        if (ended < 1000) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     return busy;
   }
 
-  /** Opens a run's sessions, chunk by chunk, until its audience is done; true when it did any. */
-  private async fill(run: SurveyRunRow, stopping: () => boolean): Promise<boolean> {
-    const { db } = this.deps;
+  /**
+   * Opens the sessions of the next chunk of a run's audience (a list of recipients is one chunk; a filter's voters
+   * go in id ranges sized by time), and finishes the run's fill after its last; true when it did any.
+   */
+  private async fillChunk(run: SurveyRunRow): Promise<boolean> {
     const channel = run.channel as MessageChannel;
-    let after = run.after_id;
-    let worked = false;
     if (run.recipients !== null) {
       const recipients = JSON.parse(run.recipients) as string[];
-      await this.chunk(run, after, 1, async (trx) => {
+      await this.chunk(run, run.after_id, 1, async (trx) => {
         const column = addressColumn(channel) === 'voters.email' ? 'email' : 'phone';
         const voters = recipients.length
           ? await trx
@@ -105,28 +118,36 @@ export class SurveyRuns {
       await this.finish(run);
       return true;
     }
-    const filters = await withPlaces(db, run.workspace_id, JSON.parse(run.filters ?? '{}') as VoterFilters);
     const limit = run.voter_id_limit ?? 0;
-    const pacer = new ChunkPacer(2_000, 200, 20_000);
-    while (after < limit && !stopping()) {
-      const upTo = Math.min(after + pacer.size, limit);
-      const started = performance.now();
-      const from = after;
-      const ok = await this.chunk(run, from, upTo, async (trx) => {
-        const column = addressColumn(channel);
-        const rows = await filteredVoters(trx, run.workspace_id, filters, { after: from, upTo })
-          .where(column, 'is not', null)
-          .select(['voters.id', `${column} as address`, 'voters.language'])
-          .orderBy('voters.id')
-          .execute();
-        return rows.map((r) => ({ address: r.address!, voter: { id: r.id, language: r.language } }));
-      });
-      if (!ok) return worked;
-      worked = true;
-      await pacer.pause(upTo - from, performance.now() - started);
-      after = upTo;
+    if (run.after_id >= limit) {
+      await this.finish(run);
+      return true;
     }
-    if (after >= limit) await this.finish(run);
+    const filters = await withPlaces(
+      this.deps.db,
+      run.workspace_id,
+      JSON.parse(run.filters ?? '{}') as VoterFilters,
+    );
+    const pacer = this.pacers.get(run.id) ?? new ChunkPacer(2_000, 200, 20_000);
+    this.pacers.set(run.id, pacer);
+    const from = run.after_id;
+    const upTo = Math.min(from + pacer.size, limit);
+    const started = performance.now();
+    const ok = await this.chunk(run, from, upTo, async (trx) => {
+      const column = addressColumn(channel);
+      const rows = await filteredVoters(trx, run.workspace_id, filters, { after: from, upTo })
+        .where(column, 'is not', null)
+        .select(['voters.id', `${column} as address`, 'voters.language'])
+        .orderBy('voters.id')
+        .execute();
+      return rows.map((r) => ({ address: r.address!, voter: { id: r.id, language: r.language } }));
+    });
+    if (!ok) return false;
+    await pacer.pause(upTo - from, performance.now() - started);
+    if (upTo >= limit) {
+      this.pacers.delete(run.id);
+      await this.finish(run);
+    }
     return true;
   }
 

@@ -242,6 +242,15 @@ export async function applyAnswer(
     .executeTakeFirst();
   // Another process took an answer to this question first: this one changes nothing.
   if (Number(moved.numUpdatedRows) !== 1) return 'next';
+  // The voter's places as they are now: results by place count the answer where the voter was.
+  const places =
+    response.voter_id === null
+      ? undefined
+      : await trx
+          .selectFrom('voters')
+          .select(['booth', 'ward', 'constituency', 'part_number'])
+          .where('id', '=', response.voter_id)
+          .executeTakeFirst();
   await trx
     .insertInto('survey_answers')
     .values({
@@ -251,6 +260,10 @@ export async function applyAnswer(
       survey_id: response.survey_id,
       voter_id: response.voter_id,
       ...value,
+      booth: places?.booth ?? null,
+      ward: places?.ward ?? null,
+      constituency: places?.constituency ?? null,
+      part_number: places?.part_number ?? null,
       answered_at: now,
     })
     .onConflict((oc) => oc.doNothing())
