@@ -474,6 +474,46 @@ for (const dialect of dialects) {
       );
     });
 
+    it("a workspace that queues many tagging jobs over a large roll does not hold another workspace's job", async () => {
+      const tag = (who: Account, body: unknown) =>
+        call(t.app, 'POST', '/api/voters/tags', { token: who.token, body });
+      const busy = await register(t.app);
+      const quiet = await register(t.app);
+      const ws = busy.user.workspace_id;
+      const stamp = new Date().toISOString();
+      const rows = Array.from({ length: 6000 }, (_, i) => ({
+        workspace_id: ws,
+        name: `Voter ${i}`,
+        name_key: `voter ${i}`,
+        phone: `+9194${String(i).padStart(8, '0')}`,
+        created_at: stamp,
+        updated_at: stamp,
+      }));
+      for (let i = 0; i < rows.length; i += 500)
+        await t.db.kysely
+          .insertInto('voters')
+          .values(rows.slice(i, i + 500))
+          .execute();
+      const jobs = [];
+      for (const label of ['one', 'two', 'three'])
+        jobs.push((await tag(busy, { add: [label], filters: {} })).body.data.id);
+      await create(quiet, { name: 'Quiet voter' });
+      const small = (await tag(quiet, { add: ['small'], filters: {} })).body.data.id;
+      // Two chunks in all: the busy workspace's first job gets one, the quiet workspace's job the other.
+      let applied = 0;
+      await new VoterTagging({ db: t.db.kysely }).runPending({
+        workspaceIds: [ws, quiet.user.workspace_id],
+        stopping: () => ++applied >= 2,
+      });
+      const status = async (who: Account, id: number) =>
+        (await call(t.app, 'GET', `/api/voters/tags/jobs/${id}`, { token: who.token })).body.data.status;
+      expect(await status(quiet, small)).toBe('completed');
+      expect(await status(busy, jobs[0])).toBe('running');
+      await new VoterTagging({ db: t.db.kysely }).runPending({ workspaceIds: [ws] });
+      for (const id of jobs) expect(await status(busy, id)).toBe('completed');
+      expect((await names(busy, 'tags=three')).total).toBe(6000);
+    });
+
     it("imports the roll's own columns: EPIC rows without a phone, updates by EPIC, tags and custom fields, ignored columns", async () => {
       const owner = await register(t.app);
       await field(owner, {

@@ -237,9 +237,14 @@ export class VoterTagging {
     return tagJobView(row);
   }
 
+  /** Each running job's chunk size, learnt from its chunks' times. */
+  private readonly pacers = new Map<number, ChunkPacer>();
+
   /**
    * Runs every unfinished job to its end (`workspaceIds`: only theirs, for tests sharing a database); returns
-   * how many chunks it applied. `stopping` is asked between chunks.
+   * how many chunks it applied. Each round applies one chunk of each workspace's oldest job, so a workspace
+   * that queues many jobs over a large roll takes its turn beside the others, never ahead of them.
+   * `stopping` is asked between chunks.
    */
   async runPending(
     options: { workspaceIds?: readonly number[]; stopping?: () => boolean } = {},
@@ -252,20 +257,29 @@ export class VoterTagging {
         .selectAll()
         .where('status', 'in', ['queued', 'running'])
         .orderBy('id')
-        .limit(1);
+        .limit(200);
       if (options.workspaceIds) query = query.where('workspace_id', 'in', [...options.workspaceIds]);
-      const job = await query.executeTakeFirst();
-      if (!job) return chunks;
-      chunks += await this.runJob(job, options.stopping);
-      if (options.stopping?.()) return chunks;
+      const jobs = await query.execute();
+      if (jobs.length === 0) return chunks;
+      const served = new Set<number>();
+      let applied = 0;
+      for (const job of jobs) {
+        if (served.has(Number(job.workspace_id))) continue;
+        served.add(Number(job.workspace_id));
+        applied += await this.runChunk(job);
+        if (options.stopping?.()) return chunks + applied;
+      }
+      chunks += applied;
+      // Every chunk was taken by another process: leave the jobs to it until the next poll.
+      if (applied === 0) return chunks;
     }
   }
 
-  private async runJob(job: VoterTagJobRow, stopping?: () => boolean): Promise<number> {
+  /** One chunk of a job (the first counts its voters); 1 when applied, 0 when another process took it. */
+  private async runChunk(job: VoterTagJobRow): Promise<number> {
     const { db } = this.deps;
     const ws = Number(job.workspace_id);
     const id = Number(job.id);
-    let chunks = 0;
     try {
       const filters = await withPlaces(db, ws, JSON.parse(job.filters) as VoterFilters);
       const change: TagChange = {
@@ -283,46 +297,44 @@ export class VoterTagging {
           .where('status', '=', 'queued')
           .execute();
       }
-      const pacer = new ChunkPacer(2000, 200, 50_000);
-      let after = Number(job.after_id);
-      for (;;) {
-        if (stopping?.()) return chunks;
-        const size = pacer.size;
-        const started = performance.now();
-        const last = await filteredVoters(db, ws, filters)
-          .where('voters.id', '>', after)
-          .select('voters.id')
-          .orderBy('voters.id')
-          .limit(1)
-          .offset(size - 1)
+      const pacer = this.pacers.get(id) ?? new ChunkPacer(2000, 200, 50_000);
+      this.pacers.set(id, pacer);
+      const after = Number(job.after_id);
+      const size = pacer.size;
+      const started = performance.now();
+      const last = await filteredVoters(db, ws, filters)
+        .where('voters.id', '>', after)
+        .select('voters.id')
+        .orderBy('voters.id')
+        .limit(1)
+        .offset(size - 1)
+        .executeTakeFirst();
+      const range: IdRange = { after, upTo: last ? Number(last.id) : Number.MAX_SAFE_INTEGER };
+      const done = await db.transaction().execute(async (trx) => {
+        const changed = await applyChange(trx, ws, change, () => filteredVoters(trx, ws, filters, range));
+        const finished = !last;
+        const result = await trx
+          .updateTable('voter_tag_jobs')
+          .set((eb) => ({
+            after_id: finished ? after : range.upTo,
+            changed: eb('changed', '+', changed),
+            status: finished ? 'completed' : 'running',
+            updated_at: nowIso(),
+          }))
+          .where('id', '=', id)
+          .where('after_id', '=', after)
+          .where('status', '=', 'running')
           .executeTakeFirst();
-        const range: IdRange = { after, upTo: last ? Number(last.id) : Number.MAX_SAFE_INTEGER };
-        const moved = await db.transaction().execute(async (trx) => {
-          const changed = await applyChange(trx, ws, change, () => filteredVoters(trx, ws, filters, range));
-          const done = !last;
-          const result = await trx
-            .updateTable('voter_tag_jobs')
-            .set((eb) => ({
-              after_id: done ? after : range.upTo,
-              changed: eb('changed', '+', changed),
-              status: done ? 'completed' : 'running',
-              updated_at: nowIso(),
-            }))
-            .where('id', '=', id)
-            .where('after_id', '=', after)
-            .where('status', '=', 'running')
-            .executeTakeFirst();
-          // Another process applied this chunk first: roll this one back.
-          if (Number(result.numUpdatedRows) !== 1) throw new ChunkTaken();
-          return done;
-        });
-        chunks += 1;
-        if (moved) return chunks;
-        after = range.upTo;
-        await pacer.pause(size, performance.now() - started);
-      }
+        // Another process applied this chunk first: roll this one back.
+        if (Number(result.numUpdatedRows) !== 1) throw new ChunkTaken();
+        return finished;
+      });
+      if (done) this.pacers.delete(id);
+      else await pacer.pause(size, performance.now() - started);
+      return 1;
     } catch (error) {
-      if (error instanceof ChunkTaken) return chunks;
+      this.pacers.delete(id);
+      if (error instanceof ChunkTaken) return 0;
       await db
         .updateTable('voter_tag_jobs')
         .set({
