@@ -601,7 +601,7 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByText('1 voter', { exact: true }).waitFor();
       await page.getByLabel('Tags to add').fill('Called');
       await page.getByRole('button', { name: 'Tag all 1 of this list' }).click();
-      await page.getByText('Done: 1 of 1 voters changed.').waitFor();
+      await page.getByText('Done: 1 of 1 voter changed.').waitFor();
       await page.getByRole('cell', { name: /Called/ }).waitFor();
       await accessible(page, 'voters with record filters');
       await shoot(page, 'voters-tagged', save);

@@ -254,6 +254,7 @@ export const hi: Record<Key, string> = {
   'tags.apply': 'इस सूची के सभी {total} को टैग करें',
   'tags.running': 'टैग हो रहे हैं… अब तक {total} में से {changed} बदले।',
   'tags.done': 'हो गया: {total} में से {changed} मतदाता बदले।',
+  'tags.done.one': 'हो गया: {total} में से {changed} मतदाता बदला।',
   'tags.failed': 'टैग करना रुक गया: {error}',
   'fields.title': 'मतदाता के अतिरिक्त फ़ील्ड',
   'fields.help':

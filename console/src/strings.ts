@@ -256,6 +256,7 @@ export const en = {
   'tags.apply': 'Tag all {total} of this list',
   'tags.running': 'Tagging… {changed} of {total} changed so far.',
   'tags.done': 'Done: {changed} of {total} voters changed.',
+  'tags.done.one': 'Done: {changed} of {total} voter changed.',
   'tags.failed': 'The tagging stopped: {error}',
   'fields.title': 'Custom voter fields',
   'fields.help':

@@ -296,7 +296,11 @@ function BulkTag({ filters, total }: { filters: VoterFilters; total: number }) {
       {job.data && (
         <Notice>
           {status === 'completed'
-            ? t('tags.done', { changed: n(job.data.changed), total: n(job.data.total) })
+            ? t('tags.done', {
+                changed: n(job.data.changed),
+                total: n(job.data.total),
+                count: job.data.total,
+              })
             : status === 'failed'
               ? t('tags.failed', { error: job.data.error ?? '' })
               : t('tags.running', { changed: n(job.data.changed), total: n(job.data.total) })}
