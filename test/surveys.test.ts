@@ -6,6 +6,7 @@ import {
   type Account,
   addMember,
   buildTestApp,
+  buildTwoApps,
   call,
   dialects,
   expectError,
@@ -166,6 +167,11 @@ for (const dialect of dialects) {
       });
       await api(owner, 'POST', '/api/voters', { name: 'Ben', phone: english, booth: 'Booth 9' });
       await api(owner, 'POST', '/api/voters', { name: 'Chitra', phone: quitter, booth: 'Booth 9' });
+      const hook = await api(owner, 'POST', '/api/webhooks', {
+        url: 'http://127.0.0.1:9/survey-hook',
+        events: ['survey.response.completed'],
+      });
+      expect(hook.status, hook.raw).toBe(201);
       const survey = (await api(owner, 'POST', '/api/surveys', opinion)).body.data;
       const run = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
         channel: 'sms',
@@ -280,6 +286,26 @@ for (const dialect of dialects) {
         'completed',
       );
 
+      // One webhook event, for Asha's completed response; the audit log names each step.
+      const events = await t.db.kysely
+        .selectFrom('webhook_events')
+        .select(['type', 'payload'])
+        .where('workspace_id', '=', owner.user.workspace_id)
+        .execute();
+      expect(events.map((e) => e.type)).toEqual(['survey.response.completed']);
+      expect(JSON.parse(events[0]!.payload)).toMatchObject({
+        survey_id: survey.id,
+        address: hindi,
+        status: 'completed',
+        answers: { vote: '1', household: 4 },
+      });
+      const actions = (await api(owner, 'GET', '/api/audit-log?per_page=100')).body.data.data.map(
+        (e: { action: string }) => e.action,
+      );
+      expect(actions).toEqual(
+        expect.arrayContaining(['survey.created', 'survey.run', 'survey.closed', 'voter.updated']),
+      );
+
       const csv = await call(t.app, 'GET', `/api/surveys/${survey.id}/responses/export?format=csv`, {
         token: owner.token,
       });
@@ -391,6 +417,83 @@ for (const dialect of dialects) {
         /* the rest of the large run */
       }
       expect(await started(big, bigRun.body.data.id)).toBe(6000);
+    });
+
+    it("obeys a campaign's rules: a silence period fails its questions there, DLT_ENFORCE wants a template per SMS question", async () => {
+      const owner = await register(t.app);
+      const inside = uniquePhone();
+      const outside = uniquePhone();
+      await api(owner, 'POST', '/api/voters', { name: 'Inside', phone: inside, constituency: 'Varanasi' });
+      await api(owner, 'POST', '/api/voters', { name: 'Outside', phone: outside, constituency: 'Amethi' });
+      const silence = await api(owner, 'POST', '/api/silence-periods', {
+        constituency: 'Varanasi',
+        starts_at: new Date(Date.now() - 3_600_000).toISOString(),
+        ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(silence.status, silence.raw).toBe(201);
+      const survey = (await api(owner, 'POST', '/api/surveys', opinion)).body.data;
+      await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: [inside, outside],
+      });
+      await settle();
+      const history = async (to: string) =>
+        (await api(owner, 'GET', `/api/messages/history?to=${encodeURIComponent(to)}`)).body.data.data;
+      expect((await history(inside))[0]).toMatchObject({ status: 'failed', error_code: 'silence_period' });
+      expect((await history(outside))[0].status).not.toBe('failed');
+
+      const strict = await buildTestApp(dialect, { ...database.env, DLT_ENFORCE: 'true' });
+      try {
+        const office = await register(strict.app);
+        const made = await call(strict.app, 'POST', '/api/surveys', { token: office.token, body: opinion });
+        const run = await call(strict.app, 'POST', `/api/surveys/${made.body.data.id}/runs`, {
+          token: office.token,
+          body: { channel: 'sms', recipients: [uniquePhone()] },
+        });
+        expectError(run, 422, 'validation_error');
+        expect(Object.keys(run.body.details).sort()).toEqual([
+          'questions.0.template_id',
+          'questions.1.template_id',
+          'questions.2.template_id',
+        ]);
+        // WhatsApp is not DLT's: the same survey runs there.
+        const whatsapp = await call(strict.app, 'POST', `/api/surveys/${made.body.data.id}/runs`, {
+          token: office.token,
+          body: { channel: 'whatsapp', recipients: [uniquePhone()] },
+        });
+        expect(whatsapp.status, whatsapp.raw).toBe(202);
+      } finally {
+        await strict.close();
+      }
+    });
+
+    it('a session survives a restart: opened by one process, answered by another after the first is gone', async () => {
+      const [a, b, done] = await buildTwoApps(dialect, database.env);
+      try {
+        const office = await register(a.app);
+        const phone = uniquePhone();
+        const made = await call(a.app, 'POST', '/api/surveys', { token: office.token, body: opinion });
+        await call(a.app, 'POST', `/api/surveys/${made.body.data.id}/runs`, {
+          token: office.token,
+          body: { channel: 'sms', recipients: [phone] },
+        });
+        await new SurveyRuns({ db: a.db.kysely, sessionHours: 24 }).round();
+        await a.close();
+        for (const body of ['2', '3', 'Roads'])
+          await call(b.app, 'POST', '/api/inbound', {
+            token: office.token,
+            body: { channel: 'sms', from: phone, body },
+          });
+        const responses = await call(b.app, 'GET', `/api/surveys/${made.body.data.id}/responses`, {
+          token: office.token,
+        });
+        expect(responses.body.data.data[0]).toMatchObject({
+          status: 'completed',
+          answers: { vote: '2', household: 3, problem: 'Roads' },
+        });
+      } finally {
+        await done().catch(() => {});
+      }
     });
 
     it('refuses a run the workspace cannot pay for, and cancels one with its credits back', async () => {

@@ -3534,7 +3534,7 @@ export interface components {
             save_to?: string;
             /** @description SMS: the DLT template (tpl_<n>) sent for this question. */
             template_id?: string;
-            /** @description IVR: a recording Exotel plays instead of speaking the text. */
+            /** @description IVR: a recording the call plays instead of speaking the text. */
             audio_url?: string;
         };
         /** SurveyResponse */
@@ -3673,7 +3673,7 @@ export interface components {
         } | {
             /** @enum {boolean} */
             missed_call: true;
-            /** @description The Exotel account whose number is called. */
+            /** @description The account whose number is called (its provider takes missed calls: docs/providers.md). */
             channel_account_id: string;
             /** @enum {string} */
             reply_channel: "sms" | "whatsapp" | "ivr";
@@ -9851,7 +9851,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON Exotel's Gather applet reads. */
+            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON the provider's Gather applet reads. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
