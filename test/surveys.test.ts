@@ -513,6 +513,41 @@ for (const dialect of dialects) {
       expect(cancelled.body.data.status).toBe('cancelled');
       expect((await api(owner, 'GET', '/api/user')).body.data.credits.sms_credits).toBe(before.sms_credits);
       expectError(await api(owner, 'POST', `/api/survey-runs/${run.body.data.id}/cancel`), 409, 'conflict');
+      // 150 first questions against 100 credits: 402, and nothing reserved or queued.
+      const tooMany = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: Array.from({ length: 150 }, () => uniquePhone()),
+      });
+      expectError(tooMany, 402, 'insufficient_credits');
+      expect((await api(owner, 'GET', '/api/user')).body.data.credits.sms_credits).toBe(before.sms_credits);
+      expect((await api(owner, 'GET', `/api/surveys/${survey.id}/runs`)).body.data.total).toBe(1);
+    });
+
+    it('skips an opted-out address, and exports answers formula-safe', async () => {
+      const owner = await register(t.app);
+      const stopped = uniquePhone();
+      const writer = uniquePhone();
+      await api(owner, 'POST', '/api/opt-outs', { address: stopped, channel: 'sms', reason: 'asked' });
+      const survey = (
+        await api(owner, 'POST', '/api/surveys', {
+          name: 'Open question',
+          questions: [{ key: 'say', type: 'text', text: { en: 'Anything to tell us?' } }],
+        })
+      ).body.data;
+      const run = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: [stopped, writer],
+      });
+      await settle();
+      expect(await sent(owner, stopped)).toEqual([]);
+      await reply(owner, writer, '=HYPERLINK("http://x.example","click")');
+      const progress = (await api(owner, 'GET', `/api/survey-runs/${run.body.data.id}`)).body.data;
+      expect(progress).toMatchObject({ recipients: 2, started: 1, completed: 1, opted_out: 1 });
+      const csv = await call(t.app, 'GET', `/api/surveys/${survey.id}/responses/export?format=csv`, {
+        token: owner.token,
+      });
+      const rows = parseCsv(csv.raw);
+      expect(rows[1]!.at(-1)).toBe('\'=HYPERLINK("http://x.example","click")');
     });
   });
 }
