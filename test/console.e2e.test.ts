@@ -605,6 +605,17 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('cell', { name: /Called/ }).waitFor();
       await accessible(page, 'voters with record filters');
       await shoot(page, 'voters-tagged', save);
+      // The roll's other filters: by house number, then none of the tags (Ravi is left out).
+      await page.getByLabel('Tags', { exact: true }).fill('');
+      await page.getByLabel('House number').fill('7a');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByText('1 voter', { exact: true }).waitFor();
+      await page.getByRole('link', { name: 'Ravi Kumar' }).waitFor();
+      await page.getByLabel('House number').fill('');
+      await page.getByLabel('None of these tags').fill('called');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await expect.poll(() => page.getByRole('link', { name: 'Ravi Kumar' }).count()).toBe(0);
+      await page.getByRole('link', { name: 'Sita Devi' }).waitFor();
     });
 
     it('shows the API’s message on a refused action', async () => {

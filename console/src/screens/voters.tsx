@@ -13,11 +13,17 @@ export interface VoterFilters {
   ward: string;
   epic_number: string;
   part_number: string;
+  serial_from: string;
+  serial_to: string;
+  page_number: string;
+  house_number: string;
+  language: string;
   gender: string;
   age_min: string;
   age_max: string;
   tags: string;
   tags_any: string;
+  tags_none: string;
   support_level: string;
 }
 export const noFilters: VoterFilters = {
@@ -27,11 +33,17 @@ export const noFilters: VoterFilters = {
   ward: '',
   epic_number: '',
   part_number: '',
+  serial_from: '',
+  serial_to: '',
+  page_number: '',
+  house_number: '',
+  language: '',
   gender: '',
   age_min: '',
   age_max: '',
   tags: '',
   tags_any: '',
+  tags_none: '',
   support_level: '',
 };
 
@@ -95,6 +107,10 @@ export function FilterForm({
         <>
           {text('epic_number')}
           {text('part_number', 'number')}
+          {text('serial_from', 'number')}
+          {text('serial_to', 'number')}
+          {text('page_number', 'number')}
+          {text('house_number')}
           <Field label={t('field.gender')}>
             <select value={draft.gender} onChange={set('gender')}>
               <option value="">{t('voters.any')}</option>
@@ -111,6 +127,8 @@ export function FilterForm({
             <input value={draft.tags} onChange={set('tags')} />
           </Field>
           {text('tags_any')}
+          {text('tags_none')}
+          {text('language')}
           {me.user.role !== 'volunteer' && (
             <Field label={t('field.support_level')}>
               <select value={draft.support_level} onChange={set('support_level')}>
