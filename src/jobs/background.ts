@@ -6,8 +6,9 @@ import type { Providers } from '../providers/provider.ts';
 import { buildVoterImports } from '../modules/voter-imports/import-jobs.ts';
 import { DeliveryWorker } from '../modules/sending/delivery-worker.ts';
 import { VoterImportLoop } from '../modules/voter-imports/import-jobs.loop.ts';
-import { VoterTagging, VoterTagLoop } from '../modules/voters/voter-tags.ts';
-import { SurveyLoop, SurveyRuns } from '../modules/surveys/survey-runs.ts';
+import { VoterTagging } from '../modules/voters/voter-tags.ts';
+import { PollLoop } from '../lib/poll-loop.ts';
+import { SurveyRuns } from '../modules/surveys/survey-runs.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
@@ -18,8 +19,8 @@ export class Background {
   readonly delivery: DeliveryWorker;
   private webhooks: WebhookDeliveryWorker | undefined;
   readonly imports: VoterImportLoop;
-  readonly tags: VoterTagLoop;
-  readonly surveys: SurveyLoop;
+  readonly tags: PollLoop;
+  readonly surveys: PollLoop;
 
   /** Shares channel accounts' send rates between processes (REDIS_URL). */
   private readonly redis: Redis | undefined;
@@ -46,9 +47,18 @@ export class Background {
       log,
       retentionDays: config.import.jobRetentionDays,
     });
-    this.tags = new VoterTagLoop({ tagging: new VoterTagging({ db: db.kysely }), log });
-    this.surveys = new SurveyLoop({
-      runs: new SurveyRuns({ db: db.kysely, sessionHours: config.surveySessionHours }),
+    const tagging = new VoterTagging({ db: db.kysely });
+    this.tags = new PollLoop({
+      name: 'voter tagging',
+      round: async (stopping) => (await tagging.runPending({ stopping })) > 0,
+      log,
+      pollMs: 1000,
+    });
+    tagging.onQueued(() => this.tags.wake());
+    const runs = new SurveyRuns({ db: db.kysely, sessionHours: config.surveySessionHours });
+    this.surveys = new PollLoop({
+      name: 'survey',
+      round: (stopping) => runs.round(stopping),
       log,
       pollMs: 500,
     });

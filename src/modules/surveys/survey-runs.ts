@@ -1,4 +1,3 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, SurveyRunRow } from '../../db/schema.ts';
@@ -22,6 +21,8 @@ import { expireIdle, runRef, startSession } from './survey-sessions.ts';
 class ChunkTaken extends Error {}
 
 const EXPIRE_EVERY_MS = 60_000;
+/** Recipients of a list opened in one transaction. */
+const RECIPIENTS_CHUNK = 500;
 
 export class SurveyRuns {
   private expiredAt = 0;
@@ -96,8 +97,12 @@ export class SurveyRuns {
   private async fillChunk(run: SurveyRunRow): Promise<boolean> {
     const channel = run.channel as MessageChannel;
     if (run.recipients !== null) {
-      const recipients = JSON.parse(run.recipients) as string[];
-      await this.chunk(run, run.after_id, 1, async (trx) => {
+      // A list of recipients (up to 10,000) in slices of RECIPIENTS_CHUNK, the cursor counting those done: one
+      // long transaction would hold SQLite's writer from every other workspace.
+      const all = JSON.parse(run.recipients) as string[];
+      const upTo = Math.min(run.after_id + RECIPIENTS_CHUNK, all.length);
+      const recipients = all.slice(run.after_id, upTo);
+      await this.chunk(run, run.after_id, upTo, async (trx) => {
         const column = addressColumn(channel) === 'voters.email' ? 'email' : 'phone';
         const voters = recipients.length
           ? await trx
@@ -115,7 +120,7 @@ export class SurveyRuns {
         }
         return recipients.map((address) => ({ address, voter: byAddress.get(address) }));
       });
-      await this.finish(run);
+      if (upTo >= all.length) await this.finish(run);
       return true;
     }
     const limit = run.voter_id_limit ?? 0;
@@ -257,58 +262,5 @@ export class SurveyRuns {
         .where('id', '=', run.id)
         .execute();
     });
-  }
-}
-
-/** The background loop of survey runs: polls, and wakes at once when a run is queued in this process. */
-export class SurveyLoop {
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  private wakeUp: (() => void) | undefined;
-
-  constructor(
-    private readonly deps: { runs: SurveyRuns; log: Pick<FastifyBaseLogger, 'error'>; pollMs?: number },
-  ) {}
-
-  wake(): void {
-    this.wakeUp?.();
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wakeUp?.();
-    await this.running;
-    this.running = undefined;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      let busy = false;
-      try {
-        busy = await this.deps.runs.round(() => this.stopped);
-      } catch (error) {
-        this.deps.log.error({ err: error }, 'survey round failed');
-      }
-      if (this.stopped) break;
-      if (busy) {
-        await new Promise((resolve) => setImmediate(resolve));
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, this.deps.pollMs ?? 1000);
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.wakeUp = done;
-      });
-      this.wakeUp = undefined;
-    }
   }
 }

@@ -93,7 +93,7 @@ export async function startSession(
   if (s.survey.has_run === 0)
     await trx.updateTable('surveys').set({ has_run: 1 }).where('id', '=', s.survey.id).execute();
   const cost = await ask(trx, response, def, 0, { first: true, reserved: options.reserved });
-  if (cost === false) await endSession(trx, response, def, s.now, { credits: false });
+  if (cost === false) await endSession(trx, response, s.now, { credits: false });
   return { response, cost: cost === false ? 0 : cost };
 }
 
@@ -111,14 +111,28 @@ async function ask(
 ): Promise<number | false> {
   if (response.channel === 'ivr' && !options.first) return 0;
   const q = def.questions[index]!;
-  const channel = response.channel as MessageChannel;
   const message = await questionMessage(trx, response.workspace_id, def, q, response, options);
+  return queueMessage(trx, response, message.body, message.templateId, options.reserved);
+}
+
+/**
+ * Queues one of a session's messages (a question, or the closing message) in its thread, reserving its credits
+ * unless they are reserved already (`reserved`: the run's first question); false when they are short.
+ */
+async function queueMessage(
+  trx: Executor,
+  response: SurveyResponseRow,
+  body: string,
+  templateId: string | null,
+  reserved = false,
+): Promise<number | false> {
+  const channel = response.channel as MessageChannel;
   const now = response.updated_at;
-  const cost = unitCost(channel, message.body);
+  const cost = unitCost(channel, body);
   const credit = creditChannel(channel);
   if (
     credit &&
-    !options.reserved &&
+    !reserved &&
     !(await reserveCredits(trx, response.workspace_id, credit, cost, responseRef(response.id), now))
   )
     return false;
@@ -127,10 +141,10 @@ async function ask(
     campaign_id: null,
     channel,
     to: response.address,
-    body: message.body,
+    body,
     subject: null,
     media_url: null,
-    template_id: message.templateId,
+    template_id: templateId,
     channel_account_id: response.channel_account_id,
     conversation_id: conversation?.id ?? null,
     sent_by: null,
@@ -221,7 +235,7 @@ export async function applyAnswer(
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) !== 1) return 'again';
     if ((await ask(trx, { ...response, updated_at: now }, def, response.question, { again: true })) === false)
-      await endSession(trx, response, def, now, { credits: false });
+      await endSession(trx, response, now, { credits: false });
     return 'again';
   }
   value ??= OTHER;
@@ -276,41 +290,15 @@ export async function applyAnswer(
     return 'completed';
   }
   if ((await ask(trx, moved2, def, next, {})) === false)
-    await endSession(trx, moved2, def, now, { credits: false });
+    await endSession(trx, moved2, now, { credits: false });
   return 'next';
 }
 
 /** A completed session: the outro (sms, whatsapp) and the `survey.response.completed` event. */
 async function completed(trx: Executor, response: SurveyResponseRow, def: SurveyDefinition, now: string) {
-  if (response.channel !== 'ivr' && Object.keys(def.outro).length > 0) {
-    const channel = response.channel as MessageChannel;
-    const body = textIn(def.outro, response.language);
-    const cost = unitCost(channel, body);
-    const credit = creditChannel(channel);
-    if (
-      !credit ||
-      (await reserveCredits(trx, response.workspace_id, credit, cost, responseRef(response.id), now))
-    )
-      await insertMessage(trx, response.workspace_id, {
-        campaign_id: null,
-        channel,
-        to: response.address,
-        body,
-        subject: null,
-        media_url: null,
-        template_id: null,
-        channel_account_id: response.channel_account_id,
-        status: 'queued',
-        cost,
-        claimed_by: null,
-        lease_until: null,
-        attempts: 0,
-        next_attempt_at: now,
-        created_at: now,
-        updated_at: now,
-        survey_response_id: response.id,
-      });
-  }
+  // The closing message, where the survey has one and its credits allow (IVR says goodbye in its flow).
+  if (response.channel !== 'ivr' && Object.keys(def.outro).length > 0)
+    await queueMessage(trx, { ...response, updated_at: now }, textIn(def.outro, response.language), null);
   const answers = await answersOf(trx, [response.id]);
   await emitEvent(
     trx,
@@ -328,7 +316,6 @@ async function completed(trx: Executor, response: SurveyResponseRow, def: Survey
 export async function endSession(
   trx: Executor,
   response: SurveyResponseRow,
-  _def: SurveyDefinition | undefined,
   now: string,
   how: { optedOut?: boolean; credits?: boolean } = {},
 ): Promise<void> {
@@ -493,7 +480,7 @@ export async function surveyInbound(
   if (input.channel !== 'sms' && input.channel !== 'whatsapp') return false;
   const open = await openSession(trx, workspaceId, input.channel, input.from);
   if (input.keyword === 'stop') {
-    if (open) await endSession(trx, open, undefined, now, { optedOut: true });
+    if (open) await endSession(trx, open, now, { optedOut: true });
     return open !== undefined;
   }
   if (open) {

@@ -60,8 +60,6 @@ export class SurveysService {
     private readonly deps: {
       db: Kysely<Database>;
       config: Pick<Config, 'defaultCountry' | 'dltEnforce'>;
-      /** Tells this process's survey loop that a run is waiting. */
-      wake?: () => void;
     },
   ) {}
 
@@ -456,7 +454,6 @@ export class SurveysService {
       });
       return row;
     });
-    this.deps.wake?.();
     return runView(run, await runCounts(db, run.id));
   }
 

@@ -1,4 +1,3 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, VoterTagJobRow } from '../../db/schema.ts';
@@ -353,50 +352,4 @@ class ChunkTaken extends Error {}
 
 function labels(change: TagChange) {
   return { add: change.add.map((t) => t.label), remove: change.remove.map((t) => t.label) };
-}
-
-/** The background loop of tagging jobs: polls, and wakes at once when a job is queued in this process. */
-export class VoterTagLoop {
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  private wake: (() => void) | undefined;
-
-  constructor(
-    private readonly deps: { tagging: VoterTagging; log: Pick<FastifyBaseLogger, 'error'>; pollMs?: number },
-  ) {
-    deps.tagging.onQueued(() => this.wake?.());
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = undefined;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        await this.deps.tagging.runPending({ stopping: () => this.stopped });
-      } catch (error) {
-        this.deps.log.error({ err: error }, 'voter tagging round failed');
-      }
-      if (this.stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, this.deps.pollMs ?? 1000);
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.wake = done;
-      });
-      this.wake = undefined;
-    }
-  }
 }
