@@ -569,9 +569,23 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByLabel('Key', { exact: true }).fill('issue');
       await page.getByRole('button', { name: 'Add a field' }).click();
       await fields.getByRole('cell', { name: 'Main issue', exact: true }).waitFor();
+      // A field's label and choices change in place; its key and type stay.
+      await fields.getByRole('row', { name: /Caste/ }).getByRole('button', { name: 'Edit' }).click();
+      const editing = page.getByRole('form', { name: 'Edit the field Caste' });
+      await editing.getByLabel('Choices').fill('General, OBC-Secret, SC');
+      await editing.getByRole('button', { name: 'Save the field' }).click();
+      await fields.getByRole('cell', { name: 'General, OBC-Secret, SC' }).waitFor();
       await accessible(page, 'settings with custom fields');
       await shoot(page, 'voter-fields', save);
 
+      // Ravi's housemate, in the same part and house.
+      await api(`${server.base}/api`, 'POST', '/voters', owner.token, {
+        name: 'Meena Kumari',
+        phone: '+919812300035',
+        part_number: 12,
+        serial_number: 35,
+        house_number: '7a',
+      });
       await nav('Voters').click();
       await page.getByRole('link', { name: 'Ravi Kumar' }).click();
       await page.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
@@ -591,11 +605,18 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByText('1 · Strong supporter').waitFor();
       await page.getByText('OBC-Secret').waitFor();
       await page.getByText('Water supply').waitFor();
+      await page.getByRole('link', { name: 'Meena Kumari' }).waitFor();
       await accessible(page, 'voter record');
       await shoot(page, 'voter-record', save);
-
-      await nav('Voters').click();
-      await page.getByRole('button', { name: 'More filters' }).click();
+      // The household, listed on the voters screen.
+      await page.getByRole('button', { name: 'List this household' }).click();
+      await page.getByText('2 voters', { exact: true }).waitFor();
+      await page.getByRole('link', { name: 'Meena Kumari' }).waitFor();
+      await page.getByRole('link', { name: 'Ravi Kumar' }).waitFor();
+      expect(page.url()).not.toContain('household');
+      // The handed-over filter is shown, with the other filters open; cleared, the whole roll is back.
+      await page.getByRole('button', { name: 'More filters', expanded: true }).waitFor();
+      await page.getByLabel('Household of voter (ID)').fill('');
       await page.getByLabel('Tags', { exact: true }).fill('youth');
       await page.getByRole('button', { name: 'Apply' }).click();
       await page.getByText('1 voter', { exact: true }).waitFor();
@@ -616,6 +637,18 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('button', { name: 'Apply' }).click();
       await expect.poll(() => page.getByRole('link', { name: 'Ravi Kumar' }).count()).toBe(0);
       await page.getByRole('link', { name: 'Sita Devi' }).waitFor();
+      // A custom field's filter: the sensitive caste (a politician may filter on it).
+      await page.getByLabel('None of these tags').fill('');
+      await page.getByLabel('Caste').selectOption('OBC-Secret');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByText('1 voter', { exact: true }).waitFor();
+      await page.getByRole('link', { name: 'Ravi Kumar' }).waitFor();
+      await page.getByLabel('Caste').selectOption('');
+      await page.getByLabel('Main issue').fill('Water supply');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.getByText('1 voter', { exact: true }).waitFor();
+      await page.getByLabel('Main issue').fill('');
+      await page.getByRole('button', { name: 'Apply' }).click();
     });
 
     it('shows the API’s message on a refused action', async () => {
@@ -654,6 +687,20 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByText('2 जवाब, 2 पूरे।').waitFor();
       await accessible(page, 'survey (hi)');
       await shoot(page, 'survey-hi', save);
+      // The voter record's screens in Hindi: the roll with its filters, a voter, the custom fields.
+      await nav('मतदाता').click();
+      await page.getByRole('button', { name: 'और फ़िल्टर' }).click();
+      await page.getByLabel('इस मतदाता का परिवार (ID)').waitFor();
+      await accessible(page, 'voters (hi)');
+      await shoot(page, 'voters-hi', save);
+      await page.getByRole('link', { name: 'Ravi Kumar' }).click();
+      await page.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
+      await page.getByRole('button', { name: 'इस परिवार की सूची देखें' }).waitFor();
+      await accessible(page, 'voter record (hi)');
+      await shoot(page, 'voter-record-hi', save);
+      await nav('सेटिंग्स').click();
+      await page.getByRole('table', { name: 'मतदाता के अतिरिक्त फ़ील्ड' }).waitFor();
+      await shoot(page, 'voter-fields-hi', save);
       expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
       await page.getByLabel('भाषा').selectOption('en');
       await nav('Dashboard').waitFor();
@@ -714,6 +761,10 @@ describe.runIf(!browserMissing).each(dialects)(
       expect(await v.content()).not.toContain('OBC-Secret');
       await v.getByRole('button', { name: 'More filters' }).click();
       expect(await v.getByLabel('Support').count()).toBe(0);
+      // A sensitive field has no filter for a volunteer; the others do.
+      await v.getByLabel('Main issue').waitFor();
+      expect(await v.getByLabel('Caste').count()).toBe(0);
+      expect(await v.content()).not.toContain('OBC-Secret');
       await v.getByRole('link', { name: 'Ravi Kumar' }).click();
       await v.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
       await accessible(v, 'volunteer voter');

@@ -38,6 +38,7 @@ import * as workspaceTimezone from './migrations/2026_11_27_033_workspace_timezo
 import * as places from './migrations/2026_11_27_034_places.ts';
 import * as voterRecord from './migrations/2026_11_28_035_voter_record.ts';
 import * as surveys from './migrations/2026_11_28_036_surveys.ts';
+import * as voterValueCounts from './migrations/2026_11_28_037_voter_value_counts.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -77,6 +78,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_034_places': places,
   '2026_11_28_035_voter_record': voterRecord,
   '2026_11_28_036_surveys': surveys,
+  '2026_11_28_037_voter_value_counts': voterValueCounts,
 };
 
 /**

@@ -39,6 +39,8 @@ export interface Database {
   voters: VoterTable;
   voter_counts: VoterCountTable;
   voter_blocks: VoterBlockTable;
+  /** PostgreSQL only (migration 037). */
+  voter_value_counts: VoterValueCountTable;
   /** SQLite only: the FTS5 trigram index over voters (external content; rowid = voters.id). */
   voters_fts: VoterFtsTable;
   /** PostgreSQL only: each voter's searchable columns, with their trigram indexes (kept by triggers). */
@@ -380,6 +382,18 @@ export interface VoterBlockTable {
   /** id >> 12 */
   block: number;
   total: number;
+}
+
+/**
+ * PostgreSQL only (migration 037): appended by triggers, one row per statement, tag or value; a count is the
+ * sum of a group's deltas (voter-value-counts.ts).
+ */
+export interface VoterValueCountTable {
+  workspace_id: number;
+  kind: 'tag' | 'field';
+  key: string;
+  value: string;
+  delta: number;
 }
 
 export interface VoterSearchTable {

@@ -9,11 +9,14 @@ import { VoterImportLoop } from '../modules/voter-imports/import-jobs.loop.ts';
 import { VoterTagging } from '../modules/voters/voter-tags.ts';
 import { PollLoop } from '../lib/poll-loop.ts';
 import { SurveyRuns } from '../modules/surveys/survey-runs.ts';
+import { compactVoterValueCounts } from '../modules/voters/voter-value-counts.ts';
+import { isPostgres } from '../db/dialect.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
  * Every background loop of a process, in one place for server.ts (in-process workers) and worker.ts (the
- * worker process): message delivery and its chores, webhook delivery, voter import jobs, bulk tagging jobs and survey runs. A new loop is added here only.
+ * worker process): message delivery and its chores, webhook delivery, voter import jobs, bulk tagging jobs, survey runs and
+ * (PostgreSQL) the folding of voter value counts. A new loop is added here only.
  */
 export class Background {
   readonly delivery: DeliveryWorker;
@@ -21,6 +24,8 @@ export class Background {
   readonly imports: VoterImportLoop;
   readonly tags: PollLoop;
   readonly surveys: PollLoop;
+  /** PostgreSQL only: folds voter_value_counts' deltas (voter-value-counts.ts). */
+  readonly valueCounts: PollLoop | undefined;
 
   /** Shares channel accounts' send rates between processes (REDIS_URL). */
   private readonly redis: Redis | undefined;
@@ -62,6 +67,14 @@ export class Background {
       log,
       pollMs: 500,
     });
+    this.valueCounts = isPostgres(db.kysely)
+      ? new PollLoop({
+          name: 'voter value counts',
+          round: () => compactVoterValueCounts(db.kysely),
+          log,
+          pollMs: 10_000,
+        })
+      : undefined;
   }
 
   start(): void {
@@ -71,6 +84,7 @@ export class Background {
     this.imports.start();
     this.tags.start();
     this.surveys.start();
+    this.valueCounts?.start();
   }
 
   /** Stops every loop; each hands back (releases) the work it has claimed but not done. */
@@ -81,6 +95,7 @@ export class Background {
       this.imports.stop(),
       this.tags.stop(),
       this.surveys.stop(),
+      this.valueCounts?.stop(),
     ]);
     this.redis?.disconnect();
   }

@@ -7,7 +7,62 @@ import { commaList, useVoterFields } from './voters.tsx';
 
 const types = ['text', 'number', 'date', 'choice', 'boolean'] as const;
 
-/** The workspace's custom voter fields: list, add, delete (the politician's, in Settings). */
+type FieldDef = NonNullable<ReturnType<typeof useVoterFields>['data']>[number];
+
+/** One field's label, choices and sensitivity, changed (its key and type stay). */
+function EditField({ def, onDone }: { def: FieldDef; onDone(): void }) {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const [label, setLabel] = useState(def.label);
+  const [choices, setChoices] = useState((def.choices ?? []).join(', '));
+  const [sensitive, setSensitive] = useState(def.sensitive);
+  const save = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.PATCH('/api/voter-fields/{key}', {
+          params: { path: { key: def.key } },
+          body: { label, sensitive, ...(def.type === 'choice' ? { choices: commaList(choices) } : {}) },
+        }),
+      ),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ['voter-fields'] });
+      onDone();
+    },
+  });
+  return (
+    <form
+      className="filters"
+      aria-label={t('fields.editing', { label: def.label })}
+      onSubmit={(e) => {
+        e.preventDefault();
+        save.mutate();
+      }}
+    >
+      <p className="muted">{t('fields.keyFixed')}</p>
+      <Field label={t('fields.label')}>
+        <input required value={label} onChange={(e) => setLabel(e.target.value)} />
+      </Field>
+      {def.type === 'choice' && (
+        <Field label={t('fields.choices')} hint={t('fields.choicesHint')}>
+          <input required value={choices} onChange={(e) => setChoices(e.target.value)} />
+        </Field>
+      )}
+      <label className="check">
+        <input type="checkbox" checked={sensitive} onChange={(e) => setSensitive(e.target.checked)} />{' '}
+        {t('fields.sensitive')}
+      </label>
+      <button className="primary" disabled={save.isPending}>
+        {t('fields.save')}
+      </button>
+      <button type="button" onClick={onDone}>
+        {t('cancel')}
+      </button>
+      <ErrorNote error={save.error} />
+    </form>
+  );
+}
+
+/** The workspace's custom voter fields: list, add, change, delete (the politician's, in Settings). */
 export function VoterFieldsSettings() {
   const { t } = useI18n();
   const client = useQueryClient();
@@ -17,6 +72,7 @@ export function VoterFieldsSettings() {
   const [type, setType] = useState<(typeof types)[number]>('text');
   const [choices, setChoices] = useState('');
   const [sensitive, setSensitive] = useState(false);
+  const [editing, setEditing] = useState<string | null>(null);
   const refresh = () => void client.invalidateQueries({ queryKey: ['voter-fields'] });
   const add = useMutation({
     mutationFn: () =>
@@ -68,6 +124,13 @@ export function VoterFieldsSettings() {
               <td>
                 <button
                   type="button"
+                  aria-expanded={editing === f.key}
+                  onClick={() => setEditing(editing === f.key ? null : f.key)}
+                >
+                  {t('fields.edit')}
+                </button>{' '}
+                <button
+                  type="button"
                   className="danger"
                   onClick={() => {
                     if (window.confirm(t('fields.confirmDelete', { label: f.label }))) remove.mutate(f.key);
@@ -80,6 +143,11 @@ export function VoterFieldsSettings() {
           ))}
         </Table>
       )}
+      {(fields.data ?? [])
+        .filter((f) => f.key === editing)
+        .map((f) => (
+          <EditField key={f.key} def={f} onDone={() => setEditing(null)} />
+        ))}
       <form
         className="filters"
         aria-label={t('fields.add')}

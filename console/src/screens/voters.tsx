@@ -6,7 +6,9 @@ import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
 
+/** The filters as the form holds them; `fields.<key>` (and `_min`/`_max`) for custom fields. */
 export interface VoterFilters {
+  [field: `fields.${string}`]: string;
   search: string;
   constituency: string;
   booth: string;
@@ -25,6 +27,7 @@ export interface VoterFilters {
   tags_any: string;
   tags_none: string;
   support_level: string;
+  household_of: string;
 }
 export const noFilters: VoterFilters = {
   search: '',
@@ -45,6 +48,7 @@ export const noFilters: VoterFilters = {
   tags_any: '',
   tags_none: '',
   support_level: '',
+  household_of: '',
 };
 
 export const genders = ['male', 'female', 'third_gender'] as const;
@@ -52,10 +56,12 @@ export const relations = ['father', 'mother', 'husband', 'wife', 'other'] as con
 const levels = ['1', '2', '3', '4', '5'] as const;
 
 /** Only the filters that are set (the API takes each as given). */
-export function setFilters(filters: VoterFilters): Partial<VoterFilters> {
+export function setFilters(filters: VoterFilters): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(filters).filter(([, v]) => v.trim() !== ''),
-  ) as Partial<VoterFilters>;
+    Object.entries(filters).filter(
+      (e): e is [string, string] => typeof e[1] === 'string' && e[1].trim() !== '',
+    ),
+  );
 }
 
 /**
@@ -74,15 +80,21 @@ export function FilterForm({
   const { t } = useI18n();
   const me = useMe();
   const [draft, setDraft] = useState(value);
-  const [more, setMore] = useState(false);
+  // Open when a filter of its own is set (one handed over by another screen, such as a household).
+  const [more, setMore] = useState(() =>
+    Object.entries(value).some(
+      ([k, v]) => v !== '' && !['search', 'constituency', 'booth', 'ward'].includes(k),
+    ),
+  );
+  const defs = useVoterFields();
   const set = (key: keyof VoterFilters) => (e: { target: { value: string } }) => {
     const next = { ...draft, [key]: e.target.value };
     setDraft(next);
     if (live) onApply(next);
   };
   const text = (key: keyof VoterFilters, type = 'text') => (
-    <Field key={key} label={t(`field.${key}`)}>
-      <input type={type} value={draft[key]} onChange={set(key)} />
+    <Field key={key} label={t(`field.${key}` as never)}>
+      <input type={type} value={draft[key] ?? ''} onChange={set(key)} />
     </Field>
   );
   return (
@@ -141,6 +153,15 @@ export function FilterForm({
               </select>
             </Field>
           )}
+          <Field label={t('field.household_of')} hint={t('voters.householdHint')}>
+            <input type="number" min={1} value={draft.household_of} onChange={set('household_of')} />
+          </Field>
+          {(defs.data ?? [])
+            // A volunteer's filter on a sensitive field is refused (its answer would tell the values).
+            .filter((def) => me.user.role !== 'volunteer' || !def.sensitive)
+            .map((def) => (
+              <CustomFieldFilter key={def.key} def={def} draft={draft} set={set} />
+            ))}
         </>
       )}
       {live ? null : <button className="primary">{t('filter.apply')}</button>}
@@ -148,11 +169,74 @@ export function FilterForm({
   );
 }
 
+/**
+ * A custom field's filter: its value for text, choice and yes-or-no fields (`fields.<key>`), a from-to range
+ * for number and date fields (`fields.<key>_min`, `_max`).
+ */
+function CustomFieldFilter({
+  def,
+  draft,
+  set,
+}: {
+  def: FieldDef;
+  draft: VoterFilters;
+  set(key: keyof VoterFilters): (e: { target: { value: string } }) => void;
+}) {
+  const { t } = useI18n();
+  const key = `fields.${def.key}` as const;
+  if (def.type === 'number' || def.type === 'date')
+    return (
+      <>
+        {(['min', 'max'] as const).map((end) => (
+          <Field key={end} label={t(`voters.field_${end}`, { label: def.label })}>
+            <input type={def.type} value={draft[`${key}_${end}`] ?? ''} onChange={set(`${key}_${end}`)} />
+          </Field>
+        ))}
+      </>
+    );
+  if (def.type === 'choice' || def.type === 'boolean') {
+    const options =
+      def.type === 'choice'
+        ? (def.choices ?? []).map((c) => [c, c] as const)
+        : ([
+            ['true', t('yes')],
+            ['false', t('no')],
+          ] as const);
+    return (
+      <Field label={def.label}>
+        <select value={draft[key] ?? ''} onChange={set(key)}>
+          <option value="">{t('voters.any')}</option>
+          {options.map(([value, label]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </Field>
+    );
+  }
+  return (
+    <Field label={def.label}>
+      <input value={draft[key] ?? ''} onChange={set(key)} />
+    </Field>
+  );
+}
+
+/** Filters another screen handed over in the history entry's state (a voter's "list this household"). */
+function handedFilters(): VoterFilters {
+  const state: unknown = window.history.state;
+  const given =
+    state && typeof state === 'object' && 'voterFilters' in state ? (state.voterFilters as object) : {};
+  const out: VoterFilters = { ...noFilters };
+  for (const [k, v] of Object.entries(given)) if (typeof v === 'string') out[k as keyof VoterFilters] = v;
+  return out;
+}
+
 /** The roll: filters and search kept in the page (never in the URL), paged. */
 export function Voters() {
   const { t, n } = useI18n();
   const me = useMe();
-  const [filters, setFiltersState] = useState(noFilters);
+  const [filters, setFiltersState] = useState(handedFilters);
   const [page, setPage] = useState(1);
   const [adding, setAdding] = useState(false);
   const list = useQuery({
@@ -655,17 +739,25 @@ export function VoterPage({ id }: { id: number }) {
         {v.household.length === 0 ? (
           <Empty>{t('voters.noHousehold')}</Empty>
         ) : (
-          <ul className="plain">
-            {v.household.map((m) => (
-              <li key={m.id}>
-                <Link href={`/voters/${m.id}`}>{m.name}</Link>
-                {m.relation_type
-                  ? ` · ${t(`relation.${m.relation_type as (typeof relations)[number]}`)}`
-                  : ''}
-                {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
-              </li>
-            ))}
-          </ul>
+          <>
+            <button
+              type="button"
+              onClick={() => navigate('/voters', { state: { voterFilters: { household_of: String(v.id) } } })}
+            >
+              {t('voters.listHousehold')}
+            </button>
+            <ul className="plain">
+              {v.household.map((m) => (
+                <li key={m.id}>
+                  <Link href={`/voters/${m.id}`}>{m.name}</Link>
+                  {m.relation_type
+                    ? ` · ${t(`relation.${m.relation_type as (typeof relations)[number]}`)}`
+                    : ''}
+                  {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
+                </li>
+              ))}
+            </ul>
+          </>
         )}
       </Section>
       {staff && (

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../db/types.ts';
 import type { Tag } from './voter-record.rules.ts';
 import { type FieldValue, shownValue, type StoredValue, type VoterFieldDef } from './voter-fields.ts';
@@ -47,6 +48,14 @@ export const byLabel = (a: string, b: string) => {
 };
 
 /** Each voter's tags as the workspace shows them, in name order (case-insensitive). */
+/**
+ * A workspace column compared without its index. A page's tags and field values are found by voter id; with
+ * `workspace_id = ?` as it is, SQLite (until the tables have statistics) took the index that starts with the
+ * workspace and read every tag or value of the workspace for each page or voter: 12 ms with 357,000 tags, 30
+ * ms with a million values, against a few lookups. The check stays (the ids are the workspace's already).
+ */
+const notIndexed = (column: 't.workspace_id' | 'workspace_id') => sql<number>`(${sql.ref(column)} + 0)`;
+
 export async function tagsOf(
   db: Executor,
   workspaceId: number,
@@ -60,8 +69,8 @@ export async function tagsOf(
       j.onRef('n.workspace_id', '=', 't.workspace_id').onRef('n.key', '=', 't.tag_key'),
     )
     .select(['t.voter_id', 'n.label'])
-    .where('t.workspace_id', '=', workspaceId)
     .where('t.voter_id', 'in', [...voterIds])
+    .where(notIndexed('t.workspace_id'), '=', workspaceId)
     .execute();
   for (const r of rows) out.get(Number(r.voter_id))?.push(r.label);
   // In one order on either database (collations differ): case-insensitive, then as written.
@@ -111,8 +120,8 @@ export async function fieldValuesOf(
   const rows = await db
     .selectFrom('voter_field_values')
     .select(['voter_id', 'field_key', 'value_text', 'value_number'])
-    .where('workspace_id', '=', workspaceId)
     .where('voter_id', 'in', [...voterIds])
+    .where(notIndexed('workspace_id'), '=', workspaceId)
     .execute();
   for (const r of rows) {
     const def = byKey.get(r.field_key);
