@@ -186,7 +186,7 @@ for (const dialect of dialects) {
       expectError(forged, 401, 'unauthorized');
     });
 
-    it('a missed call to the ExoPhone starts the survey for the caller by SMS, once while it is open', async () => {
+    it('a missed call to the ExoPhone starts the survey for the caller by SMS, once while it is open and once a day', async () => {
       const owner = await register(t.app);
       const account = (
         await api(owner, 'POST', '/api/channel-accounts', {
@@ -231,6 +231,15 @@ for (const dialect of dialects) {
       const responses = (await api(owner, 'GET', `/api/surveys/${survey.body.data.id}/responses`)).body.data
         .data;
       expect(responses).toMatchObject([{ address: caller, channel: 'sms', status: 'open', run_id: null }]);
+      // Once the session has ended, calls within a day start nothing (each would spend a question's credit);
+      // a day after the last start, a call starts the survey again.
+      const mine = t.db.kysely.updateTable('survey_responses').where('address', '=', caller);
+      await mine.set({ status: 'no_answer' }).execute();
+      const later = await applet(account.callback_urls.missed_call, { ...missed, CallSid: 'in-3' });
+      expect([later.status, later.raw]).toEqual([200, 'ignored']);
+      await mine.set({ started_at: new Date(Date.now() - 25 * 3_600_000).toISOString() }).execute();
+      const nextDay = await applet(account.callback_urls.missed_call, { ...missed, CallSid: 'in-4' });
+      expect([nextDay.status, nextDay.raw]).toEqual([200, 'started']);
     });
 
     it('refuses an IVR run without an Exotel account that has a survey flow', async () => {

@@ -368,6 +368,25 @@ for (const dialect of dialects) {
         ['completed', v.body.data.id],
         ['no_answer', null],
       ]);
+      // The keyword again within a day starts nothing (someone texting it over and over would spend the
+      // office's credits one question at a time); a day after their last start, it starts the survey again.
+      const questionsTo = async (to: string) =>
+        (await sent(owner, to)).filter((m) => m.includes('Your issue?')).length;
+      await reply(owner, known, 'survey');
+      await reply(owner, stranger, 'SURVEY');
+      await worker.drain();
+      expect([await questionsTo(known), await questionsTo(stranger)]).toEqual([1, 1]);
+      expect((await api(owner, 'GET', `/api/surveys/${made.body.data.id}/responses`)).body.data.total).toBe(
+        2,
+      );
+      await t.db.kysely
+        .updateTable('survey_responses')
+        .set({ started_at: new Date(Date.now() - 25 * 3_600_000).toISOString() })
+        .where('address', '=', known)
+        .execute();
+      await reply(owner, known, 'survey');
+      await worker.drain();
+      expect(await questionsTo(known)).toBe(2);
     });
 
     it("a workspace running a large survey does not hold another workspace's run: each round opens a chunk of each", async () => {

@@ -39,6 +39,7 @@ import * as places from './migrations/2026_11_27_034_places.ts';
 import * as voterRecord from './migrations/2026_11_28_035_voter_record.ts';
 import * as surveys from './migrations/2026_11_28_036_surveys.ts';
 import * as voterValueCounts from './migrations/2026_11_28_037_voter_value_counts.ts';
+import * as surveyTriggerRepeats from './migrations/2026_11_28_038_survey_trigger_repeats.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -79,6 +80,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_28_035_voter_record': voterRecord,
   '2026_11_28_036_surveys': surveys,
   '2026_11_28_037_voter_value_counts': voterValueCounts,
+  '2026_11_28_038_survey_trigger_repeats': surveyTriggerRepeats,
 };
 
 /**

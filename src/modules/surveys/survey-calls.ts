@@ -7,7 +7,14 @@ import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { parseRef, recipientAddress } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
-import { applyAnswer, definitionOf, startSession, surveyOf, voterByAddress } from './survey-sessions.ts';
+import {
+  applyAnswer,
+  definitionOf,
+  mayTrigger,
+  startSession,
+  surveyOf,
+  voterByAddress,
+} from './survey-sessions.ts';
 import { textIn, type Trigger } from './surveys.rules.ts';
 
 /**
@@ -162,6 +169,8 @@ export class SurveyCalls {
         (JSON.parse(account.channels) as string[]).includes(channel) && account.disabled_at === null;
       const carrier = own ? account : (await channelCarrier(db, account.workspace_id, channel)).account;
       return db.transaction().execute(async (trx) => {
+        const now = nowIso();
+        if (!(await mayTrigger(trx, survey.id, address, now))) return undefined;
         const voter = await voterByAddress(trx, account.workspace_id, channel, address);
         const opened = await startSession(trx, {
           survey,
@@ -171,7 +180,7 @@ export class SurveyCalls {
           voterId: voter?.id ?? null,
           voterLanguage: voter?.language ?? null,
           accountId: carrier?.id ?? null,
-          now: nowIso(),
+          now,
         });
         return opened?.response;
       });

@@ -441,6 +441,32 @@ export async function keywordSurvey(trx: Executor, workspaceId: number, channel:
     .executeTakeFirst();
 }
 
+/**
+ * A keyword or a missed call starts a survey for an address at most once in this many hours. Without it,
+ * anyone could text the keyword (or ring the number) again each time a session ends, and spend the office's
+ * credits one question at a time.
+ */
+export const TRIGGER_REPEAT_HOURS = 24;
+
+/** Whether a trigger may start `surveyId` for `address` now: no response of it started there lately. */
+export async function mayTrigger(
+  trx: Executor,
+  surveyId: number,
+  address: string,
+  now: string,
+): Promise<boolean> {
+  const since = new Date(Date.parse(now) - TRIGGER_REPEAT_HOURS * 3_600_000).toISOString();
+  const recent = await trx
+    .selectFrom('survey_responses')
+    .select('id')
+    .where('survey_id', '=', surveyId)
+    .where('address', '=', address)
+    .where('started_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return recent === undefined;
+}
+
 /** The voter an address belongs to (for a session a trigger opened): id and language. */
 export async function voterByAddress(
   trx: Executor,
@@ -488,7 +514,8 @@ export async function surveyInbound(
     return true;
   }
   const survey = await keywordSurvey(trx, workspaceId, input.channel, input.body);
-  if (!survey) return false;
+  // A keyword sent again within TRIGGER_REPEAT_HOURS is an ordinary message (stored and threaded).
+  if (!survey || !(await mayTrigger(trx, survey.id, input.from, now))) return false;
   const voter = await voterByAddress(trx, workspaceId, input.channel, input.from);
   await startSession(trx, {
     survey,
