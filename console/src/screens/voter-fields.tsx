@@ -9,6 +9,32 @@ const types = ['text', 'number', 'date', 'choice', 'boolean'] as const;
 
 type FieldDef = NonNullable<ReturnType<typeof useVoterFields>['data']>[number];
 
+/** A field's choices (for a choice field) and its sensitivity: the inputs the add and edit forms share. */
+function ChoicesAndSensitivity({
+  choice,
+  choices: [choices, setChoices],
+  sensitive: [sensitive, setSensitive],
+}: {
+  choice: boolean;
+  choices: [string, (value: string) => void];
+  sensitive: [boolean, (value: boolean) => void];
+}) {
+  const { t } = useI18n();
+  return (
+    <>
+      {choice && (
+        <Field label={t('fields.choices')} hint={t('fields.choicesHint')}>
+          <input required value={choices} onChange={(e) => setChoices(e.target.value)} />
+        </Field>
+      )}
+      <label className="check">
+        <input type="checkbox" checked={sensitive} onChange={(e) => setSensitive(e.target.checked)} />{' '}
+        {t('fields.sensitive')}
+      </label>
+    </>
+  );
+}
+
 /** One field's label, choices and sensitivity, changed (its key and type stay). */
 function EditField({ def, onDone }: { def: FieldDef; onDone(): void }) {
   const { t } = useI18n();
@@ -42,15 +68,11 @@ function EditField({ def, onDone }: { def: FieldDef; onDone(): void }) {
       <Field label={t('fields.label')}>
         <input required value={label} onChange={(e) => setLabel(e.target.value)} />
       </Field>
-      {def.type === 'choice' && (
-        <Field label={t('fields.choices')} hint={t('fields.choicesHint')}>
-          <input required value={choices} onChange={(e) => setChoices(e.target.value)} />
-        </Field>
-      )}
-      <label className="check">
-        <input type="checkbox" checked={sensitive} onChange={(e) => setSensitive(e.target.checked)} />{' '}
-        {t('fields.sensitive')}
-      </label>
+      <ChoicesAndSensitivity
+        choice={def.type === 'choice'}
+        choices={[choices, setChoices]}
+        sensitive={[sensitive, setSensitive]}
+      />
       <button className="primary" disabled={save.isPending}>
         {t('fields.save')}
       </button>
@@ -171,15 +193,11 @@ export function VoterFieldsSettings() {
             ))}
           </select>
         </Field>
-        {type === 'choice' && (
-          <Field label={t('fields.choices')} hint={t('fields.choicesHint')}>
-            <input required value={choices} onChange={(e) => setChoices(e.target.value)} />
-          </Field>
-        )}
-        <label className="check">
-          <input type="checkbox" checked={sensitive} onChange={(e) => setSensitive(e.target.checked)} />{' '}
-          {t('fields.sensitive')}
-        </label>
+        <ChoicesAndSensitivity
+          choice={type === 'choice'}
+          choices={[choices, setChoices]}
+          sensitive={[sensitive, setSensitive]}
+        />
         <button className="primary" disabled={add.isPending}>
           {t('fields.add')}
         </button>

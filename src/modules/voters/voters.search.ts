@@ -536,25 +536,15 @@ function sideTableIds(db: Executor, workspaceId: number, filters: VoterFilters):
   const tags = key === 'tags' || key === 'tags_any' ? filters[key] : undefined;
   if (tags?.length === 1) {
     const tag = placeKey(tags[0]!);
-    const rows = () =>
-      db
-        .selectFrom('voter_tags')
-        .where('voter_tags.workspace_id', '=', workspaceId)
-        .where('voter_tags.tag_key', '=', tag);
-    return {
-      count: async () =>
-        isPostgres(db)
-          ? heldCount(db, workspaceId, 'tag', tag, '')
-          : Number(
-              (
-                await rows()
-                  .select((eb) => eb.fn.countAll<number>().as('n'))
-                  .executeTakeFirstOrThrow()
-              ).n,
-            ),
-      ids: (offset, limit) =>
-        rows().select('voter_tags.voter_id').orderBy('voter_tags.voter_id').limit(limit).offset(offset),
-    };
+    return sideTable(
+      db,
+      () =>
+        db
+          .selectFrom('voter_tags')
+          .where('voter_tags.workspace_id', '=', workspaceId)
+          .where('voter_tags.tag_key', '=', tag) as SideRows,
+      isPostgres(db) ? () => heldCount(db, workspaceId, 'tag', tag, '') : undefined,
+    );
   }
   const m = /^fields\.(.+)$/.exec(key);
   // A range (`_min`, `_max`) is not in voter id order in the index; only an exact value is.
@@ -565,27 +555,32 @@ function sideTableIds(db: Executor, workspaceId: number, filters: VoterFilters):
       .selectFrom('voter_field_values')
       .where('voter_field_values.workspace_id', '=', workspaceId)
       .where('voter_field_values.field_key', '=', m[1]!);
-    return typeof value === 'number'
-      ? base.where('voter_field_values.value_number', '=', value)
-      : base.where('voter_field_values.value_text', '=', String(value));
+    return (
+      typeof value === 'number'
+        ? base.where('voter_field_values.value_number', '=', value)
+        : base.where('voter_field_values.value_text', '=', String(value))
+    ) as SideRows;
   };
+  return sideTable(
+    db,
+    rows,
+    isPostgres(db) && typeof value !== 'number'
+      ? () => heldCount(db, workspaceId, 'field', m[1]!, String(value))
+      : undefined,
+  );
+}
+
+/** The rows of voter_tags or voter_field_values that a filter standing alone matches (both have voter_id). */
+type SideRows = SelectQueryBuilder<Database, 'voter_tags' | 'voter_field_values', object>;
+
+/** A side table's count (kept, `held`, or counted over `rows`) and its pages of voter ids in id order. */
+function sideTable(db: Executor, rows: () => SideRows, held: (() => Promise<number>) | undefined): SideTable {
   return {
     count: async () =>
-      isPostgres(db) && typeof value !== 'number'
-        ? heldCount(db, workspaceId, 'field', m[1]!, String(value))
-        : Number(
-            (
-              await rows()
-                .select((eb) => eb.fn.countAll<number>().as('n'))
-                .executeTakeFirstOrThrow()
-            ).n,
-          ),
-    ids: (offset, limit) =>
-      rows()
-        .select('voter_field_values.voter_id')
-        .orderBy('voter_field_values.voter_id')
-        .limit(limit)
-        .offset(offset),
+      held
+        ? held()
+        : Number((await rows().select(db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+    ids: (offset, limit) => rows().select('voter_id').orderBy('voter_id').limit(limit).offset(offset),
   };
 }
 
