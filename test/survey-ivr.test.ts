@@ -51,6 +51,24 @@ for (const dialect of dialects) {
     const api = (who: Account, method: string, url: string, body?: unknown) =>
       call(t.app, method as 'GET', url, { token: who.token, ...(body !== undefined ? { body } : {}) });
 
+    /** An Exotel account with a survey call flow, the workspace's carrier for SMS and IVR. */
+    const surveyAccount = async (owner: Account) =>
+      (
+        await api(owner, 'POST', '/api/channel-accounts', {
+          name: 'Exotel',
+          provider: 'exotel',
+          settings: {
+            sid: EXOTEL.sid,
+            sender: 'CESOFC',
+            caller_id: '08047112345',
+            app_id: '512345',
+            survey_flow_app_id: '612345',
+          },
+          credentials: { api_key: EXOTEL.apiKey, api_token: EXOTEL.apiToken },
+          default_for: ['sms', 'ivr'],
+        })
+      ).body.data;
+
     /** Exotel's request to one of our flow URLs, as its applets make it. */
     const applet = (url: string, query: Record<string, string>) =>
       call(t.app, 'GET', `${pathOf(url)}?${new URLSearchParams(query)}`, {
@@ -86,21 +104,7 @@ for (const dialect of dialects) {
 
     it("places the survey call through the survey flow, speaks each question in the voter's language, takes the keys, saves them", async () => {
       const owner = await register(t.app);
-      const account = (
-        await api(owner, 'POST', '/api/channel-accounts', {
-          name: 'Exotel',
-          provider: 'exotel',
-          settings: {
-            sid: EXOTEL.sid,
-            sender: 'CESOFC',
-            caller_id: '08047112345',
-            app_id: '512345',
-            survey_flow_app_id: '612345',
-          },
-          credentials: { api_key: EXOTEL.apiKey, api_token: EXOTEL.apiToken },
-          default_for: ['sms', 'ivr'],
-        })
-      ).body.data;
+      const account = await surveyAccount(owner);
       expect(Object.keys(account.callback_urls)).toEqual(
         expect.arrayContaining(['survey_gather', 'survey_answer', 'missed_call']),
       );
@@ -240,6 +244,51 @@ for (const dialect of dialects) {
       await mine.set({ started_at: new Date(Date.now() - 25 * 3_600_000).toISOString() }).execute();
       const nextDay = await applet(account.callback_urls.missed_call, { ...missed, CallSid: 'in-4' });
       expect([nextDay.status, nextDay.raw]).toEqual([200, 'started']);
+    });
+
+    it('a survey call not answered ends its session at once (no_answer), not a day later', async () => {
+      const owner = await register(t.app);
+      const account = await surveyAccount(owner);
+      const phone = uniquePhone();
+      const survey = (
+        await api(owner, 'POST', '/api/surveys', {
+          name: 'Unanswered',
+          questions: [{ key: 'a', type: 'number', text: { en: 'How many?' }, min: 1, max: 9 }],
+        })
+      ).body.data;
+      const run = await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+        channel: 'ivr',
+        recipients: [phone],
+      });
+      expect(run.status, run.raw).toBe(202);
+      while (await runs.round()) {
+        /* open the sessions */
+      }
+      await worker.drain();
+      const placed = exotel.requests.find(
+        (r) => r.path.endsWith('/Calls/connect.json') && r.form.From === phone,
+      )!;
+      const callSid = (await api(owner, 'GET', `/api/messages/${placed.form.CustomField}`)).body.data
+        .provider_message_id as string;
+      const open = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses`)).body.data.data;
+      expect(open).toMatchObject([{ channel: 'ivr', status: 'open', completed_at: null }]);
+
+      // Exotel's status callback for the call: nobody picked up.
+      const status = await call(t.app, 'POST', pathOf(account.callback_urls.call_status), {
+        body: new URLSearchParams({
+          CallSid: callSid,
+          Status: 'no-answer',
+          CustomField: placed.form.CustomField!,
+        }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(status.status, status.raw).toBe(200);
+      const ended = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses`)).body.data.data;
+      expect(ended).toMatchObject([{ channel: 'ivr', status: 'no_answer' }]);
+      expect(ended[0].completed_at).toEqual(expect.any(String));
+      expect((await api(owner, 'GET', `/api/messages/${placed.form.CustomField}`)).body.data.status).toBe(
+        'failed',
+      );
     });
 
     it('refuses an IVR run without an Exotel account that has a survey flow', async () => {

@@ -4,6 +4,7 @@ import { isPostgres } from '../../db/dialect.ts';
 import type { MessageRow } from '../../db/schema.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
+import { endOpenSessions } from '../surveys/session-end.ts';
 
 /**
  * The delivery worker's side of the outbox. These functions work on rows of every workspace by design (a
@@ -233,7 +234,11 @@ export async function scheduleRetry(
 /** A message that reached a final status: the whole row, for refunds and the message.* webhook events. */
 export type Settled = MessageRow;
 
-/** queued | sent -> failed, with why. Returns the rows that moved (only those are refunded). */
+/**
+ * queued | sent -> failed, with why. Returns the rows that moved (only those are refunded). A survey call
+ * that failed (not answered, busy, refused) ends its session at once: no answer can come through that call,
+ * and an open session would hold the contact's IVR channel until SURVEY_SESSION_HOURS.
+ */
 export async function failMessages(
   db: Executor,
   ids: number[],
@@ -242,7 +247,7 @@ export async function failMessages(
   now: string,
 ): Promise<Settled[]> {
   if (ids.length === 0) return [];
-  return db
+  const moved = await db
     .updateTable('messages')
     .set({
       status: 'failed',
@@ -256,6 +261,11 @@ export async function failMessages(
     .where('status', 'in', ['queued', 'sent'])
     .returningAll()
     .execute();
+  const calls = moved.flatMap((m) =>
+    m.channel === 'ivr' && m.survey_response_id !== null ? [Number(m.survey_response_id)] : [],
+  );
+  await endOpenSessions(db, calls, now);
+  return moved;
 }
 
 /** sent -> delivered. Returns the rows that moved. */

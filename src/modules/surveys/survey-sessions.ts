@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { SurveyResponseRow, SurveyRow } from '../../db/schema.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Executor } from '../../db/types.ts';
@@ -24,6 +23,7 @@ import {
   type SurveyDefinition,
   textIn,
 } from './surveys.rules.ts';
+import { endOpenSessions } from './session-end.ts';
 import { responseView } from './surveys.view.ts';
 
 /**
@@ -543,17 +543,5 @@ export async function expireIdle(db: Executor, hours: number, now: Date, limit =
       .limit(limit)
       .execute()
   ).map((r) => r.id);
-  if (ids.length === 0) return 0;
-  const result = await db
-    .updateTable('survey_responses')
-    .set({
-      status: sql<'partial' | 'no_answer'>`CASE WHEN answered > 0 THEN 'partial' ELSE 'no_answer' END`,
-      completed_at: at,
-      updated_at: at,
-    })
-    .where('id', 'in', ids)
-    .where('status', '=', 'open')
-    .where('updated_at', '<', cutoff)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return endOpenSessions(db, ids, at, cutoff);
 }

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { Database, SurveyResponseRow, SurveyRow } from '../../db/schema.ts';
@@ -24,6 +24,7 @@ import { failMessages } from '../sending/outbox.repository.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import { fieldDefs } from '../voters/voter-fields.ts';
 import { checkVoterFilters, type VoterFilters } from '../voters/voters.search.ts';
+import { endOpenSessions } from './session-end.ts';
 import { answersOf, definitionOf, questionMessage, runRef, surveyRef } from './survey-sessions.ts';
 import {
   checkDefinition,
@@ -285,16 +286,7 @@ export class SurveysService {
     const ids = (await q.execute()).map((r) => r.id);
     for (let i = 0; i < ids.length; i += 500) {
       const slice = ids.slice(i, i + 500);
-      await trx
-        .updateTable('survey_responses')
-        .set({
-          status: sql<'partial' | 'no_answer'>`CASE WHEN answered > 0 THEN 'partial' ELSE 'no_answer' END`,
-          completed_at: now,
-          updated_at: now,
-        })
-        .where('id', 'in', slice)
-        .where('status', '=', 'open')
-        .execute();
+      await endOpenSessions(trx, slice, now);
       const queued = await trx
         .selectFrom('messages')
         .select('id')
