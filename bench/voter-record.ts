@@ -1,5 +1,5 @@
 /**
- * npm run bench:voter-record [-- --rows 1000000 --samples 200]
+ * npm run bench:voter-record [-- --rows 1000000 --samples 1000]
  *
  * The voter record at scale (issue 38), on SQLite, or on PostgreSQL with DATABASE_URL=postgres://...:
  *   - an import of a roll file with every roll column (EPIC No, Part No, Sl No, Page No, House No, Father or
@@ -7,7 +7,8 @@
  *     database's own bulk load of the same file into the same table (sqlite3 .import / psql \copy, then one
  *     INSERT ... SELECT): the ratio is the figure;
  *   - p50/p99 over HTTP of the first page with its total, filtered by a tag, a custom field, an age range and a
- *     part number, each value varied; and of a search by EPIC number; once the import has settled (settle);
+ *     part number, each value varied; and of a search by EPIC number; once the import has settled (settle), and
+ *     after WARM_REQUESTS of each kind;
  *   - bulk tagging of every voter by a filter as a job (wall time to completed), while another workspace's
  *     list is asked every 20 ms: its longest wait.
  * The figures go to bench/results/<date>-voter-record-<dialect>.json and are printed as a table.
@@ -23,7 +24,7 @@ import { api, freePort, keepResults, spawnNpmStart, uploadCsv, waitUntilUp } fro
 const { values: args } = parseArgs({
   options: {
     rows: { type: 'string', default: '1000000' },
-    samples: { type: 'string', default: '200' },
+    samples: { type: 'string', default: '1000' },
     /** Keep the generated file and the SQLite database (printed) for a look afterwards. */
     keep: { type: 'boolean', default: false },
   },
@@ -35,6 +36,7 @@ const dialect = pgUrl ? 'postgres' : 'sqlite';
 const work = mkdtempSync(join(tmpdir(), 'ces-record-'));
 const csvPath = join(work, 'roll.csv');
 const PER_PART = 1000;
+const WARM_REQUESTS = 100;
 const castes = ['General', 'OBC', 'SC', 'ST'];
 
 const HEADER =
@@ -138,8 +140,13 @@ async function register(base: string, name: string) {
   return account.access_token as string;
 }
 
+/**
+ * p50/p99 of `samples` requests cycling through `paths`, after WARM_REQUESTS of the same kind: the figures are a
+ * running server's, not its first requests' (the first few hundred of a new query shape run before V8 has
+ * compiled its path, and one slow request in 200 is the p99).
+ */
 async function latencies(base: string, token: string, paths: string[]) {
-  for (const path of paths.slice(0, 5)) await timedGet(base, path, token); // warm
+  for (let i = 0; i < WARM_REQUESTS; i++) await timedGet(base, paths[(i * 7) % paths.length]!, token);
   const times: number[] = [];
   for (let i = 0; i < samples; i++) times.push(await timedGet(base, paths[i % paths.length]!, token));
   times.sort((a, b) => a - b);
