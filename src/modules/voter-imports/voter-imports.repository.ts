@@ -233,8 +233,11 @@ function sideWrites(table: string, ws: string, lines: string, pg: boolean): stri
     pg ? `jsonb_array_elements(x.${column}::jsonb) AS j(e)` : `json_each(x.${column}) AS j`;
   const at = (i: number) => (pg ? `(j.e->>${i})` : `json_extract(j.value, '$[${i}]')`);
   const num = pg ? `(j.e->>2)::double precision` : at(2);
-  // The row's voter: the one holding its EPIC number, else the one with its name and phone (two index seeks).
-  const target = `coalesce(
+  // The row's voter: the one holding its EPIC number, else the one with its name and phone. PostgreSQL has it in
+  // the staging row already (found once in apply); SQLite seeks it (two index seeks a row).
+  const target = pg
+    ? 's.voter_id'
+    : `coalesce(
       (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.epic_number = s.epic_number),
       (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.phone = s.phone AND v.name_key = s.name_key))`;
   // The file's last row for its voter that gives tags: its tags are the voter's. Rows with one EPIC number are
@@ -509,7 +512,9 @@ async function startPostgresImport(
   };
   try {
     await client.query('BEGIN');
-    await client.query(`CREATE TEMP TABLE voters_import (${stagingColumnsSql}) ON COMMIT DROP`);
+    await client.query(
+      `CREATE TEMP TABLE voters_import (${stagingColumnsSql}, voter_id bigint) ON COMMIT DROP`,
+    );
     copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
   } catch (error) {
     release(error as Error);
@@ -590,7 +595,20 @@ async function startPostgresImport(
           [workspaceId, now],
         );
         const imported = Number(result.rows[0]?.imported ?? 0);
-        if (seen.side) for (const text of sideWrites('voters_import', ws, '', true)) await client.query(text);
+        if (seen.side) {
+          // Each row's voter, found once for the tags and the custom field values: by EPIC number, then by name
+          // and phone (as sideWrites' SQLite seeks do). Two hash joins over the file, where two index seeks a
+          // row for each of three statements took 17 of the import's 66 s at a million rows.
+          await client.query(
+            `UPDATE voters_import s SET voter_id = v.id FROM voters v
+             WHERE v.workspace_id = ${ws} AND v.epic_number = s.epic_number`,
+          );
+          await client.query(
+            `UPDATE voters_import s SET voter_id = v.id FROM voters v
+             WHERE s.voter_id IS NULL AND v.workspace_id = ${ws} AND v.phone = s.phone AND v.name_key = s.name_key`,
+          );
+          for (const text of sideWrites('voters_import', ws, '', true)) await client.query(text);
+        }
         // Statistics in the import's own transaction (ANALYZE counts the rows it inserted), so they commit with
         // the rows: no read after a large import meets the tables without them (the background VACUUM
         // (ANALYZE) brought them seconds to a minute later).
