@@ -113,21 +113,29 @@ function referenceImport(dbPath: string): number {
 \\copy staging FROM '${csvPath}' CSV HEADER
 ${insert(ws, 'now()', 'extract(year from now())::int')};`;
     const ms = timeCommand('psql', [pgUrl, '-q', '-v', 'ON_ERROR_STOP=1'], script);
+    // Put the database back as it was (the dead rows' space and index entries reclaimed), so the import
+    // measured next does not pay for the reference's million deleted rows.
     execFileSync('psql', [pgUrl, '-qc', `DELETE FROM workspaces WHERE id = ${ws}`]);
+    execFileSync('psql', [pgUrl, '-qc', 'VACUUM ANALYZE voters']);
     return ms;
   }
+  // A copy of the server's database (the same tables, indexes and search-index triggers, taken before the
+  // import): a million rows loaded and deleted in the server's own file would leave the search index a
+  // million delete markers for the measured import's merges to read and drop.
+  const copy = join(work, 'reference.db');
+  execFileSync('sqlite3', [dbPath, `.backup ${copy}`]);
   execFileSync('sqlite3', [
-    dbPath,
-    "INSERT INTO workspaces (name, created_at) VALUES ('bench reference', '2026-01-01')",
+    copy,
+    "PRAGMA journal_mode = WAL; INSERT INTO workspaces (name, created_at) VALUES ('bench reference', '2026-01-01')",
   ]);
-  const ws = execFileSync('sqlite3', [dbPath, 'SELECT max(id) FROM workspaces']).toString().trim();
+  const ws = execFileSync('sqlite3', [copy, 'SELECT max(id) FROM workspaces']).toString().trim();
   const script = `.mode csv
 CREATE TEMP TABLE staging(${columns});
 .import --skip 1 ${csvPath} staging
 ${insert(ws, "'2026-01-01T00:00:00.000Z'", "CAST(strftime('%Y') AS INTEGER)")};
 `;
-  const ms = timeCommand('sqlite3', [dbPath], script);
-  execFileSync('sqlite3', [dbPath, `PRAGMA foreign_keys = ON; DELETE FROM workspaces WHERE id = ${ws}`]);
+  const ms = timeCommand('sqlite3', [copy], script);
+  for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
   return ms;
 }
 

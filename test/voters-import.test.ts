@@ -393,6 +393,16 @@ describe('voters import keeps the SQLite planner statistics true', () => {
         .all() as string[];
       expect(stats.length).toBeGreaterThan(0);
       for (const stat of stats) expect(Number(stat.split(' ')[0])).toBeGreaterThanOrEqual(3000);
+      // The import's own settings (a larger page cache, fewer search-index merges) end with it, and a search
+      // finds the imported voters.
+      expect(raw.sqlite.pragma('cache_size', { simple: true })).toBe(-32768);
+      const automerge = raw.sqlite
+        .prepare("SELECT v FROM voters_fts_config WHERE k = 'automerge'")
+        .pluck()
+        .get();
+      expect(automerge).toBe(4);
+      const found = await allVoters(t, owner, '&search=Stat%20Voter%202999');
+      expect(found.data.map((v) => v.name)).toEqual(['Stat Voter 2999']);
     } finally {
       await t.close();
       rmSync(dir, { recursive: true, force: true });
