@@ -577,6 +577,17 @@ describe.runIf(!browserMissing).each(dialects)(
       await fields.getByRole('cell', { name: 'General, OBC-Secret, SC' }).waitFor();
       await accessible(page, 'settings with custom fields');
       await shoot(page, 'voter-fields', save);
+      // On a phone the table stacks, a block a field: its buttons are in view without scrolling sideways.
+      await page.setViewportSize({ width: 360, height: 740 });
+      // The table's own scrolling region (the section around it carries the same name).
+      const region = page.locator('div.table-wrap', { has: fields });
+      for (const name of ['Edit', 'Delete']) {
+        const box = await region.getByRole('button', { name }).first().boundingBox();
+        expect(box, name).not.toBeNull();
+        expect(box!.x + box!.width, name).toBeLessThanOrEqual(360);
+      }
+      expect(await region.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+      await page.setViewportSize({ width: 1280, height: 800 });
 
       // Ravi's housemate, in the same part and house.
       await api(`${server.base}/api`, 'POST', '/voters', owner.token, {

@@ -115,17 +115,29 @@ export function Empty({ children }: { children: ReactNode }) {
 }
 
 /** A scrollable table (phones scroll it sideways rather than squeezing it). */
+/**
+ * A table in a region that scrolls sideways when it is wider than the screen. `stacked`: on a narrow screen each
+ * row is a block instead, each cell under its own heading (the cells' `data-label`), so a row's buttons stay in
+ * view without scrolling.
+ */
 export function Table({
   head,
   children,
   caption,
+  stacked = false,
 }: {
   head: ReactNode[];
   children: ReactNode;
   caption: string;
+  stacked?: boolean;
 }) {
   return (
-    <div className="table-wrap" tabIndex={0} role="region" aria-label={caption}>
+    <div
+      className={stacked ? 'table-wrap stacked' : 'table-wrap'}
+      tabIndex={0}
+      role="region"
+      aria-label={caption}
+    >
       <table>
         <caption className="sr-only">{caption}</caption>
         <thead>

@@ -132,17 +132,18 @@ export function VoterFieldsSettings() {
         <Table
           caption={t('fields.title')}
           head={[t('fields.label'), t('fields.key'), t('fields.type'), t('fields.choices'), '']}
+          stacked
         >
           {(fields.data ?? []).map((f) => (
             <tr key={f.key}>
-              <td>
+              <td data-label={t('fields.label')}>
                 {f.label} {f.sensitive && <Badge value={t('fields.sensitive')} />}
               </td>
-              <td>
+              <td data-label={t('fields.key')}>
                 <code>{f.key}</code>
               </td>
-              <td>{t(`fields.type.${f.type}`)}</td>
-              <td>{(f.choices ?? []).join(', ')}</td>
+              <td data-label={t('fields.type')}>{t(`fields.type.${f.type}`)}</td>
+              <td data-label={t('fields.choices')}>{(f.choices ?? []).join(', ')}</td>
               <td>
                 <button
                   type="button"

@@ -425,9 +425,10 @@ const SQLITE_IMPORT_AUTOMERGE = 16;
  * - a 64 MiB page cache (the connection's is 32 MiB): each row lands at scattered places of six b-trees;
  * - for a large import, `automerge` 16 instead of FTS5's 4: a level is merged once it holds 16 segments, so
  *   each row's index entries are merged (and read back, and deleted) about half as often: 0.16-0.22x of the
- *   bulk load to 0.45-0.65x in four runs. A search reads a few more segments until later writes merge them (FTS5 merges a little at
- *   every write). The setting lives in the index's own config table, shared by every connection, and goes
- *   back to 4 at the end.
+ *   bulk load to 0.45-0.65x in four runs. A search reads a few more segments until later writes merge them
+ *   (FTS5 merges a little at every write). The setting lives in the index's own config table, shared by every
+ *   connection, and goes back to 4 at the end; an import that ends while another runs sets it back early, and
+ *   a process that dies mid-import leaves it at 16 until the next large import ends: only speed, either way.
  * Memory-mapped reads (`mmap_size`) would take about a third more off, but a mapped page counts in the
  * process's RSS: the server's peak during a million-voter import was 1,048 MB with the file mapped throughout
  * and 380 MB mapped one chunk at a time, against 263 MB without and a goal of 300 MB. They are not used.
