@@ -114,7 +114,6 @@ export function Empty({ children }: { children: ReactNode }) {
   return <p className="muted">{children}</p>;
 }
 
-/** A scrollable table (phones scroll it sideways rather than squeezing it). */
 /**
  * A table in a region that scrolls sideways when it is wider than the screen. `stacked`: on a narrow screen each
  * row is a block instead, each cell under its own heading (the cells' `data-label`), so a row's buttons stay in

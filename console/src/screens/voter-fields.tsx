@@ -122,6 +122,8 @@ export function VoterFieldsSettings() {
       envelope(api.DELETE('/api/voter-fields/{key}', { params: { path: { key: k } } })),
     onSuccess: refresh,
   });
+  // The table's headings, and each cell's heading when the table stacks on a phone.
+  const columns = [t('fields.label'), t('fields.key'), t('fields.type'), t('fields.choices')];
   return (
     <Section title={t('fields.title')}>
       <p className="muted">{t('fields.help')}</p>
@@ -129,21 +131,17 @@ export function VoterFieldsSettings() {
       {fields.data && fields.data.length === 0 ? (
         <Empty>{t('fields.none')}</Empty>
       ) : (
-        <Table
-          caption={t('fields.title')}
-          head={[t('fields.label'), t('fields.key'), t('fields.type'), t('fields.choices'), '']}
-          stacked
-        >
+        <Table caption={t('fields.title')} head={[...columns, '']} stacked>
           {(fields.data ?? []).map((f) => (
             <tr key={f.key}>
-              <td data-label={t('fields.label')}>
+              <td data-label={columns[0]}>
                 {f.label} {f.sensitive && <Badge value={t('fields.sensitive')} />}
               </td>
-              <td data-label={t('fields.key')}>
+              <td data-label={columns[1]}>
                 <code>{f.key}</code>
               </td>
-              <td data-label={t('fields.type')}>{t(`fields.type.${f.type}`)}</td>
-              <td data-label={t('fields.choices')}>{(f.choices ?? []).join(', ')}</td>
+              <td data-label={columns[2]}>{t(`fields.type.${f.type}`)}</td>
+              <td data-label={columns[3]}>{(f.choices ?? []).join(', ')}</td>
               <td>
                 <button
                   type="button"
