@@ -728,6 +728,42 @@ for (const dialect of dialects) {
       ).toBe(0);
     });
 
+    it("a file's repeats: one EPIC number twice and one name and phone twice are one voter each, the later line's values kept", async () => {
+      const owner = await register(t.app);
+      await field(owner, { key: 'caste', label: 'Caste', type: 'choice', choices: ['General', 'OBC'] });
+      const res = await importCsv(
+        t.app,
+        owner.token,
+        [
+          'name,epic_number,part_number,serial_number,phone,tags,field:caste',
+          'Asha,ABC0000011,4,1,,Youth,General',
+          'Asha Devi,ABC0000011,4,2,,,OBC',
+          'Bina,,,,+919833300001,Farmer,General',
+          'Bina,,,,+919833300001,,OBC',
+        ].join('\n'),
+      );
+      expect(res.status, res.raw).toBe(200);
+      expect(res.body.data).toMatchObject({ imported: 2, failed: 0, errors: [] });
+      const list = await call(t.app, 'GET', '/api/voters?per_page=10', { token: owner.token });
+      expect(list.body.data.total).toBe(2);
+      const byName = new Map<string, number>(
+        list.body.data.data.map((v: { name: string; id: number }) => [v.name, v.id] as const),
+      );
+      // The EPIC number's later line is the voter (its name and serial); the earlier line's tags went with it.
+      expect(await read(owner, byName.get('Asha Devi')!)).toMatchObject({
+        epic_number: 'ABC0000011',
+        serial_number: 2,
+        tags: [],
+        fields: { caste: 'OBC' },
+      });
+      // One name and phone twice: the tags of the last line that gives any, each field's last value.
+      expect(await read(owner, byName.get('Bina')!)).toMatchObject({
+        phone: '+919833300001',
+        tags: ['Farmer'],
+        fields: { caste: 'OBC' },
+      });
+    });
+
     it('exports every field and imports back unchanged; sensitive data only with include_sensitive, for politicians, audited', async () => {
       const owner = await register(t.app);
       const manager = await addMember(t.app, owner, 'manager');

@@ -118,6 +118,9 @@ export function shownValue(def: Pick<VoterFieldDef, 'type'>, stored: StoredValue
   return stored.value_text;
 }
 
+/** Each list of definitions' fields by key, made once per list (an import checks every row against one). */
+const defsByKey = new WeakMap<readonly VoterFieldDef[], Map<string, VoterFieldDef>>();
+
 /**
  * The `fields` object of a create, update or import row: each key a field of the workspace, each value of
  * its type (422 on `fields.<key>` otherwise). Returns the values to write, null for those to clear.
@@ -134,7 +137,8 @@ export function checkFieldValues(
     errors.fields = ['must be an object of custom field values, { "key": value }.'];
     return { values, errors };
   }
-  const byKey = new Map(defs.map((d) => [d.key, d]));
+  let byKey = defsByKey.get(defs);
+  if (!byKey) defsByKey.set(defs, (byKey = new Map(defs.map((d) => [d.key, d]))));
   for (const [key, value] of Object.entries(raw)) {
     const def = byKey.get(key);
     if (!def) {

@@ -102,10 +102,18 @@ const RELATION_WORDS: Record<string, (typeof relationTypes)[number]> = {
   अन्य: 'other',
 };
 
-/** Today's date in UTC, YYYY-MM-DD. */
-export function today(now = new Date()): string {
-  return now.toISOString().slice(0, 10);
+/** Today's date in UTC, YYYY-MM-DD (`now`'s, when given). */
+export function today(now?: Date): string {
+  if (now) return now.toISOString().slice(0, 10);
+  // Computed once a day: an import asks for it on every row with an age (a Date and its ISO string each time
+  // were a tenth of a million-row file's checks).
+  const day = Math.floor(Date.now() / DAY_MS);
+  if (day !== todayCache.day) todayCache = { day, text: new Date(day * DAY_MS).toISOString().slice(0, 10) };
+  return todayCache.text;
 }
+
+const DAY_MS = 86_400_000;
+let todayCache = { day: Number.NaN, text: '' };
 
 /** The age on `on` (YYYY-MM-DD) of a voter born on `birthKey`; a 1 January key is a year's estimate. */
 export function ageOf(birthDate: string | null, birthKey: string | null, on = today()): number | null {
@@ -156,7 +164,13 @@ function integerOf(value: unknown): number | null | undefined {
   return /^\d{1,6}$/.test(text) ? Number(text) : undefined;
 }
 
-const length = (value: string) => [...value].length;
+/** Characters (code points) in `value`; a string no longer than `max` UTF-16 units is not counted. */
+const longerThan = (value: string, max: number) => value.length > max && [...value].length > max;
+
+const ranges = { part_number: 9999, serial_number: 9999, page_number: 999, support_level: 5 } as const;
+const integerFields = ['part_number', 'serial_number', 'page_number', 'support_level'] as const;
+const limits = { house_number: 40, relation_name: 200, name_local: 200 } as const;
+const textFields = ['house_number', 'relation_name', 'name_local'] as const;
 
 /**
  * Checks and normalises the record fields present in `input` (undefined: not given; null or '': cleared).
@@ -184,8 +198,7 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
       else fail('epic_number', 'must be an EPIC number: 3 letters and 7 digits, e.g. ABC1234567.');
     }
   }
-  const ranges = { part_number: 9999, serial_number: 9999, page_number: 999, support_level: 5 } as const;
-  for (const field of ['part_number', 'serial_number', 'page_number', 'support_level'] as const) {
+  for (const field of integerFields) {
     if (!given(field)) continue;
     const n = integerOf(input[field]);
     const max = ranges[field];
@@ -197,12 +210,11 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
       );
     else values[field] = n;
   }
-  const limits = { house_number: 40, relation_name: 200, name_local: 200 } as const;
-  for (const field of ['house_number', 'relation_name', 'name_local'] as const) {
+  for (const field of textFields) {
     if (!given(field)) continue;
     const text = textOf(input[field]);
     if (text === undefined) fail(field, 'must be a string.');
-    else if (text !== null && length(text) > limits[field])
+    else if (text !== null && longerThan(text, limits[field]))
       fail(field, `must be at most ${limits[field]} characters.`);
     else values[field] = text;
   }
@@ -291,7 +303,7 @@ export function checkTags(raw: unknown, field = 'tags'): { tags?: Tag[] | undefi
           ],
         },
       };
-    if (length(label) > TAG_MAX_LENGTH)
+    if (longerThan(label, TAG_MAX_LENGTH))
       return {
         errors: {
           [field]: [`each tag must be at most ${TAG_MAX_LENGTH} characters ("${label.slice(0, 50)}").`],
