@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, freePort, logLines, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
@@ -76,6 +76,23 @@ async function accessible(page: Page, screen: string): Promise<void> {
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target) }));
   expect(violations, `axe on ${screen}`).toEqual([]);
+}
+
+/**
+ * At 360 px wide, a stacked table's buttons (the first row's) end within the screen and its scrolling region
+ * has nothing to scroll sideways; the viewport is 1280 px again after.
+ */
+async function buttonsInViewAt360(page: Page, table: Locator, names: string[]): Promise<void> {
+  await page.setViewportSize({ width: 360, height: 740 });
+  // The table's own scrolling region (the section around it carries the same name).
+  const region = page.locator('div.table-wrap', { has: table });
+  for (const name of names) {
+    const box = await region.getByRole('button', { name }).first().boundingBox();
+    expect(box, name).not.toBeNull();
+    expect(box!.x + box!.width, name).toBeLessThanOrEqual(360);
+  }
+  expect(await region.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+  await page.setViewportSize({ width: 1280, height: 800 });
 }
 
 /** A screenshot of the page at 1280 and at 360 px wide (full page), for docs/console.md. */
@@ -515,6 +532,11 @@ describe.runIf(!browserMissing).each(dialects)(
       await msg91.getByText('Deactivated', { exact: true }).waitFor();
       await accessible(page, 'settings');
       await shoot(page, 'settings', save);
+      // On a phone the accounts table stacks too: Manage and Delete in view, the status whole.
+      await buttonsInViewAt360(page, page.getByRole('table', { name: 'Channel accounts' }), [
+        'Manage',
+        'Delete',
+      ]);
       await nav('My profile').click();
       await page.getByRole('cell', { name: 'This session' }).waitFor();
       await accessible(page, 'profile');
@@ -578,16 +600,7 @@ describe.runIf(!browserMissing).each(dialects)(
       await accessible(page, 'settings with custom fields');
       await shoot(page, 'voter-fields', save);
       // On a phone the table stacks, a block a field: its buttons are in view without scrolling sideways.
-      await page.setViewportSize({ width: 360, height: 740 });
-      // The table's own scrolling region (the section around it carries the same name).
-      const region = page.locator('div.table-wrap', { has: fields });
-      for (const name of ['Edit', 'Delete']) {
-        const box = await region.getByRole('button', { name }).first().boundingBox();
-        expect(box, name).not.toBeNull();
-        expect(box!.x + box!.width, name).toBeLessThanOrEqual(360);
-      }
-      expect(await region.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
-      await page.setViewportSize({ width: 1280, height: 800 });
+      await buttonsInViewAt360(page, fields, ['Edit', 'Delete']);
 
       // Ravi's housemate, in the same part and house.
       await api(`${server.base}/api`, 'POST', '/voters', owner.token, {

@@ -164,6 +164,8 @@ function ChannelAccounts() {
       envelope(api.DELETE('/api/channel-accounts/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
+  // The table's headings, and each cell's heading when the table stacks on a phone (its buttons stay in view).
+  const accountColumns = [t('field.name'), t('settings.provider'), t('settings.channels'), t('field.status')];
   return (
     <Section title={t('settings.accounts')}>
       <ErrorNote error={accounts.error ?? remove.error ?? providers.error} />
@@ -172,16 +174,15 @@ function ChannelAccounts() {
       ) : accounts.data?.data.length === 0 ? (
         <Empty>{t('settings.noAccounts')}</Empty>
       ) : (
-        <Table
-          caption={t('settings.accounts')}
-          head={[t('field.name'), t('settings.provider'), t('settings.channels'), t('field.status'), '']}
-        >
+        <Table caption={t('settings.accounts')} head={[...accountColumns, '']} stacked>
           {accounts.data?.data.map((a) => (
             <tr key={a.id}>
-              <td>{a.name}</td>
-              <td>{providers.data?.find((p) => p.name === a.provider)?.label ?? a.provider}</td>
-              <td>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
-              <td>
+              <td data-label={accountColumns[0]}>{a.name}</td>
+              <td data-label={accountColumns[1]}>
+                {providers.data?.find((p) => p.name === a.provider)?.label ?? a.provider}
+              </td>
+              <td data-label={accountColumns[2]}>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
+              <td data-label={accountColumns[3]}>
                 <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
               </td>
               <td>
