@@ -11,7 +11,8 @@ const pgUrl = process.env.TEST_DATABASE_URL;
 /**
  * voter_value_counts (migration 037, PostgreSQL only): counts of the tags and custom field values already there
  * when it is applied, kept by statement-level triggers through inserts, updates and cascaded deletes, folded
- * without changing a sum, and written by concurrent transactions that never wait for one another.
+ * without changing a sum, and written by concurrent transactions that never wait for one another; and the
+ * trigger that deletes a voter's tags and values in place of foreign keys (migration 039).
  */
 describe.skipIf(!pgUrl)('voter value counts on PostgreSQL (migration 037)', () => {
   let database: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -86,6 +87,52 @@ describe.skipIf(!pgUrl)('voter value counts on PostgreSQL (migration 037)', () =
     expect(await counts()).toEqual({ youth: 3, farmer: 0, bpl: 0, apl: 2 });
     // A number value is not counted here (its filter counts the index).
     expect(await heldCount(db.kysely, ws, 'field', 'members', '4')).toBe(0);
+  });
+
+  it("deletes a voter's tags and values with it, and a workspace's with its voters, without foreign keys (039)", async () => {
+    const keys = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_constraint WHERE contype = 'f'
+      AND conrelid IN ('voter_tags'::regclass, 'voter_field_values'::regclass)`.execute(db.kysely);
+    expect(keys.rows[0]!.n).toBe(0);
+    const office = Number(
+      (
+        await sql<{ id: number }>`INSERT INTO workspaces (name, created_at) VALUES ('Going office', now())
+          RETURNING id`.execute(db.kysely)
+      ).rows[0]!.id,
+    );
+    const ids: number[] = [];
+    for (const i of [0, 1])
+      ids.push(
+        Number(
+          (
+            await sql<{
+              id: number;
+            }>`INSERT INTO voters (workspace_id, name, name_key, phone, created_at, updated_at)
+              VALUES (${office}, ${`Going ${i}`}, ${`going ${i}`}, ${`+91940000000${i}`}, now(), now())
+              RETURNING id`.execute(db.kysely)
+          ).rows[0]!.id,
+        ),
+      );
+    for (const id of ids) {
+      await sql`INSERT INTO voter_tags (workspace_id, tag_key, voter_id) VALUES (${office}, 'youth', ${id})`.execute(
+        db.kysely,
+      );
+      await sql`INSERT INTO voter_field_values (voter_id, workspace_id, field_key, value_text)
+        VALUES (${id}, ${office}, 'ration', 'BPL')`.execute(db.kysely);
+    }
+    const rowsOf = async (column: 'voter_id' | 'workspace_id', id: number) => {
+      const tags = await sql<{ n: number }>`SELECT count(*)::int AS n FROM voter_tags
+        WHERE ${sql.ref(column)} = ${id}`.execute(db.kysely);
+      const values = await sql<{ n: number }>`SELECT count(*)::int AS n FROM voter_field_values
+        WHERE ${sql.ref(column)} = ${id}`.execute(db.kysely);
+      return [tags.rows[0]!.n, values.rows[0]!.n];
+    };
+    expect(await rowsOf('voter_id', ids[0]!)).toEqual([1, 1]);
+    await sql`DELETE FROM voters WHERE id = ${ids[0]}`.execute(db.kysely);
+    expect(await rowsOf('voter_id', ids[0]!)).toEqual([0, 0]);
+    expect(await rowsOf('voter_id', ids[1]!)).toEqual([1, 1]);
+    await sql`DELETE FROM workspaces WHERE id = ${office}`.execute(db.kysely);
+    expect(await rowsOf('workspace_id', office)).toEqual([0, 0]);
+    expect(await heldCount(db.kysely, office, 'tag', 'youth', '')).toBe(0);
   });
 
   it('folds each value into one row without changing a sum, and drops a value that came to nothing', async () => {

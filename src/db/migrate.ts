@@ -40,6 +40,7 @@ import * as voterRecord from './migrations/2026_11_28_035_voter_record.ts';
 import * as surveys from './migrations/2026_11_28_036_surveys.ts';
 import * as voterValueCounts from './migrations/2026_11_28_037_voter_value_counts.ts';
 import * as surveyTriggerRepeats from './migrations/2026_11_28_038_survey_trigger_repeats.ts';
+import * as voterSideRows from './migrations/2026_11_29_039_voter_side_rows.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -81,6 +82,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_28_036_surveys': surveys,
   '2026_11_28_037_voter_value_counts': voterValueCounts,
   '2026_11_28_038_survey_trigger_repeats': surveyTriggerRepeats,
+  '2026_11_29_039_voter_side_rows': voterSideRows,
 };
 
 /**

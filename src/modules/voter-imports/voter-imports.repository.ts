@@ -177,6 +177,10 @@ function rollUpdate(table: string, ws: string, now: string, lines: string): stri
       AND voters.epic_number IN (SELECT s.epic_number FROM ${table} s WHERE s.epic_number IS NOT NULL${lines})`;
 }
 
+/** A query that gives a row when two rows of `table` (of those `where` keeps) have the same `columns`. */
+const repeatsSql = (table: string, columns: string, where = 'true') =>
+  `SELECT 1 FROM ${table} WHERE ${where} GROUP BY ${columns} HAVING count(*) > 1 LIMIT 1`;
+
 /**
  * Before anything is applied: one row per EPIC number (the file's last), and rows whose (part, serial) another
  * voter holds, or a later row of the file, left out and reported. Returns the rows left out.
@@ -190,8 +194,7 @@ async function settleRollNumbers(
   // Each search for the file's repeats (a lookup of the latest line for every row) runs only when a grouping says
   // there are some: a roll has none, and the searches were 3.5 of the 6.7 s spent settling a million rows.
   const repeats = async (given: string, columns: string) =>
-    (await run(`SELECT 1 FROM ${table} WHERE ${given} GROUP BY ${columns} HAVING count(*) > 1 LIMIT 1`, []))
-      .length > 0;
+    (await run(repeatsSql(table, columns, given), [])).length > 0;
   if (await repeats('epic_number IS NOT NULL', 'epic_number'))
     await run(
       `DELETE FROM ${table} WHERE epic_number IS NOT NULL AND line < (SELECT max(t.line) FROM ${table} t WHERE t.epic_number = ${table}.epic_number)`,
@@ -558,6 +561,9 @@ async function startPostgresImport(
   };
   try {
     await client.query('BEGIN');
+    // No JIT: the import's statements cross jit_above_cost at a hundred thousand rows, and compiling them took
+    // about a second of a million-row import that their plans (scans, hash joins, inserts) do not win back.
+    await client.query(`SELECT set_config('jit', 'off', true)`);
     await client.query(`CREATE TEMP TABLE voters_import (${stagingColumnsSql}) ON COMMIT DROP`);
     copy = client.query(copyFrom(`COPY voters_import (${stagedColumns.join(', ')}) FROM STDIN`));
   } catch (error) {
@@ -583,11 +589,15 @@ async function startPostgresImport(
   const settle = async () => {
     stream.end();
     await finished;
-    if (seen.side) await client.query('CREATE INDEX ON voters_import (phone, name_key, line)');
-    if (!seen.roll) return;
-    await client.query('CREATE INDEX ON voters_import (epic_number)');
-    await client.query('CREATE INDEX ON voters_import (part_number, serial_number)');
+    if (!seen.roll && !seen.side) return;
+    if (seen.roll) {
+      await client.query('CREATE INDEX ON voters_import (epic_number)');
+      await client.query('CREATE INDEX ON voters_import (part_number, serial_number)');
+    }
+    // The file's size for the planner: the tags' and values' statements join the whole file (hash joins; an
+    // index on (phone, name_key, line) for their "last row" test went unused, and cost a second at a million).
     await client.query('ANALYZE voters_import');
+    if (!seen.roll) return;
     skipped = await settleRollNumbers(
       async (text, values) => (await client.query(text, values)).rows as Array<Record<string, unknown>>,
       'voters_import',
@@ -619,20 +629,21 @@ async function startPostgresImport(
         // Rows of one identity are merged (the last line's name, each field's last value given). A file with
         // no such repeats (a roll: one line per voter) skips the merge: its fifteen sorted aggregates over a
         // million rows were 17 of the upsert's 43 s. Each row is then its own merge, so the result is the same.
-        const repeats = await client.query(
-          `SELECT 1 FROM voters_import GROUP BY ${identity} HAVING count(*) > 1 LIMIT 1`,
-        );
-        const src =
-          repeats.rowCount === 0
-            ? `SELECT line, phone, name_key, name, ${mergedColumns.join(', ')} FROM voters_import s${unheld}`
-            : `SELECT max(line) AS line, phone, name_key, (array_agg(name ORDER BY line DESC))[1] AS name,
+        const repeats = await client.query(repeatsSql('voters_import', identity));
+        // New voters' ids follow the file's lines. Without repeats the staging table is read as COPY wrote it (a
+        // temporary table is never scanned in parallel nor from the middle, as a large table's synchronized scans
+        // are), so no sort is asked for: sorting a million wide rows by line took a second and spilled to disk.
+        const merge = repeats.rowCount !== 0;
+        const src = !merge
+          ? `SELECT line, phone, name_key, name, ${mergedColumns.join(', ')} FROM voters_import s${unheld}`
+          : `SELECT max(line) AS line, phone, name_key, (array_agg(name ORDER BY line DESC))[1] AS name,
                ${mergedColumns.map((c) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE ${c} IS NOT NULL))[1] AS ${c}`).join(',\n               ')}
              FROM voters_import s${unheld}
              GROUP BY ${identity}`;
         const result = await client.query<{ imported: number }>(
           `WITH src AS (${src}), up AS (
              INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
-             SELECT $1, ${voterColumns.join(', ')}, $2, $2 FROM src ORDER BY line
+             SELECT $1, ${voterColumns.join(', ')}, $2, $2 FROM src${merge ? ' ORDER BY line' : ''}
              ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
              WHERE ${changedCondition('IS DISTINCT FROM')}
              RETURNING (xmax = 0) AS inserted
@@ -642,11 +653,10 @@ async function startPostgresImport(
         );
         const imported = Number(result.rows[0]?.imported ?? 0);
         if (seen.side) {
-          // Each row's voter, found once for the tags and the custom field values: by EPIC number, then by name
-          // and phone (as sideWrites' SQLite seeks do). Two hash joins over the file, where two index seeks a
-          // row for each of three statements took 17 of the import's 66 s at a million rows.
-          // Written to a narrow table of its own: an UPDATE of the staging rows wrote a new version of each wide
-          // row and of its three index entries (9.4 of the import's 110 s at a million rows).
+          // Each row's voter, found once for the tags and the custom field values (by EPIC number, then by name
+          // and phone, as sideWrites' SQLite seeks do), in two hash joins over the file, into a narrow table of
+          // its own. At a million rows, index seeks for each of three statements took 17 s, and an UPDATE of the
+          // wide staging rows (a new version of each, and of its three index entries) 9.4 s.
           await client.query(
             `CREATE TEMP TABLE voters_import_ids ON COMMIT DROP AS
              SELECT s.line, coalesce(e.id, p.id) AS voter_id FROM voters_import s
@@ -656,7 +666,7 @@ async function startPostgresImport(
           );
           await client.query('ANALYZE voters_import_ids');
           const shared = await client.query(
-            'SELECT 1 FROM voters_import_ids WHERE voter_id IS NOT NULL GROUP BY voter_id HAVING count(*) > 1 LIMIT 1',
+            repeatsSql('voters_import_ids', 'voter_id', 'voter_id IS NOT NULL'),
           );
           for (const text of sideWrites('voters_import', ws, '', true, shared.rowCount === 0))
             await client.query(text);

@@ -274,6 +274,7 @@ export class VoterFieldsService {
           .distinct()
           .where('workspace_id', '=', workspaceId)
           .where('field_key', '=', key)
+          .where('value_text', 'is not', null) // the text values' index holds no nulls (migration 039)
           .limit(1000)
           .execute();
         const kept = new Set(choices!);
@@ -315,11 +316,14 @@ export class VoterFieldsService {
         .where('key', '=', key)
         .executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Custom field');
-      await trx
-        .deleteFrom('voter_field_values')
-        .where('workspace_id', '=', workspaceId)
-        .where('field_key', '=', key)
-        .execute();
+      // A value is text or a number: each kind found through its own column's index, which holds no nulls (039).
+      for (const column of ['value_text', 'value_number'] as const)
+        await trx
+          .deleteFrom('voter_field_values')
+          .where('workspace_id', '=', workspaceId)
+          .where('field_key', '=', key)
+          .where(column, 'is not', null)
+          .execute();
       await recordAudit(trx, {
         workspaceId,
         actor,
