@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Db } from '../src/db/connect.ts';
 import { migrateToLatest, migrations } from '../src/db/migrate.ts';
+import { VoterTagging } from '../src/modules/voters/voter-tags.ts';
 import { compactVoterValueCounts, heldCount } from '../src/modules/voters/voter-value-counts.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
 
@@ -133,6 +134,41 @@ describe.skipIf(!pgUrl)('voter value counts on PostgreSQL (migration 037)', () =
     await sql`DELETE FROM workspaces WHERE id = ${office}`.execute(db.kysely);
     expect(await rowsOf('workspace_id', office)).toEqual([0, 0]);
     expect(await heldCount(db.kysely, office, 'tag', 'youth', '')).toBe(0);
+  });
+
+  it('a tagging that meets a delete in flight waits for it, and leaves no tag of the deleted voter (039)', async () => {
+    const id = Number(
+      (
+        await sql<{
+          id: number;
+        }>`INSERT INTO voters (workspace_id, name, name_key, phone, created_at, updated_at)
+          VALUES (${ws}, 'Leaving', 'leaving', '+919500000001', now(), now()) RETURNING id`.execute(db.kysely)
+      ).rows[0]!.id,
+    );
+    const deleting = new pg.Client({ connectionString: database.env.DATABASE_URL! });
+    await deleting.connect();
+    try {
+      await deleting.query('BEGIN');
+      await deleting.query('DELETE FROM voters WHERE id = $1', [id]); // its trigger has run: no tags yet
+      // The tagging reads the voter as it was (the delete is not committed) and waits at its insert.
+      const tagging = new VoterTagging({ db: db.kysely }).tag(
+        ws,
+        { userId: null, ip: null },
+        { voter_ids: [id], add: ['late'] },
+      );
+      let settled = false;
+      void tagging.finally(() => (settled = true)).catch(() => {});
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await deleting.query('COMMIT');
+      await tagging;
+    } finally {
+      await deleting.end();
+    }
+    const left = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM voter_tags WHERE voter_id = ${id}`.execute(db.kysely);
+    expect(left.rows[0]!.n).toBe(0);
   });
 
   it('folds each value into one row without changing a sum, and drops a value that came to nothing', async () => {

@@ -7,11 +7,12 @@ import { isPostgres } from './helpers.ts';
  * on its own (a row-level trigger that locks the voter's row): a million field values took 7.7 s to insert
  * with it and 3.9 s without, and an import or a bulk tagging writes a row for each voter.
  *
- * What the keys guarded, and what guards it now: every writer of these rows writes for a voter it has just read or
- * written in the workspace (voter-record.repository.ts, voter-tags.ts, survey-sessions.ts, the import), and a
- * deleted voter's rows are deleted in the same statement as the voter (a workspace's deletion cascades to its
- * voters, and so to this trigger). A row written for a voter deleted at the same moment is the one thing no key stops any
- * more: lists read tags and values through `voters`, so such a row is never shown, and ids are never reused.
+ * What the keys guarded, and what guards it now: a deleted voter's rows are deleted in the same statement as the
+ * voter (a workspace's deletion cascades to its voters, and so to this trigger), and every writer holds the voter's
+ * row until it commits, so a delete in flight waits and then takes the new rows too: the API's create and update
+ * and the import write the voter itself, a survey's answer updates it first (survey-sessions.ts), and bulk
+ * tagging reads its voters FOR KEY SHARE (voter-tags.ts). Only the import writes a million rows at once, and it
+ * holds its voters already.
  * SQLite keeps its foreign keys (its checks are index seeks within the statement, and its import meets its goal).
  *
  * On both databases, the custom field values' two value indexes become partial: a value is text or a number,

@@ -332,6 +332,21 @@ export async function endSession(
     .execute();
 }
 
+/**
+ * Marks the voter changed, before its tags or field values are written: the update holds the voter's row until
+ * the answer commits, so a delete waits and then takes the new rows with it (there is no foreign key to do it
+ * on PostgreSQL, migration 039). False when the voter is gone: nothing is written.
+ */
+async function touchVoter(trx: Executor, ws: number, voterId: number, now: string): Promise<boolean> {
+  const done = await trx
+    .updateTable('voters')
+    .set({ updated_at: now })
+    .where('workspace_id', '=', ws)
+    .where('id', '=', voterId)
+    .executeTakeFirst();
+  return Number(done.numUpdatedRows) > 0;
+}
+
 /** Writes an answer into the voter (`save_to`), audited with the actor `survey` and the survey's id. */
 async function saveToVoter(
   trx: Executor,
@@ -357,18 +372,12 @@ async function saveToVoter(
     }
   } else if (target === 'tags' && value.choice_key !== null) {
     const { tags } = checkTags([value.choice_key]);
-    if (tags && tags.length > 0) {
+    if (tags && tags.length > 0 && (await touchVoter(trx, ws, voterId, now))) {
       await nameTags(trx, ws, tags);
       await trx
         .insertInto('voter_tags')
         .values({ workspace_id: ws, tag_key: tags[0]!.key, voter_id: voterId })
         .onConflict((oc) => oc.doNothing())
-        .execute();
-      await trx
-        .updateTable('voters')
-        .set({ updated_at: now })
-        .where('workspace_id', '=', ws)
-        .where('id', '=', voterId)
         .execute();
       saved = { tags_add: [tags[0]!.label] };
     }
@@ -386,14 +395,10 @@ async function saveToVoter(
       for (const raw of candidates) {
         const stored = storedValue(def, raw, true);
         if (stored === null || typeof stored === 'string') continue;
-        await setFieldValues(trx, ws, voterId, new Map([[key, stored]]));
-        await trx
-          .updateTable('voters')
-          .set({ updated_at: now })
-          .where('workspace_id', '=', ws)
-          .where('id', '=', voterId)
-          .execute();
-        saved = { field: key };
+        if (await touchVoter(trx, ws, voterId, now)) {
+          await setFieldValues(trx, ws, voterId, new Map([[key, stored]]));
+          saved = { field: key };
+        }
         break;
       }
     }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterTagJobRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { notFound, validationError } from '../../errors.ts';
@@ -112,16 +113,17 @@ async function applyChange(
   const changed = await changedCount(db, workspaceId, change, voters());
   if (changed === 0) return 0;
   for (const tag of change.add) {
+    const rows = voters().select([
+      sql<number>`${workspaceId}`.as('workspace_id'),
+      sql<string>`${tag.key}`.as('tag_key'),
+      'voters.id',
+    ]);
     await db
       .insertInto('voter_tags')
       .columns(['workspace_id', 'tag_key', 'voter_id'])
-      .expression(
-        voters().select([
-          sql<number>`${workspaceId}`.as('workspace_id'),
-          sql<string>`${tag.key}`.as('tag_key'),
-          'voters.id',
-        ]) as never,
-      )
+      // PostgreSQL has no foreign key here (migration 039): the voters tagged are held against a delete until
+      // this commits, so a voter deleted meanwhile takes its new tags with it. SQLite's key does the same.
+      .expression((isPostgres(db) ? rows.forKeyShare() : rows) as never)
       .onConflict((oc) => oc.doNothing())
       .execute();
   }
