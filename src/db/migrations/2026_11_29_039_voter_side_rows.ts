@@ -20,21 +20,21 @@ import { isPostgres } from './helpers.ts';
  * column (a filter, a count) or says IS NOT NULL (a choice's values in use, a field's deletion). A million
  * values went in in 2.9 s instead of 3.7 s on PostgreSQL.
  */
-const valueIndexes = [
-  ['value_text', 'voter_field_values_text_idx'],
-  ['value_number', 'voter_field_values_number_idx'],
-] as const;
-
-export async function up(db: Kysely<unknown>): Promise<void> {
-  for (const [column, index] of valueIndexes) {
+/** The field values' two value indexes rebuilt: each of its own column's values only (`partial`), or of every row. */
+async function valueIndexes(db: Kysely<unknown>, partial: boolean): Promise<void> {
+  for (const column of ['value_text', 'value_number'] as const) {
+    const index = `voter_field_values_${column.slice(6)}_idx`;
     await db.schema.dropIndex(index).execute();
-    await db.schema
+    const create = db.schema
       .createIndex(index)
       .on('voter_field_values')
-      .columns(['workspace_id', 'field_key', column, 'voter_id'])
-      .where(sql.ref(column), 'is not', null)
-      .execute();
+      .columns(['workspace_id', 'field_key', column, 'voter_id']);
+    await (partial ? create.where(sql.ref(column), 'is not', null) : create).execute();
   }
+}
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await valueIndexes(db, true);
   if (!isPostgres(db)) return;
   await sql`ALTER TABLE voter_tags DROP CONSTRAINT IF EXISTS voter_tags_voter_id_fkey`.execute(db);
   await sql`ALTER TABLE voter_field_values DROP CONSTRAINT IF EXISTS voter_field_values_voter_id_fkey`.execute(
@@ -52,14 +52,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const [column, index] of valueIndexes) {
-    await db.schema.dropIndex(index).execute();
-    await db.schema
-      .createIndex(index)
-      .on('voter_field_values')
-      .columns(['workspace_id', 'field_key', column, 'voter_id'])
-      .execute();
-  }
+  await valueIndexes(db, false);
   if (!isPostgres(db)) return;
   await sql`DROP TRIGGER voters_side_rows_delete ON voters`.execute(db);
   await sql`DROP FUNCTION voter_side_rows_deleted`.execute(db);
