@@ -259,7 +259,8 @@ function sideWrites(table: string, ws: string, lines: string, pg: boolean, oneRo
       (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.epic_number = s.epic_number),
       (SELECT v.id FROM voters v WHERE v.workspace_id = ${ws} AND v.phone = s.phone AND v.name_key = s.name_key))`;
   // The file's last row for its voter that gives tags: its tags are the voter's. Rows with one EPIC number are
-  // one row already (settleRollNumbers); rows with one name and phone are found through the staging index.
+  // one row already (settleRollNumbers); rows with one name and phone are found through SQLite's staging index
+  // (PostgreSQL's statements join the whole file: a hash anti-join, which needs no index).
   const lastTags = `s.tags IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} l WHERE l.phone = s.phone
       AND l.name_key = s.name_key AND l.line > s.line AND l.tags IS NOT NULL)`;
   const tagged = `(SELECT s.line AS line, s.tags AS tags, ${target} AS id FROM ${source} WHERE ${lastTags}${lines}) x`;
@@ -589,21 +590,21 @@ async function startPostgresImport(
   const settle = async () => {
     stream.end();
     await finished;
-    if (!seen.roll && !seen.side) return;
     if (seen.roll) {
       await client.query('CREATE INDEX ON voters_import (epic_number)');
       await client.query('CREATE INDEX ON voters_import (part_number, serial_number)');
     }
-    // The file's size for the planner: the tags' and values' statements join the whole file (hash joins; an
-    // index on (phone, name_key, line) for their "last row" test went unused, and cost a second at a million).
-    await client.query('ANALYZE voters_import');
-    if (!seen.roll) return;
-    skipped = await settleRollNumbers(
-      async (text, values) => (await client.query(text, values)).rows as Array<Record<string, unknown>>,
-      'voters_import',
-      ws,
-      [],
-    );
+    // The file's size for the planner: the roll's, the tags' and the values' statements join the whole file (hash
+    // joins; an index on (phone, name_key, line) for the tags' "last row" test went unused, and cost a second at
+    // a million rows).
+    if (seen.roll || seen.side) await client.query('ANALYZE voters_import');
+    if (seen.roll)
+      skipped = await settleRollNumbers(
+        async (text, values) => (await client.query(text, values)).rows as Array<Record<string, unknown>>,
+        'voters_import',
+        ws,
+        [],
+      );
   };
   return {
     skipped: () => skipped,
