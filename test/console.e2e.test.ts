@@ -727,6 +727,12 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('link', { name: 'Ravi Kumar' }).click();
       await page.getByRole('heading', { name: 'Ravi Kumar' }).waitFor();
       await page.getByRole('button', { name: 'इस परिवार की सूची देखें' }).waitFor();
+      // The channel of the voter's messages and conversations is named in Hindi, as on every other screen.
+      await page.getByRole('cell', { name: 'एसएमएस', exact: true }).first().waitFor();
+      await page
+        .getByRole('link', { name: /^एसएमएस · / })
+        .first()
+        .waitFor();
       await accessible(page, 'voter record (hi)');
       await shoot(page, 'voter-record-hi', save);
       await nav('सेटिंग्स').click();

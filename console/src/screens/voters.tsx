@@ -769,7 +769,7 @@ export function VoterPage({ id }: { id: number }) {
             >
               {messages.data.data.map((m) => (
                 <tr key={m.id}>
-                  <td>{m.channel}</td>
+                  <td>{t(`channel.${m.channel}`)}</td>
                   <td>{m.message}</td>
                   <td>
                     <Badge value={m.status} /> {m.error_code}
@@ -789,7 +789,7 @@ export function VoterPage({ id }: { id: number }) {
             {conversations.data.data.map((c) => (
               <li key={c.id}>
                 <Link href={`/inbox/${c.id}`}>
-                  {c.channel} · {c.last_message_preview}
+                  {t(`channel.${c.channel}`)} · {c.last_message_preview}
                 </Link>{' '}
                 <Badge value={c.status} />
               </li>
