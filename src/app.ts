@@ -314,6 +314,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db: db.kysely,
     deployment: deploymentNames,
     defaultTimeZone: config.defaultTimeZone,
+    dltEnforce: config.dltEnforce,
   });
   await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
   const { importer, jobs } = buildVoterImports({ db, config, log: app.log });
@@ -377,6 +378,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       db: db.kysely,
       appKey: config.appKey,
       publicBaseUrl: publicBase(config),
+      dltEnforce: config.dltEnforce,
     }),
     messages,
   });

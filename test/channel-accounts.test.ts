@@ -483,9 +483,8 @@ for (const dialect of dialects) {
         provider: 'msg91',
         error_code: 'auth_failed',
       });
-      // A switched-off account is refused by name; without a name nothing falls back to the deployment's
-      // provider (the fourth part): the workspace's other active SMS account carries it (an MSG91 one here,
-      // which needs its template).
+      // A switched-off account is refused by name; without a name nothing moves (the fifth part): not to the
+      // deployment's provider, nor to the workspace's other active SMS account. The 422 names the default.
       const named = await api(t.app, 'POST', '/api/messages/send', {
         token: o.token,
         body: { channel: 'sms', to, template_id: tpl, channel_account_id: bad.id },
@@ -497,7 +496,8 @@ for (const dialect of dialects) {
         body: { channel: 'sms', to, message: 'Hi' },
       });
       expectError(noFallback, 422, 'validation_error');
-      expect(noFallback.body.details.template_id[0]).toMatch(/MSG91 \(cha_\d+\)/);
+      expect(noFallback.body.details.channel_account_id[0]).toContain(`default account ${bad.id}`);
+      expect(noFallback.body.details.channel_account_id[0]).toContain('switched off');
       // Switched back on (credentials fixed) it carries messages again.
       await api(t.app, 'PATCH', `/api/channel-accounts/${bad.id}`, {
         token: o.token,

@@ -51,6 +51,7 @@ for (const dialect of dialects) {
           channel_account_id: null,
           simulated: true,
           active: true,
+          templates_only: false,
         });
     });
 
@@ -66,6 +67,7 @@ for (const dialect of dialects) {
         channel_account_id: id,
         simulated: false,
         active: true,
+        templates_only: true,
       });
       // A second account for sms is not made the default.
       const second = await msg91(owner.token, { name: 'MSG91 backup' });
@@ -97,6 +99,66 @@ for (const dialect of dialects) {
       });
       // Other channels are untouched: still the sandbox.
       expect(after.body.data.channels.email).toMatchObject({ provider: 'sandbox', simulated: true });
+    });
+
+    it("the default switched off stops its channel: nothing moves to the workspace's other account for it (fifth part)", async () => {
+      // The Varanasi office: MSG91 is the SMS default, an Exotel account (sms and ivr) is there for IVR.
+      const owner = await register(t.app);
+      const primary = (await msg91(owner.token)).body.data.id as string;
+      const exotel = await call(t.app, 'POST', '/api/channel-accounts', {
+        token: owner.token,
+        body: {
+          name: 'Exotel IVR',
+          provider: 'exotel',
+          channels: ['sms', 'ivr'],
+          settings: { sid: 'varanasi1', caller_id: '08047112233', app_id: '123456', sender: 'CESOFC' },
+          credentials: { api_key: 'k', api_token: 't' },
+        },
+      });
+      expect(exotel.status, exotel.raw).toBe(201);
+      expect(exotel.body.data.default_for).toEqual(['ivr']);
+      expect(exotel.body.data.templates_only).toBe(false);
+      // MSG91's key is refused: the account is switched off (as auth_failed does), still the SMS default.
+      await t.db.kysely
+        .updateTable('channel_accounts')
+        .set({ disabled_at: new Date().toISOString(), disabled_reason: 'credentials refused: code 207' })
+        .where('id', '=', Number(primary.slice(4)))
+        .execute();
+      const send = await call(t.app, 'POST', '/api/messages/send', {
+        token: owner.token,
+        body: { channel: 'sms', to: uniquePhone(), message: 'Hi' },
+      });
+      expectError(send, 422, 'validation_error');
+      expect(send.body.details.channel_account_id[0]).toContain(`default account ${primary}`);
+      const broadcast = await call(t.app, 'POST', '/api/messages/broadcast', {
+        token: owner.token,
+        body: { channel: 'sms', message: 'Hi', recipients: [uniquePhone()] },
+      });
+      expectError(broadcast, 422, 'validation_error');
+      expect(broadcast.body.details.channel_account_id[0]).toContain(primary);
+      const ws = await call(t.app, 'GET', '/api/workspace', { token: owner.token });
+      expect(ws.body.data.channels.sms).toMatchObject({ channel_account_id: primary, active: false });
+      expect(ws.body.data.channels.ivr).toMatchObject({
+        channel_account_id: exotel.body.data.id,
+        active: true,
+      });
+      // The office switches it off by hand too: it stays the default, and the channel stays stopped.
+      await call(t.app, 'PATCH', `/api/channel-accounts/${primary}`, {
+        token: owner.token,
+        body: { active: false },
+      });
+      const still = await call(t.app, 'GET', `/api/channel-accounts/${primary}`, { token: owner.token });
+      expect(still.body.data.default_for).toEqual(['sms']);
+      // The office chooses Exotel for SMS: then it carries it.
+      await call(t.app, 'PATCH', `/api/channel-accounts/${exotel.body.data.id}`, {
+        token: owner.token,
+        body: { default_for: ['sms', 'ivr'] },
+      });
+      const moved = await call(t.app, 'GET', '/api/workspace', { token: owner.token });
+      expect(moved.body.data.channels.sms).toMatchObject({
+        channel_account_id: exotel.body.data.id,
+        active: true,
+      });
     });
 
     it('campaign items name their provider, say when it is simulated, and show the latest error of an outage', async () => {

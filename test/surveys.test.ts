@@ -76,8 +76,11 @@ for (const dialect of dialects) {
 
     const api = (who: Account, method: string, url: string, body?: unknown) =>
       call(t.app, method as 'GET', url, { token: who.token, ...(body !== undefined ? { body } : {}) });
-    const reply = (who: Account, from: string, body: string, channel = 'sms') =>
-      api(who, 'POST', '/api/inbound', { channel, from, body });
+    /** A voter's reply, once what was sent to them has gone (an answer is taken only to a question handed over). */
+    const reply = async (who: Account, from: string, body: string, channel = 'sms') => {
+      await worker.drain();
+      return api(who, 'POST', '/api/inbound', { channel, from, body });
+    };
     /** The survey's messages to `to`, oldest first. */
     const sent = async (who: Account, to: string) => {
       const res = await api(who, 'GET', `/api/messages/history?per_page=100&to=${encodeURIComponent(to)}`);
@@ -498,11 +501,19 @@ for (const dialect of dialects) {
         });
         await new SurveyRuns({ db: a.db.kysely, sessionHours: 24 }).round();
         await a.close();
-        for (const body of ['2', '3', 'Roads'])
+        const delivery = new DeliveryWorker({
+          db: b.db,
+          config: b.config,
+          providers: b.providers,
+          log: silent,
+        });
+        for (const body of ['2', '3', 'Roads']) {
+          await delivery.drain();
           await call(b.app, 'POST', '/api/inbound', {
             token: office.token,
             body: { channel: 'sms', from: phone, body },
           });
+        }
         const responses = await call(b.app, 'GET', `/api/surveys/${made.body.data.id}/responses`, {
           token: office.token,
         });

@@ -165,7 +165,7 @@ export interface SurveyRunTable {
   survey_id: number;
   channel: string;
   channel_account_id: number | null;
-  status: 'scheduled' | 'running' | 'completed' | 'cancelled';
+  status: 'scheduled' | 'running' | 'completed' | 'cancelled' | 'failed';
   segment_id: number | null;
   filters: string | null;
   recipients: string | null;
@@ -183,6 +183,10 @@ export interface SurveyRunTable {
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** The latest refusal of its questions by the provider (migration 040). */
+  last_error_code: ColumnType<string | null, string | null | undefined, string | null>;
+  last_error_message: ColumnType<string | null, string | null | undefined, string | null>;
+  last_error_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type SurveyRunRow = Selectable<SurveyRunTable>;
 
@@ -197,7 +201,7 @@ export interface SurveyResponseTable {
   channel: string;
   channel_account_id: number | null;
   language: string;
-  status: 'open' | 'completed' | 'partial' | 'no_answer';
+  status: 'open' | 'completed' | 'partial' | 'no_answer' | 'failed';
   question: Generated<number>;
   tries: Generated<number>;
   answered: Generated<number>;
@@ -205,6 +209,8 @@ export interface SurveyResponseTable {
   started_at: string;
   updated_at: string;
   completed_at: string | null;
+  /** IVR: the question the call's Gather asked, whose keys the Passthru brings (once); migration 040. */
+  ivr_question: ColumnType<number | null, number | null | undefined, number | null>;
 }
 export type SurveyResponseRow = Selectable<SurveyResponseTable>;
 
@@ -587,6 +593,8 @@ export interface MessageTable {
   sent_by: ColumnType<number | null, number | null | undefined, number | null>;
   /** The survey response whose question (or IVR call) it is (migration 036). */
   survey_response_id: ColumnType<number | null, number | null | undefined, number | null>;
+  /** When a worker began its provider call (a cancel leaves it to go: `in_flight`); migration 040. */
+  handing_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type MessageRow = Selectable<MessageTable>;
 

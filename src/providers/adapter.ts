@@ -37,6 +37,12 @@ export interface ProviderAdapter {
     readonly idLabel: string;
     readonly maxLength: number;
   };
+  /**
+   * The channels on which its accounts send templates only (contract, fifth part): MSG91's SMS (DLT Flow
+   * templates), WhatsApp outside the 24-hour window (a session opens only with an approved template). Every SMS
+   * is templates-only besides while DLT_ENFORCE is on (sendsTemplatesOnly).
+   */
+  readonly templatesOnly?: readonly Channel[];
   /** The setting that names the template its sign-in codes go through, where it sends templates only. */
   readonly otpTemplateSetting?: string;
   /**
@@ -267,4 +273,9 @@ export function fieldProblem(field: FieldSchema, value: unknown): string | undef
   return spaces
     ? `must be text without spaces, 1 to ${max.toLocaleString('en')} characters.`
     : `must be text of 1 to ${max.toLocaleString('en')} characters.`;
+}
+
+/** Whether a channel of this provider's accounts sends templates only (`templates_only` on the API). */
+export function sendsTemplatesOnly(adapter: ProviderAdapter, channel: Channel, dltEnforce: boolean): boolean {
+  return (adapter.templatesOnly?.includes(channel) ?? false) || (channel === 'sms' && dltEnforce);
 }

@@ -312,30 +312,6 @@ export async function completeDrainedCampaigns(db: Executor, now: string): Promi
   return Number(result.numUpdatedRows);
 }
 
-/** Cancels what has not gone out: queued messages not held by a live claim. Returns them for refunds. */
-export async function cancelQueuedMessages(
-  db: Executor,
-  workspaceId: number,
-  campaignId: number,
-  now: string,
-) {
-  return db
-    .updateTable('messages')
-    .set({
-      status: 'failed',
-      error: 'The campaign was cancelled before this message went out.',
-      error_code: 'cancelled',
-      failed_at: now,
-      updated_at: now,
-    })
-    .where('workspace_id', '=', workspaceId)
-    .where('campaign_id', '=', campaignId)
-    .where('status', '=', 'queued')
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
-    .returningAll()
-    .execute();
-}
-
 /** The retry of a campaign (retry-failed) that is not cancelled, if any. */
 export async function findRetryOf(
   db: Executor,

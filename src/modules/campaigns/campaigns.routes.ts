@@ -5,6 +5,7 @@ import { actorOf } from '../audit/audit.repository.ts';
 import { MessageItem } from '../messages/messages.schemas.ts';
 import {
   Campaign,
+  CancelledCampaign,
   CampaignMessagesQuery,
   CampaignParams,
   CreateCampaignBody,
@@ -106,8 +107,11 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         tags,
         summary: 'Cancel a campaign: what has not gone out stops and its credits are refunded',
+        description:
+          'Every message not yet handed to a provider ends `failed` with `cancelled` and is refunded, those a ' +
+          "worker had claimed included; only the calls in a provider's hands at that moment still go (`in_flight`).",
         params: CampaignParams,
-        response: { 200: Success(Campaign) },
+        response: { 200: Success(CancelledCampaign) },
       },
     },
     async (request) => {

@@ -145,3 +145,15 @@ export const Campaign = Type.Object(
   },
   { title: 'Campaign' },
 );
+
+export const CancelledCampaign = Type.Object(
+  {
+    ...Campaign.properties,
+    in_flight: Type.Integer({
+      description:
+        "Messages in a provider's call when the cancel committed: they still go (at most one call per account " +
+        'lane). Every other message not yet handed over ended `failed` with `cancelled` and was refunded.',
+    }),
+  },
+  { title: 'CancelledCampaign' },
+);

@@ -1,3 +1,4 @@
+import { cancelQueued } from '../sending/outbox.repository.ts';
 import { isTemplateRef } from '../sending/render.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
@@ -27,7 +28,6 @@ import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { defaultDeploymentProvider, isSimulated } from '../../providers/registry.ts';
 import {
   campaignStats,
-  cancelQueuedMessages,
   deleteCampaign,
   failedRecipients,
   findRetryOf,
@@ -340,6 +340,7 @@ export class CampaignsService {
   /** Stops what has not gone out and refunds it. */
   async cancel(workspaceId: number, ref: string, actor: AuditActor) {
     const { db } = this.deps;
+    let inFlight = 0;
     const row = await db.transaction().execute(async (trx) => {
       const campaign = await this.find(trx, workspaceId, ref);
       const now = nowIso();
@@ -378,10 +379,17 @@ export class CampaignsService {
           case 'sending': {
             const moved = await updateCampaign(trx, workspaceId, campaign.id, ['sending'], set);
             if (moved) {
-              const stopped = await cancelQueuedMessages(trx, workspaceId, campaign.id, now);
-              await refund(trx, stopped, now);
+              const stopped = await cancelQueued(
+                trx,
+                workspaceId,
+                { campaignId: campaign.id },
+                'The campaign was cancelled before this message went out.',
+                now,
+              );
+              inFlight = stopped.inFlight;
+              await refund(trx, stopped.stopped, now);
               // Cancelled messages end `failed`: their message.failed events go with them.
-              await emitMessageEvents(trx, stopped, 'message.failed', now);
+              await emitMessageEvents(trx, stopped.stopped, 'message.failed', now);
             }
             return moved;
           }
@@ -402,7 +410,10 @@ export class CampaignsService {
       return moved;
     });
     const stats = await campaignStats(db, workspaceId, [row.id]);
-    return await this.view(row, stats.get(row.id), await heldNow(this.deps, row));
+    return {
+      ...(await this.view(row, stats.get(row.id), await heldNow(this.deps, row))),
+      in_flight: inFlight,
+    };
   }
 
   // ---- Internals. ----

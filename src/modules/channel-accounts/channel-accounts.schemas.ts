@@ -61,6 +61,11 @@ export const ChannelAccountItem = Type.Object(
     active: Type.Boolean({
       description: 'false once switched off (PATCH active=false, or the provider refused its credentials).',
     }),
+    templates_only: Type.Boolean({
+      description:
+        'true where the account sends templates only on its SMS or WhatsApp channel: MSG91 (DLT Flow ' +
+        'templates), any SMS while DLT_ENFORCE is on, WhatsApp outside the 24-hour window. A reply there is `{ template_id, variables }`.',
+    }),
     disabled_reason: Type.Union([Type.String(), Type.Null()], {
       description: 'Why the account is switched off; null while active.',
     }),

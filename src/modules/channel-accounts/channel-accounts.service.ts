@@ -23,6 +23,7 @@ import {
   disableAccount,
 } from './channel-accounts.repository.ts';
 import { adapterNamed } from '../../providers/registry.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { accountRef, checkAccount, defaultChannels, type SettingValue } from './channel-accounts.rules.ts';
 
 export interface CreateAccountInput {
@@ -63,14 +64,10 @@ export async function accountForSend(
 ): Promise<ChannelAccountRow | undefined> {
   if (given === undefined) {
     const carrier = await channelCarrier(db, workspaceId, channel);
-    if (carrier.off) {
-      const ref = accountRef(carrier.off.id);
+    if (carrier.off)
       throw validationError({
-        channel_account_id: [
-          `${channel} goes through this workspace's own accounts, and they are all switched off (${ref}, "${carrier.off.name}"${carrier.off.disabled_reason ? `: ${carrier.off.disabled_reason}` : ''}). Switch one on with PATCH /api/channel-accounts/${ref} {"active": true}: nothing falls back to the deployment's provider.`,
-        ],
+        channel_account_id: [carrierProblem(channel, carrier.off, carrier.noDefault)],
       });
-    }
     return carrier.account;
   }
   const id = parseRef('cha', given);
@@ -87,10 +84,12 @@ export async function accountForSend(
 }
 
 /**
- * What carries `channel` for the workspace now (the contract's fourth part, "Which provider carries a
- * channel"): its default active account, else its first active account for the channel. A workspace with
- * accounts for the channel, all switched off, never falls back to the deployment's provider: `off` names the
- * default (or first) of them. Neither: the workspace has no account for the channel (the deployment's provider).
+ * What carries `channel` for the workspace now (the contract's fifth part, "No silent re-routing"): its default
+ * account. A default that is switched off (by the office, or by `auth_failed`) is `off`, and so is the channel of
+ * a workspace whose accounts for it have no default: sends and campaigns are then 422 until the office switches
+ * it on or names another default. The service never moves a channel to another account by itself (sender ids
+ * and DLT templates belong to one gateway), nor to the deployment's provider. Neither: the workspace has no
+ * account for the channel (the deployment's provider carries it).
  */
 export async function channelCarrier(
   db: Executor,
@@ -102,7 +101,9 @@ export async function channelCarrier(
 
 export interface Carrier {
   account?: ChannelAccountRow;
+  /** The channel's default, switched off; or, with no default, the first of its accounts (`noDefault`). */
   off?: ChannelAccountRow;
+  noDefault?: boolean;
 }
 
 /** channelCarrier's choice among accounts already read (all of one workspace's). */
@@ -111,11 +112,20 @@ export function carrierAmong(accounts: readonly ChannelAccountRow[], channel: Me
     .filter((row) => json<string[]>(row.channels).includes(channel))
     .sort((a, b) => Number(a.id) - Number(b.id));
   if (serving.length === 0) return {};
-  const isDefault = (row: ChannelAccountRow) => json<string[]>(row.default_for).includes(channel);
-  const active = serving.filter((row) => row.disabled_at === null);
-  const account = active.find(isDefault) ?? active[0];
-  if (account) return { account };
-  return { off: serving.find(isDefault) ?? serving[0]! };
+  const chosen = serving.find((row) => json<string[]>(row.default_for).includes(channel));
+  if (!chosen) return { off: serving[0]!, noDefault: true };
+  return chosen.disabled_at === null ? { account: chosen } : { off: chosen };
+}
+
+/** Why a channel has no carrier now, and what the office does about it (a 422 on `channel_account_id`). */
+export function carrierProblem(channel: MessageChannel, off: ChannelAccountRow, noDefault = false): string {
+  const ref = accountRef(off.id);
+  const why = off.disabled_reason ? `: ${off.disabled_reason}` : '';
+  const never =
+    'The service never moves a channel to another account by itself: sender ids and DLT templates belong to one gateway.';
+  if (noDefault || off.disabled_at === null)
+    return `${channel} has accounts of this workspace but no default one. Make one the default (PATCH /api/channel-accounts/${ref} {"default_for": ["${channel}"]}) or name it in channel_account_id. ${never}`;
+  return `${channel} goes through this workspace's default account ${ref} ("${off.name}", ${adapterNamed(off.provider).label}), which is switched off${why}. Switch it on (PATCH /api/channel-accounts/${ref} {"active": true}) or make another account the default for ${channel}. ${never}`;
 }
 
 /**
@@ -146,7 +156,14 @@ export function templateForAccount(
 export class ChannelAccountsService {
   private readonly box: SecretBox;
 
-  constructor(private readonly deps: { db: Kysely<Database>; appKey: Buffer; publicBaseUrl: string }) {
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      appKey: Buffer;
+      publicBaseUrl: string;
+      dltEnforce: boolean;
+    },
+  ) {
     this.box = accountSecretBox(deps.appKey);
   }
 
@@ -164,6 +181,9 @@ export class ChannelAccountsService {
       default_for: json<MessageChannel[]>(row.default_for),
       send_rate_per_second: row.send_rate_per_second,
       active: row.disabled_at === null,
+      templates_only: json<MessageChannel[]>(row.channels).some((channel) =>
+        sendsTemplatesOnly(adapterNamed(row.provider), channel, this.deps.dltEnforce),
+      ),
       disabled_reason: row.disabled_reason,
       callback_urls: token === undefined ? {} : callbackUrls(row, token, this.deps.publicBaseUrl),
       ...(adapterNamed(row.provider).verifyToken && verifyToken !== undefined
@@ -189,7 +209,7 @@ export class ChannelAccountsService {
       // The first active account a workspace adds for a channel becomes its default there.
       const current = await accountsOfWorkspace(trx, workspaceId);
       const hasDefault = (channel: MessageChannel) =>
-        current.some((row) => row.disabled_at === null && json<string[]>(row.default_for).includes(channel));
+        current.some((row) => json<string[]>(row.default_for).includes(channel));
       const defaults = unique([
         ...(input.default_for ?? []),
         ...(input.active === false ? [] : channels.filter((channel) => !hasDefault(channel))),
@@ -253,9 +273,16 @@ export class ChannelAccountsService {
       const lostVerify = row.verify_token !== null && this.box.openOr(row.verify_token) === undefined;
       const channels = input.channels ?? json<MessageChannel[]>(row.channels);
       const active = input.active ?? row.disabled_at === null;
-      const defaults = active
-        ? (input.default_for ?? json<MessageChannel[]>(row.default_for).filter((c) => channels.includes(c)))
-        : [];
+      // Switched off, it stays its channels' default (their sends are 422 until it is on again or another is
+      // made the default: nothing moves by itself). Switched on, it becomes the default of its channels that
+      // have none, as the first account added for a channel does.
+      const others = (await accountsOfWorkspace(trx, workspaceId)).filter((a) => a.id !== row.id);
+      const undefaulted = (c: MessageChannel) =>
+        !others.some((a) => json<string[]>(a.default_for).includes(c));
+      const kept = json<MessageChannel[]>(row.default_for).filter((c) => channels.includes(c));
+      const defaults =
+        input.default_for ??
+        (active && row.disabled_at !== null ? unique([...kept, ...channels.filter(undefaulted)]) : kept);
       const errors: FieldErrors = {};
       if (input.name !== undefined && input.name.trim() === '') errors.name = ['must not be empty.'];
       // Only what this request gives is checked against the provider's rules, and the whole for what is required.
@@ -367,9 +394,9 @@ function checkDefaults(
 }
 
 /**
- * The provider refused the account's credentials: the account is switched off (its channels fall back to
- * the deployment's provider, or another account a politician makes the default) and the office hears of it
- * through `channel_account.failed`.
+ * The provider refused the account's credentials: the account is switched off, its channels' sends are 422
+ * until the office gives new credentials and switches it on (or makes another account the default), and the
+ * office hears of it through `channel_account.failed`.
  */
 export async function disableForAuth(
   db: Kysely<Database>,

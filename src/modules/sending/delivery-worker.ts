@@ -17,6 +17,7 @@ import { accountsByIds } from '../channel-accounts/channel-accounts.repository.t
 import { DeliveryGate } from './gate.ts';
 import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
 import {
+  beginCalls,
   claimDueFairly,
   dueSettlements,
   type Handover,
@@ -239,6 +240,10 @@ export class DeliveryWorker {
     return rate > 0 ? Math.max(1, Math.min(batchSize, Math.floor((rate * leaseSeconds) / 2))) : batchSize;
   }
 
+  private rateOf(provider: string | undefined): number {
+    return provider ? ((this.deps.config.delivery.sendRate as Record<string, number>)[provider] ?? 0) : 0;
+  }
+
   private pace(provider: string): Pace {
     let pace = this.paces.get(provider);
     if (!pace) {
@@ -344,6 +349,13 @@ export class DeliveryWorker {
         dueAt,
       );
     };
+    /** Units before this index were checked still queued (checkStillQueued) just before their calls. */
+    let checkedUpTo = 0;
+    const callTimes = new CallTimes();
+    // A paced lane's calls are apart in time: each is checked just before it goes.
+    const paced = units[0]?.account
+      ? Boolean(units[0].account.send_rate_per_second)
+      : this.rateOf(units[0]?.provider.name) > 0;
     for (const [index, unit] of units.entries()) {
       if (!this.running && this.loop) break; // stopping: the rest is released
       const { provider, account } = unit;
@@ -376,9 +388,18 @@ export class DeliveryWorker {
         await giveBack(index);
         break;
       }
+      // A cancel may have taken the messages since the claim: each call goes only with those still queued.
+      if (index >= checkedUpTo) {
+        const span = paced ? 1 : callTimes.span();
+        await checkStillQueued(db.kysely, units.slice(index, index + span), this.id);
+        checkedUpTo = index + span;
+      }
+      if (unit.rows.length === 0) continue;
+      const callStarted = performance.now();
       try {
         const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
         const result = await sendWithin(provider, message, providerTimeoutMs);
+        callTimes.add(performance.now() - callStarted);
         // A batch the provider took with some numbers refused: those fail alone.
         const refusedAt = new Map(result.refused ?? []);
         for (const [i, row] of unit.rows.entries()) {
@@ -600,6 +621,50 @@ class Failures {
   async apply(messages: MessagesService): Promise<void> {
     for (const [reason, { code, ids }] of this.byReason) await messages.fail(ids, reason, code);
     this.byReason.clear();
+  }
+}
+
+/**
+ * How far ahead a lane checks its messages still queued (one UPDATE for the next `span` calls): as many calls
+ * as its provider answers in CHECK_AHEAD_MS, by the lane's recent call times, at least one and at most
+ * CHECK_AHEAD_MAX. A provider that takes 100 ms is checked before every call; the instant sandbox every 64, so a
+ * cancel leaves at most a few milliseconds of calls in flight on any lane.
+ */
+const CHECK_AHEAD_MS = 5;
+const CHECK_AHEAD_MAX = 64;
+
+class CallTimes {
+  private calls = 0;
+  private totalMs = 0;
+
+  add(ms: number): void {
+    this.calls += 1;
+    this.totalMs += ms;
+  }
+
+  span(): number {
+    if (this.calls === 0) return 1;
+    const each = this.totalMs / this.calls;
+    return Math.max(1, Math.min(CHECK_AHEAD_MAX, Math.floor(CHECK_AHEAD_MS / Math.max(each, 0.001))));
+  }
+}
+
+/**
+ * Marks the units' messages as in their provider call (beginCalls) and keeps in each unit only those still
+ * queued and claimed by this worker: a cancel that committed since the claim took the rest.
+ */
+async function checkStillQueued(db: Db['kysely'], units: Unit[], workerId: string): Promise<void> {
+  const live = await beginCalls(
+    db,
+    units.flatMap((u) => u.rows.map((r) => r.id)),
+    workerId,
+    nowIso(),
+  );
+  for (const unit of units) {
+    if (unit.rows.every((r) => live.has(r.id))) continue;
+    const keep = unit.rows.map((r) => live.has(r.id));
+    unit.rows = unit.rows.filter((_, i) => keep[i]);
+    unit.messages = unit.messages.filter((_, i) => keep[i]);
   }
 }
 

@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import type { DialectName } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import type { MessageRow } from '../../db/schema.ts';
+import type { Database, MessageRow } from '../../db/schema.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
-import { endOpenSessions } from '../surveys/session-end.ts';
+import { endFailedSessions } from '../surveys/session-end.ts';
 
 /**
  * The delivery worker's side of the outbox. These functions work on rows of every workspace by design (a
@@ -67,6 +67,7 @@ export async function claimDue(
       next_attempt_at: leaseUntil,
       attempts: eb('attempts', '+', 1),
       updated_at: now,
+      handing_at: null,
     }))
     .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .where('status', '=', 'queued')
@@ -167,6 +168,83 @@ export async function markSent(db: Executor, handovers: Handover[], now: string)
   return Number(result.numAffectedRows ?? 0);
 }
 
+/**
+ * Just before its provider call: the claimed messages among `ids` that are still queued and still this
+ * worker's are marked as being handed over (`handing_at`), and returned. A message a cancel failed meanwhile is
+ * not returned, and is not sent; one returned is the cancel's `in_flight` until its hand-over is recorded.
+ */
+export async function beginCalls(
+  db: Executor,
+  ids: readonly number[],
+  workerId: string,
+  now: string,
+): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .updateTable('messages')
+    .set({ handing_at: now })
+    .where('id', 'in', [...ids])
+    .where('status', '=', 'queued')
+    .where('claimed_by', '=', workerId)
+    .returning('id')
+    .execute();
+  return new Set(rows.map((r) => Number(r.id)));
+}
+
+/**
+ * Not yet handed over: a queued message, unless a worker is in its provider call (`handing_at`, under a live
+ * lease). A cancel fails these (cancelQueued).
+ */
+const notInFlight = (now: string) => (w: ExpressionBuilder<Database, 'messages'>) =>
+  w.or([w('handing_at', 'is', null), w('lease_until', 'is', null), w('lease_until', '<=', now)]);
+
+/**
+ * A cancel (a campaign's, or a survey run's: `where` picks its messages): every queued message not in a
+ * provider call ends `failed` with `cancelled`, claimed ones included (the worker checks before each call:
+ * beginCalls). Returns the rows that moved (to refund) and how many are in a call now (`in_flight`: they go).
+ */
+export async function cancelQueued(
+  db: Executor,
+  workspaceId: number,
+  where: { campaignId: number } | { runId: number },
+  reason: string,
+  now: string,
+): Promise<{ stopped: Settled[]; inFlight: number }> {
+  const scope = (w: ExpressionBuilder<Database, 'messages'>) =>
+    'campaignId' in where
+      ? w('campaign_id', '=', where.campaignId)
+      : w(
+          'survey_response_id',
+          'in',
+          w.selectFrom('survey_responses').select('survey_responses.id').where('run_id', '=', where.runId),
+        );
+  const stopped = await db
+    .updateTable('messages')
+    .set({
+      status: 'failed',
+      error: reason,
+      error_code: 'cancelled',
+      failed_at: now,
+      updated_at: now,
+      claimed_by: null,
+      handing_at: null,
+    })
+    .where('workspace_id', '=', workspaceId)
+    .where(scope)
+    .where('status', '=', 'queued')
+    .where(notInFlight(now))
+    .returningAll()
+    .execute();
+  const left = await db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where(scope)
+    .where('status', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  return { stopped, inFlight: Number(left.n) };
+}
+
 /** Whether any queued message is due at `now` (DeliveryWorker.drain). */
 export async function anyDue(db: Executor, now: string): Promise<boolean> {
   const row = await db
@@ -224,7 +302,14 @@ export async function scheduleRetry(
 ): Promise<void> {
   await db
     .updateTable('messages')
-    .set({ next_attempt_at: nextAttemptAt, claimed_by: null, lease_until: null, error, updated_at: now })
+    .set({
+      next_attempt_at: nextAttemptAt,
+      claimed_by: null,
+      lease_until: null,
+      handing_at: null,
+      error,
+      updated_at: now,
+    })
     .where('id', '=', id)
     .where('status', '=', 'queued')
     .where('claimed_by', '=', workerId)
@@ -235,9 +320,9 @@ export async function scheduleRetry(
 export type Settled = MessageRow;
 
 /**
- * queued | sent -> failed, with why. Returns the rows that moved (only those are refunded). A survey call
- * that failed (not answered, busy, refused) ends its session at once: no answer can come through that call,
- * and an open session would hold the contact's IVR channel until SURVEY_SESSION_HOURS.
+ * queued | sent -> failed, with why. Returns the rows that moved (only those are refunded). A survey's question
+ * or call that failed ends its session at once (endFailedSessions): no answer can come to it, and an open
+ * session would hold the contact's channel until SURVEY_SESSION_HOURS and take their next message for an answer.
  */
 export async function failMessages(
   db: Executor,
@@ -261,10 +346,7 @@ export async function failMessages(
     .where('status', 'in', ['queued', 'sent'])
     .returningAll()
     .execute();
-  const calls = moved.flatMap((m) =>
-    m.channel === 'ivr' && m.survey_response_id !== null ? [Number(m.survey_response_id)] : [],
-  );
-  await endOpenSessions(db, calls, now);
+  await endFailedSessions(db, moved, now);
   return moved;
 }
 
@@ -319,6 +401,7 @@ export async function releaseUnsent(
     .set((eb) => ({
       claimed_by: null,
       lease_until: null,
+      handing_at: null,
       next_attempt_at: dueAt,
       attempts: eb('attempts', '-', 1),
       updated_at: now,
@@ -333,7 +416,7 @@ export async function releaseUnsent(
 export async function releaseClaims(db: Executor, workerId: string, now: string): Promise<number> {
   const result = await db
     .updateTable('messages')
-    .set({ claimed_by: null, lease_until: null, next_attempt_at: now, updated_at: now })
+    .set({ claimed_by: null, lease_until: null, handing_at: null, next_attempt_at: now, updated_at: now })
     .where('claimed_by', '=', workerId)
     .where('status', '=', 'queued')
     .executeTakeFirst();

@@ -60,6 +60,31 @@ export class SurveyRuns {
       seen.add(run.workspace_id);
       if (await this.fillChunk(run)) busy = true;
     }
+    // A run whose every session the provider refused ends `failed`, not `completed` (its last_error says why).
+    const refused = await db
+      .updateTable('survey_runs')
+      .set({ status: 'failed', completed_at: now.toISOString() })
+      .where('status', '=', 'running')
+      .where('filled', '=', 1)
+      .where(({ and, not, exists, selectFrom }) =>
+        and([
+          exists(
+            selectFrom('survey_responses')
+              .select('survey_responses.id')
+              .whereRef('survey_responses.run_id', '=', 'survey_runs.id'),
+          ),
+          not(
+            exists(
+              selectFrom('survey_responses')
+                .select('survey_responses.id')
+                .whereRef('survey_responses.run_id', '=', 'survey_runs.id')
+                .where('survey_responses.status', '<>', 'failed'),
+            ),
+          ),
+        ]),
+      )
+      .executeTakeFirst();
+    if (Number(refused.numUpdatedRows) > 0) busy = true;
     const done = await db
       .updateTable('survey_runs')
       .set({ status: 'completed', completed_at: now.toISOString() })

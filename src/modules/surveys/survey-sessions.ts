@@ -514,10 +514,13 @@ export async function surveyInbound(
     if (open) await endSession(trx, open, now, { optedOut: true });
     return open !== undefined;
   }
-  if (open) {
+  // An answer only to a question the provider has: while it is queued (held, or waiting on the gateway) the
+  // contact's message is their own, not an answer to what they have not read.
+  if (open && (await questionHandedOver(trx, open.id))) {
     await applyAnswer(trx, open, input.body, now);
     return true;
   }
+  if (open) return false;
   const survey = await keywordSurvey(trx, workspaceId, input.channel, input.body);
   // A keyword sent again within TRIGGER_REPEAT_HOURS is an ordinary message (stored and threaded).
   if (!survey || !(await mayTrigger(trx, survey.id, input.from, now))) return false;
@@ -533,6 +536,18 @@ export async function surveyInbound(
     now,
   });
   return true;
+}
+
+/** Whether the session's latest message (its current question) was handed to the provider. */
+async function questionHandedOver(trx: Executor, responseId: number): Promise<boolean> {
+  const last = await trx
+    .selectFrom('messages')
+    .select('status')
+    .where('survey_response_id', '=', responseId)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return last !== undefined && (last.status === 'sent' || last.status === 'delivered');
 }
 
 /** Sessions idle for `hours` end as `partial` or `no_answer`, at most `limit` per call. */

@@ -17,6 +17,7 @@ import {
   SurveyResponse,
   SurveyResults as SurveyResultsSchema,
   SurveyRun,
+  CancelledSurveyRun,
   UpdateSurveyBody,
 } from './surveys.schemas.ts';
 import type { SurveysService } from './surveys.service.ts';
@@ -197,7 +198,7 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
         description:
           'No one else is asked; open sessions end and their unsent questions are refunded, as is the unspent reservation.',
         params: RunParams,
-        response: { 200: Success(SurveyRun) },
+        response: { 200: Success(CancelledSurveyRun) },
       },
     },
     async (request) => ({

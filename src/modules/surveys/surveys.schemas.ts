@@ -8,6 +8,34 @@ const Texts = Type.Record(Type.String({ pattern: '^[a-z]{2}$' }), Type.String({ 
     'Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first.',
 });
 
+const TemplateRef = Type.String({ maxLength: 30, pattern: '^tpl_[0-9]{1,15}$' });
+const Templates = Type.Object(
+  {
+    sms: Type.Optional(TemplateRef),
+    whatsapp: Type.Optional(TemplateRef),
+  },
+  {
+    additionalProperties: false,
+    title: 'SurveyTemplates',
+    description:
+      'The templates this text goes as, by channel: `sms` a DLT-registered template (every SMS of a ' +
+      'templates-only channel is one), `whatsapp` an approved WhatsApp template (the first message of a ' +
+      "session). Their variables render from the voter as a campaign's do.",
+  },
+);
+
+/** An intro or outro: texts by language, and optionally the templates it goes as. */
+const Framing = Type.Object(
+  { templates: Type.Optional(Templates) },
+  {
+    patternProperties: { '^[a-z]{2}$': Type.String({ maxLength: TEXT_MAX }) },
+    additionalProperties: false,
+    description:
+      'Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes ' +
+      "with the first question, as that question's template where it has one.",
+  },
+);
+
 const Choice = Type.Object(
   {
     key: Type.String({ maxLength: 20, description: 'What a voter types or presses: 1, 2, ...' }),
@@ -31,8 +59,13 @@ const Question = Type.Object(
         description: '`support_level`, `tags` (the choice key) or `field:<key>`.',
       }),
     ),
+    templates: Type.Optional(Templates),
     template_id: Type.Optional(
-      Type.String({ maxLength: 30, description: 'SMS: the DLT template (tpl_<n>) sent for this question.' }),
+      Type.String({
+        maxLength: 30,
+        pattern: '^tpl_[0-9]{1,15}$',
+        description: 'The same as `templates.sms` (kept for earlier clients).',
+      }),
     ),
     audio_url: Type.Optional(
       Type.String({
@@ -70,8 +103,8 @@ const Trigger = Type.Union(
 );
 
 const definition = {
-  intro: Type.Optional(Texts),
-  outro: Type.Optional(Texts),
+  intro: Type.Optional(Framing),
+  outro: Type.Optional(Framing),
   questions: Type.Array(Question, { minItems: 1, maxItems: QUESTIONS_MAX }),
   retries: Type.Optional(Type.Integer({ minimum: 0, maximum: RETRIES_MAX, default: 2 })),
   triggers: Type.Optional(Type.Array(Trigger, { maxItems: TRIGGERS_MAX })),
@@ -102,8 +135,8 @@ export const Survey = Type.Object(
     id: Type.String({ description: '`svy_<n>`' }),
     name: Type.String(),
     status: Status,
-    intro: Texts,
-    outro: Texts,
+    intro: Framing,
+    outro: Framing,
     questions: Type.Array(Question),
     retries: Type.Integer(),
     triggers: Type.Array(Trigger),
@@ -135,12 +168,19 @@ export const SurveyRun = Type.Object(
     survey_id: Type.String(),
     channel: Type.String(),
     channel_account_id: Type.Union([Type.String(), Type.Null()]),
-    status: Type.Union([
-      Type.Literal('scheduled'),
-      Type.Literal('running'),
-      Type.Literal('completed'),
-      Type.Literal('cancelled'),
-    ]),
+    status: Type.Union(
+      [
+        Type.Literal('scheduled'),
+        Type.Literal('running'),
+        Type.Literal('completed'),
+        Type.Literal('cancelled'),
+        Type.Literal('failed'),
+      ],
+      {
+        description:
+          '`failed`: it ended with every session it opened refused by the provider (`last_error` says why).',
+      },
+    ),
     recipients: Type.Integer({
       description: 'Contacts the run reaches (counted at the start, trued up once its sessions are open).',
     }),
@@ -152,12 +192,52 @@ export const SurveyRun = Type.Object(
     partial: Type.Integer(),
     no_answer: Type.Integer(),
     opted_out: Type.Integer({ description: 'Skipped as opted out, or ended by STOP.' }),
+    failed: Type.Integer({
+      description: 'Sessions the provider refused a question (or the call) of: they ended `failed`.',
+    }),
+    last_error: Type.Union(
+      [
+        Type.Object(
+          { error_code: Type.String(), error_message: Type.String(), at: Timestamp },
+          { title: 'SurveyRunLastError' },
+        ),
+        Type.Null(),
+      ],
+      { description: "Its questions' latest refusal by the provider; null: none." },
+    ),
     scheduled_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
     started_at: Type.Union([Timestamp, Type.Null()]),
     completed_at: Type.Union([Timestamp, Type.Null()]),
   },
   { title: 'SurveyRun' },
+);
+
+export const CancelledSurveyRun = Type.Object(
+  {
+    ...SurveyRun.properties,
+    in_flight: Type.Integer({
+      description:
+        "Questions in a provider's call when the cancel committed: they still go. Every other queued question " +
+        'ended `failed` with `cancelled` and was refunded.',
+    }),
+  },
+  { title: 'CancelledSurveyRun' },
+);
+
+const ResponseStatus = Type.Union(
+  [
+    Type.Literal('open'),
+    Type.Literal('completed'),
+    Type.Literal('partial'),
+    Type.Literal('no_answer'),
+    Type.Literal('failed'),
+  ],
+  {
+    description:
+      '`failed`: the provider refused one of its questions (or the call), and the session ended there; the ' +
+      "run's `last_error` says why.",
+  },
 );
 
 export const SurveyResponse = Type.Object(
@@ -169,12 +249,7 @@ export const SurveyResponse = Type.Object(
     address: Type.String(),
     channel: Type.String(),
     language: Type.String(),
-    status: Type.Union([
-      Type.Literal('open'),
-      Type.Literal('completed'),
-      Type.Literal('partial'),
-      Type.Literal('no_answer'),
-    ]),
+    status: ResponseStatus,
     opted_out: Type.Boolean(),
     answers: Type.Object(
       {},
@@ -235,14 +310,7 @@ export const ResultsQuery = Type.Object(
 export const ResponsesQuery = Type.Object({
   ...PageQuery.properties,
   run_id: Type.Optional(Type.String({ maxLength: 40 })),
-  status: Type.Optional(
-    Type.Union([
-      Type.Literal('open'),
-      Type.Literal('completed'),
-      Type.Literal('partial'),
-      Type.Literal('no_answer'),
-    ]),
-  ),
+  status: Type.Optional(ResponseStatus),
 });
 
 export const ResponsesExportQuery = Type.Object({

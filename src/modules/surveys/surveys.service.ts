@@ -1,3 +1,4 @@
+import { cancelQueued } from '../sending/outbox.repository.ts';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
@@ -494,6 +495,7 @@ export class SurveysService {
     const { db } = this.deps;
     const current = await this.findRun(db, workspaceId, ref);
     const now = nowIso();
+    let inFlight = 0;
     const row = await db.transaction().execute(async (trx) => {
       const moved = await trx
         .updateTable('survey_runs')
@@ -507,6 +509,17 @@ export class SurveysService {
           'conflict',
           `The run is ${current.status}: only a scheduled or running run can be cancelled.`,
         );
+      // Its questions not yet handed to the provider stop (those a worker claimed included), refunded.
+      const stopped = await cancelQueued(
+        trx,
+        workspaceId,
+        { runId: moved.id },
+        'The survey run was cancelled before this question went out.',
+        now,
+      );
+      inFlight = stopped.inFlight;
+      await refund(trx, stopped.stopped, now);
+      await emitMessageEvents(trx, stopped.stopped, 'message.failed', now);
       await this.endOpen(trx, { run_id: moved.id }, now);
       const credit = creditChannel(moved.channel as SurveyChannel);
       if (credit && moved.reserved_credits > 0) {
@@ -526,7 +539,7 @@ export class SurveysService {
       });
       return moved;
     });
-    return runView(row, await runCounts(db, row.id));
+    return { ...runView(row, await runCounts(db, row.id)), in_flight: inFlight };
   }
 
   /** A page of a survey's responses, newest first. */
@@ -576,7 +589,15 @@ export async function runCounts(db: Executor, runId: number): Promise<RunCounts>
     .where('run_id', '=', runId)
     .groupBy(['status', 'opted_out'])
     .execute();
-  const counts: RunCounts = { started: 0, completed: 0, partial: 0, no_answer: 0, opted_out: 0, open: 0 };
+  const counts: RunCounts = {
+    started: 0,
+    completed: 0,
+    partial: 0,
+    no_answer: 0,
+    opted_out: 0,
+    open: 0,
+    failed: 0,
+  };
   for (const r of rows) {
     const n = Number(r.n);
     counts.started += n;

@@ -27,6 +27,7 @@ export interface RunCounts {
   no_answer: number;
   opted_out: number;
   open: number;
+  failed: number;
 }
 
 export function runView(row: SurveyRunRow, counts: RunCounts) {
@@ -43,6 +44,15 @@ export function runView(row: SurveyRunRow, counts: RunCounts) {
     partial: counts.partial,
     no_answer: counts.no_answer,
     opted_out: counts.opted_out + row.opted_out,
+    failed: counts.failed,
+    last_error:
+      row.last_error_code !== null && row.last_error_at !== null
+        ? {
+            error_code: row.last_error_code,
+            error_message: row.last_error_message ?? '',
+            at: row.last_error_at,
+          }
+        : null,
     scheduled_at: row.scheduled_at,
     created_at: row.created_at,
     started_at: row.started_at,

@@ -21,7 +21,13 @@ const Carrier = Type.Object(
         'true where the carrier is the sandbox: messages are simulated and reach no phone or inbox.',
     }),
     active: Type.Boolean({
-      description: "false: the workspace's accounts for it are all switched off (sends are 422).",
+      description:
+        "false: the channel's default account is switched off, or its accounts have no default (sends and campaigns are 422 until the office switches it on or names another default; nothing moves to another account by itself).",
+    }),
+    templates_only: Type.Boolean({
+      description:
+        'true where its carrier sends templates only: MSG91 SMS (DLT), any SMS while DLT_ENFORCE is on, WhatsApp ' +
+        'through Meta or Twilio (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`).',
     }),
   },
   { title: 'ChannelCarrier' },
@@ -67,8 +73,9 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
   deployment: Record<MessageChannel, string>;
   /** QUIET_HOURS_TZ: the zone of a workspace that sets none. */
   defaultTimeZone: string;
-}> = async (app, { db, deployment, defaultTimeZone }) => {
-  const workspaces = new WorkspacesService({ db, deployment, defaultTimeZone });
+  dltEnforce: boolean;
+}> = async (app, { db, deployment, defaultTimeZone, dltEnforce }) => {
+  const workspaces = new WorkspacesService({ db, deployment, defaultTimeZone, dltEnforce });
 
   app.get(
     '/workspace',
@@ -78,7 +85,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
         tags: ['Users'],
         summary: 'Your workspace, its time zone, and which provider carries each channel',
         description:
-          "Each channel: its default active channel account, else its first active one, else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.",
+          "Each channel: its default channel account (`active: false` when that account is switched off: sends are 422, nothing moves to another account), else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.",
         response: { 200: Success(Workspace) },
       },
     },

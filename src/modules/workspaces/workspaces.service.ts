@@ -4,7 +4,8 @@ import type { Database } from '../../db/schema.ts';
 import { messageChannels, type MessageChannel } from '../../domain.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { isTimeZone } from '../../lib/quiet-hours.ts';
-import { isSimulated } from '../../providers/registry.ts';
+import { adapterNamed, isSimulated } from '../../providers/registry.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
 import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
@@ -16,6 +17,7 @@ export interface ChannelCarrier {
   channel_account_id: string | null;
   simulated: boolean;
   active: boolean;
+  templates_only: boolean;
 }
 
 export class WorkspacesService {
@@ -26,6 +28,8 @@ export class WorkspacesService {
       deployment: Record<MessageChannel, string>;
       /** QUIET_HOURS_TZ: the zone of a workspace that sets none. */
       defaultTimeZone: string;
+      /** DLT_ENFORCE: every SMS is a registered template. */
+      dltEnforce: boolean;
     },
   ) {}
 
@@ -45,6 +49,7 @@ export class WorkspacesService {
         channel_account_id: carrier ? accountRef(carrier.id) : null,
         simulated: isSimulated(provider) && !off,
         active: off === undefined,
+        templates_only: sendsTemplatesOnly(adapterNamed(provider), channel, this.deps.dltEnforce),
       };
     }
     return {

@@ -225,6 +225,7 @@ export const msg91: ProviderAdapter = {
   name: 'msg91',
   label: 'MSG91',
   channels: ['sms'],
+  templatesOnly: ['sms'],
   settings: Type.Object({
     sender: Type.String({
       minLength: 1,

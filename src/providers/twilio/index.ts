@@ -214,6 +214,7 @@ export const twilio: ProviderAdapter = {
   name: 'twilio',
   label: 'Twilio',
   channels: ['sms', 'whatsapp', 'ivr'],
+  templatesOnly: ['whatsapp'],
   settings: Type.Object({
     account_sid: Type.String({ minLength: 1, maxLength: 500, description: 'The account SID (AC...).' }),
     sms_from: Type.Optional(

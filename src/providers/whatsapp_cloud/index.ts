@@ -219,6 +219,7 @@ export const whatsappCloud: ProviderAdapter = {
   name: 'whatsapp_cloud',
   label: 'WhatsApp Cloud API',
   channels: ['whatsapp'],
+  templatesOnly: ['whatsapp'],
   settings: Type.Object({
     phone_number_id: Type.String({
       minLength: 1,
