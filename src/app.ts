@@ -384,7 +384,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(conversationsRoutes, {
     prefix: '/api',
-    conversations: new ConversationsService({ db: db.kysely, messages, grievances }),
+    conversations: new ConversationsService({
+      db: db.kysely,
+      messages,
+      grievances,
+      deployment: deploymentNames,
+      dltEnforce: config.dltEnforce,
+    }),
   });
   await app.register(quickRepliesRoutes, { prefix: '/api', db: db.kysely });
   // Started now, not at the first stream: it prunes live_events whether or not any stream or worker runs.

@@ -473,10 +473,12 @@ for (const dialect of dialects) {
           body: { channel: 'sms', recipients: [uniquePhone()] },
         });
         expectError(run, 422, 'validation_error');
+        // Each question, and the outro, lacks the SMS template it would go as.
         expect(Object.keys(run.body.details).sort()).toEqual([
-          'questions.0.template_id',
-          'questions.1.template_id',
-          'questions.2.template_id',
+          'outro.templates.sms',
+          'questions.0.templates.sms',
+          'questions.1.templates.sms',
+          'questions.2.templates.sms',
         ]);
         // WhatsApp is not DLT's: the same survey runs there.
         const whatsapp = await call(strict.app, 'POST', `/api/surveys/${made.body.data.id}/runs`, {

@@ -17,6 +17,10 @@ import type { MessagesService } from '../messages/messages.service.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { matchesPlace } from '../places/places.repository.ts';
+import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
+import { fittingTemplates } from '../templates/templates.service.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
+import { adapterNamed } from '../../providers/registry.ts';
 import { conversationItem, conversationRef, conversationView } from './conversations.view.ts';
 
 /** WhatsApp's customer service window: free text only this long after the contact last wrote. */
@@ -51,7 +55,14 @@ const isVolunteer = (auth: AuthContext) => auth.role === 'volunteer';
  */
 export class ConversationsService {
   constructor(
-    private readonly deps: { db: Kysely<Database>; messages: MessagesService; grievances: GrievancesService },
+    private readonly deps: {
+      db: Kysely<Database>;
+      messages: MessagesService;
+      grievances: GrievancesService;
+      /** The deployment's provider of each channel (where the workspace has no account for it). */
+      deployment: Record<MessageChannel, string>;
+      dltEnforce: boolean;
+    },
   ) {}
 
   async list(auth: AuthContext, query: ConversationQuery) {
@@ -201,18 +212,8 @@ export class ConversationsService {
           `cannot be sent: ${row.address} opted out of ${row.channel} (a START reply opts them back in).`,
         ],
       });
-    if (
-      row.channel === 'whatsapp' &&
-      input.message !== undefined &&
-      (row.last_inbound_at === null || Date.now() - Date.parse(row.last_inbound_at) > WHATSAPP_WINDOW_MS)
-    ) {
-      throw validationError({
-        message: [
-          "cannot be free text: the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window. Reply with an approved template (template_id).",
-        ],
-      });
-    }
     const account = await this.replyAccount(db, row);
+    if (input.message !== undefined) await this.refuseFreeText(row, account);
     return messages.send(
       auth.workspaceId,
       {
@@ -377,6 +378,39 @@ export class ConversationsService {
       booth: voter?.booth ?? row.voter_booth,
       ...(voter?.constituency ? { constituency: voter.constituency } : {}),
     };
+  }
+
+  /**
+   * Free text where the gateway sends templates only (contract, fifth part, "Replies"): SMS through MSG91 or
+   * under DLT_ENFORCE, and WhatsApp more than 24 hours after the contact last wrote. 422 on `message`, naming
+   * the workspace's templates that fit.
+   */
+  private async refuseFreeText(row: ConversationRow, accountId: number | undefined): Promise<void> {
+    const { db, deployment, dltEnforce } = this.deps;
+    const channel = row.channel;
+    const account =
+      accountId !== undefined
+        ? await db.selectFrom('channel_accounts').select('provider').where('id', '=', accountId).executeTakeFirst()
+        : (await channelCarrier(db, row.workspace_id, channel)).account;
+    const provider = account?.provider ?? deployment[channel];
+    const windowShut =
+      channel === 'whatsapp' &&
+      (row.last_inbound_at === null || Date.now() - Date.parse(row.last_inbound_at) > WHATSAPP_WINDOW_MS);
+    const dlt = channel === 'sms' && sendsTemplatesOnly(adapterNamed(provider), 'sms', dltEnforce);
+    if (!windowShut && !dlt) return;
+    const fit = await fittingTemplates(db, row.workspace_id, channel, provider, dltEnforce);
+    const named = fit.length
+      ? `Templates that fit: ${fit
+          .slice(0, 10)
+          .map((t) => `tpl_${t.id} ("${t.name}")`)
+          .join(', ')}${fit.length > 10 ? `, and ${fit.length - 10} more` : ''}.`
+      : `No template of this workspace fits yet: add one (POST /api/templates) with ${dlt ? (adapterNamed(provider).templates ? `provider_template_ids.${provider}` : 'its dlt_template_id and sender_id') : `provider_template_ids.${provider}`}.`;
+    const why = windowShut
+      ? "the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window: reply with an approved template"
+      : `${adapterNamed(provider).label} sends SMS only as DLT-registered templates: reply with a template`;
+    throw validationError({
+      message: [`cannot be free text: ${why} ({ "template_id": "tpl_<n>", "variables": { ... } }). ${named}`],
+    });
   }
 
   private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {

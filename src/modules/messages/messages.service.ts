@@ -30,7 +30,15 @@ import {
   unitCost,
 } from './messages.rules.ts';
 import { refuseOptedOut } from '../opt-outs/opt-outs.service.ts';
-import { dltFields, providerTemplateOf, renderFor, withTemplate } from '../templates/templates.service.ts';
+import {
+  dltFields,
+  dltVariableProblems,
+  providerTemplateOf,
+  renderFor,
+  withTemplate,
+} from '../templates/templates.service.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
+import { adapterNamed } from '../../providers/registry.ts';
 import type { VoterFields } from '../sending/render.ts';
 import { type AccountPace, type AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
 import {
@@ -156,6 +164,12 @@ export class MessagesService {
     if (!to) errors.to = [addressProblem(input.channel)];
     contentProblems(input, errors);
     templateForAccount(account, template, errors);
+    dltVariableProblems(
+      template,
+      options.variables,
+      Boolean(account && sendsTemplatesOnly(adapterNamed(account.provider), input.channel, config.dltEnforce)),
+      errors,
+    );
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);
     await refuseOptedOut(db, workspaceId, input.channel, to);
     let voter: VoterFields | undefined;

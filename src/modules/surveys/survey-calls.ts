@@ -40,9 +40,19 @@ export interface GatherAnswer {
 export class SurveyCalls {
   constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
 
-  /** The session a survey call belongs to: its message (our id in CustomField, the call's Sid as the provider's id). */
+  /**
+   * The session a survey call belongs to: its message (our id in CustomField) and the call's own CallSid, which
+   * must be the call's id at the provider (bound at the first step where the hand-over had no answer). A step
+   * without a CallSid is refused: the message id alone is sequential, and would let anyone holding the account's
+   * callback URL answer any open IVR session.
+   */
   private async sessionOf(account: ChannelAccountRow, messageRef: string, callId: string | undefined) {
     const { db } = this.deps;
+    if (!callId)
+      throw new AppError(
+        'forbidden',
+        "An IVR survey step must carry the call's CallSid: a request without it answers nothing.",
+      );
     const id = parseRef('msg', messageRef);
     let message =
       id === undefined
@@ -60,9 +70,19 @@ export class SurveyCalls {
       message.channel_account_id === account.id &&
       message.channel === 'ivr' &&
       message.survey_response_id !== null &&
-      (message.provider_message_id === null || !callId || message.provider_message_id === callId);
+      (message.provider_message_id === null || message.provider_message_id === callId);
     if (!known)
       throw new AppError('not_found', 'No survey call of this account has that CallSid and CustomField.');
+    if (message!.provider_message_id === null) {
+      const bound = await db
+        .updateTable('messages')
+        .set({ provider_message_id: callId })
+        .where('id', '=', message!.id)
+        .where('provider_message_id', 'is', null)
+        .executeTakeFirst();
+      if (Number(bound.numUpdatedRows) !== 1)
+        throw new AppError('not_found', 'No survey call of this account has that CallSid and CustomField.');
+    }
     return db
       .selectFrom('survey_responses')
       .selectAll()
@@ -91,6 +111,14 @@ export class SurveyCalls {
         repeat_gather_prompt: { text },
       };
     }
+    // The question asked now is the one the Passthru that follows may answer, once.
+    await this.deps.db
+      .updateTable('survey_responses')
+      .set({ ivr_question: response.question })
+      .where('id', '=', response.id)
+      .where('status', '=', 'open')
+      .where('question', '=', response.question)
+      .execute();
     const first = response.question === 0 && response.tries === 0 && Object.keys(def.intro).length > 0;
     const choices = (q.choices ?? []).map(
       (c) => `${textIn(c.label, lang)}: ${lang === 'hi' ? 'दबाएँ' : 'press'} ${c.key}.`,
@@ -126,16 +154,31 @@ export class SurveyCalls {
     const response = await this.sessionOf(account, messageRef, callId);
     if (response.status !== 'open') return false;
     const outcome = await db.transaction().execute(async (trx) => {
+      // Only the question the Gather asked, once: the marker is taken in the same statement that checks it, so
+      // a replayed Passthru (or one with no Gather before it) changes nothing.
       const current = await trx
-        .selectFrom('survey_responses')
-        .selectAll()
+        .updateTable('survey_responses')
+        .set({ ivr_question: null })
         .where('id', '=', response.id)
         .where('status', '=', 'open')
+        .where((eb) => eb('ivr_question', '=', eb.ref('question')))
+        .returningAll()
         .executeTakeFirst();
-      if (!current) return 'completed' as const;
+      if (!current) return 'replayed' as const;
       return applyAnswer(trx, current, digits.replace(/#$/, ''), nowIso());
     });
+    if (outcome === 'replayed') return (await this.stillOpen(response.id)) ?? false;
     return outcome !== 'completed';
+  }
+
+  /** Whether the session is still open (a replayed Passthru is answered as the call stands). */
+  private async stillOpen(id: number): Promise<boolean | undefined> {
+    const row = await this.deps.db
+      .selectFrom('survey_responses')
+      .select('status')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row?.status === 'open';
   }
 
   /**

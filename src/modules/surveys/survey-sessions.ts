@@ -5,7 +5,7 @@ import type { MessageChannel } from '../../domain.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import { reserveCredits } from '../credits/credits.repository.ts';
 import { insertMessage } from '../messages/messages.repository.ts';
-import { creditChannel, unitCost } from '../messages/messages.rules.ts';
+import { creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
 import { conversationFor } from '../conversations/conversations.thread.ts';
 import { fieldDefs, storedValue } from '../voters/voter-fields.ts';
 import { nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
@@ -20,6 +20,8 @@ import {
   OTHER,
   type Question,
   questionText,
+  smsTemplateOf,
+  splitFraming,
   type SurveyDefinition,
   textIn,
 } from './surveys.rules.ts';
@@ -40,9 +42,13 @@ export const responseRef = (id: number) => `sres_${id}`;
 export function definitionOf(
   row: Pick<SurveyRow, 'intro' | 'outro' | 'questions' | 'retries' | 'triggers'>,
 ): SurveyDefinition {
+  const intro = splitFraming(JSON.parse(row.intro) as Record<string, unknown>);
+  const outro = splitFraming(JSON.parse(row.outro) as Record<string, unknown>);
   return {
-    intro: JSON.parse(row.intro) as SurveyDefinition['intro'],
-    outro: JSON.parse(row.outro) as SurveyDefinition['outro'],
+    intro: intro.texts,
+    outro: outro.texts,
+    introTemplates: intro.templates,
+    outroTemplates: outro.templates,
     questions: JSON.parse(row.questions) as SurveyDefinition['questions'],
     retries: row.retries,
     triggers: JSON.parse(row.triggers) as SurveyDefinition['triggers'],
@@ -172,16 +178,31 @@ export async function questionMessage(
 ): Promise<{ body: string; templateId: string | null }> {
   if (response.channel === 'ivr')
     return { body: textIn(def.intro, response.language) || firstText(q.text), templateId: null };
-  if (response.channel === 'sms' && q.template_id) {
-    const template = await db
-      .selectFrom('templates')
-      .select('body')
-      .where('workspace_id', '=', workspaceId)
-      .where('id', '=', Number(q.template_id.slice(4)))
-      .executeTakeFirst();
-    if (template) return { body: template.body, templateId: q.template_id };
-  }
+  // SMS: every question as its DLT template where it has one. WhatsApp: the session's first message opens the
+  // conversation as the first question's approved template; later questions go as text inside the window the
+  // voter's answer opened (contract, fifth part, "Survey questions").
+  const ref =
+    response.channel === 'sms'
+      ? smsTemplateOf(q)
+      : response.channel === 'whatsapp' && options.first
+        ? q.templates?.whatsapp
+        : undefined;
+  const template = await templateText(db, workspaceId, ref);
+  if (template) return template;
   return { body: questionText(def, q, response.language, options), templateId: null };
+}
+
+/** A template's text (its variables render at send time, as a campaign's do), or undefined. */
+async function templateText(db: Executor, workspaceId: number, ref: string | undefined) {
+  const id = ref === undefined ? undefined : parseRef('tpl', ref);
+  if (id === undefined) return undefined;
+  const template = await db
+    .selectFrom('templates')
+    .select('body')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return template ? { body: template.body, templateId: ref! } : undefined;
 }
 
 /** The open session of a contact on a channel, locked for this transaction on PostgreSQL. */
@@ -297,8 +318,18 @@ export async function applyAnswer(
 /** A completed session: the outro (sms, whatsapp) and the `survey.response.completed` event. */
 async function completed(trx: Executor, response: SurveyResponseRow, def: SurveyDefinition, now: string) {
   // The closing message, where the survey has one and its credits allow (IVR says goodbye in its flow).
-  if (response.channel !== 'ivr' && Object.keys(def.outro).length > 0)
-    await queueMessage(trx, { ...response, updated_at: now }, textIn(def.outro, response.language), null);
+  if (response.channel !== 'ivr' && Object.keys(def.outro).length > 0) {
+    const template =
+      response.channel === 'sms'
+        ? await templateText(trx, response.workspace_id, def.outroTemplates.sms)
+        : undefined;
+    await queueMessage(
+      trx,
+      { ...response, updated_at: now },
+      template?.body ?? textIn(def.outro, response.language),
+      template?.templateId ?? null,
+    );
+  }
   const answers = await answersOf(trx, [response.id]);
   await emitEvent(
     trx,

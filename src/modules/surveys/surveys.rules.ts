@@ -37,7 +37,9 @@ export interface Question {
   min?: number;
   max?: number;
   save_to?: string;
-  /** An SMS question's DLT template (`tpl_<n>`): its text is what goes out where DLT_ENFORCE is on. */
+  /** The templates it goes as, by channel (contract, fifth part, "Survey questions"). */
+  templates?: Templates;
+  /** Earlier clients' name for `templates.sms`. */
   template_id?: string;
   /** A recording the call plays instead of speaking the text (IVR). */
   audio_url?: string;
@@ -47,9 +49,21 @@ export type Trigger =
   | { channel: 'sms' | 'whatsapp'; keyword: string }
   | { missed_call: true; channel_account_id: string; reply_channel: SurveyChannel };
 
+/**
+ * The templates a text goes as, by channel: `sms` a DLT-registered one (every SMS of a templates-only channel
+ * is one), `whatsapp` an approved one (the first message of a session opens the conversation with it).
+ */
+export interface Templates {
+  sms?: string;
+  whatsapp?: string;
+}
+
 export interface SurveyDefinition {
   intro: Texts;
   outro: Texts;
+  /** The intro's and the outro's templates (stored as `templates` beside their texts). */
+  introTemplates: Templates;
+  outroTemplates: Templates;
   questions: Question[];
   retries: number;
   triggers: Trigger[];
@@ -237,10 +251,12 @@ function checkQuestions(raw: unknown, defs: readonly VoterFieldDef[], errors: Fi
       else question.save_to = q.save_to;
     }
     if (q.template_id !== undefined && q.template_id !== null) {
-      if (typeof q.template_id !== 'string' || !/^tpl_\d{1,15}$/.test(q.template_id))
+      if (typeof q.template_id !== 'string' || !TEMPLATE_REF.test(q.template_id))
         errors[`${at}.template_id`] = ['must be a template id such as tpl_3.'];
       else question.template_id = q.template_id;
     }
+    const templates = checkTemplates(q.templates, `${at}.templates`, errors);
+    if (Object.keys(templates).length > 0) question.templates = templates;
     if (q.audio_url !== undefined && q.audio_url !== null) {
       if (typeof q.audio_url !== 'string' || !/^https?:\/\/\S{1,1990}$/.test(q.audio_url))
         errors[`${at}.audio_url`] = ['must be an http(s) URL of a recording.'];
@@ -312,6 +328,59 @@ function checkTriggers(raw: unknown, errors: FieldErrors): Trigger[] {
   return triggers;
 }
 
+const TEMPLATE_REF = /^tpl_\d{1,15}$/;
+
+function checkTemplates(raw: unknown, field: string, errors: FieldErrors): Templates {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    errors[field] = ['must be an object of templates by channel, e.g. { "sms": "tpl_3", "whatsapp": "tpl_4" }.'];
+    return {};
+  }
+  const templates: Templates = {};
+  for (const [channel, ref] of Object.entries(raw as Record<string, unknown>)) {
+    if (channel !== 'sms' && channel !== 'whatsapp') {
+      errors[field] = [`"${channel.slice(0, 20)}" is not a channel with templates: use sms or whatsapp.`];
+      continue;
+    }
+    if (ref === null || ref === undefined || ref === '') continue;
+    if (typeof ref !== 'string' || !TEMPLATE_REF.test(ref))
+      errors[`${field}.${channel}`] = ['must be a template id such as tpl_3.'];
+    else templates[channel] = ref;
+  }
+  return templates;
+}
+
+/** An intro or outro as given: its texts by language, and the templates it goes as. */
+function checkFraming(
+  raw: unknown,
+  field: string,
+  errors: FieldErrors,
+): { texts: Texts; templates: Templates } {
+  if (raw && typeof raw === 'object' && !Array.isArray(raw) && 'templates' in raw) {
+    const { templates, ...texts } = raw as Record<string, unknown>;
+    return {
+      texts: checkTexts(texts, field, errors, false),
+      templates: checkTemplates(templates, `${field}.templates`, errors),
+    };
+  }
+  return { texts: checkTexts(raw, field, errors, false), templates: {} };
+}
+
+/** An intro or outro as stored and answered: its texts, and `templates` where it has any. */
+export function framing(texts: Texts, templates: Templates): Record<string, unknown> {
+  return Object.keys(templates).length > 0 ? { ...texts, templates } : texts;
+}
+
+/** A stored intro or outro split into its texts and templates. */
+export function splitFraming(stored: Record<string, unknown>): { texts: Texts; templates: Templates } {
+  const { templates, ...texts } = stored;
+  return { texts: texts as Texts, templates: (templates ?? {}) as Templates };
+}
+
+/** The SMS template of a question (`templates.sms`, or the earlier `template_id`). */
+export const smsTemplateOf = (q: Pick<Question, 'templates' | 'template_id'>) =>
+  q.templates?.sms ?? q.template_id;
+
 /** A survey's definition checked against the workspace's custom fields; `errors` gets what does not hold. */
 export function checkDefinition(
   raw: { intro?: unknown; outro?: unknown; questions?: unknown; retries?: unknown; triggers?: unknown },
@@ -321,9 +390,13 @@ export function checkDefinition(
   const retries = raw.retries ?? 2;
   if (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0 || retries > RETRIES_MAX)
     errors.retries = [`must be a whole number from 0 to ${RETRIES_MAX}.`];
+  const intro = checkFraming(raw.intro, 'intro', errors);
+  const outro = checkFraming(raw.outro, 'outro', errors);
   return {
-    intro: checkTexts(raw.intro, 'intro', errors, false),
-    outro: checkTexts(raw.outro, 'outro', errors, false),
+    intro: intro.texts,
+    outro: outro.texts,
+    introTemplates: intro.templates,
+    outroTemplates: outro.templates,
     questions: checkQuestions(raw.questions, defs, errors),
     retries: typeof retries === 'number' ? retries : 2,
     triggers: checkTriggers(raw.triggers, errors),

@@ -10,7 +10,10 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { countSegmentAddresses, voterIdLimit } from '../campaigns/campaigns.repository.ts';
 import { accountForSend } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
-import { adapterOf } from '../../providers/registry.ts';
+import { adapterNamed, adapterOf } from '../../providers/registry.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
+import { findTemplate } from '../templates/templates.repository.ts';
+import { providerIdsOf } from '../templates/templates.service.ts';
 import { balances, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { emitMessageEvents, refund } from '../messages/messages.service.ts';
 import {
@@ -29,6 +32,8 @@ import { endOpenSessions } from './session-end.ts';
 import { answersOf, definitionOf, questionMessage, runRef, surveyRef } from './survey-sessions.ts';
 import {
   checkDefinition,
+  framing,
+  smsTemplateOf,
   type SurveyChannel,
   surveyChannels,
   type SurveyDefinition,
@@ -61,7 +66,7 @@ export class SurveysService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'dltEnforce'>;
+      config: Pick<Config, 'defaultCountry' | 'dltEnforce' | 'providers'>;
     },
   ) {}
 
@@ -151,8 +156,8 @@ export class SurveysService {
           workspace_id: workspaceId,
           name,
           status,
-          intro: JSON.stringify(def.intro),
-          outro: JSON.stringify(def.outro),
+          intro: JSON.stringify(framing(def.intro, def.introTemplates)),
+          outro: JSON.stringify(framing(def.outro, def.outroTemplates)),
           questions: JSON.stringify(def.questions),
           retries: def.retries,
           triggers: JSON.stringify(def.triggers),
@@ -210,7 +215,13 @@ export class SurveysService {
         'conflict',
         'The survey is closed; a closed survey cannot be opened again: copy it into a new one.',
       );
-    const merged = { ...definitionOf(current) } as Record<string, unknown>;
+    const merged: Record<string, unknown> = {
+      intro: JSON.parse(current.intro),
+      outro: JSON.parse(current.outro),
+      questions: JSON.parse(current.questions),
+      retries: current.retries,
+      triggers: JSON.parse(current.triggers),
+    };
     for (const key of ['intro', 'outro', 'questions', 'retries', 'triggers'] as const)
       if (body[key] !== undefined) merged[key] = body[key];
     if (
@@ -234,8 +245,8 @@ export class SurveysService {
         .set({
           ...(body.name !== undefined ? { name: body.name.trim() } : {}),
           ...(body.status !== undefined ? { status: body.status } : {}),
-          intro: JSON.stringify(def.intro),
-          outro: JSON.stringify(def.outro),
+          intro: JSON.stringify(framing(def.intro, def.introTemplates)),
+          outro: JSON.stringify(framing(def.outro, def.outroTemplates)),
           questions: JSON.stringify(def.questions),
           retries: def.retries,
           triggers: JSON.stringify(def.triggers),
@@ -346,23 +357,9 @@ export class SurveysService {
         });
       }
     }
-    if (channel === 'sms' && config.dltEnforce)
-      for (const [i, q] of def.questions.entries()) {
-        const template = q.template_id
-          ? await db
-              .selectFrom('templates')
-              .select(['dlt_template_id', 'sender_id'])
-              .where('workspace_id', '=', workspaceId)
-              .where('id', '=', Number(q.template_id.slice(4)))
-              .executeTakeFirst()
-          : undefined;
-        if (!template?.dlt_template_id || !template.sender_id)
-          errors[`questions.${i}.template_id`] = [
-            'DLT_ENFORCE is on: each question of an SMS survey must name a template (tpl_<n>) with its dlt_template_id and sender_id.',
-          ];
-      }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const account = await accountForSend(db, workspaceId, channel, body.channel_account_id);
+    await this.refuseWhatGatewaysRefuse(workspaceId, def, channel, account?.provider);
     if (channel === 'ivr') {
       const settings = account ? (JSON.parse(account.settings) as Record<string, unknown>) : {};
       const setting = account ? adapterOf(account.provider)?.surveyFlowSetting : undefined;
@@ -448,6 +445,50 @@ export class SurveysService {
       return row;
     });
     return runView(run, await runCounts(db, run.id));
+  }
+
+  /**
+   * A run the channel would refuse is refused before anything is sent (contract, fifth part, "Survey
+   * questions"): on a templates-only SMS channel every question (and the outro) needs its SMS template, one the
+   * gateway knows (its id there on MSG91; a DLT template id and sender id under DLT_ENFORCE); on WhatsApp through
+   * Meta or Twilio the first question needs its approved WhatsApp template. 422 lists each that lacks one.
+   */
+  private async refuseWhatGatewaysRefuse(
+    workspaceId: number,
+    def: SurveyDefinition,
+    channel: SurveyChannel,
+    accountProvider: string | undefined,
+  ): Promise<void> {
+    const { db, config } = this.deps;
+    const provider = accountProvider ?? config.providers[channel];
+    const adapter = adapterNamed(provider);
+    if (channel === 'ivr' || !sendsTemplatesOnly(adapter, channel, config.dltEnforce)) return;
+    const errors: FieldErrors = {};
+    const keeps = adapter.templates !== undefined;
+    const check = async (field: string, ref: string | undefined, what: string) => {
+      const id = ref === undefined ? undefined : parseRef('tpl', ref);
+      const template = id === undefined ? undefined : await findTemplate(db, workspaceId, id);
+      const problem =
+        ref === undefined
+          ? channel === 'sms'
+            ? `is required: ${adapter.label} sends SMS only as DLT-registered templates, and ${what} has no SMS template.`
+            : `is required: WhatsApp opens a conversation only with an approved template, and ${what} has no WhatsApp template.`
+          : !template || template.channel !== channel
+            ? `is ${ref}, which is not a ${channel} template of this workspace.`
+            : keeps && providerIdsOf(template)[provider] === undefined
+              ? `is ${ref}, which has no provider_template_ids.${provider}: ${adapter.label} does not know it.`
+              : channel === 'sms' && config.dltEnforce && (!template.dlt_template_id || !template.sender_id)
+                ? `is ${ref}, which has no dlt_template_id and sender_id: DLT_ENFORCE needs a template registered with both.`
+                : undefined;
+      if (problem) errors[field] = [problem];
+    };
+    if (channel === 'sms') {
+      for (const [i, q] of def.questions.entries())
+        await check(`questions.${i}.templates.sms`, smsTemplateOf(q), `question ${i + 1} (${q.key})`);
+      if (Object.keys(def.outro).length > 0)
+        await check('outro.templates.sms', def.outroTemplates.sms, 'the outro');
+    } else await check('questions.0.templates.whatsapp', def.questions[0]!.templates?.whatsapp, 'question 1');
+    if (Object.keys(errors).length > 0) throw validationError(errors);
   }
 
   async runs(workspaceId: number, ref: string, page: number, perPage: number) {

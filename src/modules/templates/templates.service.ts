@@ -15,6 +15,7 @@ import {
   type VoterFields,
 } from '../sending/render.ts';
 import type { ProviderTemplate } from '../../providers/provider.ts';
+import { adapterOf } from '../../providers/registry.ts';
 import { parseRef, unitCost } from '../messages/messages.rules.ts';
 import { smsEncoding, smsSegments } from '../../lib/sms.ts';
 import {
@@ -333,4 +334,54 @@ export function dltFields(template: TemplateRow | undefined) {
     ...(template.dlt_template_id ? { dltTemplateId: template.dlt_template_id } : {}),
     ...(template.sender_id ? { senderId: template.sender_id } : {}),
   };
+}
+
+/** TRAI's limit on a DLT template's variable (`{#var#}`): at most 30 characters. */
+export const DLT_VARIABLE_MAX = 30;
+
+/**
+ * The workspace's templates a templates-only channel can send through `provider` (a reply's choices, and what a
+ * 422 for free text names): on a provider that keeps its own templates, those with its id there (registered or
+ * approved ones first: the others are not offered); on DLT (DLT_ENFORCE), those with a DLT template id and a
+ * sender id.
+ */
+export async function fittingTemplates(
+  db: Executor,
+  workspaceId: number,
+  channel: MessageChannel,
+  provider: string,
+  dltEnforce: boolean,
+): Promise<TemplateRow[]> {
+  const rows = await db
+    .selectFrom('templates')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('channel', '=', channel)
+    .orderBy('id')
+    .limit(200)
+    .execute();
+  const keeps = adapterOf(provider)?.templates !== undefined;
+  return rows.filter(
+    (t) =>
+      (!keeps || providerIdsOf(t)[provider] !== undefined) &&
+      (!(dltEnforce && channel === 'sms') || (t.dlt_template_id !== null && t.sender_id !== null)),
+  );
+}
+
+/** A DLT template's variables over TRAI's 30 characters, as 422 details (`variables.<name>`). */
+export function dltVariableProblems(
+  template: TemplateRow | undefined,
+  variables: Readonly<Record<string, string>> | undefined,
+  templatesOnly: boolean,
+  errors: FieldErrors,
+): void {
+  if (!template || template.channel !== 'sms' || !variables) return;
+  if (!templatesOnly && template.dlt_template_id === null) return;
+  for (const [name, value] of Object.entries(variables)) {
+    const length = [...value].length;
+    if (length > DLT_VARIABLE_MAX)
+      errors[`variables.${name}`] = [
+        `is ${length} characters: a DLT template's variable ({#var#}) takes at most ${DLT_VARIABLE_MAX} (TRAI). Shorten it.`,
+      ];
+  }
 }
