@@ -190,6 +190,70 @@ for (const dialect of dialects) {
       expectError(forged, 401, 'unauthorized');
     });
 
+    it("a Passthru answers only the question its Gather asked, once; a step without the call's CallSid is refused", async () => {
+      const owner = await register(t.app);
+      const account = await surveyAccount(owner);
+      const phone = uniquePhone();
+      const survey = (
+        await api(owner, 'POST', '/api/surveys', {
+          name: 'Caste and support',
+          questions: [
+            {
+              key: 'support',
+              type: 'number',
+              text: { en: 'Support, 1 to 5?' },
+              min: 1,
+              max: 5,
+            },
+            {
+              key: 'community',
+              type: 'choice',
+              text: { en: 'Community?' },
+              choices: [
+                { key: '1', label: { en: 'General' } },
+                { key: '2', label: { en: 'SC' } },
+              ],
+            },
+          ],
+        })
+      ).body.data;
+      await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, { channel: 'ivr', recipients: [phone] });
+      while (await runs.round()) {
+        /* open the session */
+      }
+      await worker.drain();
+      const placed = exotel.requests.find(
+        (r) => r.path.endsWith('/Calls/connect.json') && r.form.From === phone,
+      )!;
+      const callSid = (await api(owner, 'GET', `/api/messages/${placed.form.CustomField}`)).body.data
+        .provider_message_id as string;
+      const common = { CallSid: callSid, CustomField: placed.form.CustomField!, CallStatus: 'in-progress' };
+      const urls = account.callback_urls as Record<string, string>;
+      // Without the call's own CallSid, neither step is taken: the message id alone is sequential.
+      const { CallSid: _sid, ...anonymous } = common;
+      expectError(await applet(urls.survey_gather!, anonymous), 403, 'forbidden');
+      expectError(await applet(urls.survey_answer!, { ...anonymous, digits: '"4"' }), 403, 'forbidden');
+      expectError(
+        await applet(urls.survey_answer!, { ...common, CallSid: 'CA-forged', digits: '"4"' }),
+        404,
+        'not_found',
+      );
+      // A Passthru with no Gather before it answers nothing.
+      expect((await applet(urls.survey_answer!, { ...common, digits: '"4"' })).status).toBe(200);
+      const answers = async () =>
+        (await api(owner, 'GET', `/api/surveys/${survey.id}/responses`)).body.data.data[0].answers;
+      expect(await answers()).toEqual({});
+      expect((await applet(urls.survey_gather!, common)).status).toBe(200);
+      expect((await applet(urls.survey_answer!, { ...common, digits: '"4"' })).status).toBe(200);
+      // The same Passthru again (a replay) changes nothing: the next question was not asked yet.
+      expect((await applet(urls.survey_answer!, { ...common, digits: '"1"' })).status).toBe(200);
+      expect(await answers()).toEqual({ support: 4 });
+      expect((await applet(urls.survey_gather!, common)).status).toBe(200);
+      expect((await applet(urls.survey_answer!, { ...common, digits: '"2"' })).status).toBe(302);
+      expect((await applet(urls.survey_answer!, { ...common, digits: '"1"' })).status).toBe(302);
+      expect(await answers()).toEqual({ support: 4, community: '2' });
+    });
+
     it('a missed call to the ExoPhone starts the survey for the caller by SMS, once while it is open and once a day', async () => {
       const owner = await register(t.app);
       const account = (
