@@ -15,9 +15,12 @@ import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { SurveyRuns } from '../src/modules/surveys/survey-runs.ts';
 import { type Account, call, dialects, expectError, register, uniquePhone } from './helpers.ts';
 import { buildProviderTestApp, isolatedDatabase, until } from './messaging-helpers.ts';
-import { type Double, fakeMsg91, MSG91_AUTHKEY } from './provider-doubles.ts';
+import { createHmac } from 'node:crypto';
+import { type Double, fakeMeta, fakeMsg91, META, MSG91_AUTHKEY } from './provider-doubles.ts';
 
 const silent = pino({ level: 'silent' });
+const VERSION = 'v23.0';
+const PUBLIC = 'https://ces.example.org';
 
 const poll = {
   name: 'Ward poll',
@@ -39,15 +42,20 @@ const poll = {
 for (const dialect of dialects) {
   describe(`sending as the gateways require (${dialect})`, () => {
     let msg91: Double;
+    let meta: Double;
     let t: Awaited<ReturnType<typeof buildProviderTestApp>>;
     let database: Awaited<ReturnType<typeof isolatedDatabase>>;
     let worker: DeliveryWorker;
     let runs: SurveyRuns;
     beforeAll(async () => {
       msg91 = await fakeMsg91();
+      meta = await fakeMeta(VERSION);
       database = await isolatedDatabase(dialect);
       t = await buildProviderTestApp(dialect, {
         ...database.env,
+        PUBLIC_BASE_URL: PUBLIC,
+        WHATSAPP_CLOUD_BASE_URL: meta.url,
+        WHATSAPP_CLOUD_API_VERSION: VERSION,
         MSG91_BASE_URL: msg91.url,
         SANDBOX_DELIVERY_DELAY_MS: '0',
       });
@@ -58,6 +66,7 @@ for (const dialect of dialects) {
       await t?.close();
       await database?.drop();
       await msg91?.close();
+      await meta?.close();
     });
 
     const api = (who: Account, method: string, url: string, body?: unknown) =>
@@ -191,6 +200,114 @@ for (const dialect of dialects) {
       expect(history).toHaveLength(1);
       expect(history[0]).toMatchObject({ status: 'failed', error_code: 'auth_failed' });
       expect(msg91.requests.length).toBe(before);
+    });
+
+    it("a WhatsApp survey opens with the first question's approved template, whose button answers it; a refusal fails the session", async () => {
+      const owner = await register(t.app);
+      const account = (
+        await api(owner, 'POST', '/api/channel-accounts', {
+          name: 'WhatsApp',
+          provider: 'whatsapp_cloud',
+          settings: { phone_number_id: META.phoneNumberId, waba_id: '102290129340398' },
+          credentials: { access_token: META.accessToken, app_secret: META.appSecret },
+        })
+      ).body.data;
+      expect(account.templates_only).toBe(true);
+      const plain = (await api(owner, 'POST', '/api/surveys', poll)).body.data;
+      const refused = await api(owner, 'POST', `/api/surveys/${plain.id}/runs`, {
+        channel: 'whatsapp',
+        recipients: [uniquePhone()],
+      });
+      expectError(refused, 422, 'validation_error');
+      expect(Object.keys(refused.body.details)).toEqual(['questions.0.templates.whatsapp']);
+      const opener = (
+        await api(owner, 'POST', '/api/templates', {
+          name: 'Drain poll',
+          channel: 'whatsapp',
+          language: 'hi',
+          category: 'service',
+          body: 'Namaste {{name}}, is the drain in your street cleared?',
+          provider_template_ids: { whatsapp_cloud: 'drain_poll' },
+        })
+      ).body.data.id as string;
+      const survey = (
+        await api(owner, 'POST', '/api/surveys', {
+          ...poll,
+          questions: [{ ...poll.questions[0], templates: { whatsapp: opener } }, poll.questions[1]],
+        })
+      ).body.data;
+      const phone = uniquePhone();
+      await api(owner, 'POST', '/api/voters', { name: 'Shanti Devi', phone });
+      const run = (
+        await api(owner, 'POST', `/api/surveys/${survey.id}/runs`, {
+          channel: 'whatsapp',
+          recipients: [phone],
+        })
+      ).body.data;
+      await settle();
+      const toVoter = () => meta.requests.filter((r) => (r.json as { to?: string }).to === phone.slice(1));
+      expect(toVoter().map((r) => (r.json as { type: string }).type)).toEqual(['template']);
+      expect(toVoter()[0]!.json).toMatchObject({
+        template: { name: 'drain_poll', components: [{ parameters: [{ text: 'Shanti Devi' }] }] },
+      });
+      // The voter taps the template's quick-reply button "Yes" (Meta's `button` message).
+      const notify = (value: Record<string, unknown>) => {
+        const raw = JSON.stringify({
+          object: 'whatsapp_business_account',
+          entry: [
+            {
+              id: '102290129340398',
+              changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', ...value } }],
+            },
+          ],
+        });
+        return call(t.app, 'POST', new URL(account.callback_urls.webhook).pathname, {
+          body: raw,
+          headers: {
+            'content-type': 'application/json',
+            'x-hub-signature-256': `sha256=${createHmac('sha256', META.appSecret).update(raw).digest('hex')}`,
+          },
+        });
+      };
+      const tapped = await notify({
+        contacts: [{ profile: { name: 'Shanti' }, wa_id: phone.slice(1) }],
+        messages: [
+          {
+            from: phone.slice(1),
+            id: `wamid.tap${Date.now()}`,
+            timestamp: '1764093000',
+            type: 'button',
+            button: { payload: 'Yes', text: 'Yes' },
+          },
+        ],
+      });
+      expect(tapped.status, tapped.raw).toBe(200);
+      await worker.drain();
+      // The next question goes as text, inside the window the answer opened.
+      expect(toVoter().map((r) => (r.json as { type: string }).type)).toEqual(['template', 'text']);
+      const second = await t.db.kysely
+        .selectFrom('messages')
+        .select('provider_message_id')
+        .where('to', '=', phone)
+        .orderBy('id', 'desc')
+        .executeTakeFirstOrThrow();
+      // Meta reports it failed (131047): the session ends failed, and the run says why.
+      const failed = await notify({
+        statuses: [
+          {
+            id: second.provider_message_id,
+            status: 'failed',
+            timestamp: '1764093100',
+            recipient_id: phone.slice(1),
+            errors: [{ code: 131047, title: 'Re-engagement message' }],
+          },
+        ],
+      });
+      expect(failed.status, failed.raw).toBe(200);
+      const response = (await api(owner, 'GET', `/api/surveys/${survey.id}/responses`)).body.data.data[0];
+      expect(response).toMatchObject({ status: 'failed', answers: { drain: '1' } });
+      const after = (await api(owner, 'GET', `/api/survey-runs/${run.id}`)).body.data;
+      expect(after).toMatchObject({ failed: 1, last_error: { error_code: 'outside_session' } });
     });
 
     it('a reply on MSG91 is a template with its variables: free text names the templates that fit', async () => {

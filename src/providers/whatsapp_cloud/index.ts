@@ -184,9 +184,8 @@ export function whatsappNotification(body: unknown): {
       })();
       for (const m of list(value.messages)) {
         const message = obj(m);
-        const text = obj(message.text).body;
-        if (message.type !== 'text' || typeof message.id !== 'string' || typeof message.from !== 'string')
-          continue;
+        const text = replyText(message, obj);
+        if (typeof message.id !== 'string' || typeof message.from !== 'string') continue;
         if (typeof text !== 'string') continue;
         messages.push({
           id: message.id,
@@ -198,6 +197,28 @@ export function whatsappNotification(body: unknown): {
     }
   }
   return { statuses, messages };
+}
+
+/**
+ * What a message says: a text's body, or the label of the button the voter tapped: a template's quick-reply
+ * button (`type: "button"`, `button: { payload, text }`:
+ * https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/button/)
+ * or an interactive reply button (`interactive.button_reply.title`). A survey's first question goes as its
+ * template, whose buttons answer it. Other kinds (media, locations) carry no text.
+ */
+function replyText(
+  message: Record<string, unknown>,
+  obj: (v: unknown) => Record<string, unknown>,
+): string | undefined {
+  const text =
+    message.type === 'text'
+      ? obj(message.text).body
+      : message.type === 'button'
+        ? obj(message.button).text
+        : message.type === 'interactive'
+          ? obj(obj(message.interactive).button_reply).title
+          : undefined;
+  return typeof text === 'string' ? text : undefined;
 }
 
 /** A status as our outcome: `delivered` and `read` delivered; `failed` by its error code; `sent` nothing new. */
