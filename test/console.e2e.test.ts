@@ -7,6 +7,7 @@ import { type Browser, type BrowserContext, chromium, type Locator, type Page } 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, freePort, logLines, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
 import { isolatedDatabase } from './messaging-helpers.ts';
+import { type Double, fakeMsg91, MSG91_AUTHKEY } from './provider-doubles.ts';
 import { dialects, uniqueEmail, uniquePhone } from './helpers.ts';
 
 /**
@@ -122,6 +123,7 @@ describe.runIf(!browserMissing).each(dialects)(
     let dataDir: string;
     let server: Server;
     let browser: Browser;
+    let msg91: Double;
     let context: BrowserContext;
     let page: Page;
     const cspViolations: string[] = [];
@@ -134,9 +136,12 @@ describe.runIf(!browserMissing).each(dialects)(
     beforeAll(async () => {
       database = await isolatedDatabase(dialect);
       dataDir = mkdtempSync(join(tmpdir(), 'ces-console-'));
-      server = await startServer(
-        dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dataDir, 'console.db')}` } : database.env,
-      );
+      // MSG91's Flow API on loopback: an office of its own (the gateways' test) sends SMS through it.
+      msg91 = await fakeMsg91();
+      server = await startServer({
+        ...(dialect === 'sqlite' ? { DATABASE_URL: `sqlite:${join(dataDir, 'console.db')}` } : database.env),
+        MSG91_BASE_URL: msg91.url,
+      });
       browser = await chromium.launch({
         executablePath: CHROMIUM,
         args: [
@@ -174,6 +179,7 @@ describe.runIf(!browserMissing).each(dialects)(
       server?.child.kill('SIGTERM');
       await new Promise((r) => server?.child.once('exit', r));
       await database?.drop();
+      await msg91?.close();
       rmSync(dataDir, { recursive: true, force: true });
     }, 60_000);
 
@@ -741,6 +747,153 @@ describe.runIf(!browserMissing).each(dialects)(
       expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
       await page.getByLabel('भाषा').selectOption('en');
       await nav('Dashboard').waitFor();
+    });
+
+    it('sends as the gateways require: an MSG91 reply is a template with its fields, the builder a template per question, a run says why it failed (English and Hindi, 360 px)', async () => {
+      // An office of its own, with MSG91 for SMS (DLT: templates only), signed in on a phone-sized screen.
+      const call = (method: string, path: string, body?: unknown) =>
+        api(`${server.base}/api`, method, path, office.token, body);
+      const office = { phone: uniquePhone(), token: '' };
+      office.token = (
+        await api(`${server.base}/api`, 'POST', '/auth/register', undefined, {
+          name: 'Varanasi MP Office',
+          email: uniqueEmail('varanasi'),
+          password: PASSWORD,
+          phone: office.phone,
+        })
+      ).access_token as string;
+      await call('POST', '/channel-accounts', {
+        name: 'MSG91',
+        provider: 'msg91',
+        settings: { sender: 'VNSMPO' },
+        credentials: { authkey: MSG91_AUTHKEY },
+      });
+      const template = async (name: string, body: string, flow: string) =>
+        (
+          await call('POST', '/templates', {
+            name,
+            channel: 'sms',
+            body,
+            provider_template_ids: { msg91: flow },
+          })
+        ).id as string;
+      await template(
+        'Complaint noted',
+        'Namaste {{name}}, your complaint about {{ward}} is noted. -VNSMPO',
+        'flow_noted',
+      );
+      const question = await template(
+        'Drain question',
+        'Is the drain in your street cleared? 1 yes 2 no -VNSMPO',
+        'flow_drain',
+      );
+      const voter = uniquePhone();
+      await call('POST', '/voters', { name: 'Shanti Devi', phone: voter, ward: 'Ward 12' });
+      await call('POST', '/inbound', { channel: 'sms', from: voter, body: 'नाली अभी भी बंद है, कब साफ होगी?' });
+      const phone = await browser.newContext({ viewport: { width: 360, height: 740 }, locale: 'en-IN' });
+      phone.setDefaultTimeout(10_000);
+      await phone.addInitScript(`sessionStorage.setItem('ces.token', ${JSON.stringify(office.token)})`);
+      const p = await phone.newPage();
+      const at360 = async (name: string) => {
+        expect(await p.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+        if (save) await p.screenshot({ path: join(SHOTS, `${name}-360.png`), fullPage: true });
+      };
+      if (save) mkdirSync(SHOTS, { recursive: true });
+      try {
+        for (const lang of ['en', 'hi'] as const) {
+          const en = lang === 'en';
+          await p.goto(`${server.base}/console/inbox`);
+          await p.evaluate(`localStorage.setItem('ces.lang', '${lang}')`);
+          await p.reload();
+          await p.getByRole('link', { name: /Shanti Devi/ }).click();
+          // No free-text box: the gateway would refuse it. A template, a field per variable, the text as it goes.
+          await p
+            .getByText(en ? 'MSG91 sends SMS only as DLT-registered templates' : 'MSG91 SMS केवल DLT में पंजीकृत')
+            .waitFor();
+          expect(await p.getByLabel(en ? 'Your reply' : 'आपका जवाब', { exact: true }).count()).toBe(0);
+          await p
+            .getByLabel(en ? 'Template' : 'टेम्पलेट', { exact: true })
+            .selectOption({ label: 'Complaint noted' });
+          await p.getByLabel(en ? 'Ward' : 'वार्ड', { exact: true }).fill('Ward 12 (Lanka)');
+          await expect
+            .poll(() => p.getByTestId('reply-rendered').textContent())
+            .toBe('Namaste Shanti Devi, your complaint about Ward 12 (Lanka) is noted. -VNSMPO');
+          await accessible(p, `template reply (${lang})`);
+          await at360(`inbox-template-reply${en ? '' : '-hi'}`);
+          if (en) {
+            await p.getByRole('button', { name: 'Send reply' }).click();
+            await expect
+              .poll(() =>
+                msg91.requests.some((r) => {
+                  const body = r.json as { template_id: string; recipients: Array<Record<string, string>> };
+                  return (
+                    body.template_id === 'flow_noted' &&
+                    Object.values(body.recipients[0]!).includes('Ward 12 (Lanka)')
+                  );
+                }),
+              )
+              .toBe(true);
+          }
+          // The builder: a template per question, and the channels each question can go on.
+          await p.goto(`${server.base}/console/surveys/new`);
+          const channelsOf = p.getByTestId('channels-0');
+          await channelsOf.waitFor();
+          // Once the workspace is read: SMS is not among them (MSG91 needs a template).
+          await expect.poll(() => channelsOf.textContent()).not.toMatch(en ? /SMS/ : /एसएमएस/);
+          await p
+            .getByLabel(en ? 'SMS template (DLT)' : 'SMS टेम्पलेट (DLT)', { exact: true })
+            .selectOption({ label: 'Drain question' });
+          await expect.poll(() => channelsOf.textContent()).toMatch(en ? /SMS/ : /एसएमएस/);
+          await accessible(p, `survey builder templates (${lang})`);
+          await at360(`survey-builder-templates${en ? '' : '-hi'}`);
+        }
+        // A run the gateway refuses ends failed, and its page says why. (The account named for it has a key
+        // MSG91 refuses.)
+        const refusing = await call('POST', '/channel-accounts', {
+          name: 'MSG91 old key',
+          provider: 'msg91',
+          settings: { sender: 'VNSMPO' },
+          credentials: { authkey: 'an-old-key-msg91-refuses' },
+        });
+        const survey = (await call('POST', '/surveys', {
+          name: 'Drain survey',
+          questions: [
+            {
+              key: 'drain',
+              type: 'choice',
+              text: { en: 'Is the drain cleared?' },
+              choices: [
+                { key: '1', label: { en: 'Yes' } },
+                { key: '2', label: { en: 'No' } },
+              ],
+              templates: { sms: question },
+            },
+          ],
+        })) as { id: string };
+        await call('POST', `/surveys/${survey.id}/runs`, {
+          channel: 'sms',
+          recipients: [voter],
+          channel_account_id: refusing.id,
+        });
+        await p.goto(`${server.base}/console/surveys/${survey.id}`);
+        await p.getByTestId('run-last-error').waitFor({ timeout: 20_000 });
+        expect(await p.getByTestId('run-last-error').textContent()).toContain('auth_failed');
+        await p.getByText('विफल').first().waitFor();
+        await at360('survey-run-failed-hi');
+        // A run the channel would refuse is refused before anything is sent, and says why.
+        const plain = (await call('POST', '/surveys', {
+          name: 'Plain survey',
+          questions: [{ key: 'issue', type: 'text', text: { en: 'Your biggest issue?' } }],
+        })) as { id: string };
+        await call('POST', '/segments', { name: 'Everyone' });
+        await p.goto(`${server.base}/console/surveys/${plain.id}`);
+        await p.getByLabel('सेगमेंट', { exact: true }).selectOption({ label: 'Everyone' });
+        await p.getByRole('button', { name: 'दौर शुरू करें' }).click();
+        await p.getByRole('alert').getByText('questions.0.templates.sms', { exact: true }).waitFor();
+        await at360('survey-run-refused-hi');
+      } finally {
+        await phone.close();
+      }
     });
 
     it('a volunteer sees only their inbox, voters read-only and their profile', async () => {

@@ -316,7 +316,7 @@ export interface paths {
         };
         /**
          * Your workspace, its time zone, and which provider carries each channel
-         * @description Each channel: its default active channel account, else its first active one, else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.
+         * @description Each channel: its default channel account (`active: false` when that account is switched off: sends are 422, nothing moves to another account), else the deployment's provider. `simulated: true` is the sandbox: messages on that channel reach nobody.
          *
          *     Any signed-in user.
          */
@@ -1110,7 +1110,9 @@ export interface paths {
         put?: never;
         /**
          * Cancel a campaign: what has not gone out stops and its credits are refunded
-         * @description Requires permission `campaigns:manage` (politician, manager).
+         * @description Every message not yet handed to a provider ends `failed` with `cancelled` and is refunded, those a worker had claimed included; only the calls in a provider's hands at that moment still go (`in_flight`).
+         *
+         *     Requires permission `campaigns:manage` (politician, manager).
          */
         post: operations["postCampaignsIdCancel"];
         delete?: never;
@@ -1677,7 +1679,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read a conversation
+         * Read a conversation, with how a reply can go now
          * @description Requires permission `conversations:handle` (politician, manager, volunteer).
          */
         get: operations["getConversationsId"];
@@ -2473,6 +2475,104 @@ export interface components {
          * @enum {string}
          */
         CampaignStatus: "draft" | "scheduled" | "queued" | "sending" | "completed" | "cancelled";
+        /** CancelledCampaign */
+        CancelledCampaign: {
+            /** @description `camp_<n>` */
+            id: string;
+            name: string;
+            channel: components["schemas"]["Channel"];
+            message: string;
+            status: components["schemas"]["CampaignStatus"];
+            segment_id: number | null;
+            /** @description Email subject. */
+            subject: string | null;
+            /** @description WhatsApp template. */
+            template_id: string | null;
+            /** @description An https URL sent with the message. */
+            media_url: string | null;
+            /** @description The channel account carrying its messages (or that would now); null: the deployment's provider. */
+            channel_account_id: string | null;
+            /** @description The provider that carries its messages (`sandbox`: simulated). */
+            provider: string | null;
+            /** @description true when the sandbox carries it: its messages reach no phone or inbox. */
+            simulated: boolean;
+            /** @description Its messages' latest failure or retry error; null: none. */
+            last_error: components["schemas"]["CampaignLastError"] | null;
+            /** @description Counted when the campaign is sent (0 before). */
+            total_recipients: number;
+            /** @description Its messages by status, live. */
+            stats: {
+                queued: number;
+                sent: number;
+                delivered: number;
+                failed: number;
+            };
+            scheduled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** @description While the campaign is held, when the window ends and its messages go out again; null when not held. */
+            held_until: string | null;
+            /** @description `quiet_hours`: a queued or sending sms, whatsapp or ivr campaign (not a service or transactional template) inside QUIET_HOURS: its messages are held until held_until. `silence_period`: such a campaign while a silence period of the workspace is in force (and not quiet hours): messages to voters of those constituencies fail with error_code silence_period until held_until, when the last of those periods ends; the others go out. null otherwise. */
+            held_reason: ("quiet_hours" | "silence_period") | null;
+            /** @description Messages in a provider's call when the cancel committed: they still go (at most one call per account lane). Every other message not yet handed over ended `failed` with `cancelled` and was refunded. */
+            in_flight: number;
+        };
+        /** CancelledCampaignResponse */
+        CancelledCampaignResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["CancelledCampaign"];
+        };
+        /** CancelledSurveyRun */
+        CancelledSurveyRun: {
+            /** @description `srun_<n>` */
+            id: string;
+            survey_id: string;
+            channel: string;
+            channel_account_id: string | null;
+            /**
+             * @description `failed`: it ended with every session it opened refused by the provider (`last_error` says why).
+             * @enum {string}
+             */
+            status: "scheduled" | "running" | "completed" | "cancelled" | "failed";
+            /** @description Contacts the run reaches (counted at the start, trued up once its sessions are open). */
+            recipients: number;
+            /** @description Sessions opened (the first question queued, or the call placed). */
+            started: number;
+            open: number;
+            completed: number;
+            partial: number;
+            no_answer: number;
+            /** @description Skipped as opted out, or ended by STOP. */
+            opted_out: number;
+            /** @description Sessions the provider refused a question (or the call) of: they ended `failed`. */
+            failed: number;
+            /** @description Its questions' latest refusal by the provider; null: none. */
+            last_error: components["schemas"]["SurveyRunLastError"] | null;
+            scheduled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** @description Questions in a provider's call when the cancel committed: they still go. Every other queued question ended `failed` with `cancelled` and was refunded. */
+            in_flight: number;
+        };
+        /** CancelledSurveyRunResponse */
+        CancelledSurveyRunResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["CancelledSurveyRun"];
+        };
         /**
          * Channel
          * @description whatsapp, sms, email or ivr.
@@ -2500,6 +2600,8 @@ export interface components {
             send_rate_per_second: number | null;
             /** @description false once switched off (PATCH active=false, or the provider refused its credentials). */
             active: boolean;
+            /** @description true where the account sends templates only on its SMS or WhatsApp channel: MSG91 (DLT Flow templates), any SMS while DLT_ENFORCE is on, WhatsApp outside the 24-hour window. A reply there is `{ template_id, variables }`. */
+            templates_only: boolean;
             /** @description Why the account is switched off; null while active. */
             disabled_reason: string | null;
             /** @description Where the provider sends delivery reports and replies, each carrying the account's secret token: msg91 `{ delivery, inbound }`; exotel `{ delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call }`; whatsapp_cloud `{ webhook }`; twilio `{ delivery }`. PATCH `{ rotate_callback_token: true }` changes the token (the old URLs stop working). */
@@ -2566,8 +2668,10 @@ export interface components {
             channel_account_id: string | null;
             /** @description true where the carrier is the sandbox: messages are simulated and reach no phone or inbox. */
             simulated: boolean;
-            /** @description false: the workspace's accounts for it are all switched off (sends are 422). */
+            /** @description false: the channel's default account is switched off, or its accounts have no default (sends and campaigns are 422 until the office switches it on or names another default; nothing moves to another account by itself). */
             active: boolean;
+            /** @description true where its carrier sends templates only: MSG91 SMS (DLT), any SMS while DLT_ENFORCE is on, WhatsApp through Meta or Twilio (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`). */
+            templates_only: boolean;
         };
         /** Conversation */
         Conversation: {
@@ -2599,6 +2703,45 @@ export interface components {
              * @description ISO 8601 UTC timestamp.
              */
             created_at: string;
+        };
+        /** ConversationDetail */
+        ConversationDetail: {
+            /** @description `conv_<n>` */
+            id: string;
+            channel: components["schemas"]["Channel"];
+            /** @description The contact's phone (E.164) or email address. */
+            address: string;
+            /** @description The workspace's voter with that address (the oldest where several share it), or null. */
+            voter_id: number | null;
+            voter_name: string | null;
+            /** @enum {string} */
+            status: "open" | "closed";
+            /** @description A user id, or null: unassigned. */
+            assigned_to: number | null;
+            assigned_to_name: string | null;
+            /** @description Inbound messages since the assignee last read the thread. */
+            unread_count: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            last_message_at: string;
+            last_message_preview: string;
+            last_inbound_at: string | null;
+            grievance_id: number | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            reply: components["schemas"]["ConversationReply"];
+        };
+        /** ConversationDetailResponse */
+        ConversationDetailResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["ConversationDetail"];
         };
         /** ConversationMessage */
         ConversationMessage: {
@@ -2650,6 +2793,22 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["ConversationPage"];
+        };
+        /** ConversationReply */
+        ConversationReply: {
+            /** @description true where a reply must be a template (`{ template_id, variables }`): SMS through a DLT gateway (MSG91, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote. */
+            templates_only: boolean;
+            reason: ("dlt" | "whatsapp_window") | null;
+            /** @description The provider a reply goes through now. */
+            provider: string;
+            /** @description Its name as people write it (MSG91). */
+            provider_label: string;
+            /** @description Each template variable's value for the contact's voter (empty where none): a variable left out of a reply's `variables` takes it. */
+            voter_values: {
+                [key: string]: string;
+            };
+            /** @description The workspace's templates for the channel that the provider can send (registered or approved there), in the order to offer them. */
+            template_ids: string[];
         };
         /** ConversationResponse */
         ConversationResponse: {
@@ -3468,12 +3627,16 @@ export interface components {
             name: string;
             /** @enum {string} */
             status: "draft" | "active" | "closed";
-            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
             intro: {
+                templates?: components["schemas"]["SurveyTemplates"];
+            } & {
                 [key: string]: string;
             };
-            /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+            /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
             outro: {
+                templates?: components["schemas"]["SurveyTemplates"];
+            } & {
                 [key: string]: string;
             };
             questions: components["schemas"]["SurveyQuestion"][];
@@ -3532,7 +3695,8 @@ export interface components {
             max?: number;
             /** @description `support_level`, `tags` (the choice key) or `field:<key>`. */
             save_to?: string;
-            /** @description SMS: the DLT template (tpl_<n>) sent for this question. */
+            templates?: components["schemas"]["SurveyTemplates"];
+            /** @description The same as `templates.sms` (kept for earlier clients). */
             template_id?: string;
             /** @description IVR: a recording the call plays instead of speaking the text. */
             audio_url?: string;
@@ -3554,8 +3718,11 @@ export interface components {
             address: string;
             channel: string;
             language: string;
-            /** @enum {string} */
-            status: "open" | "completed" | "partial" | "no_answer";
+            /**
+             * @description `failed`: the provider refused one of its questions (or the call), and the session ended there; the run's `last_error` says why.
+             * @enum {string}
+             */
+            status: "open" | "completed" | "partial" | "no_answer" | "failed";
             opted_out: boolean;
             /** @description By question key: the choice key (or `other`), the number, or the text. */
             answers: {
@@ -3622,8 +3789,11 @@ export interface components {
             survey_id: string;
             channel: string;
             channel_account_id: string | null;
-            /** @enum {string} */
-            status: "scheduled" | "running" | "completed" | "cancelled";
+            /**
+             * @description `failed`: it ended with every session it opened refused by the provider (`last_error` says why).
+             * @enum {string}
+             */
+            status: "scheduled" | "running" | "completed" | "cancelled" | "failed";
             /** @description Contacts the run reaches (counted at the start, trued up once its sessions are open). */
             recipients: number;
             /** @description Sessions opened (the first question queued, or the call placed). */
@@ -3634,6 +3804,10 @@ export interface components {
             no_answer: number;
             /** @description Skipped as opted out, or ended by STOP. */
             opted_out: number;
+            /** @description Sessions the provider refused a question (or the call) of: they ended `failed`. */
+            failed: number;
+            /** @description Its questions' latest refusal by the provider; null: none. */
+            last_error: components["schemas"]["SurveyRunLastError"] | null;
             scheduled_at: string | null;
             /**
              * Format: date-time
@@ -3642,6 +3816,16 @@ export interface components {
             created_at: string;
             started_at: string | null;
             completed_at: string | null;
+        };
+        /** SurveyRunLastError */
+        SurveyRunLastError: {
+            error_code: string;
+            error_message: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            at: string;
         };
         /** SurveyRunPage */
         SurveyRunPage: {
@@ -3664,6 +3848,14 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["SurveyRun"];
+        };
+        /**
+         * SurveyTemplates
+         * @description The templates this text goes as, by channel: `sms` a DLT-registered template (every SMS of a templates-only channel is one), `whatsapp` an approved WhatsApp template (the first message of a session). Their variables render from the voter as a campaign's do.
+         */
+        SurveyTemplates: {
+            sms?: string;
+            whatsapp?: string;
         };
         /** SurveyTrigger */
         SurveyTrigger: {
@@ -4459,6 +4651,38 @@ export interface components {
             };
         };
         /** @description OK. */
+        CancelledCampaign: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CancelledCampaignResponse"];
+            };
+        };
+        /** @description OK. */
+        CancelledSurveyRun: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CancelledSurveyRunResponse"];
+            };
+        };
+        /** @description OK. */
         ChannelAccount: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4549,6 +4773,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ConversationResponse"];
+            };
+        };
+        /** @description OK. */
+        ConversationDetail: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ConversationDetailResponse"];
             };
         };
         /** @description OK. */
@@ -7970,7 +8210,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["Campaign"];
+            200: components["responses"]["CancelledCampaign"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9102,7 +9342,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["Conversation"];
+            200: components["responses"]["ConversationDetail"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9449,12 +9689,16 @@ export interface operations {
                     name: string;
                     /** @enum {string} */
                     status?: "draft" | "active" | "closed";
-                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
                     intro?: {
+                        templates?: components["schemas"]["SurveyTemplates"];
+                    } & {
                         [key: string]: string;
                     };
-                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
                     outro?: {
+                        templates?: components["schemas"]["SurveyTemplates"];
+                    } & {
                         [key: string]: string;
                     };
                     questions: components["schemas"]["SurveyQuestion"][];
@@ -9540,12 +9784,16 @@ export interface operations {
                     name?: string;
                     /** @enum {string} */
                     status?: "draft" | "active" | "closed";
-                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
                     intro?: {
+                        templates?: components["schemas"]["SurveyTemplates"];
+                    } & {
                         [key: string]: string;
                     };
-                    /** @description Texts by language (`en`, `hi`, ...): a voter gets their `language` where given, else the first. */
+                    /** @description Texts by language (`en`, `hi`, ...), and `templates` ({ sms, whatsapp }) it goes as. The intro goes with the first question, as that question's template where it has one. */
                     outro?: {
+                        templates?: components["schemas"]["SurveyTemplates"];
+                    } & {
                         [key: string]: string;
                     };
                     questions?: components["schemas"]["SurveyQuestion"][];
@@ -9672,7 +9920,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["SurveyRun"];
+            200: components["responses"]["CancelledSurveyRun"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9756,7 +10004,8 @@ export interface operations {
                 /** @description Items per page, 1-100. */
                 per_page?: components["parameters"]["PerPage"];
                 run_id?: string;
-                status?: "open" | "completed" | "partial" | "no_answer";
+                /** @description `failed`: the provider refused one of its questions (or the call), and the session ended there; the run's `last_error` says why. */
+                status?: "open" | "completed" | "partial" | "no_answer" | "failed";
             };
             header?: never;
             path: {

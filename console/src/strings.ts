@@ -55,6 +55,25 @@ export const en = {
   'surveys.max': 'Largest',
   'surveys.saveTo': 'Save the answer to',
   'surveys.saveToHint': 'Writes the answer into the voter record when it is given.',
+  'surveys.failed': 'Failed',
+  'surveys.run.failed': 'Failed',
+  'surveys.response.failed': 'Failed',
+  'surveys.introHint':
+    'Goes with question 1, in the same message: where question 1 has a template, write the introduction into that template.',
+  'surveys.template.none': 'No template: the text as written',
+  'surveys.template.sms': 'SMS template (DLT)',
+  'surveys.template.whatsapp': 'WhatsApp template',
+  'surveys.template.outroSms': 'Closing message: SMS template (DLT)',
+  'surveys.template.smsRequired':
+    'Required: this office’s SMS gateway sends registered DLT templates only. Its text goes instead of the one above.',
+  'surveys.template.smsHint': 'Where DLT applies, the registered template goes instead of the text above.',
+  'surveys.template.whatsappFirst':
+    'WhatsApp opens a conversation only with an approved template: the first question goes as this one (its buttons answer it).',
+  'surveys.template.whatsappLater':
+    'Later questions go as text, inside the window the voter’s answer opened.',
+  'surveys.template.smsShort': 'SMS: {id}',
+  'surveys.template.whatsappShort': 'WhatsApp: {id}',
+  'surveys.canGoOn': 'Can go on: {channels}',
   'surveys.saveNowhere': 'Nowhere',
   'surveys.saveTags': 'A tag (the choice key)',
   'surveys.removeQuestion': 'Remove this question',
@@ -395,6 +414,22 @@ export const en = {
   'inbox.assignMe': 'Assign to me',
   'inbox.assignTo': 'Assign to',
   'inbox.openGrievance': 'Open a grievance',
+  'inbox.templatesOnly.dlt':
+    '{provider} sends SMS only as DLT-registered templates: choose a template and fill its fields.',
+  'inbox.templatesOnly.window':
+    'The voter last wrote more than 24 hours ago: WhatsApp takes only an approved template now.',
+  'inbox.template': 'Template',
+  'inbox.template.none':
+    'No template of this office fits yet: add one in Templates, with its id at the gateway.',
+  'inbox.template.unregistered': 'Not registered with {provider}',
+  'inbox.template.preview': 'As the voter will read it',
+  'inbox.variable.hint': 'Left empty: the voter’s own value.',
+  'inbox.variable.dltHint': 'At most {max} characters (DLT). Left empty: the voter’s own value.',
+  'variable.name': 'Name',
+  'variable.first_name': 'First name',
+  'variable.constituency': 'Constituency',
+  'variable.booth': 'Booth',
+  'variable.ward': 'Ward',
   'inbox.hasGrievance': 'A grievance is open for this conversation.',
   'grievances.new': 'New grievance',
   'grievances.none': 'No grievance matches.',

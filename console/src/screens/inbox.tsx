@@ -186,17 +186,31 @@ function Thread({ id }: { id: string }) {
     enabled: me.user.role === 'politician',
   });
   const [text, setText] = useState('');
+  const [templateId, setTemplateId] = useState('');
+  const [variables, setVariables] = useState<Record<string, string>>({});
   const refresh = () => {
     void client.invalidateQueries({ queryKey: ['conversation', id] });
     void client.invalidateQueries({ queryKey: ['conversations'] });
   };
+  const templated = conversation.data?.reply.templates_only === true;
   const reply = useMutation({
     mutationFn: () =>
       envelope(
-        api.POST('/api/conversations/{id}/reply', { params: { path: { id } }, body: { message: text } }),
+        api.POST('/api/conversations/{id}/reply', {
+          params: { path: { id } },
+          body: templated
+            ? {
+                template_id: templateId,
+                // Empty fields are left to the voter's record (their name, ward, ...).
+                variables: Object.fromEntries(Object.entries(variables).filter(([, v]) => v.trim() !== '')),
+              }
+            : { message: text },
+        }),
       ),
     onSuccess: () => {
       setText('');
+      setTemplateId('');
+      setVariables({});
       refresh();
     },
   });
@@ -255,7 +269,20 @@ function Thread({ id }: { id: string }) {
           reply.mutate();
         }}
       >
-        {quick.data && quick.data.data.length > 0 && (
+        {templated && (
+          <TemplateReply
+            channel={c.channel}
+            reply={c.reply}
+            templateId={templateId}
+            onTemplate={(id) => {
+              setTemplateId(id);
+              setVariables({});
+            }}
+            variables={variables}
+            onVariables={setVariables}
+          />
+        )}
+        {!templated && quick.data && quick.data.data.length > 0 && (
           <Field label={t('inbox.quick')}>
             <select value="" onChange={(e) => setText(e.target.value)}>
               <option value="">{t('compose.choose')}</option>
@@ -267,12 +294,14 @@ function Thread({ id }: { id: string }) {
             </select>
           </Field>
         )}
-        <Field label={t('inbox.reply')}>
-          <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
-        </Field>
+        {!templated && (
+          <Field label={t('inbox.reply')}>
+            <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
+          </Field>
+        )}
         <ErrorNote error={reply.error ?? patch.error ?? grievance.error} />
         <div className="actions">
-          <button className="primary" disabled={reply.isPending}>
+          <button className="primary" disabled={reply.isPending || (templated && !templateId)}>
             {t('inbox.send')}
           </button>
           {c.status === 'open' ? (
@@ -318,5 +347,108 @@ function Thread({ id }: { id: string }) {
         {c.grievance_id && <Notice>{t('inbox.hasGrievance')}</Notice>}
       </form>
     </Section>
+  );
+}
+
+/** A template's variables in order of appearance, without repeats (`{{name}}`, `{{first_name|friend}}`). */
+function variablesOf(body: string): string[] {
+  const names = [...body.matchAll(/\{\{\s*([^{}|]*?)\s*(?:\|[^{}]*)?\}\}/g)].map((m) => m[1]!);
+  return [...new Set(names)];
+}
+
+/** TRAI's limit on a DLT template's variable. */
+const DLT_VARIABLE_MAX = 30;
+
+/**
+ * The reply box where the gateway sends templates only (SMS through DLT, WhatsApp outside its 24-hour window):
+ * the workspace's templates for the channel, those the gateway knows first (the others cannot be chosen), a
+ * field per variable (left empty: the voter's own value), and the text as it will go.
+ */
+function TemplateReply(props: {
+  channel: string;
+  reply: {
+    reason: 'dlt' | 'whatsapp_window' | null;
+    provider_label: string;
+    template_ids: string[];
+    voter_values: Record<string, string>;
+  };
+  templateId: string;
+  onTemplate: (id: string) => void;
+  variables: Record<string, string>;
+  onVariables: (values: Record<string, string>) => void;
+}) {
+  const { t } = useI18n();
+  const { reply, templateId, variables } = props;
+  const channel = props.channel as 'sms' | 'whatsapp';
+  const templates = useQuery({
+    queryKey: ['templates', channel],
+    queryFn: () =>
+      allPages((page) =>
+        data(api.GET('/api/templates', { params: { query: { page, per_page: 100, channel } } })),
+      ),
+  });
+  const all = templates.data?.data ?? [];
+  const fits = new Set(reply.template_ids);
+  const usable = all.filter((tpl) => fits.has(tpl.id));
+  const others = all.filter((tpl) => !fits.has(tpl.id));
+  const chosen = all.find((tpl) => tpl.id === templateId);
+  const names = chosen ? variablesOf(chosen.body) : [];
+  const rendered = chosen
+    ? chosen.body.replace(/\{\{\s*([^{}|]*?)\s*(\|[^{}]*)?\}\}/g, (_, name: string) =>
+        variables[name]?.trim()
+          ? variables[name]!.trim()
+          : reply.voter_values[name] || `[${t(`variable.${name}` as 'variable.name')}]`,
+      )
+    : '';
+  return (
+    <>
+      <Notice>
+        {t(reply.reason === 'whatsapp_window' ? 'inbox.templatesOnly.window' : 'inbox.templatesOnly.dlt', {
+          provider: reply.provider_label,
+        })}
+      </Notice>
+      <Field label={t('inbox.template')} hint={usable.length === 0 ? t('inbox.template.none') : undefined}>
+        <select required value={templateId} onChange={(e) => props.onTemplate(e.target.value)}>
+          <option value="">{t('compose.choose')}</option>
+          {usable.map((tpl) => (
+            <option key={tpl.id} value={tpl.id}>
+              {tpl.name}
+            </option>
+          ))}
+          {others.length > 0 && (
+            <optgroup label={t('inbox.template.unregistered', { provider: reply.provider_label })}>
+              {others.map((tpl) => (
+                <option key={tpl.id} value={tpl.id} disabled>
+                  {tpl.name}
+                </option>
+              ))}
+            </optgroup>
+          )}
+        </select>
+      </Field>
+      {names.map((name) => (
+        <Field
+          key={name}
+          label={t(`variable.${name}` as 'variable.name')}
+          hint={
+            reply.reason === 'dlt'
+              ? t('inbox.variable.dltHint', { max: DLT_VARIABLE_MAX })
+              : t('inbox.variable.hint')
+          }
+        >
+          <input
+            value={variables[name] ?? ''}
+            maxLength={reply.reason === 'dlt' ? DLT_VARIABLE_MAX : 500}
+            onChange={(e) => props.onVariables({ ...variables, [name]: e.target.value })}
+          />
+        </Field>
+      ))}
+      {chosen && (
+        <div className="sample">
+          <h3>{t('inbox.template.preview')}</h3>
+          <p data-testid="reply-rendered">{rendered}</p>
+        </div>
+      )}
+    </>
   );
 }

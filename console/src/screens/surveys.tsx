@@ -6,6 +6,7 @@ import { useI18n } from '../i18n.tsx';
 import type { components } from '../schema.d.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
 import { commaList, useVoterFields } from './voters.tsx';
+import { useWorkspace } from '../queries.ts';
 
 type Survey = components['schemas']['Survey'];
 type Question = components['schemas']['SurveyQuestion'];
@@ -94,6 +95,9 @@ interface QuestionDraft {
   min: string;
   max: string;
   saveTo: string;
+  /** The templates it goes as: SMS (DLT), and WhatsApp (the first question opens the session with it). */
+  smsTemplate: string;
+  whatsappTemplate: string;
 }
 
 const newChoice = (n: number): ChoiceDraft => ({ key: String(n), en: '', hi: '', keywords: '' });
@@ -106,6 +110,8 @@ const newQuestion = (n: number): QuestionDraft => ({
   min: '',
   max: '',
   saveTo: '',
+  smsTemplate: '',
+  whatsappTemplate: '',
 });
 
 /** Texts in English and Hindi, the Hindi left out when empty. */
@@ -131,7 +137,68 @@ function asQuestion(q: QuestionDraft): Question {
     ...(q.type === 'number' && q.min !== '' ? { min: Number(q.min) } : {}),
     ...(q.type === 'number' && q.max !== '' ? { max: Number(q.max) } : {}),
     ...(q.saveTo ? { save_to: q.saveTo } : {}),
+    ...(q.smsTemplate || q.whatsappTemplate
+      ? {
+          templates: {
+            ...(q.smsTemplate ? { sms: q.smsTemplate } : {}),
+            ...(q.whatsappTemplate ? { whatsapp: q.whatsappTemplate } : {}),
+          },
+        }
+      : {}),
   };
+}
+
+/** The workspace's templates for SMS and WhatsApp, as the builder's pickers offer them. */
+function useChannelTemplates() {
+  const read = (channel: 'sms' | 'whatsapp') =>
+    allPages((page) =>
+      data(api.GET('/api/templates', { params: { query: { page, per_page: 100, channel } } })),
+    );
+  return useQuery({
+    queryKey: ['templates', 'survey-builder'],
+    queryFn: async () => ({ sms: (await read('sms')).data, whatsapp: (await read('whatsapp')).data }),
+  });
+}
+
+/**
+ * The channels a question can go on, as the workspace's gateways stand: a templates-only SMS channel (MSG91,
+ * DLT) needs its SMS template, WhatsApp through Meta or Twilio needs the first question's WhatsApp template.
+ */
+function channelsFor(
+  q: Pick<QuestionDraft, 'smsTemplate' | 'whatsappTemplate'>,
+  first: boolean,
+  templatesOnly: { sms: boolean; whatsapp: boolean },
+): Array<(typeof channels)[number]> {
+  return channels.filter((c) =>
+    c === 'sms'
+      ? !templatesOnly.sms || q.smsTemplate !== ''
+      : c === 'whatsapp'
+        ? !first || !templatesOnly.whatsapp || q.whatsappTemplate !== ''
+        : true,
+  );
+}
+
+/** A template picker of the builder: the workspace's templates of one channel. */
+function TemplatePicker(props: {
+  label: string;
+  hint: string;
+  value: string;
+  options: Array<{ id: string; name: string }>;
+  onChange: (id: string) => void;
+}) {
+  const { t } = useI18n();
+  return (
+    <Field label={props.label} hint={props.hint}>
+      <select value={props.value} onChange={(e) => props.onChange(e.target.value)}>
+        <option value="">{t('surveys.template.none')}</option>
+        {props.options.map((tpl) => (
+          <option key={tpl.id} value={tpl.id}>
+            {tpl.name}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
 }
 
 /** The survey builder: questions in English and Hindi, choices with keys and keywords, where answers are saved. */
@@ -143,6 +210,13 @@ export function SurveyBuilder() {
   const [name, setName] = useState('');
   const [intro, setIntro] = useState({ en: '', hi: '' });
   const [outro, setOutro] = useState({ en: '', hi: '' });
+  const [outroSms, setOutroSms] = useState('');
+  const templates = useChannelTemplates();
+  const workspace = useWorkspace();
+  const templatesOnly = {
+    sms: workspace.data?.channels.sms.templates_only ?? false,
+    whatsapp: workspace.data?.channels.whatsapp.templates_only ?? false,
+  };
   const [keyword, setKeyword] = useState('');
   const [questions, setQuestions] = useState<QuestionDraft[]>([newQuestion(1)]);
   const change = (i: number, patch: Partial<QuestionDraft>) =>
@@ -156,7 +230,11 @@ export function SurveyBuilder() {
           body: {
             name,
             intro: texts(intro.en, intro.hi),
-            outro: texts(outro.en, outro.hi),
+            // Texts by language beside `templates`: a shape TypeScript's index signatures cannot state.
+            outro: {
+              ...texts(outro.en, outro.hi),
+              ...(outroSms ? { templates: { sms: outroSms } } : {}),
+            } as unknown as Survey['outro'],
             questions: questions.map(asQuestion),
             ...(keyword.trim()
               ? {
@@ -193,7 +271,7 @@ export function SurveyBuilder() {
           <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
         <div className="grid-2">
-          <Field label={`${t('surveys.intro')} (English)`}>
+          <Field label={`${t('surveys.intro')} (English)`} hint={t('surveys.introHint')}>
             <textarea
               rows={2}
               value={intro.en}
@@ -319,6 +397,29 @@ export function SurveyBuilder() {
                 </Field>
               </div>
             )}
+            <div className="grid-2">
+              <TemplatePicker
+                label={t('surveys.template.sms')}
+                hint={t(templatesOnly.sms ? 'surveys.template.smsRequired' : 'surveys.template.smsHint')}
+                value={q.smsTemplate}
+                options={templates.data?.sms ?? []}
+                onChange={(id) => change(i, { smsTemplate: id })}
+              />
+              <TemplatePicker
+                label={t('surveys.template.whatsapp')}
+                hint={t(i === 0 ? 'surveys.template.whatsappFirst' : 'surveys.template.whatsappLater')}
+                value={q.whatsappTemplate}
+                options={templates.data?.whatsapp ?? []}
+                onChange={(id) => change(i, { whatsappTemplate: id })}
+              />
+            </div>
+            <p className="muted" data-testid={`channels-${i}`}>
+              {t('surveys.canGoOn', {
+                channels: channelsFor(q, i === 0, templatesOnly)
+                  .map((c) => t(`channel.${c}`))
+                  .join(', '),
+              })}
+            </p>
             <Field label={t('surveys.saveTo')} hint={t('surveys.saveToHint')}>
               <select value={q.saveTo} onChange={(e) => change(i, { saveTo: e.target.value })}>
                 {saveTargets.map(([value, label]) => (
@@ -359,6 +460,13 @@ export function SurveyBuilder() {
             />
           </Field>
         </div>
+        <TemplatePicker
+          label={t('surveys.template.outroSms')}
+          hint={t(templatesOnly.sms ? 'surveys.template.smsRequired' : 'surveys.template.smsHint')}
+          value={outroSms}
+          options={templates.data?.sms ?? []}
+          onChange={setOutroSms}
+        />
         <Field label={t('surveys.keyword')} hint={t('surveys.keywordHint')}>
           <input value={keyword} maxLength={40} onChange={(e) => setKeyword(e.target.value)} />
         </Field>
@@ -526,6 +634,18 @@ export function SurveyPage({ id }: { id: string }) {
       envelope(api.PATCH('/api/surveys/{id}', { params: { path: { id } }, body: { status: 'closed' } })),
     onSuccess: refresh,
   });
+  const runColumns = [
+    t('field.channel'),
+    t('field.status'),
+    t('surveys.recipients'),
+    t('surveys.started'),
+    t('surveys.completed'),
+    t('surveys.partial'),
+    t('surveys.noAnswer'),
+    t('surveys.optedOut'),
+    t('surveys.failed'),
+    t('field.created'),
+  ];
   if (survey.isPending) return <Loading />;
   if (!survey.data) return <ErrorNote error={survey.error} />;
   const s = survey.data;
@@ -557,6 +677,18 @@ export function SurveyPage({ id }: { id: string }) {
                 <span className="muted">
                   {' '}
                   — {q.choices.map((c) => `${c.key}. ${inLang(c.label, lang)}`).join(', ')}
+                </span>
+              )}
+              {(q.templates?.sms ?? q.template_id) && (
+                <span className="muted">
+                  {' '}
+                  · {t('surveys.template.smsShort', { id: q.templates?.sms ?? q.template_id ?? '' })}
+                </span>
+              )}
+              {q.templates?.whatsapp && (
+                <span className="muted">
+                  {' '}
+                  · {t('surveys.template.whatsappShort', { id: q.templates.whatsapp })}
                 </span>
               )}
             </li>
@@ -605,34 +737,31 @@ export function SurveyPage({ id }: { id: string }) {
         {runs.data?.data.length === 0 ? (
           <Empty>{t('surveys.noRuns')}</Empty>
         ) : (
-          <Table
-            caption={t('surveys.runs')}
-            head={[
-              t('field.channel'),
-              t('field.status'),
-              t('surveys.recipients'),
-              t('surveys.started'),
-              t('surveys.completed'),
-              t('surveys.partial'),
-              t('surveys.noAnswer'),
-              t('surveys.optedOut'),
-              t('field.created'),
-              '',
-            ]}
-          >
+          <Table caption={t('surveys.runs')} head={[...runColumns, '']} stacked>
             {(runs.data?.data ?? []).map((r) => (
               <tr key={r.id}>
-                <td>{t(`channel.${r.channel as 'sms'}`)}</td>
-                <td>
+                <td data-label={runColumns[0]}>{t(`channel.${r.channel as 'sms'}`)}</td>
+                <td data-label={runColumns[1]}>
                   <Badge value={t(`surveys.run.${r.status}`)} />
                 </td>
-                <td>{n(r.recipients)}</td>
-                <td>{n(r.started)}</td>
-                <td>{n(r.completed)}</td>
-                <td>{n(r.partial)}</td>
-                <td>{n(r.no_answer)}</td>
-                <td>{n(r.opted_out)}</td>
-                <td className="nowrap">{d(r.created_at)}</td>
+                <td data-label={runColumns[2]}>{n(r.recipients)}</td>
+                <td data-label={runColumns[3]}>{n(r.started)}</td>
+                <td data-label={runColumns[4]}>{n(r.completed)}</td>
+                <td data-label={runColumns[5]}>{n(r.partial)}</td>
+                <td data-label={runColumns[6]}>{n(r.no_answer)}</td>
+                <td data-label={runColumns[7]}>{n(r.opted_out)}</td>
+                <td data-label={runColumns[8]}>
+                  {n(r.failed)}
+                  {r.last_error && (
+                    <small className="block" data-testid="run-last-error">
+                      {t('campaign.lastError', { when: d(r.last_error.at) })}{' '}
+                      <code>{r.last_error.error_code}</code> {r.last_error.error_message}
+                    </small>
+                  )}
+                </td>
+                <td data-label={runColumns[9]} className="nowrap">
+                  {d(r.created_at)}
+                </td>
                 <td>
                   {(r.status === 'running' || r.status === 'scheduled') && (
                     <button type="button" onClick={() => cancel.mutate(r.id)}>

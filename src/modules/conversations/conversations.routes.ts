@@ -5,7 +5,7 @@ import { authOf } from '../../http/guard.ts';
 import { Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
 import { ChannelSchema, MessageText, SendResult } from '../messages/messages.schemas.ts';
-import { Conversation } from './conversations.schemas.ts';
+import { Conversation, ConversationDetail } from './conversations.schemas.ts';
 import type { ConversationsService } from './conversations.service.ts';
 
 const ThreadMessage = Type.Object(
@@ -83,9 +83,9 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       config,
       schema: {
         tags,
-        summary: 'Read a conversation',
+        summary: 'Read a conversation, with how a reply can go now',
         params: Params,
-        response: { 200: Success(Conversation) },
+        response: { 200: Success(ConversationDetail) },
       },
     },
     async (request) => ({

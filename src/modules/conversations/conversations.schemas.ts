@@ -26,3 +26,33 @@ export const Conversation = Type.Object(
   },
   { title: 'Conversation' },
 );
+
+/** One conversation as its page reads it: with how a reply can go now. */
+export const ConversationDetail = Type.Object(
+  {
+    ...Conversation.properties,
+    reply: Type.Object(
+      {
+        templates_only: Type.Boolean({
+          description:
+            'true where a reply must be a template (`{ template_id, variables }`): SMS through a DLT gateway ' +
+            '(MSG91, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote.',
+        }),
+        reason: Type.Union([Type.Literal('dlt'), Type.Literal('whatsapp_window'), Type.Null()]),
+        provider: Type.String({ description: 'The provider a reply goes through now.' }),
+        provider_label: Type.String({ description: 'Its name as people write it (MSG91).' }),
+        voter_values: Type.Record(Type.String(), Type.String(), {
+          description:
+            "Each template variable's value for the contact's voter (empty where none): a variable left out of a reply's `variables` takes it.",
+        }),
+        template_ids: Type.Array(Type.String(), {
+          description:
+            "The workspace's templates for the channel that the provider can send (registered or approved there), " +
+            'in the order to offer them.',
+        }),
+      },
+      { title: 'ConversationReply' },
+    ),
+  },
+  { title: 'ConversationDetail' },
+);

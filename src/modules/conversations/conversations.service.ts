@@ -19,6 +19,8 @@ import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { matchesPlace } from '../places/places.repository.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { fittingTemplates } from '../templates/templates.service.ts';
+import { votersByAddress } from '../templates/templates.repository.ts';
+import { voterVariables } from '../sending/render.ts';
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import { conversationItem, conversationRef, conversationView } from './conversations.view.ts';
@@ -132,7 +134,21 @@ export class ConversationsService {
 
   async get(auth: AuthContext, ref: string) {
     const row = await this.find(this.deps.db, auth, ref);
-    return conversationItem(await conversationView(this.deps.db, row));
+    const rules = await this.replyRules(row, await this.replyAccount(this.deps.db, row));
+    const voter = (await votersByAddress(this.deps.db, auth.workspaceId, row.channel, [row.address])).get(
+      row.address,
+    );
+    return {
+      ...conversationItem(await conversationView(this.deps.db, row)),
+      reply: {
+        templates_only: rules.reason !== null,
+        reason: rules.reason,
+        provider: rules.provider,
+        provider_label: adapterNamed(rules.provider).label,
+        template_ids: rules.fit.map((t) => `tpl_${t.id}`),
+        voter_values: voterVariables(voter),
+      },
+    };
   }
 
   /** Both directions, oldest first. Read by its assignee, the conversation has nothing unread. */
@@ -386,31 +402,48 @@ export class ConversationsService {
    * the workspace's templates that fit.
    */
   private async refuseFreeText(row: ConversationRow, accountId: number | undefined): Promise<void> {
+    const { reason, provider, fit } = await this.replyRules(row, accountId);
+    if (reason === null) return;
+    const { dltEnforce } = this.deps;
+    const adapter = adapterNamed(provider);
+    const named = fit.length
+      ? `Templates that fit: ${fit
+          .slice(0, 10)
+          .map((t) => `tpl_${t.id} ("${t.name}")`)
+          .join(', ')}${fit.length > 10 ? `, and ${fit.length - 10} more` : ''}.`
+      : `No template of this workspace fits yet: add one (POST /api/templates) with ${adapter.templates ? `provider_template_ids.${provider}` : 'its dlt_template_id and sender_id'}.`;
+    const why =
+      reason === 'whatsapp_window'
+        ? "the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window: reply with an approved template"
+        : `${adapter.label} sends SMS only as DLT-registered templates${dltEnforce && !adapter.templatesOnly?.includes('sms') ? ' (DLT_ENFORCE)' : ''}: reply with a template`;
+    throw validationError({
+      message: [`cannot be free text: ${why} ({ "template_id": "tpl_<n>", "variables": { ... } }). ${named}`],
+    });
+  }
+
+  /** How a reply on the conversation can go now: the provider, whether it must be a template, and what fits. */
+  private async replyRules(row: ConversationRow, accountId: number | undefined) {
     const { db, deployment, dltEnforce } = this.deps;
     const channel = row.channel;
     const account =
       accountId !== undefined
-        ? await db.selectFrom('channel_accounts').select('provider').where('id', '=', accountId).executeTakeFirst()
+        ? await db
+            .selectFrom('channel_accounts')
+            .select('provider')
+            .where('id', '=', accountId)
+            .executeTakeFirst()
         : (await channelCarrier(db, row.workspace_id, channel)).account;
     const provider = account?.provider ?? deployment[channel];
     const windowShut =
       channel === 'whatsapp' &&
       (row.last_inbound_at === null || Date.now() - Date.parse(row.last_inbound_at) > WHATSAPP_WINDOW_MS);
     const dlt = channel === 'sms' && sendsTemplatesOnly(adapterNamed(provider), 'sms', dltEnforce);
-    if (!windowShut && !dlt) return;
-    const fit = await fittingTemplates(db, row.workspace_id, channel, provider, dltEnforce);
-    const named = fit.length
-      ? `Templates that fit: ${fit
-          .slice(0, 10)
-          .map((t) => `tpl_${t.id} ("${t.name}")`)
-          .join(', ')}${fit.length > 10 ? `, and ${fit.length - 10} more` : ''}.`
-      : `No template of this workspace fits yet: add one (POST /api/templates) with ${dlt ? (adapterNamed(provider).templates ? `provider_template_ids.${provider}` : 'its dlt_template_id and sender_id') : `provider_template_ids.${provider}`}.`;
-    const why = windowShut
-      ? "the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window: reply with an approved template"
-      : `${adapterNamed(provider).label} sends SMS only as DLT-registered templates: reply with a template`;
-    throw validationError({
-      message: [`cannot be free text: ${why} ({ "template_id": "tpl_<n>", "variables": { ... } }). ${named}`],
-    });
+    const reason = windowShut ? ('whatsapp_window' as const) : dlt ? ('dlt' as const) : null;
+    const fit =
+      channel === 'sms' || channel === 'whatsapp'
+        ? await fittingTemplates(db, row.workspace_id, channel, provider, dltEnforce)
+        : [];
+    return { reason, provider, fit };
   }
 
   private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {

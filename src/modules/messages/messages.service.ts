@@ -167,7 +167,9 @@ export class MessagesService {
     dltVariableProblems(
       template,
       options.variables,
-      Boolean(account && sendsTemplatesOnly(adapterNamed(account.provider), input.channel, config.dltEnforce)),
+      Boolean(
+        account && sendsTemplatesOnly(adapterNamed(account.provider), input.channel, config.dltEnforce),
+      ),
       errors,
     );
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);

@@ -76,6 +76,11 @@ function variableValue(name: string, voter: VoterFields | undefined): string {
   }
 }
 
+/** Every variable's value for `voter` (a reply box shows what an empty field will be). */
+export function voterVariables(voter: VoterFields | undefined): Record<string, string> {
+  return Object.fromEntries(templateVariables.map((name) => [name, variableValue(name, voter)]));
+}
+
 /** True for a template of ours (`tpl_<n>`), as opposed to a WhatsApp provider template name. */
 export function isTemplateRef(value: string | null | undefined): value is string {
   return typeof value === 'string' && /^tpl_\d{1,15}$/.test(value);

@@ -333,7 +333,9 @@ const TEMPLATE_REF = /^tpl_\d{1,15}$/;
 function checkTemplates(raw: unknown, field: string, errors: FieldErrors): Templates {
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
-    errors[field] = ['must be an object of templates by channel, e.g. { "sms": "tpl_3", "whatsapp": "tpl_4" }.'];
+    errors[field] = [
+      'must be an object of templates by channel, e.g. { "sms": "tpl_3", "whatsapp": "tpl_4" }.',
+    ];
     return {};
   }
   const templates: Templates = {};
