@@ -2600,7 +2600,7 @@ export interface components {
             send_rate_per_second: number | null;
             /** @description false once switched off (PATCH active=false, or the provider refused its credentials). */
             active: boolean;
-            /** @description true where the account sends templates only on its SMS or WhatsApp channel: MSG91 (DLT Flow templates), any SMS while DLT_ENFORCE is on, WhatsApp outside the 24-hour window. A reply there is `{ template_id, variables }`. */
+            /** @description true where the account sends templates only on its SMS or WhatsApp channel: a DLT gateway that sends its registered templates only, any SMS while DLT_ENFORCE is on, WhatsApp (outside the 24-hour window a session opens only with an approved template). A reply there is `{ template_id, variables }`. */
             templates_only: boolean;
             /** @description Why the account is switched off; null while active. */
             disabled_reason: string | null;
@@ -2670,7 +2670,7 @@ export interface components {
             simulated: boolean;
             /** @description false: the channel's default account is switched off, or its accounts have no default (sends and campaigns are 422 until the office switches it on or names another default; nothing moves to another account by itself). */
             active: boolean;
-            /** @description true where its carrier sends templates only: MSG91 SMS (DLT), any SMS while DLT_ENFORCE is on, WhatsApp through Meta or Twilio (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`). */
+            /** @description true where its carrier sends templates only: SMS through a gateway of registered DLT templates, any SMS while DLT_ENFORCE is on, WhatsApp through a real provider (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`). */
             templates_only: boolean;
         };
         /** Conversation */
@@ -2796,12 +2796,12 @@ export interface components {
         };
         /** ConversationReply */
         ConversationReply: {
-            /** @description true where a reply must be a template (`{ template_id, variables }`): SMS through a DLT gateway (MSG91, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote. */
+            /** @description true where a reply must be a template (`{ template_id, variables }`): SMS through a DLT gateway (a gateway of registered templates only, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote. */
             templates_only: boolean;
             reason: ("dlt" | "whatsapp_window") | null;
             /** @description The provider a reply goes through now. */
             provider: string;
-            /** @description Its name as people write it (MSG91). */
+            /** @description Its name as people write it. */
             provider_label: string;
             /** @description Each template variable's value for the contact's voter (empty where none): a variable left out of a reply's `variables` takes it. */
             voter_values: {

@@ -38,8 +38,8 @@ export interface ProviderAdapter {
     readonly maxLength: number;
   };
   /**
-   * The channels on which its accounts send templates only (contract, fifth part): MSG91's SMS (DLT Flow
-   * templates), WhatsApp outside the 24-hour window (a session opens only with an approved template). Every SMS
+   * The channels on which its accounts send templates only (contract, fifth part): a DLT gateway's SMS
+   * (its registered templates), WhatsApp outside the 24-hour window (a session opens only with an approved template). Every SMS
    * is templates-only besides while DLT_ENFORCE is on (sendsTemplatesOnly).
    */
   readonly templatesOnly?: readonly Channel[];

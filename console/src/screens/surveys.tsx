@@ -161,8 +161,8 @@ function useChannelTemplates() {
 }
 
 /**
- * The channels a question can go on, as the workspace's gateways stand: a templates-only SMS channel (MSG91,
- * DLT) needs its SMS template, WhatsApp through Meta or Twilio needs the first question's WhatsApp template.
+ * The channels a question can go on, as the workspace's gateways stand: a templates-only SMS channel (DLT)
+ * needs its SMS template, a templates-only WhatsApp channel the first question's WhatsApp template.
  */
 function channelsFor(
   q: Pick<QuestionDraft, 'smsTemplate' | 'whatsappTemplate'>,

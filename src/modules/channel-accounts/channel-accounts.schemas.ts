@@ -63,8 +63,9 @@ export const ChannelAccountItem = Type.Object(
     }),
     templates_only: Type.Boolean({
       description:
-        'true where the account sends templates only on its SMS or WhatsApp channel: MSG91 (DLT Flow ' +
-        'templates), any SMS while DLT_ENFORCE is on, WhatsApp outside the 24-hour window. A reply there is `{ template_id, variables }`.',
+        'true where the account sends templates only on its SMS or WhatsApp channel: a DLT gateway that sends ' +
+        'its registered templates only, any SMS while DLT_ENFORCE is on, WhatsApp (outside the 24-hour window a ' +
+        'session opens only with an approved template). A reply there is `{ template_id, variables }`.',
     }),
     disabled_reason: Type.Union([Type.String(), Type.Null()], {
       description: 'Why the account is switched off; null while active.',

@@ -36,11 +36,11 @@ export const ConversationDetail = Type.Object(
         templates_only: Type.Boolean({
           description:
             'true where a reply must be a template (`{ template_id, variables }`): SMS through a DLT gateway ' +
-            '(MSG91, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote.',
+            '(a gateway of registered templates only, or any while DLT_ENFORCE is on), WhatsApp more than 24 hours after the contact last wrote.',
         }),
         reason: Type.Union([Type.Literal('dlt'), Type.Literal('whatsapp_window'), Type.Null()]),
         provider: Type.String({ description: 'The provider a reply goes through now.' }),
-        provider_label: Type.String({ description: 'Its name as people write it (MSG91).' }),
+        provider_label: Type.String({ description: 'Its name as people write it.' }),
         voter_values: Type.Record(Type.String(), Type.String(), {
           description:
             "Each template variable's value for the contact's voter (empty where none): a variable left out of a reply's `variables` takes it.",

@@ -397,7 +397,7 @@ export class ConversationsService {
   }
 
   /**
-   * Free text where the gateway sends templates only (contract, fifth part, "Replies"): SMS through MSG91 or
+   * Free text where the gateway sends templates only (contract, fifth part, "Replies"): SMS through a DLT gateway or
    * under DLT_ENFORCE, and WhatsApp more than 24 hours after the contact last wrote. 422 on `message`, naming
    * the workspace's templates that fit.
    */

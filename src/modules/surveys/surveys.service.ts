@@ -450,8 +450,8 @@ export class SurveysService {
   /**
    * A run the channel would refuse is refused before anything is sent (contract, fifth part, "Survey
    * questions"): on a templates-only SMS channel every question (and the outro) needs its SMS template, one the
-   * gateway knows (its id there on MSG91; a DLT template id and sender id under DLT_ENFORCE); on WhatsApp through
-   * Meta or Twilio the first question needs its approved WhatsApp template. 422 lists each that lacks one.
+   * gateway knows (its id there, where it keeps its own; a DLT template id and sender id under DLT_ENFORCE); on
+   * a templates-only WhatsApp channel the first question needs its approved WhatsApp template. 422 lists each that lacks one.
    */
   private async refuseWhatGatewaysRefuse(
     workspaceId: number,

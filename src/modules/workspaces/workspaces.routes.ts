@@ -26,8 +26,9 @@ const Carrier = Type.Object(
     }),
     templates_only: Type.Boolean({
       description:
-        'true where its carrier sends templates only: MSG91 SMS (DLT), any SMS while DLT_ENFORCE is on, WhatsApp ' +
-        'through Meta or Twilio (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`).',
+        'true where its carrier sends templates only: SMS through a gateway of registered DLT templates, any SMS ' +
+        'while DLT_ENFORCE is on, WhatsApp through a real provider (outside the 24-hour window a session opens ' +
+        'only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`).',
     }),
   },
   { title: 'ChannelCarrier' },
