@@ -2028,7 +2028,7 @@ export interface paths {
         };
         /**
          * A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies
-         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call), whatsapp_cloud (webhook), twilio (delivery).
+         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's Gather and Passthru steps, each with the call's own `CallSid` (403 without it, 404 when it is not the call's); a Passthru answers only the question its Gather asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call), whatsapp_cloud (webhook), twilio (delivery).
          */
         get: operations["getProvidersProviderAccountTokenKind"];
         put?: never;
@@ -9926,6 +9926,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
@@ -10122,6 +10123,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             422: components["responses"]["ValidationError"];
@@ -10185,6 +10187,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];

@@ -214,11 +214,13 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/webhooks/:id/test': [409],
   'POST /api/providers/:provider/:kind': [403, 404, 405],
   'GET /api/providers/:provider/:kind': [403, 404, 405],
-  'GET /api/providers/:provider/:account/:token/:kind': [401, 404, 405],
+  // 403: an IVR survey step without the call's CallSid.
+  'GET /api/providers/:provider/:account/:token/:kind': [401, 403, 404, 405],
   'POST /api/conversations/:id/reply': [402, 409, 502],
   'POST /api/channel-accounts/:id/test': [402, 409],
   'POST /api/conversations/:id/grievance': [409],
-  'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 405, 413],
+  'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 403, 405, 413],
+  'POST /api/survey-runs/:id/cancel': [409],
 };
 
 const successDescriptions: Record<string, string> = {

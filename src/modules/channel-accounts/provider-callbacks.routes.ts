@@ -441,7 +441,9 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         'See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, ' +
         "`hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. " +
         '`greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, ' +
-        '404 for an unknown call. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no ' +
+        "404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's Gather and Passthru steps, " +
+        "each with the call's own `CallSid` (403 without it, 404 when it is not the call's); a Passthru answers only " +
+        'the question its Gather asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no ' +
         'automatic reply). Kinds by provider: ' +
         adapters
           .filter((a) => a.callbacks.length > 0)
