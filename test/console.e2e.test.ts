@@ -377,6 +377,18 @@ describe.runIf(!browserMissing).each(dialects)(
           }
         ).data[0]?.started;
       await expect.poll(asked, { timeout: 20_000 }).toBe(2);
+      // An answer counts once its question was handed to the provider: wait for both to have gone.
+      const handedOver = async (to: string) =>
+        (
+          (await api(
+            `${server.base}/api`,
+            'GET',
+            `/messages/history?to=${encodeURIComponent(to)}&per_page=5`,
+            owner.token,
+          )) as { data: Array<{ status: string }> }
+        ).data[0]?.status !== 'queued'; // newest first: the survey's question
+      for (const to of [voterPhones[0]!, voterPhones[1]!])
+        await expect.poll(() => handedOver(to), { timeout: 20_000 }).toBe(true);
       // Ravi answers with the key, Sita with the Hindi label.
       for (const [from, body] of [
         [voterPhones[0], '1'],

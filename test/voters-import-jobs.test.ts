@@ -84,7 +84,8 @@ for (const dialect of dialects) {
       const csv = [
         'Name,Phone,Ward,notes',
         `Asha Rao,${good},7,first`,
-        'Bad Phone,12,8,"quoted, with comma"',
+        ',12,8,"quoted, with comma"',
+        `Bad Phone,12,6,kept`,
         `"=Evil",${uniquePhone()},,x`,
         `No Email,${uniquePhone()},9,y`,
       ].join('\n');
@@ -119,16 +120,20 @@ for (const dialect of dialects) {
       expect(done.body.data).toMatchObject({
         id: job.id,
         status: 'completed',
-        imported: 3,
+        imported: 4,
         updated: 0,
         failed: 1,
-        progress: { bytes_read: Buffer.byteLength(csv), rows_read: 4 },
+        progress: { bytes_read: Buffer.byteLength(csv), rows_read: 5 },
         message: null,
       });
-      expect(done.body.data.errors).toEqual([{ row: 3, field: 'phone', message: expect.any(String) }]);
+      expect(done.body.data.errors).toEqual([{ row: 3, field: 'name', message: 'must not be empty.' }]);
+      // The row with a bad phone is kept without it.
+      expect(done.body.data.warnings).toEqual([
+        { line: 4, field: 'phone', value: '12', reason: expect.stringContaining('left out') },
+      ]);
       expect(done.body.data.started_at).not.toBeNull();
       expect(done.body.data.finished_at).not.toBeNull();
-      expect(await voterCount(t, owner.user.workspace_id)).toBe(3);
+      expect(await voterCount(t, owner.user.workspace_id)).toBe(4);
 
       const errors = await call(t.app, 'GET', `/api/voters/imports/${job.id}/errors.csv`, {
         token: owner.token,
@@ -140,12 +145,12 @@ for (const dialect of dialects) {
       expect(lines[0]).toBe('Name,Phone,Ward,notes,error');
       expect(lines).toHaveLength(2);
       expect(lines[1]).toMatch(
-        /^Bad Phone,12,8,"quoted, with comma","phone: must be a valid phone number, e.g. /,
+        /^,12,8,"quoted, with comma",name: must not be empty\.$/,
       );
 
       const audit = await audits(t, owner.user.workspace_id, 'voters.imported');
       expect(audit).toHaveLength(1);
-      expect(JSON.parse(audit[0]!.details!)).toMatchObject({ file_name: 'roll.csv', imported: 3, failed: 1 });
+      expect(JSON.parse(audit[0]!.details!)).toMatchObject({ file_name: 'roll.csv', imported: 4, failed: 1 });
       expect(Number(audit[0]!.actor_id)).toBe(owner.user.id);
       // The uploader's address is kept with the job for its audit entry (inject's client is 127.0.0.1).
       expect(audit[0]!.ip).toBe('127.0.0.1');

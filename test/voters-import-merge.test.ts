@@ -137,18 +137,21 @@ for (const dialect of dialects) {
         `Fresh One,${uniquePhone()},,2`,
         `Fresh Two,${uniquePhone()},bad-email,3`,
         `Fresh Three,12,,`,
+        `,${uniquePhone()},,4`,
       ].join('\n');
       const before = await voterRows(t, owner.user.workspace_id);
       const dry = await importFile(t, owner, csv, '?dry_run=true');
       expect(dry.status).toBe(200);
-      expect(dry.body.data).toMatchObject({ imported: 1, updated: 1, failed: 2, dry_run: true });
+      // Kept: Fresh Two without its email, Fresh Three without its phone (warnings); refused: the row without a name.
+      expect(dry.body.data).toMatchObject({ imported: 3, updated: 1, failed: 1, dry_run: true });
+      expect(dry.body.data.warnings.map((w: { field: string }) => w.field)).toEqual(['email', 'phone']);
       expect(dry.body.message).toMatch(/dry run/i);
       expect(await voterRows(t, owner.user.workspace_id)).toEqual(before);
 
       const real = await importFile(t, owner, csv, '?dry_run=false');
       expect(real.body.data).toEqual({ ...dry.body.data, dry_run: false });
       const after = await voterRows(t, owner.user.workspace_id);
-      expect(after).toHaveLength(2);
+      expect(after).toHaveLength(4);
       expect(after[0]).toMatchObject({ email: 'new@example.com', ward: '1', constituency: 'Varanasi' });
     });
 

@@ -403,6 +403,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/voters/import/columns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an import can fill: the fields, the roll headings it knows, and the last mapping
+         * @description The fields a `mapping` may name (the custom fields as `field:<key>`), the headings of Indian roll exports the import knows without one (compared case-insensitively, spaces and underscores alike, dots dropped), the headings that fill a field only where no other column does, and the workspace's last mapping (null: none yet).
+         *
+         *     Requires permission `voters:import` (politician, manager).
+         */
+        get: operations["getVotersImportColumns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/voters/imports": {
         parameters: {
             query?: never;
@@ -4125,6 +4147,30 @@ export interface components {
         } & {
             [key: string]: string | number | boolean;
         };
+        /** VoterImportColumns */
+        VoterImportColumns: {
+            /** @description What a mapping may name, besides `ignore`. */
+            fields: string[];
+            /** @description Headings the import knows (as compared: lower case, single spaces, no dots) -> field. */
+            headings: {
+                [key: string]: string;
+            };
+            /** @description Headings that fill their field only where no other column of the file does (AC No, PS No). */
+            fallbacks: {
+                [key: string]: string;
+            };
+            /** @description The workspace's last mapping (headings as compared), or null. */
+            last_mapping: {
+                [key: string]: string;
+            } | null;
+        };
+        /** VoterImportColumnsResponse */
+        VoterImportColumnsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VoterImportColumns"];
+        };
         /** VoterImportJob */
         VoterImportJob: {
             /** @description `imp_<n>`. */
@@ -4150,6 +4196,15 @@ export interface components {
                 row: number;
                 field: string;
                 message: string;
+            }[];
+            /** @description Cells left out of rows that were kept (a bad phone, EPIC number, email, age, gender, part or serial number, tag or custom field: the voter is imported without it), the first IMPORT_MAX_ERRORS of them. */
+            warnings: {
+                /** @description Line of the file where the row starts (the header is line 1). */
+                line: number;
+                field: string;
+                /** @description The cell as the file had it (at most 100 characters). */
+                value: string;
+                reason: string;
             }[];
             /** @description The values of the file that match no place, for each kind the workspace keeps places of (at most 100 each): add each as a place or as an alias of one. */
             unknown_places: {
@@ -4194,7 +4249,7 @@ export interface components {
             imported: number;
             /** @description The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside). */
             updated: number;
-            /** @description Rows refused; nothing of them was written. */
+            /** @description Rows refused (no name; a repeat of another row's EPIC number, or of its part and serial number); nothing of them was written. */
             failed: number;
             /** @description true when nothing was written (`?dry_run=true`). */
             dry_run: boolean;
@@ -4204,6 +4259,15 @@ export interface components {
                 row: number;
                 field: string;
                 message: string;
+            }[];
+            /** @description Cells left out of rows that were kept (a bad phone, EPIC number, email, age, gender, part or serial number, tag or custom field: the voter is imported without it), the first IMPORT_MAX_ERRORS of them. */
+            warnings: {
+                /** @description Line of the file where the row starts (the header is line 1). */
+                line: number;
+                field: string;
+                /** @description The cell as the file had it (at most 100 characters). */
+                value: string;
+                reason: string;
             }[];
             /** @description The values of the file that match no place, for each kind the workspace keeps places of (at most 100 each): add each as a place or as an alias of one. */
             unknown_places: {
@@ -5804,6 +5868,22 @@ export interface components {
             };
         };
         /** @description OK. */
+        VoterImportColumns: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VoterImportColumnsResponse"];
+            };
+        };
+        /** @description OK. */
         VoterImportJob: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6615,6 +6695,8 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
+                    /** @description JSON `{ "<heading of the file>": "<field>" | "ignore" }`, sent before the file part: the office's own headings, beside the roll headings the import knows (GET /api/voters/import/columns lists the fields). Remembered as the workspace's last mapping. */
+                    mapping?: string;
                     /**
                      * Format: binary
                      * @description The CSV file.
@@ -6652,6 +6734,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVotersImportColumns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VoterImportColumns"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -266,6 +266,10 @@ export interface WorkspaceTable {
   created_at: string;
   /** An IANA time zone the console shows times in; null: QUIET_HOURS_TZ. */
   timezone: string | null;
+  /** JSON: the last import's heading -> field mapping (migration 041). */
+  import_mapping: ColumnType<string | null, string | null | undefined, string | null>;
+  /** `en` or `hi`: a voter without a language gets it (migration 041). */
+  default_language: ColumnType<string, string | undefined, string>;
 }
 
 export interface UserTable {
@@ -649,6 +653,10 @@ export interface VoterImportTable {
   unknown_places: Generated<string>;
   /** JSON array of the file's header names no field took (migration 035). */
   ignored_columns: Generated<string>;
+  /** JSON: the heading -> field mapping the upload was sent with (migration 041). */
+  mapping: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON text: the first IMPORT_MAX_ERRORS { line, field, value, reason } cells left out (migration 041). */
+  warnings: Generated<string>;
   message: string | null;
   attempts: Generated<number>;
   lease_owner: string | null;

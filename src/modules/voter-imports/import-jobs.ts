@@ -26,6 +26,7 @@ import {
   readError,
   tooLarge,
   VoterImporter,
+  type ImportMapping,
 } from './voter-imports.ts';
 
 export const importJobId = (id: number) => `imp_${id}`;
@@ -48,6 +49,7 @@ export function importJobView(row: VoterImportRow) {
     updated: Number(row.updated),
     failed: Number(row.failed),
     errors: JSON.parse(row.errors) as ImportResult['errors'],
+    warnings: JSON.parse(row.warnings) as ImportResult['warnings'],
     unknown_places: JSON.parse(row.unknown_places) as ImportResult['unknown_places'],
     ignored_columns: JSON.parse(row.ignored_columns) as string[],
     message: row.message,
@@ -125,6 +127,7 @@ export class VoterImportJobs {
     actor: { userId: number | null; ip: string | null },
     fileName: string,
     source: ImportSource,
+    mapping?: ImportMapping,
   ) {
     const { maxBytes, db } = this.deps;
     const key = `imp-${Date.now().toString(36)}-${randomUUID()}`;
@@ -156,6 +159,7 @@ export class VoterImportJobs {
       file_name: (fileName || 'voters.csv').slice(0, 255),
       file_key: key,
       bytes,
+      mapping: mapping ? JSON.stringify(mapping) : null,
       created_at: nowIso(),
     });
     return importJobView(row);
@@ -234,7 +238,11 @@ export class VoterImportJobs {
       result = await importer.run(
         Number(job.workspace_id),
         { stream: this.store.read(job.file_key), truncated: () => false },
-        { progress, failures },
+        {
+          progress,
+          failures,
+          mapping: job.mapping ? (JSON.parse(job.mapping) as ImportMapping) : undefined,
+        },
       );
       await flush();
       await writer.end();
@@ -253,6 +261,7 @@ export class VoterImportJobs {
         updated: result.updated,
         failed: result.failed,
         errors: JSON.stringify(result.errors),
+        warnings: JSON.stringify(result.warnings),
         unknown_places: JSON.stringify(result.unknown_places),
         ignored_columns: JSON.stringify(result.ignored_columns),
         message: null,

@@ -485,10 +485,11 @@ async function analyzeByIndex(
 
 /**
  * The staged voters that the workspace does not have yet: what an apply would create. A row whose EPIC number
- * a voter holds updates that voter; a row without a phone (from the roll) is a voter of its own.
+ * a voter holds updates that voter; a row without a phone (from the roll) is a voter of its own, by its EPIC
+ * number, or by its line where it has neither.
  */
 const newIdentities = (table: string, workspace: string) =>
-  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key, CASE WHEN phone IS NULL THEN epic_number END AS epic
+  `SELECT count(*) AS imported FROM (SELECT DISTINCT phone, name_key, CASE WHEN phone IS NULL THEN coalesce(epic_number, CAST(line AS TEXT)) END AS epic
      FROM ${table} s WHERE NOT ${epicHeld('s', workspace)}) s
    WHERE s.phone IS NULL OR NOT EXISTS (SELECT 1 FROM voters v WHERE v.workspace_id = ${workspace} AND v.phone = s.phone AND v.name_key = s.name_key)`;
 
@@ -624,8 +625,10 @@ async function startPostgresImport(
       try {
         await settle();
         if (seen.roll) await client.query(rollUpdate('voters_import', ws, '$1::timestamptz', ''), [now]);
-        // A row from the roll without a phone is a voter of its own (its EPIC number is its identity).
-        const identity = 'phone, name_key, CASE WHEN phone IS NULL THEN epic_number END';
+        // A row from the roll without a phone is a voter of its own (its EPIC number is its identity); a row with
+        // neither (its phone was left out as bad) is one of its own too, never merged with a namesake.
+        const identity =
+          'phone, name_key, CASE WHEN phone IS NULL THEN coalesce(epic_number, CAST(line AS TEXT)) END';
         const unheld = seen.roll ? ` WHERE NOT ${epicHeld('s', ws)}` : '';
         // Rows of one identity are merged (the last line's name, each field's last value given). A file with
         // no such repeats (a roll: one line per voter) skips the merge: its fifteen sorted aggregates over a

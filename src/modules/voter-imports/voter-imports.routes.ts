@@ -8,8 +8,9 @@ import { Page, PageQuery, Success } from '../../http/schemas.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import type { VoterImportJobs } from './import-jobs.ts';
-import type { VoterImporter } from './voter-imports.ts';
+import type { ImportMapping, VoterImporter } from './voter-imports.ts';
 import {
+  ImportColumns,
   ImportJob,
   ImportQuery,
   ImportResultSchema,
@@ -61,7 +62,17 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
         consumes: ['multipart/form-data'],
         querystring: ImportQuery,
         body: Type.Object(
-          { file: Type.String({ format: 'binary', description: 'The CSV file.' }) },
+          {
+            mapping: Type.Optional(
+              Type.String({
+                description:
+                  'JSON `{ "<heading of the file>": "<field>" | "ignore" }`, sent before the file part: the office\'s own headings, ' +
+                  'beside the roll headings the import knows (GET /api/voters/import/columns lists the fields). Remembered as ' +
+                  "the workspace's last mapping.",
+              }),
+            ),
+            file: Type.String({ format: 'binary', description: 'The CSV file.' }),
+          },
           { required: ['file'] },
         ),
         headers: Type.Object({
@@ -99,15 +110,30 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       }
       const file = part.file;
       const dryRun = request.query.dry_run;
+      // The `mapping` field, sent before the file part (the fields before it are read with it).
+      const given = part.fields.mapping;
+      const mappingText =
+        given && !Array.isArray(given) && given.type === 'field' ? String(given.value) : undefined;
+      let mapping: ImportMapping | undefined;
+      try {
+        mapping =
+          mappingText === undefined ? undefined : await importer.mapping(auth.workspaceId, mappingText);
+      } catch (error) {
+        file.resume();
+        throw error;
+      }
       if (prefersAsync(request.headers.prefer)) {
         if (dryRun) {
           file.resume();
           throw validationError({ dry_run: ['cannot be combined with Prefer: respond-async.'] });
         }
-        const job = await jobs.enqueue(auth.workspaceId, actorOf(request), part.filename, {
-          stream: file,
-          truncated: () => file.truncated,
-        });
+        const job = await jobs.enqueue(
+          auth.workspaceId,
+          actorOf(request),
+          part.filename,
+          { stream: file, truncated: () => file.truncated },
+          mapping,
+        );
         return reply
           .code(202)
           .header('location', `/api/voters/imports/${job.id}`)
@@ -117,15 +143,39 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       const result = await importer.run(
         auth.workspaceId,
         { stream: file, truncated: () => file.truncated },
-        { dryRun, audit: dryRun ? undefined : { actor: actorOf(request), fileName: part.filename } },
+        {
+          dryRun,
+          mapping,
+          audit: dryRun ? undefined : { actor: actorOf(request), fileName: part.filename },
+        },
       );
-      const counts = `${result.imported} created, ${result.updated} updated, ${result.failed} failed`;
+      const counts = `${result.imported} created, ${result.updated} updated, ${result.failed} failed${result.warnings.length > 0 ? `, ${result.warnings.length} cells left out` : ''}`;
       return {
         success: true as const,
         message: dryRun ? `Dry run, nothing written: ${counts}.` : `Import finished: ${counts}.`,
         data: { ...result, dry_run: dryRun },
       };
     },
+  );
+
+  app.get(
+    '/voters/import/columns',
+    {
+      config: { permission: 'voters:import' },
+      schema: {
+        tags,
+        summary: 'What an import can fill: the fields, the roll headings it knows, and the last mapping',
+        description:
+          'The fields a `mapping` may name (the custom fields as `field:<key>`), the headings of Indian roll exports ' +
+          'the import knows without one (compared case-insensitively, spaces and underscores alike, dots dropped), ' +
+          "the headings that fill a field only where no other column does, and the workspace's last mapping (null: none yet).",
+        response: { 200: Success(ImportColumns) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await importer.columns(authOf(request).workspaceId),
+    }),
   );
 
   app.get(

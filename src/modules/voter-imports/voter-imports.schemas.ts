@@ -14,6 +14,36 @@ const ImportErrors = Type.Array(
   { description: 'One entry per problem, the first IMPORT_MAX_ERRORS (default 1000) of them.' },
 );
 
+const ImportWarnings = Type.Array(
+  Type.Object({
+    line: Type.Integer({ description: 'Line of the file where the row starts (the header is line 1).' }),
+    field: Type.String(),
+    value: Type.String({ description: 'The cell as the file had it (at most 100 characters).' }),
+    reason: Type.String(),
+  }),
+  {
+    description:
+      'Cells left out of rows that were kept (a bad phone, EPIC number, email, age, gender, part or serial number, tag or custom field: the voter is imported without it), the first IMPORT_MAX_ERRORS of them.',
+  },
+);
+
+export const ImportColumns = Type.Object(
+  {
+    fields: Type.Array(Type.String(), { description: 'What a mapping may name, besides `ignore`.' }),
+    headings: Type.Record(Type.String(), Type.String(), {
+      description: 'Headings the import knows (as compared: lower case, single spaces, no dots) -> field.',
+    }),
+    fallbacks: Type.Record(Type.String(), Type.String(), {
+      description:
+        'Headings that fill their field only where no other column of the file does (AC No, PS No).',
+    }),
+    last_mapping: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+      description: "The workspace's last mapping (headings as compared), or null.",
+    }),
+  },
+  { title: 'VoterImportColumns' },
+);
+
 export const ImportResultSchema = Type.Object(
   {
     imported: Type.Integer({ description: 'Voters this import created (new name + phone identities).' }),
@@ -21,9 +51,13 @@ export const ImportResultSchema = Type.Object(
       description:
         'The other valid rows: each matched a voter that already existed (same name, case-insensitive and spaces collapsed, and same phone) and updated its fields, or repeated an identity seen on an earlier line of the file (applied in line order). A matched voter changes only in the fields the row gives: a missing column or an empty cell keeps the field. imported + updated + failed = the data rows of the file (blank rows aside).',
     }),
-    failed: Type.Integer({ description: 'Rows refused; nothing of them was written.' }),
+    failed: Type.Integer({
+      description:
+        "Rows refused (no name; a repeat of another row's EPIC number, or of its part and serial number); nothing of them was written.",
+    }),
     dry_run: Type.Boolean({ description: 'true when nothing was written (`?dry_run=true`).' }),
     errors: ImportErrors,
+    warnings: ImportWarnings,
     unknown_places: UnknownPlaces,
     ignored_columns: Type.Array(Type.String(), {
       description:
@@ -52,6 +86,7 @@ export const ImportJob = Type.Object(
     updated: Type.Integer(),
     failed: Type.Integer(),
     errors: ImportErrors,
+    warnings: ImportWarnings,
     unknown_places: UnknownPlaces,
     ignored_columns: Type.Array(Type.String(), {
       description:

@@ -62,7 +62,12 @@ export const recordColumns = [
 export const TAGS_MAX = 50;
 export const TAG_MAX_LENGTH = 40;
 
-const EPIC = /^[A-Z]{3}[0-9]{7}$/;
+/**
+ * An EPIC number: the current form (3 letters and 7 digits, ABC1234567), or an older form found on older rolls
+ * (letters, digits, `/` and `-`, 6 to 20 characters with at least one digit, e.g. UP/74/381/354053); upper-cased
+ * (contract, fifth part).
+ */
+const EPIC = /^(?=[^0-9]*[0-9])[A-Z0-9/-]{6,20}$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 const GENDER_WORDS: Record<string, (typeof genders)[number]> = {
@@ -195,7 +200,11 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
     else {
       const epic = text.replace(/\s+/g, '').toUpperCase();
       if (EPIC.test(epic)) values.epic_number = epic;
-      else fail('epic_number', 'must be an EPIC number: 3 letters and 7 digits, e.g. ABC1234567.');
+      else
+        fail(
+          'epic_number',
+          'must be an EPIC number: 3 letters and 7 digits (ABC1234567), or an older form of letters, digits, / and - (6 to 20 characters, e.g. UP/74/381/354053).',
+        );
     }
   }
   for (const field of integerFields) {

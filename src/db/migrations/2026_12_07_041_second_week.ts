@@ -1,0 +1,28 @@
+import type { Kysely } from 'kysely';
+
+/**
+ * An office's second week (the contract's fifth part):
+ * - `voter_imports.mapping`: the heading -> field mapping a job's upload was sent with (JSON), applied when it
+ *   runs; `voter_imports.warnings`: the cells it left out of the rows it kept (JSON, as `errors`).
+ * - `workspaces.import_mapping`: the workspace's last mapping (JSON), which the console offers again.
+ * - `workspaces.default_language`: the language of a voter without one (`en` or `hi`).
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('voter_imports').addColumn('mapping', 'text').execute();
+  await db.schema
+    .alterTable('voter_imports')
+    .addColumn('warnings', 'text', (c) => c.notNull().defaultTo('[]'))
+    .execute();
+  await db.schema.alterTable('workspaces').addColumn('import_mapping', 'text').execute();
+  await db.schema
+    .alterTable('workspaces')
+    .addColumn('default_language', 'varchar(2)', (c) => c.notNull().defaultTo('en'))
+    .execute();
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('workspaces').dropColumn('default_language').execute();
+  await db.schema.alterTable('workspaces').dropColumn('import_mapping').execute();
+  await db.schema.alterTable('voter_imports').dropColumn('warnings').execute();
+  await db.schema.alterTable('voter_imports').dropColumn('mapping').execute();
+}
