@@ -236,7 +236,8 @@ describe.runIf(!browserMissing).each(dialects)(
         `Ravi Kumar,${voterPhones[0]},ravi@example.com,Varanasi,12,7`,
         `Sita Devi,${voterPhones[1]},,Varanasi,12,7`,
         `Mohan Lal,${voterPhones[2]},,Varanasi,14,8`,
-        'No Phone,,,Varanasi,12,7',
+        // A row without a name is the one an import refuses (a bad cell is only left out).
+        `,${uniquePhone()},,Varanasi,12,7`,
       ].join('\n');
       await page
         .getByLabel('File')
@@ -259,6 +260,57 @@ describe.runIf(!browserMissing).each(dialects)(
       const exported = readFileSync(await file.path(), 'utf8');
       expect(exported).toContain('Mohan Lal');
       expect(exported).not.toContain('Ravi Kumar');
+    });
+
+    it("imports a roll shaped as a UP roll export: the mapping step reads its headings (English and Hindi), a heading of the office's own is mapped, and the warnings show", async () => {
+      await nav('Import & export').click();
+      const english = [
+        'Sl No,Part No,EPIC No,House No,Elector Name,Sex,Age,Mobile No,Ward,AC Name,Remarks',
+        `1,21,UP/74/381/354053,4,Kamla Devi,F,52,98765432101,Ward 9,Varanasi Cantt.,door locked`,
+        `2,21,UPV0000002,4,Shiv Prasad,M,55,${uniquePhone().slice(3)},Ward 9,Varanasi Cantt.,`,
+      ].join('\n');
+      await page
+        .getByLabel('File')
+        .setInputFiles({ name: 'up-roll.csv', mimeType: 'text/csv', buffer: Buffer.from(english) });
+      const fills = (heading: string) => page.getByLabel(`What "${heading}" fills`);
+      await fills('Elector Name').waitFor();
+      expect(await fills('Elector Name').inputValue()).toBe('name');
+      expect(await fills('Mobile No').inputValue()).toBe('phone');
+      expect(await fills('AC Name').inputValue()).toBe('constituency');
+      expect(await fills('Remarks').inputValue()).toBe('ignore');
+      await page.getByRole('cell', { name: 'door locked' }).waitFor();
+      // The office keeps its remarks in the address field.
+      await fills('Remarks').selectOption('address');
+      await page.getByLabel('Dry run: check every row, write nothing').check();
+      await page.getByRole('button', { name: 'Check the file' }).click();
+      await page.getByText('2 would be created, 0 updated, 0 rows have errors').waitFor();
+      await page.getByText('1 cells would be left out.').waitFor();
+      await page
+        .getByRole('region', { name: 'Cells left out (the rows are kept)' })
+        .getByRole('cell', { name: '98765432101' })
+        .waitFor();
+      await accessible(page, 'import mapping');
+      await shoot(page, 'import-mapping', save);
+      await page.getByLabel('Dry run: check every row, write nothing').uncheck();
+      // The Hindi roll, in the Hindi console: its headings are known too; the last mapping is remembered.
+      await page.getByRole('combobox', { name: 'Language', exact: true }).selectOption('hi');
+      const hindi = [
+        'क्रम संख्या,भाग संख्या,निर्वाचक का नाम,मकान संख्या,लिंग,आयु,मोबाइल,Remarks',
+        `3,21,गीता देवी,5,महिला,40,${uniquePhone().slice(3)},नया घर`,
+      ].join('\n');
+      await page
+        .getByLabel('फ़ाइल', { exact: true })
+        .setInputFiles({ name: 'hindi-roll.csv', mimeType: 'text/csv', buffer: Buffer.from(hindi) });
+      const भरता = (heading: string) => page.getByLabel(`"${heading}" क्या भरता है`);
+      await भरता('निर्वाचक का नाम').waitFor();
+      expect(await भरता('निर्वाचक का नाम').inputValue()).toBe('name');
+      expect(await भरता('मोबाइल').inputValue()).toBe('phone');
+      expect(await भरता('आयु').inputValue()).toBe('age');
+      expect(await भरता('Remarks').inputValue()).toBe('address');
+      await accessible(page, 'import mapping (hi)');
+      await shoot(page, 'import-mapping-hi', save);
+      await page.getByLabel('भाषा').selectOption('en');
+      await nav('Dashboard').waitFor();
     });
 
     it('lists and filters voters, opens a voter, and saves a segment', async () => {

@@ -119,8 +119,11 @@ export async function uploadFile<T>(
   path: string,
   file: File,
   headers: Record<string, string> = {},
+  /** Plain fields, sent before the file part (an import's `mapping`). */
+  fields: Record<string, string> = {},
 ): Promise<T> {
   const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
   form.append('file', file, file.name);
   const res = await raw(path, { method: 'POST', body: form, headers });
   return ((await res.json()) as { data: T }).data;

@@ -11,7 +11,55 @@ interface DryRun {
   updated: number;
   failed: number;
   errors: Array<{ row: number; field: string; message: string }>;
+  warnings: Array<{ line: number; field: string; value: string; reason: string }>;
+  ignored_columns: string[];
   unknown_places: Partial<Record<'constituency' | 'ward' | 'booth', string[]>>;
+}
+
+/** A heading as the service compares it: lower case, single spaces, no dots (voter-imports.ts headerName). */
+const headingKey = (name: string) =>
+  name
+    .normalize('NFC')
+    .trim()
+    .toLowerCase()
+    .replace(/\./g, '')
+    .replace(/[\s_]+/g, ' ')
+    .trim();
+
+/** The first records of a CSV text (quotes with "" inside, commas and line breaks in them). */
+function firstRecords(text: string, count: number): string[][] {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length && records.length < count; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      record.push(cell);
+      cell = '';
+    } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      record.push(cell);
+      records.push(record);
+      record = [];
+      cell = '';
+    } else cell += c;
+  }
+  if (records.length < count && (cell !== '' || record.length > 0)) records.push([...record, cell]);
+  return records;
+}
+
+interface Column {
+  heading: string;
+  sample: string;
+  field: string;
 }
 
 /** Upload a roll (a dry run first, if wished), watch its job, download its failed rows; export the roll. */
@@ -22,20 +70,62 @@ export function Imports() {
   const [dryRun, setDryRun] = useState(false);
   const [checked, setChecked] = useState<DryRun | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
+  const [columns, setColumns] = useState<Column[] | null>(null);
+  const known = useQuery({
+    queryKey: ['import-columns'],
+    queryFn: () => data(api.GET('/api/voters/import/columns')),
+  });
+  /** The chosen file's headings, each with a sample and the field it will fill (the mapping step). */
+  const readHeadings = async () => {
+    const chosen = file.current?.files?.[0];
+    setChecked(null);
+    if (!chosen || !known.data) return setColumns(null);
+    const text = (await chosen.slice(0, 65_536).text()).replace(/^\ufeff/, '');
+    const [header = [], sample = []] = firstRecords(text, 2);
+    const { headings, fallbacks, last_mapping: last, fields } = known.data;
+    const taken = new Set<string>();
+    const picked = header.map((heading) => {
+      const key = headingKey(heading);
+      const custom = /^field ?: ?(.+)$/.exec(key);
+      const field =
+        last?.[key] ??
+        headings[key] ??
+        (custom && fields.includes(`field:${custom[1]!.replace(/ /g, '_')}`)
+          ? `field:${custom[1]!.replace(/ /g, '_')}`
+          : undefined);
+      if (field && field !== 'ignore') taken.add(field);
+      return { heading, key, field };
+    });
+    setColumns(
+      picked.map(({ heading, key, field }, i) => {
+        const fallback = fallbacks[key];
+        const chosenField = field ?? (fallback && !taken.has(fallback) ? fallback : 'ignore');
+        if (chosenField !== 'ignore') taken.add(chosenField);
+        return { heading, sample: sample[i] ?? '', field: chosenField };
+      }),
+    );
+  };
   const upload = useMutation({
     mutationFn: async () => {
       const chosen = file.current?.files?.[0];
       if (!chosen) throw new Error(t('import.chooseFile'));
+      const mapping = columns ? Object.fromEntries(columns.map((c) => [c.heading, c.field])) : undefined;
       return uploadFile<DryRun & { id?: string }>(
         `/api/voters/import${dryRun ? '?dry_run=true' : ''}`,
         chosen,
         dryRun ? {} : { prefer: 'respond-async' },
+        mapping ? { mapping: JSON.stringify(mapping) } : {},
       );
     },
     onSuccess: (result) => {
+      // The mapping sent is the workspace's last now.
+      void client.invalidateQueries({ queryKey: ['import-columns'] });
       if (dryRun) setChecked(result);
       else {
         setChecked(null);
+        // The upload is a job now: the form is ready for the next file.
+        setColumns(null);
+        if (file.current) file.current.value = '';
         if (result.id) setSelected(result.id);
         void client.invalidateQueries({ queryKey: ['imports'] });
       }
@@ -70,8 +160,21 @@ export function Imports() {
           }}
         >
           <Field label={t('import.file')}>
-            <input ref={file} type="file" accept=".csv,text/csv" required />
+            <input
+              ref={file}
+              type="file"
+              accept=".csv,text/csv"
+              required
+              onChange={() => void readHeadings()}
+            />
           </Field>
+          {columns && columns.length > 0 && (
+            <MappingStep
+              columns={columns}
+              fields={known.data?.fields ?? []}
+              onChange={(i, field) => setColumns(columns.map((c, j) => (j === i ? { ...c, field } : c)))}
+            />
+          )}
           <label className="check">
             <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} />
             {t('import.dryRun')}
@@ -88,9 +191,12 @@ export function Imports() {
                 created: n(checked.imported),
                 updated: n(checked.updated),
                 failed: n(checked.failed),
-              })}
+              })}{' '}
+              {checked.warnings.length > 0 && t('import.warned', { count: n(checked.warnings.length) })}
             </Notice>
             <RowErrors errors={checked.errors} />
+            <RowWarnings warnings={checked.warnings} />
+            <Ignored columns={checked.ignored_columns} />
             <UnknownPlaces unknown={checked.unknown_places} />
           </>
         )}
@@ -121,6 +227,8 @@ export function Imports() {
               </p>
               {job.message && <p>{job.message}</p>}
               <RowErrors errors={job.errors} />
+              <RowWarnings warnings={job.warnings} />
+              {job.status === 'completed' && <Ignored columns={job.ignored_columns} />}
               {job.status === 'completed' && <UnknownPlaces key={job.id} unknown={job.unknown_places} />}
               {job.status === 'completed' && job.failed > 0 && (
                 <button
@@ -189,4 +297,73 @@ function RowErrors({ errors }: { errors: DryRun['errors'] }) {
       ))}
     </Table>
   );
+}
+
+/**
+ * The mapping step: each heading of the file, a sample value, and the field it will fill (filled from the
+ * headings the service knows and the workspace's last mapping; the office changes any).
+ */
+function MappingStep(props: {
+  columns: Column[];
+  fields: readonly string[];
+  onChange: (index: number, field: string) => void;
+}) {
+  const { t } = useI18n();
+  const head = [t('import.heading'), t('import.sample'), t('import.fills')];
+  const label = (field: string) =>
+    field.startsWith('field:') ? field.slice(6) : t(`field.${field}` as 'field.name');
+  return (
+    <>
+      <h3>{t('import.mapping')}</h3>
+      <p className="muted">{t('import.mapping.help')}</p>
+      <Table caption={t('import.mapping')} head={head} stacked>
+        {props.columns.map((c, i) => (
+          <tr key={i}>
+            <td data-label={head[0]}>{c.heading}</td>
+            <td data-label={head[1]}>{c.sample}</td>
+            <td data-label={head[2]}>
+              <select
+                aria-label={t('import.fillsFor', { heading: c.heading })}
+                value={c.field}
+                onChange={(e) => props.onChange(i, e.target.value)}
+              >
+                <option value="ignore">{t('import.ignore')}</option>
+                {props.fields.map((f) => (
+                  <option key={f} value={f}>
+                    {label(f)}
+                  </option>
+                ))}
+              </select>
+            </td>
+          </tr>
+        ))}
+      </Table>
+    </>
+  );
+}
+
+/** The cells an import left out of the rows it kept, each with why. */
+function RowWarnings({ warnings }: { warnings: DryRun['warnings'] }) {
+  const { t, n } = useI18n();
+  if (warnings.length === 0) return null;
+  const head = [t('import.row'), t('import.field'), t('import.value'), t('import.reason')];
+  return (
+    <Table caption={t('import.warnings')} head={head} stacked>
+      {warnings.map((w, i) => (
+        <tr key={i}>
+          <td data-label={head[0]}>{n(w.line)}</td>
+          <td data-label={head[1]}>{w.field}</td>
+          <td data-label={head[2]}>{w.value}</td>
+          <td data-label={head[3]}>{w.reason}</td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+/** The columns no field took. */
+function Ignored({ columns }: { columns: string[] }) {
+  const { t } = useI18n();
+  if (columns.length === 0) return null;
+  return <Notice>{t('import.ignored', { columns: columns.join(', ') })}</Notice>;
 }

@@ -112,23 +112,27 @@ export const ImportQuery = Type.Object({
   }),
 });
 
-export const importDescription = `Multipart form data with one part \`file\`: a CSV file, UTF-8 with or without a BOM, up to
-IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only the first file part is
-read, and it must be named \`file\`; other parts are ignored.
+export const importDescription = `Multipart form data: an optional field \`mapping\`, then the part \`file\`, a CSV file,
+UTF-8 with or without a BOM, up to IMPORT_MAX_BYTES (default 100 MiB; larger is 413 and nothing is written). Only
+the first file part is read, and it must be named \`file\`; the fields before it are read with it.
 
 The header row names the columns in any order; names are matched case-insensitively, with spaces and
 underscores alike (and dots dropped: \`Sl. No.\`). The voter's fields: \`name, phone, email, constituency, booth,
 ward, address\`; the voter record's: \`epic_number, part_number, serial_number, page_number, house_number,
 relation_name, relation_type, gender, name_local, language, birth_date, age, support_level, tags\` (\`;\` between
-tags; a row's tags replace the voter's); \`field:<key>\` for a custom field. The Election Commission roll's own
-names are read too: \`EPIC\` / \`EPIC No\` / \`Voter ID\`, \`Part No\`, \`Serial No\` / \`Sl No\`, \`Page No\`,
-\`House No\`, \`Relation Name\` / \`Father or Husband Name\`, \`Relation Type\`, \`Gender\` / \`Sex\` (M, F, T, the
-words, and पुरुष, महिला, तृतीय लिंग), \`Age\`, \`Name (Local)\`. Other columns are ignored and listed once in the
-result's \`ignored_columns\`. \`name\` is a required column, and \`phone\` or \`epic_number\`; no column may be named
-twice (422 otherwise). Fields may be quoted ("..." with "" for a quote, holding commas and line breaks); lines end
-in LF, CRLF or CR alone; blank rows are skipped. Each row is checked as a create through the API would be, except
-that a row with an EPIC number may have no phone (the roll has none: the voter is kept with \`phone: null\`); a
-leading \`'\` that an export put before a formula-like value is removed.
+tags; a row's tags replace the voter's); \`field:<key>\` for a custom field. The headings of Indian roll exports are
+read too, in English and Hindi (\`Elector Name\`, \`Mobile No\`, \`EPIC No\`, \`AC Name\`, \`Part No\`, \`Sl No\`,
+\`निर्वाचक का नाम\`, \`मोबाइल\`, ...: \`GET /api/voters/import/columns\` lists them). \`mapping\` (JSON \`{ "<heading>":
+"<field>" | "ignore" }\`) maps the office's own headings first; it is remembered as the workspace's last. Other
+columns are ignored and listed in \`ignored_columns\`. A name column is required, and a phone or EPIC column; no
+field may be filled by two columns (422 otherwise).
+
+A bad optional cell (phone, EPIC number, email, age, gender, part or serial number, a custom field...) is left out of
+its row and the row is kept, with a warning in \`warnings\`; a row is refused (\`failed\`, \`errors\`) only without a
+name, or as a repeat. EPIC numbers take the current form (ABC1234567) and the older ones (letters, digits, / and -,
+6 to 20 characters: UP/74/381/354053). A row with an EPIC number and no phone is kept with \`phone: null\`; a leading
+\`'\` that an export put before a formula-like value is removed. Fields may be quoted; lines end in LF, CRLF or CR
+alone; blank rows are skipped.
 
 A row whose EPIC number a voter of the workspace holds updates that voter (all but its name and phone). A row whose
 part_number and serial_number another voter holds (or a later row of the file) is refused and reported. A row with the same name (case-insensitive, spaces collapsed) and phone as a voter of the workspace updates that
@@ -138,4 +142,5 @@ quote, a line of over a million characters) leaves the voters unchanged.
 
 A row that matches a voter changes only what the file says: a column the file lacks leaves that field as it is,
 and so does an empty cell (clear a field with \`PUT /api/voters/{id}\`). \`?dry_run=true\` runs every check and
-answers the same counts and errors with \`dry_run: true\`, writing nothing.`;
+answers the same counts, errors and warnings with \`dry_run: true\`, writing nothing. docs/voter-imports.md has the
+whole table of headings.`;
