@@ -277,14 +277,15 @@ for (const dialect of dialects) {
           questions: [{ key: 'q', type: 'text', text: { en: marker } }],
         })
       ).id;
-      ids['survey-runs'] = (
+      ids['survey-runs'] =
         // WhatsApp (the sandbox's): SMS goes through the MSG91 account above, which needs a template per question.
-        await created('POST', `/api/surveys/${ids.surveys}/runs`, {
-          channel: 'whatsapp',
-          recipients: [uniquePhone()],
-          scheduled_at: '2030-01-01T00:00:00Z',
-        })
-      ).id;
+        (
+          await created('POST', `/api/surveys/${ids.surveys}/runs`, {
+            channel: 'whatsapp',
+            recipients: [uniquePhone()],
+            scheduled_at: '2030-01-01T00:00:00Z',
+          })
+        ).id;
     });
     afterAll(() => t.close());
 

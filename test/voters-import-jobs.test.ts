@@ -144,9 +144,7 @@ for (const dialect of dialects) {
       const lines = errors.raw.trimEnd().split('\n');
       expect(lines[0]).toBe('Name,Phone,Ward,notes,error');
       expect(lines).toHaveLength(2);
-      expect(lines[1]).toMatch(
-        /^,12,8,"quoted, with comma",name: must not be empty\.$/,
-      );
+      expect(lines[1]).toMatch(/^,12,8,"quoted, with comma",name: must not be empty\.$/);
 
       const audit = await audits(t, owner.user.workspace_id, 'voters.imported');
       expect(audit).toHaveLength(1);

@@ -2314,7 +2314,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed" | "survey.exported_sensitive";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2785,6 +2785,8 @@ export interface components {
             /** @description Outbound: the user who sent it; null for campaigns. */
             sent_by?: number | null;
             channel_account_id?: string | null;
+            /** @description Inbound: true for a voter's answer to a survey question that saves to support_level or a sensitive field; a volunteer gets it without its body. */
+            withheld?: boolean;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -3045,9 +3047,12 @@ export interface components {
             channel: components["schemas"]["Channel"];
             /** @description E.164 phone, or lower-cased email. */
             from: string;
+            /** @description The text; empty where `withheld` (in webhooks and the live stream; managers and politicians read it here). */
             body: string;
             /** @description `stop` when the reply opted the sender out, `start` when it opted back in. */
             keyword: ("stop" | "start") | null;
+            /** @description true for a voter's answer to a survey question that saves to support_level or a sensitive field: a sensitive value, which volunteers, webhooks and the live stream never get. */
+            withheld: boolean;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -10139,6 +10144,8 @@ export interface operations {
             query?: {
                 format?: "csv" | "excel";
                 run_id?: string;
+                /** @description `true` (politicians only; 403 otherwise) adds the columns of the questions that save to support_level or a sensitive custom field, left out otherwise; audited as `survey.exported_sensitive`, as a voter export with sensitive data is. */
+                include_sensitive?: boolean;
             };
             header?: never;
             path: {

@@ -443,6 +443,7 @@ export const en = {
   'variable.constituency': 'Constituency',
   'variable.booth': 'Booth',
   'variable.ward': 'Ward',
+  'inbox.withheld': 'A survey answer that is a sensitive value: not shown to volunteers.',
   'inbox.hasGrievance': 'A grievance is open for this conversation.',
   'grievances.new': 'New grievance',
   'grievances.none': 'No grievance matches.',

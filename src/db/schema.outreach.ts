@@ -44,6 +44,8 @@ export interface InboundMessageTable {
   provider_message_id: ColumnType<string | null, string | null | undefined, string | null>;
   conversation_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: string;
+  /** 1: a survey answer that saves to support_level or a sensitive field (migration 041). */
+  withheld: Generated<number>;
 }
 export type InboundMessageRow = Selectable<InboundMessageTable>;
 

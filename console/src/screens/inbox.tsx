@@ -254,7 +254,7 @@ function Thread({ id }: { id: string }) {
       <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite">
         {thread.map((m) => (
           <li key={m.id} className={m.direction}>
-            <p>{m.body}</p>
+            {m.withheld && m.body === '' ? <p className="muted">{t('inbox.withheld')}</p> : <p>{m.body}</p>}
             <small>
               {d(m.created_at)}
               {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}

@@ -6,6 +6,8 @@ import type { Kysely } from 'kysely';
  *   runs; `voter_imports.warnings`: the cells it left out of the rows it kept (JSON, as `errors`).
  * - `workspaces.import_mapping`: the workspace's last mapping (JSON), which the console offers again.
  * - `workspaces.default_language`: the language of a voter without one (`en` or `hi`).
+ * - `inbound_messages.withheld`: 1 for a voter's answer to a survey question that saves to `support_level` or to
+ *   a sensitive field: volunteers never read its text, and webhooks and the live stream never carry it.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('voter_imports').addColumn('mapping', 'text').execute();
@@ -18,9 +20,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .alterTable('workspaces')
     .addColumn('default_language', 'varchar(2)', (c) => c.notNull().defaultTo('en'))
     .execute();
+  await db.schema
+    .alterTable('inbound_messages')
+    .addColumn('withheld', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('inbound_messages').dropColumn('withheld').execute();
   await db.schema.alterTable('workspaces').dropColumn('default_language').execute();
   await db.schema.alterTable('workspaces').dropColumn('import_mapping').execute();
   await db.schema.alterTable('voter_imports').dropColumn('warnings').execute();

@@ -55,6 +55,8 @@ export const auditActions = [
   'survey.updated',
   'survey.run',
   'survey.closed',
+  /** A survey's responses exported with the answers that save to support_level or a sensitive field (fifth part). */
+  'survey.exported_sensitive',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

@@ -27,6 +27,12 @@ const ThreadMessage = Type.Object(
       }),
     ),
     channel_account_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    withheld: Type.Optional(
+      Type.Boolean({
+        description:
+          "Inbound: true for a voter's answer to a survey question that saves to support_level or a sensitive field; a volunteer gets it without its body.",
+      }),
+    ),
     created_at: Timestamp,
   },
   { title: 'ConversationMessage' },

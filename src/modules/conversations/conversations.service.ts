@@ -165,13 +165,14 @@ export class ConversationsService {
       error_code: string | null;
       sent_by: number | null;
       channel_account_id: number | null;
+      withheld: number;
     }>`
       SELECT 'inbound' AS kind, id, body, created_at, keyword, NULL AS status, NULL AS error_code,
-             NULL AS sent_by, NULL AS channel_account_id
+             NULL AS sent_by, NULL AS channel_account_id, withheld
         FROM inbound_messages WHERE conversation_id = ${row.id}
       UNION ALL
       SELECT 'outbound' AS kind, id, body, created_at, NULL AS keyword, status, error_code, sent_by,
-             channel_account_id
+             channel_account_id, 0 AS withheld
         FROM messages WHERE conversation_id = ${row.id}
       ORDER BY created_at, kind, id
       LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`;
@@ -188,13 +189,16 @@ export class ConversationsService {
             FROM inbound_messages WHERE conversation_id = ${row.id} AND id > ${seen})
         WHERE id = ${row.id}`.execute(db);
     }
+    const hide = (m: { withheld: number }) => Number(m.withheld) === 1 && isVolunteer(auth);
     const data = items.rows.map((m) =>
       m.kind === 'inbound'
         ? {
             id: inboundRef(Number(m.id)),
             direction: 'inbound' as const,
-            body: m.body,
+            // A survey answer that saves to support_level or a sensitive field: never a volunteer's to read.
+            body: hide(m) ? '' : m.body,
             keyword: m.keyword,
+            ...(Number(m.withheld) === 1 ? { withheld: true } : {}),
             created_at: m.created_at,
           }
         : {

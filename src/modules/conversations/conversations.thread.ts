@@ -172,7 +172,8 @@ export async function threadInbound(
         assigned_to: assignee,
         unread_count: 1,
         last_message_at: now,
-        last_message_preview: preview(inbound.body),
+        // A withheld survey answer (a sensitive value) is not previewed to whoever lists the conversations.
+        last_message_preview: preview(Number(inbound.withheld) === 1 ? '' : inbound.body),
         last_inbound_at: now,
         channel_account_id: channelAccountId,
         grievance_id: null,
@@ -221,7 +222,8 @@ export async function threadInbound(
       status: 'open',
       unread_count: eb('unread_count', '+', 1),
       last_message_at: now,
-      last_message_preview: preview(inbound.body),
+      // A withheld survey answer (a sensitive value) is not previewed to whoever lists the conversations.
+      last_message_preview: preview(Number(inbound.withheld) === 1 ? '' : inbound.body),
       last_inbound_at: now,
       channel_account_id: channelAccountId ?? conversation.channel_account_id,
       updated_at: now,

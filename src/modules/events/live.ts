@@ -14,12 +14,12 @@ import { can, type Permission } from '../../http/permissions.ts';
  * Message delivery reports (`message.delivered`, `message.failed`) are not streamed: a broadcast makes one per
  * message; a console reads a campaign's progress from the campaign.
  */
-const visibleWith: Record<string, Permission | 'conversation'> = {
+const visibleWith: Record<string, Permission | 'conversation' | 'grievance'> = {
   'message.received': 'conversation',
   'conversation.created': 'conversation',
   'conversation.assigned': 'conversation',
-  'grievance.created': 'grievances:read',
-  'grievance.resolved': 'grievances:read',
+  'grievance.created': 'grievance',
+  'grievance.resolved': 'grievance',
   'payment.processed': 'payments:manage',
   'channel_account.failed': 'channels:manage',
   'survey.response.completed': 'surveys:manage',
@@ -67,15 +67,18 @@ export interface Viewer {
   role: Role;
 }
 
-/** Whether the viewer may see the event: a volunteer only their own conversations' events. */
+/**
+ * Whether the viewer may see the event: a volunteer only their own conversations' events, and of the grievances
+ * only those assigned to them (a grievance carries the voter's own words, name and phone: the stream never gives a
+ * volunteer one the API would not, contract's fifth part).
+ */
 export function visibleTo(event: Pick<LiveEventRow, 'type' | 'assigned_to'>, viewer: Viewer): boolean {
   const rule = visibleWith[event.type];
   if (!rule) return false;
-  if (rule === 'conversation')
-    return (
-      viewer.role !== 'volunteer' ||
-      (event.assigned_to !== null && Number(event.assigned_to) === viewer.userId)
-    );
+  const theirs = event.assigned_to !== null && Number(event.assigned_to) === viewer.userId;
+  if (rule === 'conversation') return viewer.role !== 'volunteer' || theirs;
+  if (rule === 'grievance')
+    return can(viewer.role, 'grievances:read') && (viewer.role !== 'volunteer' || theirs);
   return can(viewer.role, rule);
 }
 

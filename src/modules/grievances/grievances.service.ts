@@ -177,7 +177,7 @@ export class GrievancesService {
       });
       const view = grievanceView(row);
       await within?.(trx, view);
-      await emitEvent(trx, workspaceId, 'grievance.created', view, now);
+      await emitEvent(trx, workspaceId, 'grievance.created', view, now, { assignedTo: view.assigned_to });
       return view;
     });
   }
@@ -229,7 +229,8 @@ export class GrievancesService {
       });
       if (!row) throw notFound('Grievance');
       const view = grievanceView(row);
-      if (moves && status === 'resolved') await emitEvent(trx, workspaceId, 'grievance.resolved', view, now);
+      if (moves && status === 'resolved')
+        await emitEvent(trx, workspaceId, 'grievance.resolved', view, now, { assignedTo: view.assigned_to });
       return view;
     });
   }

@@ -7,9 +7,16 @@ export const InboundItem = Type.Object(
     id: Type.String({ description: '`in_<n>`' }),
     channel: ChannelSchema,
     from: Type.String({ description: 'E.164 phone, or lower-cased email.' }),
-    body: Type.String(),
+    body: Type.String({
+      description:
+        'The text; empty where `withheld` (in webhooks and the live stream; managers and politicians read it here).',
+    }),
     keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()], {
       description: '`stop` when the reply opted the sender out, `start` when it opted back in.',
+    }),
+    withheld: Type.Boolean({
+      description:
+        "true for a voter's answer to a survey question that saves to support_level or a sensitive field: a sensitive value, which volunteers, webhooks and the live stream never get.",
     }),
     created_at: Timestamp,
   },

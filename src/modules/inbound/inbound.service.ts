@@ -31,13 +31,16 @@ export interface InboundInput {
 
 export const inboundRef = (id: number) => `in_${id}`;
 
-export function inboundItem(row: InboundMessageRow) {
+/** An inbound message as the API and its events show it; a withheld answer's text only where `reveal`. */
+export function inboundItem(row: InboundMessageRow, reveal = false) {
+  const withheld = Number(row.withheld) === 1;
   return {
     id: inboundRef(row.id),
     channel: row.channel,
     from: row.from,
-    body: row.body,
+    body: withheld && !reveal ? '' : row.body,
     keyword: row.keyword,
+    withheld,
     created_at: row.created_at,
   };
 }
@@ -56,7 +59,7 @@ export class InboundService {
     return this.deps.db.transaction().execute(async (trx) => {
       const row = await record(trx, workspaceId, actor, { ...input, from }, provider);
       // The API's own inbound route carries no provider id, so its rows are never replays.
-      return inboundItem(row!);
+      return inboundItem(row!, true);
     });
   }
 
@@ -111,7 +114,13 @@ export class InboundService {
       query.page,
       query.per_page,
     );
-    return pageResult(rows.map(inboundItem), total, query.page, query.per_page);
+    // GET /api/inbound is for managers and politicians (messages:read): they read a withheld answer.
+    return pageResult(
+      rows.map((r) => inboundItem(r, true)),
+      total,
+      query.page,
+      query.per_page,
+    );
   }
 }
 
@@ -142,7 +151,7 @@ async function record(
     await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
   }
   // An open survey session takes it as an answer, or its whole text starts a survey (it still joins the thread).
-  await surveyInbound(
+  const survey = await surveyInbound(
     trx,
     workspaceId,
     {
@@ -154,6 +163,12 @@ async function record(
     },
     now,
   );
+  // An answer that saves to support_level or a sensitive field is a sensitive value: withheld from volunteers,
+  // webhooks and the live stream (its thread's preview included).
+  if (survey.withheld) {
+    await trx.updateTable('inbound_messages').set({ withheld: 1 }).where('id', '=', row.id).execute();
+    row.withheld = 1;
+  }
   const conversation = await threadInbound(trx, workspaceId, row, input.channelAccountId ?? null, now);
   await emitEvent(trx, workspaceId, 'message.received', inboundItem(row), now, {
     assignedTo: conversation.assigned_to,

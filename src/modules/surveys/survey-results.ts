@@ -7,7 +7,7 @@ import { validationError } from '../../errors.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
 import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
-import { answersOf, definitionOf, surveyRef } from './survey-sessions.ts';
+import { answersOf, definitionOf, savesSensitive, surveyRef } from './survey-sessions.ts';
 import type { SurveysService } from './surveys.service.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
@@ -160,10 +160,15 @@ export class SurveyResults {
     ref: string,
     format: ExportFormat,
     runRefText?: string,
+    /** The answers that save to support_level or a sensitive field (politicians: the route checks). */
+    includeSensitive = false,
   ): Promise<Download> {
     const { db } = this.deps;
     const survey = await this.deps.surveys.find(db, workspaceId, ref);
     const def = definitionOf(survey);
+    const questions: typeof def.questions = [];
+    for (const q of def.questions)
+      if (includeSensitive || !(await savesSensitive(db, workspaceId, q))) questions.push(q);
     const runId =
       runRefText !== undefined ? Number(/^(?:srun_)?(\d{1,15})$/.exec(runRefText)?.[1] ?? NaN) : undefined;
     if (runId !== undefined && !Number.isFinite(runId))
@@ -171,9 +176,9 @@ export class SurveyResults {
     await recordAudit(db, {
       workspaceId,
       actor,
-      action: 'survey.updated',
+      action: includeSensitive ? 'survey.exported_sensitive' : 'survey.updated',
       target: { type: 'survey', id: surveyRef(survey.id) },
-      details: { exported: format },
+      details: { exported: format, ...(includeSensitive ? { include_sensitive: true } : {}) },
     });
     const columns = [
       'id',
@@ -185,7 +190,7 @@ export class SurveyResults {
       'status',
       'started_at',
       'completed_at',
-      ...def.questions.map((q) => q.key),
+      ...questions.map((q) => q.key),
     ];
     const rowsOf = async function* (): AsyncGenerator<Cell[][]> {
       let after = 0;
@@ -217,7 +222,7 @@ export class SurveyResults {
             r.status,
             r.started_at,
             r.completed_at,
-            ...def.questions.map((q) => a[q.key] ?? null),
+            ...questions.map((q) => a[q.key] ?? null),
           ];
         });
       }

@@ -330,12 +330,16 @@ async function completed(trx: Executor, response: SurveyResponseRow, def: Survey
       template?.templateId ?? null,
     );
   }
-  const answers = await answersOf(trx, [response.id]);
+  // Webhooks never carry a sensitive value: the answers that save to support_level or a sensitive field are left
+  // out of the event (the API's responses give them to politicians and managers).
+  const answers = { ...(await answersOf(trx, [response.id])).get(response.id) };
+  for (const q of def.questions)
+    if (await savesSensitive(trx, response.workspace_id, q)) delete answers[q.key];
   await emitEvent(
     trx,
     response.workspace_id,
     'survey.response.completed',
-    responseView(response, answers.get(response.id) ?? {}),
+    responseView(response, answers),
     now,
   );
 }
@@ -538,23 +542,27 @@ export async function surveyInbound(
     channelAccountId: number | null;
   },
   now: string,
-): Promise<boolean> {
-  if (input.channel !== 'sms' && input.channel !== 'whatsapp') return false;
+): Promise<{ taken: boolean; withheld: boolean }> {
+  const none = { taken: false, withheld: false };
+  if (input.channel !== 'sms' && input.channel !== 'whatsapp') return none;
   const open = await openSession(trx, workspaceId, input.channel, input.from);
   if (input.keyword === 'stop') {
     if (open) await endSession(trx, open, now, { optedOut: true });
-    return open !== undefined;
+    return { taken: open !== undefined, withheld: false };
   }
   // An answer only to a question the provider has: while it is queued (held, or waiting on the gateway) the
   // contact's message is their own, not an answer to what they have not read.
   if (open && (await questionHandedOver(trx, open.id))) {
+    const survey = await surveyOf(trx, open);
+    const q = definitionOf(survey).questions[open.question];
+    const withheld = q !== undefined && (await savesSensitive(trx, workspaceId, q));
     await applyAnswer(trx, open, input.body, now);
-    return true;
+    return { taken: true, withheld };
   }
-  if (open) return false;
+  if (open) return none;
   const survey = await keywordSurvey(trx, workspaceId, input.channel, input.body);
   // A keyword sent again within TRIGGER_REPEAT_HOURS is an ordinary message (stored and threaded).
-  if (!survey || !(await mayTrigger(trx, survey.id, input.from, now))) return false;
+  if (!survey || !(await mayTrigger(trx, survey.id, input.from, now))) return none;
   const voter = await voterByAddress(trx, workspaceId, input.channel, input.from);
   await startSession(trx, {
     survey,
@@ -566,7 +574,22 @@ export async function surveyInbound(
     accountId: input.channelAccountId,
     now,
   });
-  return true;
+  return { taken: true, withheld: false };
+}
+
+/**
+ * Whether a question's answer is a sensitive value: it saves to `support_level` or to a sensitive custom field
+ * (contract, fifth part: volunteers never read it; webhooks, the live stream and a manager's export never carry it).
+ */
+export async function savesSensitive(
+  db: Executor,
+  workspaceId: number,
+  q: Pick<Question, 'save_to'>,
+): Promise<boolean> {
+  if (q.save_to === 'support_level') return true;
+  if (!q.save_to?.startsWith('field:')) return false;
+  const key = q.save_to.slice(6);
+  return (await fieldDefs(db, workspaceId)).some((d) => d.key === key && d.sensitive);
 }
 
 /** Whether the session's latest message (its current question) was handed to the provider. */

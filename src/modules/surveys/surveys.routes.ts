@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { AppError } from '../../errors.ts';
 import { sendDownload } from '../../http/download.ts';
 import { authOf } from '../../http/guard.ts';
 import { Done, Page, PageQuery, Success } from '../../http/schemas.ts';
@@ -272,12 +273,19 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
+      const auth = authOf(request);
+      if (request.query.include_sensitive && auth.role !== 'politician')
+        throw new AppError(
+          'forbidden',
+          'Only a politician may export sensitive answers (include_sensitive=true): the answers that save to support_level or a sensitive field.',
+        );
       const file = await results.export(
-        authOf(request).workspaceId,
+        auth.workspaceId,
         actorOf(request),
         request.params.id,
         request.query.format,
         request.query.run_id,
+        request.query.include_sensitive,
       );
       await sendDownload(request, reply, file, idleTimeoutMs);
     },

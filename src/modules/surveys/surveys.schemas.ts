@@ -316,4 +316,9 @@ export const ResponsesQuery = Type.Object({
 export const ResponsesExportQuery = Type.Object({
   format: Type.Union([Type.Literal('csv'), Type.Literal('excel')], { default: 'csv' }),
   run_id: Type.Optional(Type.String({ maxLength: 40 })),
+  include_sensitive: Type.Boolean({
+    default: false,
+    description:
+      '`true` (politicians only; 403 otherwise) adds the columns of the questions that save to support_level or a sensitive custom field, left out otherwise; audited as `survey.exported_sensitive`, as a voter export with sensitive data is.',
+  }),
 });

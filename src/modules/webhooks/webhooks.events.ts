@@ -53,7 +53,7 @@ export async function emitEvent(
   type: WebhookEventType,
   data: unknown,
   now: string = nowIso(),
-  /** Conversation events: the conversation's assignee (for the live stream's volunteers). */
+  /** Conversation and grievance events: the assignee (a volunteer's live stream carries only theirs). */
   live?: { assignedTo: number | null },
 ): Promise<number | null> {
   await recordLive(trx, workspaceId, type, data, live?.assignedTo ?? null, now);
