@@ -311,9 +311,13 @@ for (const dialect of dialects) {
         expect.arrayContaining(['survey.created', 'survey.run', 'survey.closed', 'voter.updated']),
       );
 
-      const csv = await call(t.app, 'GET', `/api/surveys/${survey.id}/responses/export?format=csv`, {
-        token: owner.token,
-      });
+      // With include_sensitive (a politician's), the support_level question's column is there too.
+      const csv = await call(
+        t.app,
+        'GET',
+        `/api/surveys/${survey.id}/responses/export?format=csv&include_sensitive=true`,
+        { token: owner.token },
+      );
       expect(csv.status).toBe(200);
       const rows = parseCsv(csv.raw);
       expect(rows[0]).toEqual([
@@ -577,9 +581,13 @@ for (const dialect of dialects) {
       await reply(owner, writer, '=HYPERLINK("http://x.example","click")');
       const progress = (await api(owner, 'GET', `/api/survey-runs/${run.body.data.id}`)).body.data;
       expect(progress).toMatchObject({ recipients: 2, started: 1, completed: 1, opted_out: 1 });
-      const csv = await call(t.app, 'GET', `/api/surveys/${survey.id}/responses/export?format=csv`, {
-        token: owner.token,
-      });
+      // With include_sensitive (a politician's), the support_level question's column is there too.
+      const csv = await call(
+        t.app,
+        'GET',
+        `/api/surveys/${survey.id}/responses/export?format=csv&include_sensitive=true`,
+        { token: owner.token },
+      );
       const rows = parseCsv(csv.raw);
       expect(rows[1]!.at(-1)).toBe('\'=HYPERLINK("http://x.example","click")');
     });
