@@ -960,6 +960,46 @@ describe.runIf(!browserMissing).each(dialects)(
       }
     });
 
+    it("times typed in the console are the office's (Asia/Kolkata), on a laptop set to UTC: a silence period 06:00-18:00 is stored as 00:30-12:30 UTC", async () => {
+      const laptop = await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        locale: 'en-IN',
+        timezoneId: 'UTC',
+      });
+      laptop.setDefaultTimeout(10_000);
+      await laptop.addInitScript(`sessionStorage.setItem('ces.token', ${JSON.stringify(owner.token)})`);
+      const p = await laptop.newPage();
+      try {
+        expect(await p.evaluate('Intl.DateTimeFormat().resolvedOptions().timeZone')).toBe('UTC');
+        await p.goto(`${server.base}/console/consent`);
+        await p.getByLabel('Starts').waitFor();
+        // The zone is named beside the fields.
+        await p.getByText('In IST, the office’s time zone').first().waitFor();
+        const silence = p
+          .locator('section')
+          .filter({ has: p.getByRole('heading', { name: 'Silence periods' }) });
+        await silence.getByLabel('Constituency', { exact: true }).fill('Zone Test');
+        await silence.getByLabel('Starts').fill('2031-03-10T06:00');
+        await silence.getByLabel('Ends').fill('2031-03-10T18:00');
+        await silence.getByRole('button', { name: 'Add', exact: true }).click();
+        // Shown back in the office's zone: 6:00 am IST, whatever the laptop's.
+        await silence
+          .getByText(/10 Mar 2031, 6:00\sam IST/)
+          .first()
+          .waitFor();
+        await expect
+          .poll(async () => {
+            const periods = (await api(`${server.base}/api`, 'GET', '/silence-periods', owner.token)) as {
+              data: Array<{ constituency: string; starts_at: string; ends_at: string }>;
+            };
+            return periods.data.find((x) => x.constituency === 'Zone Test');
+          })
+          .toMatchObject({ starts_at: '2031-03-10T00:30:00.000Z', ends_at: '2031-03-10T12:30:00.000Z' });
+      } finally {
+        await laptop.close();
+      }
+    });
+
     it('a volunteer sees only their inbox, voters read-only and their profile', async () => {
       const email = uniqueEmail('field');
       const added = await api(`${server.base}/api`, 'POST', '/users', owner.token, {

@@ -19,6 +19,50 @@ export interface I18n {
   d(value: string | null | undefined): string;
   /** The workspace's time zone (GET /api/workspace); until it is known, the browser's. */
   setZone(zone: string | undefined): void;
+  /** The zone times are typed and shown in, as people read it (Asia/Kolkata: IST). */
+  zoneName: string;
+  /**
+   * A time typed in a `datetime-local` field (YYYY-MM-DDTHH:mm), read in the workspace's zone (not the
+   * device's), as the UTC instant the API takes; '' for an empty or invalid value.
+   */
+  fromLocal(value: string): string;
+}
+
+/** The offset of `zone` from UTC at the instant `at`, in ms (its wall clock minus UTC). */
+function offsetAt(zone: string | undefined, at: number): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+      .formatToParts(new Date(at))
+      .map((p) => [p.type, p.value]),
+  );
+  const wall = Date.UTC(
+    +parts.year!,
+    +parts.month! - 1,
+    +parts.day!,
+    +parts.hour!,
+    +parts.minute!,
+    +parts.second!,
+  );
+  return wall - Math.floor(at / 1000) * 1000;
+}
+
+/** A wall-clock time in `zone` as the UTC instant (two passes settle a change of offset between the guesses). */
+export function zonedToUtc(value: string, zone: string | undefined): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value);
+  if (!m) return '';
+  const wall = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +(m[6] ?? 0));
+  let at = wall - offsetAt(zone, wall);
+  at = wall - offsetAt(zone, at);
+  return new Date(at).toISOString();
 }
 
 const Context = createContext<I18n | null>(null);
@@ -64,6 +108,12 @@ export function I18nProvider({ children }: { children: ReactNode }) {
       n: (value) => numbers.format(value),
       d: (value) => (value ? dates.format(new Date(value)) : ''),
       setZone,
+      zoneName:
+        new Intl.DateTimeFormat('en-IN', { timeZone: zone, timeZoneName: 'short' })
+          .formatToParts(new Date())
+          .find((p) => p.type === 'timeZoneName')?.value ??
+        (zone || ''),
+      fromLocal: (value) => zonedToUtc(value, zone),
     };
   }, [lang, zone]);
   return <Context.Provider value={value}>{children}</Context.Provider>;

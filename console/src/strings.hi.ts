@@ -436,6 +436,7 @@ export const hi: Record<Key, string> = {
   'variable.booth': 'बूथ',
   'variable.ward': 'वार्ड',
   'inbox.withheld': 'सर्वे का ऐसा जवाब जो संवेदनशील जानकारी है: स्वयंसेवकों को नहीं दिखाया जाता।',
+  'time.inZone': '{zone} में, कार्यालय के समय क्षेत्र में (सेटिंग्स)।',
   'inbox.hasGrievance': 'इस बातचीत की एक शिकायत दर्ज है।',
   'grievances.new': 'नई शिकायत',
   'grievances.none': 'कोई शिकायत मेल नहीं खाती।',

@@ -444,6 +444,7 @@ export const en = {
   'variable.booth': 'Booth',
   'variable.ward': 'Ward',
   'inbox.withheld': 'A survey answer that is a sensitive value: not shown to volunteers.',
+  'time.inZone': 'In {zone}, the office’s time zone (Settings).',
   'inbox.hasGrievance': 'A grievance is open for this conversation.',
   'grievances.new': 'New grievance',
   'grievances.none': 'No grievance matches.',

@@ -84,7 +84,7 @@ export function Campaigns() {
  * what it costs); then send now or keep it scheduled.
  */
 export function Compose() {
-  const { t, n, d } = useI18n();
+  const { t, n, d, fromLocal, zoneName } = useI18n();
   const [, navigate] = useLocation();
   const client = useQueryClient();
   const [name, setName] = useState('');
@@ -214,7 +214,7 @@ export function Compose() {
       envelope(
         api.PATCH('/api/campaigns/{id}', {
           params: { path: { id: draftId! } },
-          body: { scheduled_at: new Date(scheduledAt).toISOString() },
+          body: { scheduled_at: fromLocal(scheduledAt) },
         }),
       ),
     onSuccess: () => {
@@ -333,7 +333,10 @@ export function Compose() {
               <input value={subject} onChange={(e) => setSubject(e.target.value)} />
             </Field>
           )}
-          <Field label={t('compose.schedule')} hint={t('compose.schedule.hint')}>
+          <Field
+            label={t('compose.schedule')}
+            hint={`${t('compose.schedule.hint')} ${t('time.inZone', { zone: zoneName })}`}
+          >
             <input
               type="datetime-local"
               value={scheduledAt}
@@ -381,7 +384,7 @@ export function Compose() {
             </button>
             {scheduledAt && (
               <button type="button" disabled={schedule.isPending} onClick={() => schedule.mutate()}>
-                {t('compose.scheduleAt', { when: d(new Date(scheduledAt).toISOString()) })}
+                {t('compose.scheduleAt', { when: d(fromLocal(scheduledAt)) })}
               </button>
             )}
             <Link href={`/campaigns/${draftId}`} className="button">

@@ -144,7 +144,7 @@ function OptOuts() {
 }
 
 function SilencePeriods() {
-  const { t, d } = useI18n();
+  const { t, d, fromLocal, zoneName } = useI18n();
   const client = useQueryClient();
   const [constituency, setConstituency] = useState('');
   const [startsAt, setStartsAt] = useState('');
@@ -163,8 +163,9 @@ function SilencePeriods() {
         api.POST('/api/silence-periods', {
           body: {
             constituency,
-            starts_at: new Date(startsAt).toISOString(),
-            ends_at: new Date(endsAt).toISOString(),
+            // Typed in the workspace's zone, whatever the device's (fifth part): sent as UTC.
+            starts_at: fromLocal(startsAt),
+            ends_at: fromLocal(endsAt),
           },
         }),
       ),
@@ -188,7 +189,7 @@ function SilencePeriods() {
         <Field label={t('field.constituency')}>
           <input required value={constituency} onChange={(e) => setConstituency(e.target.value)} />
         </Field>
-        <Field label={t('consent.starts')}>
+        <Field label={t('consent.starts')} hint={t('time.inZone', { zone: zoneName })}>
           <input
             type="datetime-local"
             required
@@ -196,7 +197,7 @@ function SilencePeriods() {
             onChange={(e) => setStartsAt(e.target.value)}
           />
         </Field>
-        <Field label={t('consent.ends')}>
+        <Field label={t('consent.ends')} hint={t('time.inZone', { zone: zoneName })}>
           <input type="datetime-local" required value={endsAt} onChange={(e) => setEndsAt(e.target.value)} />
         </Field>
         <button className="primary" disabled={add.isPending}>
