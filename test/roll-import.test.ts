@@ -6,9 +6,12 @@
  * workspace remembers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SurveyRuns } from '../src/modules/surveys/survey-runs.ts';
+import { VoterTagging } from '../src/modules/voters/voter-tags.ts';
 import {
   type Answer,
   type Account,
+  addMember,
   buildTestApp,
   call,
   dialects,
@@ -61,7 +64,7 @@ for (const dialect of dialects) {
   describe(`the roll's own headings, and imports that keep every voter (${dialect})`, () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await buildTestApp(dialect);
+      t = await buildTestApp(dialect, { LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
     });
     afterAll(() => t.close());
 
@@ -146,6 +149,115 @@ for (const dialect of dialects) {
         house_number: '7',
         ward: 'वार्ड 3',
       });
+    });
+
+    it("Hindi by default: the workspace's default_language, an import's language for its rows, and set in bulk edits", async () => {
+      const owner = await register(t.app);
+      const manager = await addMember(t.app, owner, 'manager');
+      const ws = await call(t.app, 'PATCH', '/api/workspace', {
+        token: owner.token,
+        body: { default_language: 'hi' },
+      });
+      expect(ws.status, ws.raw).toBe(200);
+      expect(ws.body.data.default_language).toBe('hi');
+      expectError(
+        await call(t.app, 'PATCH', '/api/workspace', {
+          token: owner.token,
+          body: { default_language: 'fr' },
+        }),
+        422,
+        'validation_error',
+      );
+      // A roll without a language column: its voters have none, and a survey asks them in Hindi.
+      const { csv } = roll(5, 12);
+      expect((await upload(owner, csv)).body.data.imported).toBe(5);
+      const survey = (
+        await call(t.app, 'POST', '/api/surveys', {
+          token: owner.token,
+          body: {
+            name: 'Drain',
+            questions: [
+              { key: 'ok', type: 'text', text: { en: 'Is the drain clear?', hi: 'क्या नाली साफ़ है?' } },
+            ],
+          },
+        })
+      ).body.data;
+      const phone = '+919012000004'; // Elector 12-4: a voter of the roll, without a language
+      const run = await call(t.app, 'POST', `/api/surveys/${survey.id}/runs`, {
+        token: owner.token,
+        body: { channel: 'sms', recipients: [phone] },
+      });
+      expect(run.status, run.raw).toBe(202);
+      const runs = new SurveyRuns({ db: t.db.kysely, sessionHours: 24 });
+      while (await runs.round()) {
+        /* open the session */
+      }
+      const asked = (await call(t.app, 'GET', `/api/surveys/${survey.id}/responses`, { token: owner.token }))
+        .body.data.data[0];
+      expect(asked).toMatchObject({ address: phone, language: 'hi' });
+      // An import may give its rows a language (a multipart field before the file).
+      const { payload, contentType } = multipartBody([
+        { name: 'language', value: 'en' },
+        { name: 'file', content: roll(3, 13).csv },
+      ]);
+      const english = await t.app.inject({
+        method: 'POST',
+        url: '/api/voters/import',
+        headers: { 'content-type': contentType, authorization: `Bearer ${owner.token}` },
+        payload,
+      });
+      expect(english.statusCode, english.body).toBe(200);
+      const part13 = (await call(t.app, 'GET', '/api/voters?part_number=13', { token: owner.token })).body
+        .data.data;
+      const one = (await call(t.app, 'GET', `/api/voters/${part13[0].id}`, { token: owner.token })).body.data;
+      expect(one.language).toBe('en');
+      // A bulk edit sets a language (and support levels) on a filter's voters, as a job; a manager may.
+      const set = await call(t.app, 'POST', '/api/voters/tags', {
+        token: manager.token,
+        body: { filters: { part_number: 12 }, set: { language: 'hi', support_level: 2 } },
+      });
+      expect(set.status, set.raw).toBe(202);
+      expect(set.body.data.set).toEqual({ language: 'hi', support_level: 2 });
+      await new VoterTagging({ db: t.db.kysely }).runPending({ workspaceIds: [owner.user.workspace_id] });
+      const job = await call(t.app, 'GET', `/api/voters/tags/jobs/${set.body.data.id}`, {
+        token: owner.token,
+      });
+      expect(job.body.data).toMatchObject({ status: 'completed', changed: 5 });
+      const part12 = (await call(t.app, 'GET', '/api/voters?part_number=12', { token: owner.token })).body
+        .data.data;
+      for (const v of part12) {
+        const full = (await call(t.app, 'GET', `/api/voters/${v.id}`, { token: owner.token })).body.data;
+        expect(full).toMatchObject({ language: 'hi', support_level: 2 });
+      }
+      // A sensitive field is a politician's to set in bulk.
+      await call(t.app, 'POST', '/api/voter-fields', {
+        token: owner.token,
+        body: { key: 'caste', label: 'Caste', type: 'choice', choices: ['General', 'SC'], sensitive: true },
+      });
+      expectError(
+        await call(t.app, 'POST', '/api/voters/tags', {
+          token: manager.token,
+          body: { voter_ids: [part12[0].id], set: { fields: { caste: 'SC' } } },
+        }),
+        403,
+        'forbidden',
+      );
+      const byOwner = await call(t.app, 'POST', '/api/voters/tags', {
+        token: owner.token,
+        body: { voter_ids: [part12[0].id], set: { fields: { caste: 'SC' } } },
+      });
+      expect(byOwner.body.data).toEqual({ changed: 1 });
+      const marked = (await call(t.app, 'GET', `/api/voters/${part12[0].id}`, { token: owner.token })).body
+        .data;
+      expect(marked.fields).toMatchObject({ caste: 'SC' });
+      expectError(
+        await call(t.app, 'POST', '/api/voters/tags', {
+          token: owner.token,
+          body: { voter_ids: [part12[0].id], set: { support_level: 9 } },
+        }),
+        422,
+        'validation_error',
+      );
     });
 
     it("an office's own headings are mapped (mapping, before the file), remembered, and a bad mapping says what to fix", async () => {

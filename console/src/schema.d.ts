@@ -640,7 +640,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Add and remove tags on many voters
+         * Add and remove tags, and set language, support level or fields, on many voters
          * @description Requires permission `voters:tag` (politician, manager).
          */
         post: operations["postVotersTags"];
@@ -4090,6 +4090,14 @@ export interface components {
              */
             updated_at: string;
         };
+        /** VoterBulkSet */
+        VoterBulkSet: {
+            language?: string | null;
+            support_level?: number | null;
+            fields?: {
+                [key: string]: string | number | null;
+            };
+        };
         /** VoterField */
         VoterField: {
             key: string;
@@ -4356,6 +4364,8 @@ export interface components {
             changed: number;
             add: string[];
             remove: string[];
+            /** @description The values the job sets; null: tags only. */
+            set: components["schemas"]["VoterBulkSet"] | null;
             /** @description The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type. */
             filters: {
                 search?: string;
@@ -4517,6 +4527,11 @@ export interface components {
             timezone: string;
             /** @description false: the zone is the deployment default. */
             timezone_set: boolean;
+            /**
+             * @description The language of a voter without one (default `en`).
+             * @enum {string}
+             */
+            default_language: "en" | "hi";
             /** @description What carries each channel now. */
             channels: {
                 whatsapp: components["schemas"]["ChannelCarrier"];
@@ -6644,6 +6659,11 @@ export interface operations {
                     name?: string;
                     /** @description An IANA time zone such as Asia/Kolkata; null: the deployment default (QUIET_HOURS_TZ). */
                     timezone?: string | null;
+                    /**
+                     * @description The language of a voter without one (a roll has none): surveys ask them in it, and the unsubscribe page speaks it.
+                     * @enum {string}
+                     */
+                    default_language?: "en" | "hi";
                 };
             };
         };
@@ -6707,6 +6727,11 @@ export interface operations {
                 "multipart/form-data": {
                     /** @description JSON `{ "<heading of the file>": "<field>" | "ignore" }`, sent before the file part: the office's own headings, beside the roll headings the import knows (GET /api/voters/import/columns lists the fields). Remembered as the workspace's last mapping. */
                     mapping?: string;
+                    /**
+                     * @description Sent before the file part: the language of the rows that give none.
+                     * @enum {string}
+                     */
+                    language?: "en" | "hi";
                     /**
                      * Format: binary
                      * @description The CSV file.
@@ -7286,12 +7311,23 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description add and/or remove tags on voter_ids (up to 1000: 200 with the count changed) or on every voter the filters match (202 with a job). */
+        /** @description add and/or remove tags, and set language, support_level or custom fields (`set`), on voter_ids (up to 1000: 200 with the count changed) or on every voter the filters match (202 with a job). */
         requestBody: {
             content: {
                 "application/json": {
                     add?: string[];
                     remove?: string[];
+                    /** @description Values set on every voter reached (politicians and managers; sensitive fields politicians only), as the same kind of job. */
+                    set?: {
+                        /** @description A two-letter code (hi, en), or null to clear it. */
+                        language?: string | null;
+                        /** @description 1 (strong supporter) to 5, or null. */
+                        support_level?: number | null;
+                        /** @description Custom fields by key (null clears); a sensitive one only by a politician (403). */
+                        fields?: {
+                            [key: string]: string | number | boolean | null;
+                        };
+                    };
                     voter_ids?: number[];
                     filters?: components["schemas"]["VoterFilters"];
                 };

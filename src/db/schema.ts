@@ -129,6 +129,8 @@ export interface VoterTagJobTable {
   created_by: number | null;
   created_at: string;
   updated_at: string;
+  /** JSON: the values a bulk edit sets (`{ language?, support_level?, fields? }`), or null (migration 041). */
+  set_values: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type VoterTagJobRow = Selectable<VoterTagJobTable>;
 

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { notFound } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
-import { workspaceExists } from '../workspaces/workspaces.repository.ts';
+import { defaultLanguage, workspaceExists } from '../workspaces/workspaces.repository.ts';
 import { addOptOut } from './opt-outs.service.ts';
 import { readUnsubscribeToken } from './unsubscribe.ts';
 
@@ -66,7 +66,8 @@ function languageOf(header: string | undefined): Language {
 
 /**
  * The page's language: the voter's own (`language` of the workspace's voter with the link's address, when it is
- * Hindi or English), else the request's Accept-Language.
+ * Hindi or English); a voter without one gets the workspace's `default_language` (fifth part); an address that
+ * is no voter's, the request's Accept-Language.
  */
 async function pageLanguage(
   db: Kysely<Database>,
@@ -78,10 +79,12 @@ async function pageLanguage(
     .select('language')
     .where('workspace_id', '=', target.workspaceId)
     .where('email', '=', target.email)
-    .where('language', 'in', ['hi', 'en'])
+    .orderBy('id')
     .limit(1)
     .executeTakeFirst();
-  return (voter?.language as Language | undefined) ?? languageOf(header);
+  if (!voter) return languageOf(header);
+  if (voter.language === 'hi' || voter.language === 'en') return voter.language;
+  return (await defaultLanguage(db, target.workspaceId)) === 'hi' ? 'hi' : 'en';
 }
 
 function page(title: string, body: string, lang: Language = 'en'): string {

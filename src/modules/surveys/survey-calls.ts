@@ -16,6 +16,7 @@ import {
   voterByAddress,
 } from './survey-sessions.ts';
 import { textIn, type Trigger } from './surveys.rules.ts';
+import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 
 /**
  * IVR surveys through the provider's call flows (the contract's fourth part; docs/providers.md shows both flows):
@@ -222,6 +223,7 @@ export class SurveyCalls {
           address,
           voterId: voter?.id ?? null,
           voterLanguage: voter?.language ?? null,
+          defaultLanguage: await defaultLanguage(trx, account.workspace_id),
           accountId: carrier?.id ?? null,
           now,
         });

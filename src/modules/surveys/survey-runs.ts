@@ -10,6 +10,7 @@ import { creditChannel } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { expireIdle, runRef, startSession } from './survey-sessions.ts';
+import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 
 /**
  * The survey loop of a worker: starts scheduled runs that are due, opens a running run's sessions in id-ordered
@@ -220,6 +221,7 @@ export class SurveyRuns {
         let used = 0;
         let optedOut = 0;
         const now = nowIso();
+        const language = await defaultLanguage(trx, run.workspace_id);
         for (const p of people) {
           if (stopped.has(p.address)) {
             optedOut += 1;
@@ -234,6 +236,7 @@ export class SurveyRuns {
               address: p.address,
               voterId: p.voter?.id ?? null,
               voterLanguage: p.voter?.language ?? null,
+              defaultLanguage: language,
               accountId: run.channel_account_id,
               now,
             },

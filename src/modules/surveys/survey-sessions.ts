@@ -27,6 +27,7 @@ import {
 } from './surveys.rules.ts';
 import { endOpenSessions } from './session-end.ts';
 import { responseView } from './surveys.view.ts';
+import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 
 /**
  * A survey's sessions (responses): starting one, asking its questions, taking its answers, ending it. Every step
@@ -62,6 +63,8 @@ export interface NewSession {
   address: string;
   voterId: number | null;
   voterLanguage: string | null;
+  /** The workspace's `default_language`: a voter (or contact) without a language is asked in it. */
+  defaultLanguage: string;
   accountId: number | null;
   now: string;
 }
@@ -87,7 +90,7 @@ export async function startSession(
       address: s.address,
       channel: s.channel,
       channel_account_id: s.accountId,
-      language: languageFor(def.questions, s.voterLanguage),
+      language: languageFor(def.questions, s.voterLanguage ?? s.defaultLanguage),
       status: 'open',
       started_at: s.now,
       updated_at: s.now,
@@ -571,6 +574,7 @@ export async function surveyInbound(
     address: input.from,
     voterId: voter?.id ?? null,
     voterLanguage: voter?.language ?? null,
+    defaultLanguage: await defaultLanguage(trx, workspaceId),
     accountId: input.channelAccountId,
     now,
   });

@@ -128,6 +128,7 @@ export class VoterImportJobs {
     fileName: string,
     source: ImportSource,
     mapping?: ImportMapping,
+    language?: string,
   ) {
     const { maxBytes, db } = this.deps;
     const key = `imp-${Date.now().toString(36)}-${randomUUID()}`;
@@ -159,7 +160,9 @@ export class VoterImportJobs {
       file_name: (fileName || 'voters.csv').slice(0, 255),
       file_key: key,
       bytes,
-      mapping: mapping ? JSON.stringify(mapping) : null,
+      // The upload's options, applied when the job runs: its mapping, and the language of its rows.
+      mapping:
+        mapping || language ? JSON.stringify({ mapping: mapping ?? null, language: language ?? null }) : null,
       created_at: nowIso(),
     });
     return importJobView(row);
@@ -241,7 +244,7 @@ export class VoterImportJobs {
         {
           progress,
           failures,
-          mapping: job.mapping ? (JSON.parse(job.mapping) as ImportMapping) : undefined,
+          ...jobOptions(job.mapping),
         },
       );
       await flush();
@@ -379,4 +382,14 @@ export function buildVoterImports(deps: { db: Db; config: Readonly<Config>; log:
     maxErrors: config.import.maxErrors,
   });
   return { importer, jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log }) };
+}
+
+/** A job's stored upload options (`voter_imports.mapping`: `{ mapping, language }`). */
+function jobOptions(text: string | null): { mapping?: ImportMapping; language?: string } {
+  if (!text) return {};
+  const stored = JSON.parse(text) as { mapping?: ImportMapping | null; language?: string | null };
+  return {
+    ...(stored.mapping ? { mapping: stored.mapping } : {}),
+    ...(stored.language ? { language: stored.language } : {}),
+  };
 }

@@ -71,6 +71,11 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
                   "the workspace's last mapping.",
               }),
             ),
+            language: Type.Optional(
+              Type.Union([Type.Literal('en'), Type.Literal('hi')], {
+                description: 'Sent before the file part: the language of the rows that give none.',
+              }),
+            ),
             file: Type.String({ format: 'binary', description: 'The CSV file.' }),
           },
           { required: ['file'] },
@@ -114,6 +119,15 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       const given = part.fields.mapping;
       const mappingText =
         given && !Array.isArray(given) && given.type === 'field' ? String(given.value) : undefined;
+      const languageField = part.fields.language;
+      const language =
+        languageField && !Array.isArray(languageField) && languageField.type === 'field'
+          ? String(languageField.value)
+          : undefined;
+      if (language !== undefined && language !== 'en' && language !== 'hi') {
+        file.resume();
+        throw validationError({ language: ['must be en or hi: the language of the rows that give none.'] });
+      }
       let mapping: ImportMapping | undefined;
       try {
         mapping =
@@ -133,6 +147,7 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
           part.filename,
           { stream: file, truncated: () => file.truncated },
           mapping,
+          language,
         );
         return reply
           .code(202)
@@ -146,6 +161,7 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
         {
           dryRun,
           mapping,
+          language,
           audit: dryRun ? undefined : { actor: actorOf(request), fileName: part.filename },
         },
       );

@@ -76,6 +76,8 @@ export interface ImportOptions {
   audit?: { actor: AuditActor; fileName: string };
   /** The office's own heading -> field choices, beside (and before) the headings the import knows. */
   mapping?: ImportMapping | undefined;
+  /** The language of the file's rows that give none (`language` field of the upload: `en` or `hi`). */
+  language?: string | undefined;
 }
 
 /** What the import reads: the file part's byte stream, and whether the upload limit cut it short. */
@@ -251,7 +253,7 @@ export class VoterImporter {
         relation_type: r.relation_type ?? null,
         gender: r.gender ?? null,
         name_local: r.name_local ?? null,
-        language: r.language ?? null,
+        language: r.language ?? options.language ?? null,
         birth_date: r.birth_date ?? null,
         birth_key: r.birth_key ?? null,
         support_level: r.support_level ?? null,

@@ -75,6 +75,38 @@ const TagBody = Type.Object(
   {
     add: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 })),
     remove: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 })),
+    set: Type.Optional(
+      Type.Object(
+        {
+          language: Type.Optional(
+            Type.Union([Type.String({ pattern: '^[A-Za-z]{2}$' }), Type.Null()], {
+              description: 'A two-letter code (hi, en), or null to clear it.',
+            }),
+          ),
+          support_level: Type.Optional(
+            Type.Union([Type.Integer({ minimum: 1, maximum: 5 }), Type.Null()], {
+              description: '1 (strong supporter) to 5, or null.',
+            }),
+          ),
+          fields: Type.Optional(
+            Type.Record(
+              Type.String({ pattern: '^[a-z][a-z0-9_]{0,39}$' }),
+              Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]),
+              {
+                description:
+                  'Custom fields by key (null clears); a sensitive one only by a politician (403).',
+              },
+            ),
+          ),
+        },
+        {
+          additionalProperties: false,
+          minProperties: 1,
+          description:
+            'Values set on every voter reached (politicians and managers; sensitive fields politicians only), as the same kind of job.',
+        },
+      ),
+    ),
     voter_ids: Type.Optional(
       Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), { maxItems: TAG_IDS_MAX }),
     ),
@@ -82,7 +114,7 @@ const TagBody = Type.Object(
   },
   {
     additionalProperties: false,
-    description: `add and/or remove tags on voter_ids (up to ${TAG_IDS_MAX}: 200 with the count changed) or on every voter the filters match (202 with a job).`,
+    description: `add and/or remove tags, and set language, support_level or custom fields (\`set\`), on voter_ids (up to ${TAG_IDS_MAX}: 200 with the count changed) or on every voter the filters match (202 with a job).`,
   },
 );
 
@@ -99,6 +131,22 @@ const TagJob = Type.Object(
     changed: Type.Integer({ description: 'Voters whose tags the job changed so far.' }),
     add: Type.Array(Type.String()),
     remove: Type.Array(Type.String()),
+    set: Type.Union(
+      [
+        Type.Object(
+          {
+            language: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+            support_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+            fields: Type.Optional(
+              Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Null()])),
+            ),
+          },
+          { title: 'VoterBulkSet' },
+        ),
+        Type.Null(),
+      ],
+      { description: 'The values the job sets; null: tags only.' },
+    ),
     filters: StoredVoterFilters,
     error: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
@@ -191,7 +239,7 @@ export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
       config: { permission: 'voters:tag' },
       schema: {
         tags,
-        summary: 'Add and remove tags on many voters',
+        summary: 'Add and remove tags, and set language, support level or fields, on many voters',
         body: TagBody,
         response: {
           200: Success(Type.Object({ changed: Type.Integer() }, { title: 'VotersTagged' })),
@@ -200,7 +248,8 @@ export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
-      const result = await tagging.tag(authOf(request).workspaceId, actorOf(request), request.body);
+      const auth = authOf(request);
+      const result = await tagging.tag(auth.workspaceId, actorOf(request), request.body, auth.role);
       if (result.job)
         return reply
           .code(202)

@@ -3,12 +3,20 @@ import { nowIso } from '../../db/connect.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database, VoterTagJobRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-import { notFound, validationError } from '../../errors.ts';
+import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
+import type { Role } from '../../domain.ts';
 import { ChunkPacer } from '../../lib/pacing.ts';
 
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { checkTags, type Tag } from './voter-record.rules.ts';
 import { nameTags } from './voter-record.repository.ts';
+import {
+  checkFieldValues,
+  fieldDefs,
+  sensitiveKeys,
+  type StoredValue,
+  type VoterFieldDef,
+} from './voter-fields.ts';
 import {
   checkVoterFilters,
   filteredVoters,
@@ -35,23 +43,70 @@ export const TAG_IDS_MAX = 1000;
 export interface TagBody {
   add?: unknown;
   remove?: unknown;
+  set?: { language?: unknown; support_level?: unknown; fields?: unknown } | undefined;
   voter_ids?: number[] | undefined;
   filters?: Record<string, unknown> | undefined;
+}
+
+/** The values a bulk edit sets on every voter it reaches (contract, fifth part: `set`). */
+interface SetValues {
+  language?: string | null;
+  support_level?: number | null;
+  fields?: Array<[string, StoredValue | null]>;
 }
 
 interface TagChange {
   add: Tag[];
   remove: Tag[];
+  set?: SetValues | undefined;
 }
 
-function checkChange(body: TagBody): TagChange {
+/**
+ * A bulk edit's `set`, checked: `language` (a two-letter code, or null), `support_level` (1-5, or null; a politician's
+ * or a manager's) and custom `fields` (a sensitive one a politician's only: 403 otherwise).
+ */
+function checkSet(raw: TagBody['set'], defs: readonly VoterFieldDef[], role: Role): SetValues | undefined {
+  if (raw === undefined) return undefined;
+  const errors: FieldErrors = {};
+  const set: SetValues = {};
+  if (raw.language !== undefined) {
+    if (raw.language === null) set.language = null;
+    else if (typeof raw.language === 'string' && /^[a-z]{2}$/i.test(raw.language))
+      set.language = raw.language.toLowerCase();
+    else errors['set.language'] = ['must be a two-letter ISO 639-1 code, e.g. hi or en, or null.'];
+  }
+  if (raw.support_level !== undefined) {
+    const level = raw.support_level;
+    if (level === null || (Number.isInteger(level) && (level as number) >= 1 && (level as number) <= 5))
+      set.support_level = level as number | null;
+    else errors['set.support_level'] = ['must be a whole number from 1 (strong supporter) to 5, or null.'];
+  }
+  if (raw.fields !== undefined) {
+    const checked = checkFieldValues(defs, raw.fields);
+    for (const [field, messages] of Object.entries(checked.errors)) errors[`set.${field}`] = messages;
+    set.fields = [...checked.values];
+  }
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  const hidden = sensitiveKeys(defs);
+  const sensitive = (set.fields ?? []).filter(([key]) => hidden.has(key)).map(([key]) => key);
+  if (sensitive.length > 0 && role !== 'politician')
+    throw new AppError(
+      'forbidden',
+      `Only a politician sets sensitive fields in bulk (${sensitive.map((k) => `fields.${k}`).join(', ')}).`,
+    );
+  if (Object.keys(set).length === 0 || (set.fields?.length === 0 && Object.keys(set).length === 1))
+    throw validationError({ set: ['give language, support_level or fields to set.'] });
+  return set;
+}
+
+function checkChange(body: TagBody, set: SetValues | undefined): TagChange {
   const add = checkTags(body.add ?? [], 'add');
   const remove = checkTags(body.remove ?? [], 'remove');
   const errors = { ...add.errors, ...remove.errors };
   if (Object.keys(errors).length > 0) throw validationError(errors);
-  const change = { add: add.tags ?? [], remove: remove.tags ?? [] };
-  if (change.add.length === 0 && change.remove.length === 0)
-    throw validationError({ add: ['give tags to add or to remove.'] });
+  const change = { add: add.tags ?? [], remove: remove.tags ?? [], set };
+  if (change.add.length === 0 && change.remove.length === 0 && !set)
+    throw validationError({ add: ['give tags to add or to remove, or values to set.'] });
   const both = change.add.find((t) => change.remove.some((r) => r.key === t.key));
   if (both) throw validationError({ remove: [`"${both.label}" is both added and removed.`] });
   if ((body.voter_ids === undefined) === (body.filters === undefined))
@@ -110,8 +165,22 @@ async function applyChange(
   change: TagChange,
   voters: () => ReturnType<typeof filteredVoters>,
 ): Promise<number> {
-  const changed = await changedCount(db, workspaceId, change, voters());
-  if (changed === 0) return 0;
+  const set = change.set;
+  // A bulk edit's values: set on every voter it reaches (each counts as changed).
+  const reached = set
+    ? Number(
+        (
+          await voters()
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
+    : 0;
+  if (set) await setValues(db, workspaceId, set, voters);
+  const tagged =
+    change.add.length + change.remove.length > 0 ? await changedCount(db, workspaceId, change, voters()) : 0;
+  const changed = Math.max(reached, tagged);
+  if (tagged === 0) return changed;
   for (const tag of change.add) {
     const rows = voters().select([
       sql<number>`${workspaceId}`.as('workspace_id'),
@@ -141,6 +210,74 @@ async function applyChange(
   return changed;
 }
 
+/** A bulk edit's `set` applied to `voters` (a query of voters.id), in the caller's transaction. */
+async function setValues(
+  db: Executor,
+  workspaceId: number,
+  set: SetValues,
+  voters: () => ReturnType<typeof filteredVoters>,
+): Promise<void> {
+  const now = nowIso();
+  if (set.language !== undefined || set.support_level !== undefined)
+    await db
+      .updateTable('voters')
+      .set({
+        ...(set.language !== undefined ? { language: set.language } : {}),
+        ...(set.support_level !== undefined ? { support_level: set.support_level } : {}),
+        updated_at: now,
+      })
+      .where('workspace_id', '=', workspaceId)
+      .where('id', 'in', voters().select('voters.id'))
+      .execute();
+  for (const [key, value] of set.fields ?? []) {
+    if (value === null) {
+      await db
+        .deleteFrom('voter_field_values')
+        .where('workspace_id', '=', workspaceId)
+        .where('field_key', '=', key)
+        .where('voter_id', 'in', voters().select('voters.id'))
+        .execute();
+      continue;
+    }
+    const rows = voters().select([
+      'voters.id',
+      sql<number>`${workspaceId}`.as('workspace_id'),
+      sql<string>`${key}`.as('field_key'),
+      sql<string | null>`${value.value_text}`.as('value_text'),
+      sql<number | null>`${value.value_number}`.as('value_number'),
+    ]);
+    await db
+      .insertInto('voter_field_values')
+      .columns(['voter_id', 'workspace_id', 'field_key', 'value_text', 'value_number'])
+      // As for tags (applyChange): the voters are held against a delete until this commits.
+      .expression((isPostgres(db) ? rows.forKeyShare() : rows) as never)
+      .onConflict((oc) =>
+        oc.columns(['voter_id', 'field_key']).doUpdateSet((eb) => ({
+          value_text: eb.ref('excluded.value_text'),
+          value_number: eb.ref('excluded.value_number'),
+        })),
+      )
+      .execute();
+  }
+}
+
+/** A stored `set` as the API shows it: fields by key with their values. */
+function setView(text: string | null) {
+  if (!text) return null;
+  const set = JSON.parse(text) as SetValues;
+  return {
+    ...(set.language !== undefined ? { language: set.language } : {}),
+    ...(set.support_level !== undefined ? { support_level: set.support_level } : {}),
+    ...(set.fields
+      ? {
+          fields: Object.fromEntries(
+            set.fields.map(([key, v]) => [key, v === null ? null : (v.value_number ?? v.value_text)]),
+          ),
+        }
+      : {}),
+  };
+}
+
 export function tagJobView(row: VoterTagJobRow) {
   return {
     id: Number(row.id),
@@ -149,6 +286,7 @@ export function tagJobView(row: VoterTagJobRow) {
     changed: Number(row.changed),
     add: JSON.parse(row.add_tags) as string[],
     remove: JSON.parse(row.remove_tags) as string[],
+    set: setView(row.set_values),
     filters: JSON.parse(row.filters) as Record<string, unknown>,
     error: row.error,
     created_at: row.created_at,
@@ -166,9 +304,14 @@ export class VoterTagging {
     this.wake = wake;
   }
 
-  async tag(workspaceId: number, actor: AuditActor, body: TagBody) {
-    const change = checkChange(body);
+  async tag(workspaceId: number, actor: AuditActor, body: TagBody, role: Role = 'politician') {
     const { db } = this.deps;
+    const set = checkSet(
+      body.set,
+      body.set?.fields !== undefined ? await fieldDefs(db, workspaceId) : [],
+      role,
+    );
+    const change = checkChange(body, set);
     if (body.voter_ids !== undefined) {
       const ids = [...new Set(body.voter_ids)];
       if (ids.length === 0 || ids.length > TAG_IDS_MAX)
@@ -211,6 +354,7 @@ export class VoterTagging {
           status: 'queued',
           add_tags: JSON.stringify(change.add.map((t) => t.label)),
           remove_tags: JSON.stringify(change.remove.map((t) => t.label)),
+          set_values: set ? JSON.stringify(set) : null,
           filters: JSON.stringify(filters),
           created_by: actor.userId,
           created_at: now,
@@ -290,6 +434,7 @@ export class VoterTagging {
       const change: TagChange = {
         add: checkTags(JSON.parse(job.add_tags)).tags ?? [],
         remove: checkTags(JSON.parse(job.remove_tags)).tags ?? [],
+        set: job.set_values ? (JSON.parse(job.set_values) as SetValues) : undefined,
       };
       if (job.status === 'queued') {
         const total = await filteredVoters(db, ws, filters)
@@ -360,5 +505,18 @@ export class VoterTagging {
 class ChunkTaken extends Error {}
 
 function labels(change: TagChange) {
-  return { add: change.add.map((t) => t.label), remove: change.remove.map((t) => t.label) };
+  return {
+    add: change.add.map((t) => t.label),
+    remove: change.remove.map((t) => t.label),
+    // The keys set, not their values: an audit entry holds no sensitive value.
+    ...(change.set
+      ? {
+          set: [
+            ...(change.set.language !== undefined ? ['language'] : []),
+            ...(change.set.support_level !== undefined ? ['support_level'] : []),
+            ...(change.set.fields ?? []).map(([key]) => `fields.${key}`),
+          ],
+        }
+      : {}),
+  };
 }

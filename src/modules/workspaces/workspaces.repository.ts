@@ -17,7 +17,7 @@ export async function workspaceExists(db: Executor, workspaceId: number): Promis
 export async function workspaceById(db: Executor, workspaceId: number) {
   return db
     .selectFrom('workspaces')
-    .select(['id', 'name', 'created_at', 'timezone'])
+    .select(['id', 'name', 'created_at', 'timezone', 'default_language'])
     .where('id', '=', workspaceId)
     .executeTakeFirst();
 }
@@ -25,7 +25,17 @@ export async function workspaceById(db: Executor, workspaceId: number) {
 export async function updateWorkspace(
   db: Executor,
   workspaceId: number,
-  changes: { name?: string; timezone?: string | null },
+  changes: { name?: string; timezone?: string | null; default_language?: string },
 ): Promise<void> {
   await db.updateTable('workspaces').set(changes).where('id', '=', workspaceId).execute();
+}
+
+/** The language of the workspace's voters without one (`en` or `hi`). */
+export async function defaultLanguage(db: Executor, workspaceId: number): Promise<string> {
+  const row = await db
+    .selectFrom('workspaces')
+    .select('default_language')
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+  return row?.default_language ?? 'en';
 }

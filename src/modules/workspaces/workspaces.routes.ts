@@ -42,6 +42,12 @@ const UpdateWorkspaceBody = Type.Object(
         description: 'An IANA time zone such as Asia/Kolkata; null: the deployment default (QUIET_HOURS_TZ).',
       }),
     ),
+    default_language: Type.Optional(
+      Type.Union([Type.Literal('en'), Type.Literal('hi')], {
+        description:
+          'The language of a voter without one (a roll has none): surveys ask them in it, and the unsubscribe page speaks it.',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -56,6 +62,9 @@ const Workspace = Type.Object(
         "The IANA time zone the console shows times in: the workspace's own (`PATCH /api/workspace`), else the deployment's QUIET_HOURS_TZ. Times in answers stay UTC.",
     }),
     timezone_set: Type.Boolean({ description: 'false: the zone is the deployment default.' }),
+    default_language: Type.Union([Type.Literal('en'), Type.Literal('hi')], {
+      description: 'The language of a voter without one (default `en`).',
+    }),
     channels: Type.Object(
       Object.fromEntries(messageChannels.map((channel) => [channel, Carrier])) as Record<
         MessageChannel,

@@ -58,6 +58,7 @@ export class WorkspacesService {
       created_at: row.created_at,
       timezone: row.timezone ?? defaultTimeZone,
       timezone_set: row.timezone !== null,
+      default_language: (row.default_language === 'hi' ? 'hi' : 'en') as 'en' | 'hi',
       channels,
     };
   }
@@ -66,9 +67,13 @@ export class WorkspacesService {
   async change(
     workspaceId: number,
     actor: AuditActor,
-    body: { name?: string | undefined; timezone?: string | null | undefined },
+    body: {
+      name?: string | undefined;
+      timezone?: string | null | undefined;
+      default_language?: 'en' | 'hi' | undefined;
+    },
   ) {
-    const { name, timezone } = body;
+    const { name, timezone, default_language: language } = body;
     const errors: FieldErrors = {};
     if (name !== undefined && name.trim() === '') errors.name = ['must not be empty.'];
     if (typeof timezone === 'string' && !isTimeZone(timezone))
@@ -78,13 +83,18 @@ export class WorkspacesService {
       await updateWorkspace(trx, workspaceId, {
         ...(name !== undefined ? { name: name.trim() } : {}),
         ...(timezone !== undefined ? { timezone } : {}),
+        ...(language !== undefined ? { default_language: language } : {}),
       });
       await recordAudit(trx, {
         workspaceId,
         actor,
         action: 'workspace.updated',
         target: { type: 'workspace', id: workspaceId },
-        details: { changed: Object.keys(body), ...(timezone !== undefined ? { timezone } : {}) },
+        details: {
+          changed: Object.keys(body),
+          ...(timezone !== undefined ? { timezone } : {}),
+          ...(language !== undefined ? { default_language: language } : {}),
+        },
       });
     });
     return this.view(workspaceId);
