@@ -995,6 +995,21 @@ describe.runIf(!browserMissing).each(dialects)(
             return periods.data.find((x) => x.constituency === 'Zone Test');
           })
           .toMatchObject({ starts_at: '2031-03-10T00:30:00.000Z', ends_at: '2031-03-10T12:30:00.000Z' });
+        // Settings: the office renames its workspace, and makes Hindi its voters' language.
+        await p.goto(`${server.base}/console/settings`);
+        const before = (await api(`${server.base}/api`, 'GET', '/workspace', owner.token)) as {
+          name: string;
+        };
+        await p.getByLabel('Office name').fill("Varanasi MP Office's campaign");
+        await p.getByLabel('Voters’ language').selectOption('hi');
+        await p.getByRole('button', { name: 'Save', exact: true }).first().click();
+        await expect
+          .poll(async () => api(`${server.base}/api`, 'GET', '/workspace', owner.token))
+          .toMatchObject({ name: "Varanasi MP Office's campaign", default_language: 'hi' });
+        await api(`${server.base}/api`, 'PATCH', '/workspace', owner.token, {
+          name: before.name,
+          default_language: 'en',
+        });
       } finally {
         await laptop.close();
       }

@@ -504,6 +504,10 @@ export const hi: Record<Key, string> = {
   'settings.channels': 'चैनल',
   'settings.manage': 'प्रबंधित करें',
   'settings.workspace': 'कार्यक्षेत्र',
+  'settings.workspaceName': 'कार्यालय का नाम',
+  'settings.defaultLanguage': 'मतदाताओं की भाषा',
+  'settings.defaultLanguageHint':
+    'जिन मतदाताओं की सूची में भाषा नहीं है, उनके लिए: सर्वे उनसे इसी भाषा में पूछते हैं, और सदस्यता छोड़ने का पेज इसी में दिखता है।',
   'settings.timezone': 'समय क्षेत्र',
   'settings.timezoneHint': 'कंसोल में हर समय इसी क्षेत्र में दिखता है (अभी {zone})। खाली: सेवा का डिफ़ॉल्ट।',
   'settings.saved': 'सहेजा गया।',

@@ -513,6 +513,10 @@ export const en = {
   'settings.test': 'Test',
   'settings.manage': 'Manage',
   'settings.workspace': 'Workspace',
+  'settings.workspaceName': 'Office name',
+  'settings.defaultLanguage': 'Voters’ language',
+  'settings.defaultLanguageHint':
+    'For voters whose roll gives no language: surveys ask them in it, and the unsubscribe page speaks it.',
   'settings.timezone': 'Time zone',
   'settings.timezoneHint':
     'Every time in the console is shown in this zone (now {zone}). Empty: the service’s default.',

@@ -22,15 +22,34 @@ export function Settings() {
   );
 }
 
-/** The workspace's name and time zone (every time in the console is shown in that zone). */
+/**
+ * The workspace's name, its time zone (every time in the console is shown and typed in that zone) and the
+ * language of its voters who have none.
+ */
 function WorkspaceSettings() {
   const { t } = useI18n();
   const client = useQueryClient();
   const workspace = useWorkspace();
   const [zone, setZone] = useState<string | null>(null);
+  const [name, setName] = useState<string | null>(null);
+  const [language, setLanguage] = useState<'en' | 'hi' | null>(null);
   const save = useMutation({
-    mutationFn: () => envelope(api.PATCH('/api/workspace', { body: { timezone: zone || null } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: workspaceKey }),
+    mutationFn: () =>
+      envelope(
+        api.PATCH('/api/workspace', {
+          body: {
+            ...(zone !== null ? { timezone: zone || null } : {}),
+            ...(name !== null ? { name } : {}),
+            ...(language !== null ? { default_language: language } : {}),
+          },
+        }),
+      ),
+    onSuccess: () => {
+      setZone(null);
+      setName(null);
+      setLanguage(null);
+      void client.invalidateQueries({ queryKey: workspaceKey });
+    },
   });
   if (!workspace.data) return <ErrorNote error={workspace.error} />;
   const value = zone ?? (workspace.data.timezone_set ? workspace.data.timezone : '');
@@ -43,6 +62,14 @@ function WorkspaceSettings() {
           save.mutate();
         }}
       >
+        <Field label={t('settings.workspaceName')}>
+          <input
+            required
+            maxLength={200}
+            value={name ?? workspace.data.name}
+            onChange={(e) => setName(e.target.value)}
+          />
+        </Field>
         <Field
           label={t('settings.timezone')}
           hint={t('settings.timezoneHint', { zone: workspace.data.timezone })}
@@ -59,7 +86,19 @@ function WorkspaceSettings() {
             <option key={z} value={z} />
           ))}
         </datalist>
-        <button className="primary" disabled={save.isPending}>
+        <Field label={t('settings.defaultLanguage')} hint={t('settings.defaultLanguageHint')}>
+          <select
+            value={language ?? workspace.data.default_language}
+            onChange={(e) => setLanguage(e.target.value as 'en' | 'hi')}
+          >
+            <option value="en">English</option>
+            <option value="hi">हिन्दी</option>
+          </select>
+        </Field>
+        <button
+          className="primary"
+          disabled={save.isPending || (zone === null && name === null && language === null)}
+        >
           {t('save')}
         </button>
       </form>
