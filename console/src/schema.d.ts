@@ -8977,7 +8977,7 @@ export interface operations {
                 "application/json": {
                     name: string;
                     channel: components["schemas"]["Channel"];
-                    /** @description May use {{name}}, {{first_name}}, {{constituency}}, {{booth}}, {{ward}}; any other variable is 422. */
+                    /** @description May use {{name}}, {{first_name}}, {{name_local}}, {{first_name_local}} (the roll's own-script name, else the name), {{constituency}}, {{booth}}, {{ward}} (the workspace's name for the place, else the roll's spelling), each with an optional fallback ({{first_name|friend}}); any other variable is 422. */
                     body: string;
                     /** @description e.g. en, hi (default en). */
                     language?: string;
@@ -9106,7 +9106,7 @@ export interface operations {
                 "application/json": {
                     name?: string;
                     channel?: components["schemas"]["Channel"];
-                    /** @description May use {{name}}, {{first_name}}, {{constituency}}, {{booth}}, {{ward}}; any other variable is 422. */
+                    /** @description May use {{name}}, {{first_name}}, {{name_local}}, {{first_name_local}} (the roll's own-script name, else the name), {{constituency}}, {{booth}}, {{ward}} (the workspace's name for the place, else the roll's spelling), each with an optional fallback ({{first_name|friend}}); any other variable is 422. */
                     body?: string;
                     /** @description e.g. en, hi (default en). */
                     language?: string;

@@ -432,6 +432,8 @@ export const hi: Record<Key, string> = {
   'inbox.variable.dltHint': 'अधिकतम {max} अक्षर (DLT)। खाली छोड़ें: मतदाता का अपना मान।',
   'variable.name': 'नाम',
   'variable.first_name': 'पहला नाम',
+  'variable.name_local': 'नाम (अपनी लिपि में)',
+  'variable.first_name_local': 'पहला नाम (अपनी लिपि में)',
   'variable.constituency': 'निर्वाचन क्षेत्र',
   'variable.booth': 'बूथ',
   'variable.ward': 'वार्ड',
@@ -463,7 +465,8 @@ export const hi: Record<Key, string> = {
   'consent.templates': 'टेम्पलेट',
   'consent.language': 'भाषा',
   'consent.body': 'पाठ',
-  'consent.bodyHint': '{{name}}, {{first_name}}, {{constituency}}, {{booth}}, {{ward}} इस्तेमाल कर सकते हैं।',
+  'consent.bodyHint':
+    '{{name}}, {{first_name}}, {{name_local}} और {{first_name_local}} (सूची की अपनी लिपि में नाम), {{constituency}}, {{booth}}, {{ward}} (स्थान का नाम) और {{first_name|मित्र}} जैसा विकल्प इस्तेमाल कर सकते हैं।',
   'consent.dlt': 'DLT टेम्पलेट आईडी',
   'consent.sender': 'सेंडर आईडी (DLT हेडर)',
   'consent.providerTemplate': '{provider} पर टेम्पलेट आईडी',

@@ -440,6 +440,8 @@ export const en = {
   'inbox.variable.dltHint': 'At most {max} characters (DLT). Left empty: the voter’s own value.',
   'variable.name': 'Name',
   'variable.first_name': 'First name',
+  'variable.name_local': 'Name (own script)',
+  'variable.first_name_local': 'First name (own script)',
   'variable.constituency': 'Constituency',
   'variable.booth': 'Booth',
   'variable.ward': 'Ward',
@@ -471,7 +473,8 @@ export const en = {
   'consent.templates': 'Templates',
   'consent.language': 'Language',
   'consent.body': 'Text',
-  'consent.bodyHint': 'May use {{name}}, {{first_name}}, {{constituency}}, {{booth}}, {{ward}}.',
+  'consent.bodyHint':
+    'May use {{name}}, {{first_name}}, {{name_local}} and {{first_name_local}} (the name in the roll’s own script), {{constituency}}, {{booth}}, {{ward}} (the place’s name), and a fallback such as {{first_name|friend}}.',
   'consent.dlt': 'DLT template id',
   'consent.sender': 'Sender id (DLT header)',
   'consent.providerTemplate': 'Template id at {provider}',

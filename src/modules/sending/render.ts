@@ -1,9 +1,19 @@
 /**
- * Template variables: `{{name}}`, `{{first_name}}`, `{{constituency}}`, `{{booth}}`, `{{ward}}` (spaces inside
- * the braces allowed), rendered from a voter record; a recipient who is not a voter renders them empty, or as
- * the fallback a variable gives: `{{first_name|friend}}` is "friend" where the first name is empty.
+ * Template variables: `{{name}}`, `{{first_name}}`, `{{name_local}}`, `{{first_name_local}}` (the roll's
+ * own-script name, else the name), `{{constituency}}`, `{{booth}}`, `{{ward}}` (the place's name where the
+ * workspace keeps one, else the roll's spelling) (spaces inside the braces allowed), rendered from a voter
+ * record; a recipient who is not a voter renders them empty, or as the fallback a variable gives:
+ * `{{first_name|friend}}` is "friend" where the first name is empty.
  */
-export const templateVariables = ['name', 'first_name', 'constituency', 'booth', 'ward'] as const;
+export const templateVariables = [
+  'name',
+  'first_name',
+  'name_local',
+  'first_name_local',
+  'constituency',
+  'booth',
+  'ward',
+] as const;
 
 const VARIABLE = /\{\{\s*([^{}]*?)\s*\}\}/g;
 
@@ -25,6 +35,8 @@ export function unknownVariables(body: string): string[] {
 
 export interface VoterFields {
   name: string | null;
+  /** The name in the roll's own script (Devanagari), where the roll gives it. */
+  name_local?: string | null | undefined;
   constituency: string | null;
   booth: string | null;
   ward: string | null;
@@ -65,6 +77,10 @@ function variableValue(name: string, voter: VoterFields | undefined): string {
       return voter.name?.trim() ?? '';
     case 'first_name':
       return voter.name?.trim().split(/\s+/u)[0] ?? '';
+    case 'name_local':
+      return voter.name_local?.trim() || (voter.name?.trim() ?? '');
+    case 'first_name_local':
+      return (voter.name_local?.trim() || voter.name?.trim() || '').split(/\s+/u)[0] ?? '';
     case 'constituency':
       return voter.constituency ?? '';
     case 'booth':
