@@ -2481,6 +2481,10 @@ export interface components {
             held_until: string | null;
             /** @description Credits to_send would take (templates: trued up per recipient). */
             estimated_credits: number;
+            /** @description What sending reserves at once: every recipient (skipped ones are refunded as they are skipped). Send is 402 when the workspace has fewer. */
+            credits_to_reserve: number;
+            /** @description The workspace's credits of the channel now; null for a channel without credits. */
+            credits_available: number | null;
         };
         /** CampaignPreviewResponse */
         CampaignPreviewResponse: {
@@ -2953,6 +2957,11 @@ export interface components {
         FailureCount: {
             error_code: string;
             count: number;
+            /**
+             * @description `stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours); `failed`: a provider or an address failed them.
+             * @enum {string}
+             */
+            kind: "stopped" | "failed";
         };
         /** Grievance */
         Grievance: {
@@ -8115,7 +8124,7 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         message?: string;
-                        /** @description Failed messages by error code, most first. */
+                        /** @description Failed messages by error code, most first, each marked stopped or failed. */
                         data: components["schemas"]["FailureCount"][];
                     };
                 };
@@ -8917,7 +8926,10 @@ export interface operations {
     };
     postCampaignsIdPreview: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Evaluate as if it went out at this time (a 'Send at' not yet saved); default: the campaign's scheduled_at, else now. */
+                at?: string;
+            };
             header?: never;
             path: {
                 /** @description `camp_<n>` (or just `<n>`). */

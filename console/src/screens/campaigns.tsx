@@ -206,7 +206,13 @@ export function Compose() {
         id = made.id;
         setDraft({ id, channel });
       }
-      return data(api.POST('/api/campaigns/{id}/preview', { params: { path: { id } } }));
+      // Evaluated at the "Send at" typed (in the office's zone), else now: the preview is the send.
+      const at = scheduledAt ? fromLocal(scheduledAt) : '';
+      return data(
+        api.POST('/api/campaigns/{id}/preview', {
+          params: { path: { id }, query: at ? { at } : {} },
+        }),
+      );
     },
   });
   const schedule = useMutation({
@@ -373,9 +379,28 @@ export function Compose() {
             <dd>{n(preview.silence_period)}</dd>
             <dt>{t('preview.held')}</dt>
             <dd>{n(preview.held)}</dd>
+            <dt>{t('preview.noAddress')}</dt>
+            <dd>{n(preview.skipped_no_address)}</dd>
             <dt>{t('preview.credits')}</dt>
             <dd>{n(preview.estimated_credits)}</dd>
+            <dt>{t('preview.reserve')}</dt>
+            <dd>
+              {n(preview.credits_to_reserve)}
+              {preview.credits_available !== null && (
+                <small> ({t('preview.available', { count: n(preview.credits_available) })})</small>
+              )}
+            </dd>
           </dl>
+          {preview.credits_available !== null && preview.credits_to_reserve > preview.credits_available && (
+            <div className="error" role="alert">
+              <p>
+                {t('preview.short', {
+                  needed: n(preview.credits_to_reserve),
+                  available: n(preview.credits_available),
+                })}
+              </p>
+            </div>
+          )}
           {preview.held_until && <Notice>{t('preview.heldUntil', { when: d(preview.held_until) })}</Notice>}
           <ErrorNote error={send.error ?? schedule.error} />
           <div className="actions">

@@ -104,19 +104,25 @@ export function Dashboard() {
           </ul>
         )}
       </Section>
-      <Section title={t('dash.failures')}>
-        {failures.data && failures.data.length === 0 ? (
-          <p className="muted">{t('dash.noFailures')}</p>
-        ) : (
-          <ul className="plain">
-            {(failures.data ?? []).map(({ error_code, count }) => (
-              <li key={error_code}>
-                <code>{error_code}</code>: {n(count)}
-              </li>
-            ))}
-          </ul>
-        )}
-      </Section>
+      {(['failed', 'stopped'] as const).map((kind) => {
+        const rows = (failures.data ?? []).filter((f) => f.kind === kind);
+        return (
+          <Section key={kind} title={t(kind === 'failed' ? 'dash.failures' : 'dash.stopped')}>
+            {kind === 'stopped' && <p className="muted">{t('dash.stoppedHelp')}</p>}
+            {failures.data && rows.length === 0 ? (
+              <p className="muted">{t(kind === 'failed' ? 'dash.noFailures' : 'dash.noStopped')}</p>
+            ) : (
+              <ul className="plain" data-testid={`dash-${kind}`}>
+                {rows.map(({ error_code, count }) => (
+                  <li key={error_code}>
+                    <code>{error_code}</code>: {n(count)}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Section>
+        );
+      })}
       <ErrorNote error={me.error ?? campaigns.error ?? failures.error ?? open.error ?? unassigned.error} />
     </>
   );

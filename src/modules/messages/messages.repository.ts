@@ -102,7 +102,7 @@ export async function failureCounts(
   from: string,
   before: string,
   campaignId: number | undefined,
-): Promise<Array<{ error_code: string; count: number }>> {
+): Promise<Array<{ error_code: string; count: number; kind: 'stopped' | 'failed' }>> {
   let query = db
     .selectFrom('messages')
     .select(['error_code', (eb) => eb.fn.countAll<number>().as('count')])
@@ -112,5 +112,19 @@ export async function failureCounts(
     .where('updated_at', '<', before);
   if (campaignId !== undefined) query = query.where('campaign_id', '=', campaignId);
   const rows = await query.groupBy('error_code').orderBy('count', 'desc').execute();
-  return rows.map((r) => ({ error_code: r.error_code ?? 'provider_rejected', count: Number(r.count) }));
+  return rows.map((r) => {
+    const code = r.error_code ?? 'provider_rejected';
+    return { error_code: code, count: Number(r.count), kind: STOPPED.has(code) ? 'stopped' : 'failed' };
+  });
 }
+
+/**
+ * Error codes of messages the office's own rules stopped (an opt-out, a silence period, a cancel, quiet hours),
+ * kept apart, as `stopped`, from those a provider or an address failed (contract, fifth part).
+ */
+export const STOPPED: ReadonlySet<string> = new Set([
+  'opted_out',
+  'silence_period',
+  'cancelled',
+  'quiet_hours',
+]);

@@ -153,8 +153,18 @@ export const FailuresQuery = Type.Object({
 });
 
 export const FailureCounts = Type.Array(
-  Type.Object({ error_code: Type.String(), count: Type.Integer() }, { title: 'FailureCount' }),
-  { description: 'Failed messages by error code, most first.' },
+  Type.Object(
+    {
+      error_code: Type.String(),
+      count: Type.Integer(),
+      kind: Type.Union([Type.Literal('stopped'), Type.Literal('failed')], {
+        description:
+          "`stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours); `failed`: a provider or an address failed them.",
+      }),
+    },
+    { title: 'FailureCount' },
+  ),
+  { description: 'Failed messages by error code, most first, each marked stopped or failed.' },
 );
 
 export const MessageItem = Type.Object(

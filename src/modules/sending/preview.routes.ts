@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success, Timestamp } from '../../http/schemas.ts';
 import { CampaignParams } from '../campaigns/campaigns.schemas.ts';
@@ -28,9 +29,26 @@ const PreviewResult = Type.Object(
     estimated_credits: Type.Integer({
       description: 'Credits to_send would take (templates: trued up per recipient).',
     }),
+    credits_to_reserve: Type.Integer({
+      description:
+        'What sending reserves at once: every recipient (skipped ones are refunded as they are skipped). Send is 402 when the workspace has fewer.',
+    }),
+    credits_available: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The workspace's credits of the channel now; null for a channel without credits.",
+    }),
   },
   { title: 'CampaignPreview' },
 );
+
+const PreviewQuery = Type.Object({
+  at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        "Evaluate as if it went out at this time (a 'Send at' not yet saved); default: the campaign's scheduled_at, else now.",
+    }),
+  ),
+});
 
 export const previewRoutes: FastifyPluginAsyncTypebox<{ preview: CampaignPreview }> = async (
   app,
@@ -47,12 +65,18 @@ export const previewRoutes: FastifyPluginAsyncTypebox<{ preview: CampaignPreview
           "Evaluated at the campaign's scheduled_at (or now): opt-outs, silence periods in force then, and quiet " +
           'hours. Nothing is sent or reserved. A campaign in any other status is 409.',
         params: CampaignParams,
+        querystring: PreviewQuery,
         response: { 200: Success(PreviewResult) },
       },
     },
-    async (request) => ({
-      success: true as const,
-      data: await preview.preview(authOf(request).workspaceId, request.params.id),
-    }),
+    async (request) => {
+      const at = request.query.at !== undefined ? new Date(request.query.at) : undefined;
+      if (at && Number.isNaN(at.getTime()))
+        throw validationError({ at: ['must be an ISO 8601 date-time, e.g. 2026-12-08T05:30:00Z.'] });
+      return {
+        success: true as const,
+        data: await preview.preview(authOf(request).workspaceId, request.params.id, new Date(), at),
+      };
+    },
   );
 };

@@ -13,6 +13,7 @@ import {
 import { findTemplate } from '../templates/templates.repository.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { segmentConsentCounts } from './preview.repository.ts';
+import { balances } from '../credits/credits.repository.ts';
 
 const CHUNK = 500;
 
@@ -24,7 +25,11 @@ const CHUNK = 500;
 export class CampaignPreview {
   constructor(private readonly deps: { db: Kysely<Database>; quietHours: QuietHours | undefined }) {}
 
-  async preview(workspaceId: number, ref: string, now: Date = new Date()) {
+  /**
+   * `at`: the time to evaluate at (a "Send at" the office is typing, not yet saved); else the campaign's
+   * scheduled_at when it has one in the future; else now.
+   */
+  async preview(workspaceId: number, ref: string, now: Date = new Date(), atGiven?: Date) {
     const { db } = this.deps;
     const id = parseRef('camp', ref);
     const campaign = id === undefined ? undefined : await findCampaign(db, workspaceId, id);
@@ -39,7 +44,11 @@ export class CampaignPreview {
       );
     }
     const at =
-      campaign.scheduled_at && new Date(campaign.scheduled_at) > now ? new Date(campaign.scheduled_at) : now;
+      atGiven && atGiven > now
+        ? atGiven
+        : campaign.scheduled_at && new Date(campaign.scheduled_at) > now
+          ? new Date(campaign.scheduled_at)
+          : now;
     const ruled = RULED_CHANNELS.has(campaign.channel);
     const keys = ruled ? await silencedConstituencies(db, workspaceId, at.toISOString()) : [];
     const explicit = JSON.parse(campaign.recipients ?? '[]') as string[];
@@ -68,6 +77,7 @@ export class CampaignPreview {
     const heldUntil =
       ruled && !(await this.exempt(workspaceId, campaign)) ? quietUntil(this.deps.quietHours, at) : undefined;
     // Credits on the text as written (a template's variables are rendered empty; the worker trues up).
+    const credit = creditChannel(campaign.channel);
     const text = isTemplateRef(campaign.template_id)
       ? renderTemplate(campaign.message, undefined)
       : campaign.message;
@@ -82,7 +92,11 @@ export class CampaignPreview {
       to_send: going,
       held: heldUntil ? going : 0,
       held_until: heldUntil?.toISOString() ?? null,
-      estimated_credits: creditChannel(campaign.channel) ? going * unitCost(campaign.channel, text) : 0,
+      estimated_credits: credit ? going * unitCost(campaign.channel, text) : 0,
+      // What "Send" reserves at once (every recipient, at the campaign's cost a message; the skipped ones come
+      // back as they are skipped), and what the workspace has: the preview is the send.
+      credits_to_reserve: credit ? total * Math.max(campaign.unit_cost, unitCost(campaign.channel, text)) : 0,
+      credits_available: credit ? (await balances(db, workspaceId))[credit] : null,
     };
   }
 

@@ -41,7 +41,7 @@ const fields = {
     minLength: 1,
     maxLength: 5000,
     description:
-      'May use {{name}}, {{first_name}}, {{name_local}}, {{first_name_local}} (the roll\'s own-script name, else the name), {{constituency}}, {{booth}}, {{ward}} (the workspace\'s name for the place, else the roll\'s spelling), each with an optional fallback ({{first_name|friend}}); any other variable is 422.',
+      "May use {{name}}, {{first_name}}, {{name_local}}, {{first_name_local}} (the roll's own-script name, else the name), {{constituency}}, {{booth}}, {{ward}} (the workspace's name for the place, else the roll's spelling), each with an optional fallback ({{first_name|friend}}); any other variable is 422.",
   }),
   language: Type.String({ minLength: 1, maxLength: 20, description: 'e.g. en, hi (default en).' }),
   category: CategorySchema,
