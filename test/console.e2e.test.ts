@@ -309,7 +309,7 @@ describe.runIf(!browserMissing).each(dialects)(
       expect(await भरता('Remarks').inputValue()).toBe('address');
       await accessible(page, 'import mapping (hi)');
       await shoot(page, 'import-mapping-hi', save);
-      await page.getByLabel('भाषा').selectOption('en');
+      await page.getByLabel('भाषा', { exact: true }).selectOption('en');
       await nav('Dashboard').waitFor();
     });
 
@@ -809,7 +809,7 @@ describe.runIf(!browserMissing).each(dialects)(
       await page.getByRole('table', { name: 'मतदाता के अतिरिक्त फ़ील्ड' }).waitFor();
       await shoot(page, 'voter-fields-hi', save);
       expect(await page.evaluate('new Intl.NumberFormat("hi-IN").format(1234567)')).toBe('12,34,567');
-      await page.getByLabel('भाषा').selectOption('en');
+      await page.getByLabel('भाषा', { exact: true }).selectOption('en');
       await nav('Dashboard').waitFor();
     });
 
@@ -955,6 +955,27 @@ describe.runIf(!browserMissing).each(dialects)(
         await p.getByRole('button', { name: 'दौर शुरू करें' }).click();
         await p.getByRole('alert').getByText('questions.0.templates.sms', { exact: true }).waitFor();
         await at360('survey-run-refused-hi');
+        // The inbox, in English again: a draft belongs to its conversation, and a STOP closes the reply box.
+        const second = uniquePhone();
+        await call('POST', '/inbound', { channel: 'sms', from: second, body: 'Meeting tomorrow?' });
+        await p.evaluate(`localStorage.setItem('ces.lang', 'en')`);
+        await p.goto(`${server.base}/console/inbox`);
+        await p.getByRole('link', { name: /Shanti Devi/ }).click();
+        await p.getByLabel('Template', { exact: true }).selectOption({ label: 'Complaint noted' });
+        // At 360 px the list gives way to the open thread: back to it ("All conversations").
+        await p.getByRole('link', { name: 'All conversations' }).click();
+        await p.getByRole('link', { name: new RegExp(second.slice(1)) }).click();
+        await p.locator('.thread').getByText('Meeting tomorrow?').waitFor();
+        expect(await p.getByTestId('reply-rendered').count()).toBe(0);
+        await call('POST', '/inbound', { channel: 'sms', from: voter, body: 'STOP' });
+        await p.getByRole('link', { name: 'All conversations' }).click();
+        await p.getByRole('link', { name: /Shanti Devi/ }).click();
+        await p.getByText('Opted out of SMS by this reply').waitFor();
+        expect(await p.getByTestId('consent-event').count()).toBe(1);
+        await p.getByText(`${voter} has opted out of SMS`).waitFor();
+        expect(await p.getByRole('button', { name: 'Send reply' }).count()).toBe(0);
+        await accessible(p, 'opted-out thread');
+        await at360('inbox-opted-out');
       } finally {
         await phone.close();
       }

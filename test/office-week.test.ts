@@ -143,14 +143,14 @@ for (const dialect of dialects) {
       await worker.drain();
       const failures = await call(t.app, 'GET', '/api/messages/failures', { token: owner.token });
       expect(failures.status, failures.raw).toBe(200);
-      expect(failures.body.data).toEqual([{ error_code: 'undeliverable', count: 1 }]);
+      expect(failures.body.data).toEqual([{ error_code: 'undeliverable', count: 1, kind: 'failed' }]);
       const ofCampaign = await call(
         t.app,
         'GET',
         `/api/messages/failures?campaign_id=${broadcast.body.data.campaign_id}&since=2020-01-01`,
         { token: owner.token },
       );
-      expect(ofCampaign.body.data).toEqual([{ error_code: 'undeliverable', count: 1 }]);
+      expect(ofCampaign.body.data).toEqual([{ error_code: 'undeliverable', count: 1, kind: 'failed' }]);
       const old = await call(t.app, 'GET', '/api/messages/failures?until=2020-01-01', { token: owner.token });
       expect(old.body.data).toEqual([]);
       expectError(

@@ -205,6 +205,9 @@ for (const dialect of dialects) {
         held: 3,
         held_until: release,
         estimated_credits: 3,
+        // The preview is the send: Send reserves every recipient's credit (the skipped are refunded).
+        credits_to_reserve: 7,
+        credits_available: expect.any(Number),
       });
       // Email: not ruled by silence or quiet hours.
       const email = await call(t.app, 'POST', '/api/campaigns', {

@@ -1768,6 +1768,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{id}/voter": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link the conversation to a voter of the roll
+         * @description A complaint from a number not on the roll belongs to the voter the office finds (by EPIC, name or house). The voter's empty phone (or email) takes the contact's address; audited as `conversation.linked`. A politician or manager links any voter; the conversation's assignee, a voter of their part of the roll (422 otherwise); another volunteer 403.
+         *
+         *     Requires permission `conversations:handle` (politician, manager, volunteer).
+         */
+        post: operations["postConversationsIdVoter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations/{id}/grievance": {
         parameters: {
             query?: never;
@@ -2314,7 +2336,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed" | "survey.exported_sensitive";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed" | "survey.exported_sensitive" | "conversation.linked";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2765,6 +2787,8 @@ export interface components {
              * @description ISO 8601 UTC timestamp.
              */
             created_at: string;
+            /** @description true while the contact is opted out of the channel (a STOP in the thread, say): replies are refused until they send START. */
+            opted_out: boolean;
             reply: components["schemas"]["ConversationReply"];
         };
         /** ConversationDetailResponse */
@@ -9626,6 +9650,37 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
             502: components["responses"]["ProviderError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postConversationsIdVoter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `conv_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    voter_id: number;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Conversation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -455,6 +455,13 @@ export const en = {
   'variable.ward': 'Ward',
   'inbox.withheld': 'A survey answer that is a sensitive value: not shown to volunteers.',
   'time.inZone': 'In {zone}, the office’s time zone (Settings).',
+  'inbox.event.stop':
+    'Opted out of {channel} by this reply: nothing more goes to them on it until they send START.',
+  'inbox.event.start': 'Opted back in to {channel} by this reply.',
+  'inbox.optedOut': '{address} has opted out of {channel}: no reply can go until they send START.',
+  'inbox.link': 'Not on the roll? Link this conversation to a voter',
+  'inbox.link.search': 'EPIC number, name or phone',
+  'inbox.link.this': 'Link to this voter',
   'inbox.hasGrievance': 'A grievance is open for this conversation.',
   'grievances.new': 'New grievance',
   'grievances.none': 'No grievance matches.',

@@ -15,6 +15,9 @@ import { Badge, Empty, ErrorNote, Field, Loading, Notice, Pager, Section } from 
 /** Messages per page of a thread. */
 const THREAD_PAGE = 100;
 
+/** Reply drafts by conversation, kept while the console is open: a draft belongs to its conversation. */
+const drafts = new Map<string, string>();
+
 interface InboxFilters {
   status: '' | 'open' | 'closed';
   assigned_to: string;
@@ -131,7 +134,12 @@ export function Inbox({ id }: { id?: string }) {
           )}
           <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
         </div>
-        {selected ? <Thread id={selected} /> : <p className="muted inbox-empty">{t('inbox.pick')}</p>}
+        {/* Keyed: a reply typed in one thread (and its error) never stays when another is opened. */}
+        {selected ? (
+          <Thread key={selected} id={selected} />
+        ) : (
+          <p className="muted inbox-empty">{t('inbox.pick')}</p>
+        )}
       </div>
     </>
   );
@@ -185,7 +193,11 @@ function Thread({ id }: { id: string }) {
       allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
     enabled: me.user.role === 'politician',
   });
-  const [text, setText] = useState('');
+  const [text, setTextState] = useState(() => drafts.get(id) ?? '');
+  const setText = (value: string) => {
+    drafts.set(id, value);
+    setTextState(value);
+  };
   const [templateId, setTemplateId] = useState('');
   const [variables, setVariables] = useState<Record<string, string>>({});
   const refresh = () => {
@@ -209,6 +221,7 @@ function Thread({ id }: { id: string }) {
       ),
     onSuccess: () => {
       setText('');
+      drafts.delete(id);
       setTemplateId('');
       setVariables({});
       refresh();
@@ -251,10 +264,17 @@ function Thread({ id }: { id: string }) {
           {t('inbox.earlier')}
         </button>
       )}
-      <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite">
+      <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite" tabIndex={0}>
         {thread.map((m) => (
           <li key={m.id} className={m.direction}>
             {m.withheld && m.body === '' ? <p className="muted">{t('inbox.withheld')}</p> : <p>{m.body}</p>}
+            {m.keyword && (
+              <p className="event" data-testid="consent-event">
+                {t(m.keyword === 'stop' ? 'inbox.event.stop' : 'inbox.event.start', {
+                  channel: t(`channel.${c.channel}`),
+                })}
+              </p>
+            )}
             <small>
               {d(m.created_at)}
               {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}
@@ -263,13 +283,17 @@ function Thread({ id }: { id: string }) {
           </li>
         ))}
       </ol>
+      {c.opted_out && (
+        <Notice>{t('inbox.optedOut', { address: c.address, channel: t(`channel.${c.channel}`) })}</Notice>
+      )}
+      {c.voter_id === null && <LinkVoter id={id} onLinked={refresh} />}
       <form
         onSubmit={(e) => {
           e.preventDefault();
           reply.mutate();
         }}
       >
-        {templated && (
+        {templated && !c.opted_out && (
           <TemplateReply
             channel={c.channel}
             reply={c.reply}
@@ -294,16 +318,18 @@ function Thread({ id }: { id: string }) {
             </select>
           </Field>
         )}
-        {!templated && (
+        {!templated && !c.opted_out && (
           <Field label={t('inbox.reply')}>
             <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
           </Field>
         )}
         <ErrorNote error={reply.error ?? patch.error ?? grievance.error} />
         <div className="actions">
-          <button className="primary" disabled={reply.isPending || (templated && !templateId)}>
-            {t('inbox.send')}
-          </button>
+          {!c.opted_out && (
+            <button className="primary" disabled={reply.isPending || (templated && !templateId)}>
+              {t('inbox.send')}
+            </button>
+          )}
           {c.status === 'open' ? (
             <button type="button" onClick={() => patch.mutate({ status: 'closed' })}>
               {t('inbox.close')}
@@ -450,5 +476,51 @@ function TemplateReply(props: {
         </div>
       )}
     </>
+  );
+}
+
+/**
+ * A conversation with a number not on the roll: find the voter (by EPIC number, name or phone) and link them; the
+ * voter's empty phone takes the contact's.
+ */
+function LinkVoter({ id, onLinked }: { id: string; onLinked: () => void }) {
+  const { t } = useI18n();
+  const [search, setSearch] = useState('');
+  const [term, setTerm] = useState('');
+  const found = useQuery({
+    queryKey: ['voters', 'link', term],
+    queryFn: () => data(api.GET('/api/voters', { params: { query: { search: term, per_page: 5 } } })),
+    enabled: term !== '',
+  });
+  const link = useMutation({
+    mutationFn: (voterId: number) =>
+      envelope(
+        api.POST('/api/conversations/{id}/voter', { params: { path: { id } }, body: { voter_id: voterId } }),
+      ),
+    onSuccess: onLinked,
+  });
+  return (
+    <details className="link-voter">
+      <summary>{t('inbox.link')}</summary>
+      <div className="filters" role="search">
+        <Field label={t('inbox.link.search')}>
+          <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
+        </Field>
+        <button type="button" onClick={() => setTerm(search.trim())}>
+          {t('filter.apply')}
+        </button>
+      </div>
+      <ErrorNote error={found.error ?? link.error} />
+      <ul className="plain">
+        {(found.data?.data ?? []).map((v) => (
+          <li key={v.id}>
+            {v.name} {v.epic_number ? <code>{v.epic_number}</code> : null} {v.ward ?? ''}{' '}
+            <button type="button" disabled={link.isPending} onClick={() => link.mutate(v.id)}>
+              {t('inbox.link.this')}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </details>
   );
 }

@@ -57,6 +57,8 @@ export const auditActions = [
   'survey.closed',
   /** A survey's responses exported with the answers that save to support_level or a sensitive field (fifth part). */
   'survey.exported_sensitive',
+  /** A conversation linked to a voter of the roll (fifth part). */
+  'conversation.linked',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

@@ -190,6 +190,35 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   );
 
   app.post(
+    '/conversations/:id/voter',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Link the conversation to a voter of the roll',
+        description:
+          "A complaint from a number not on the roll belongs to the voter the office finds (by EPIC, name or house). The voter's empty phone (or email) takes the contact's address; audited as `conversation.linked`. A politician or manager links any voter; the conversation's assignee, a voter of their part of the roll (422 otherwise); another volunteer 403.",
+        params: Params,
+        body: Type.Object(
+          { voter_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Success(Conversation) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      message: 'Conversation linked to the voter.',
+      data: await conversations.linkVoter(
+        authOf(request),
+        actorOf(request),
+        request.params.id,
+        request.body.voter_id,
+      ),
+    }),
+  );
+
+  app.post(
     '/conversations/:id/grievance',
     {
       config,

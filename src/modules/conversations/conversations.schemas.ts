@@ -31,6 +31,10 @@ export const Conversation = Type.Object(
 export const ConversationDetail = Type.Object(
   {
     ...Conversation.properties,
+    opted_out: Type.Boolean({
+      description:
+        'true while the contact is opted out of the channel (a STOP in the thread, say): replies are refused until they send START.',
+    }),
     reply: Type.Object(
       {
         templates_only: Type.Boolean({

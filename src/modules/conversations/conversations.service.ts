@@ -17,6 +17,7 @@ import type { MessagesService } from '../messages/messages.service.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { matchesPlace } from '../places/places.repository.ts';
+import { filteredVoters, volunteerScope } from '../voters/voters.search.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { fittingTemplates } from '../templates/templates.service.ts';
 import { votersByAddress } from '../templates/templates.repository.ts';
@@ -138,8 +139,11 @@ export class ConversationsService {
     const voter = (await votersByAddress(this.deps.db, auth.workspaceId, row.channel, [row.address])).get(
       row.address,
     );
+    const optedOut =
+      (await optedOutAddresses(this.deps.db, auth.workspaceId, row.channel, [row.address])).size > 0;
     return {
       ...conversationItem(await conversationView(this.deps.db, row)),
+      opted_out: optedOut,
       reply: {
         templates_only: rules.reason !== null,
         reason: rules.reason,
@@ -301,6 +305,61 @@ export class ConversationsService {
           target,
         });
       return item;
+    });
+  }
+
+  /**
+   * Links the conversation to a voter of the roll (contract, fifth part): a complaint from a number that is not on
+   * the roll belongs to the voter the office knows by EPIC. The voter's empty phone or email takes the contact's
+   * address. A politician or manager links any voter; the assignee, a voter of their part of the roll. Audited.
+   */
+  async linkVoter(auth: AuthContext, actor: AuditActor, ref: string, voterId: number) {
+    const { db } = this.deps;
+    return db.transaction().execute(async (trx) => {
+      const row = await this.find(trx, auth, ref);
+      if (isVolunteer(auth) && row.assigned_to !== auth.userId)
+        throw new AppError(
+          'forbidden',
+          "Only the conversation's assignee, a manager or a politician links it.",
+        );
+      const scope = await volunteerScope(trx, auth);
+      const voter = await filteredVoters(trx, auth.workspaceId, scope ? { scope } : {})
+        .where('voters.id', '=', voterId)
+        .select(['voters.id', 'voters.name', 'voters.phone', 'voters.email', 'voters.ward', 'voters.booth'])
+        .select(['voters.constituency_key'])
+        .executeTakeFirst();
+      if (!voter) throw validationError({ voter_id: ['is not a voter of this workspace you may reach.'] });
+      const column = row.channel === 'email' ? 'email' : 'phone';
+      const now = nowIso();
+      const fills = voter[column] === null;
+      if (fills)
+        await trx
+          .updateTable('voters')
+          .set({ [column]: row.address, updated_at: now })
+          .where('workspace_id', '=', auth.workspaceId)
+          .where('id', '=', voter.id)
+          .execute();
+      const updated = await trx
+        .updateTable('conversations')
+        .set({
+          voter_id: voter.id,
+          voter_name: voter.name,
+          voter_ward: voter.ward,
+          voter_booth: voter.booth,
+          voter_constituency_key: voter.constituency_key,
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await recordAudit(trx, {
+        workspaceId: auth.workspaceId,
+        actor,
+        action: 'conversation.linked',
+        target: { type: 'conversation', id: conversationRef(row.id) },
+        details: { voter_id: voter.id, ...(fills ? { [`voter_${column}_set`]: true } : {}) },
+      });
+      return conversationItem(await conversationView(trx, updated));
     });
   }
 
