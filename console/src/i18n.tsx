@@ -19,6 +19,8 @@ export interface I18n {
   d(value: string | null | undefined): string;
   /** The workspace's time zone (GET /api/workspace); until it is known, the browser's. */
   setZone(zone: string | undefined): void;
+  /** A message's `error_code` in words (the code itself where the console has no words for it). */
+  code(errorCode: string | null | undefined): string;
   /** The zone times are typed and shown in, as people read it (Asia/Kolkata: IST). */
   zoneName: string;
   /**
@@ -114,6 +116,8 @@ export function I18nProvider({ children }: { children: ReactNode }) {
           .find((p) => p.type === 'timeZoneName')?.value ??
         (zone || ''),
       fromLocal: (value) => zonedToUtc(value, zone),
+      code: (errorCode) =>
+        errorCode ? ((strings[lang] as Record<string, string>)[`error.code.${errorCode}`] ?? errorCode) : '',
     };
   }, [lang, zone]);
   return <Context.Provider value={value}>{children}</Context.Provider>;

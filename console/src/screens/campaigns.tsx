@@ -424,7 +424,7 @@ export function Compose() {
 
 /** One campaign: live progress, its failed messages, retry and cancel. */
 export function CampaignPage({ id }: { id: string }) {
-  const { t, n, d } = useI18n();
+  const { t, n, d, code } = useI18n();
   const client = useQueryClient();
   const reports = useReports();
   const campaign = useQuery({
@@ -478,8 +478,8 @@ export function CampaignPage({ id }: { id: string }) {
       )}
       {c.last_error && (
         <p className="error" data-testid="last-error">
-          {t('campaign.lastError', { when: d(c.last_error.at) })} <code>{c.last_error.error_code}</code>{' '}
-          {c.last_error.error_message}
+          {t('campaign.lastError', { when: d(c.last_error.at) })} {code(c.last_error.error_code)} (
+          <code>{c.last_error.error_code}</code>) {c.last_error.error_message}
         </p>
       )}
       <Section title={t('campaign.progress')}>
@@ -549,7 +549,7 @@ export function CampaignPage({ id }: { id: string }) {
               <tr key={m.id}>
                 <td>{m.to}</td>
                 <td>
-                  <code>{m.error_code}</code> {m.error_message}
+                  {code(m.error_code)} (<code>{m.error_code}</code>) {m.error_message}
                 </td>
                 <td>{d(m.updated_at)}</td>
               </tr>

@@ -6,7 +6,7 @@ import { ErrorNote, Loading, Section } from '../ui.tsx';
 
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
-  const { t, n } = useI18n();
+  const { t, n, code } = useI18n();
   // The shell's own query of the signed-in user (same key): refreshed every 10 s while the dashboard is open.
   const me = useQuery({
     queryKey: ['me', session.token()],
@@ -115,7 +115,7 @@ export function Dashboard() {
               <ul className="plain" data-testid={`dash-${kind}`}>
                 {rows.map(({ error_code, count }) => (
                   <li key={error_code}>
-                    <code>{error_code}</code>: {n(count)}
+                    {code(error_code)} (<code>{error_code}</code>): {n(count)}
                   </li>
                 ))}
               </ul>

@@ -146,7 +146,7 @@ export function Inbox({ id }: { id?: string }) {
 }
 
 function Thread({ id }: { id: string }) {
-  const { t, d } = useI18n();
+  const { t, d, code } = useI18n();
   const me = useMe();
   const client = useQueryClient();
   const conversation = useQuery({
@@ -278,7 +278,7 @@ function Thread({ id }: { id: string }) {
             <small>
               {d(m.created_at)}
               {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}
-              {m.error_code ? ` · ${m.error_code}` : ''}
+              {m.error_code ? ` · ${code(m.error_code)}` : ''}
             </small>
           </li>
         ))}

@@ -570,7 +570,7 @@ function QuestionResults({
 
 /** A survey: its questions, runs with live progress, results by place, and responses with their export. */
 export function SurveyPage({ id }: { id: string }) {
-  const { t, lang, n, d } = useI18n();
+  const { t, lang, n, d, code } = useI18n();
   const client = useQueryClient();
   const [channel, setChannel] = useState<(typeof channels)[number]>('sms');
   const [segment, setSegment] = useState('');
@@ -754,8 +754,8 @@ export function SurveyPage({ id }: { id: string }) {
                   {n(r.failed)}
                   {r.last_error && (
                     <small className="block" data-testid="run-last-error">
-                      {t('campaign.lastError', { when: d(r.last_error.at) })}{' '}
-                      <code>{r.last_error.error_code}</code> {r.last_error.error_message}
+                      {t('campaign.lastError', { when: d(r.last_error.at) })} {code(r.last_error.error_code)}{' '}
+                      (<code>{r.last_error.error_code}</code>) {r.last_error.error_message}
                     </small>
                   )}
                 </td>

@@ -618,7 +618,7 @@ function VoterForm({
 
 /** One voter: their record, messages to them, their conversations and grievances; edit and delete. */
 export function VoterPage({ id }: { id: number }) {
-  const { t, d } = useI18n();
+  const { t, d, code } = useI18n();
   const me = useMe();
   const [, navigate] = useLocation();
   const client = useQueryClient();
@@ -772,7 +772,7 @@ export function VoterPage({ id }: { id: number }) {
                   <td>{t(`channel.${m.channel}`)}</td>
                   <td>{m.message}</td>
                   <td>
-                    <Badge value={m.status} /> {m.error_code}
+                    <Badge value={m.status} /> {code(m.error_code)}
                   </td>
                   <td>{d(m.created_at)}</td>
                 </tr>
