@@ -3070,7 +3070,9 @@ export interface components {
         HouseholdMember: {
             id: number;
             name: string;
+            /** @description The member's own relation to `relation_name` (as the roll gives it), not to the voter read. */
             relation_type: string | null;
+            relation_name: string | null;
             age: number | null;
         };
         /** InboundMessage */

@@ -464,6 +464,8 @@ export const hi: Record<Key, string> = {
   'error.code.outside_session': 'WhatsApp: 24 घंटे की अवधि के बाहर (टेम्पलेट चाहिए)',
   'error.code.rate_limited': 'प्रदाता की दर सीमा',
   'error.code.auth_failed': 'प्रदाता ने खाते की पहचान अस्वीकार की',
+  'places.addAll': 'सभी {count} को स्थान के रूप में जोड़ें',
+  'voters.relationOf': 'पिता/पति: {name}',
   'inbox.hasGrievance': 'इस बातचीत की एक शिकायत दर्ज है।',
   'grievances.new': 'नई शिकायत',
   'grievances.none': 'कोई शिकायत मेल नहीं खाती।',

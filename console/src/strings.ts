@@ -473,6 +473,8 @@ export const en = {
   'error.code.outside_session': 'WhatsApp: outside the 24-hour window (needs a template)',
   'error.code.rate_limited': 'The provider’s rate limit',
   'error.code.auth_failed': 'The provider refused the account’s credentials',
+  'places.addAll': 'Add all {count} as places',
+  'voters.relationOf': 'father or husband: {name}',
   'inbox.hasGrievance': 'A grievance is open for this conversation.',
   'grievances.new': 'New grievance',
   'grievances.none': 'No grievance matches.',

@@ -192,19 +192,46 @@ export function UnknownPlaces({ unknown }: { unknown: Partial<Record<Kind, strin
       ) : (
         <>
           <p className="muted">{t('places.unknownHelp')}</p>
+          <AddAll left={left} />
           <Table caption={t('places.unknown')} head={[t('places.kind'), t('places.value'), '']}>
-            {left.map((e) => (
-              <UnknownRow
-                key={`${e.kind}:${e.value}`}
-                kind={e.kind}
-                value={e.value}
-                places={placesOf(e.kind)}
-              />
-            ))}
+            {[...left]
+              .sort((a, b) => byNumber.compare(a.value, b.value))
+              .map((e) => (
+                <UnknownRow
+                  key={`${e.kind}:${e.value}`}
+                  kind={e.kind}
+                  value={e.value}
+                  places={placesOf(e.kind)}
+                />
+              ))}
           </Table>
         </>
       )}
     </div>
+  );
+}
+
+/** Names compared as people count: Ward 2 before Ward 10. */
+const byNumber = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
+/** Every unknown place of a file added as a place at once (18 unknown wards are one click, not 18). */
+function AddAll({ left }: { left: Array<{ kind: Kind; value: string }> }) {
+  const { t, n } = useI18n();
+  const client = useQueryClient();
+  const addAll = useMutation({
+    mutationFn: async () => {
+      for (const { kind, value } of left)
+        await envelope(api.POST('/api/places', { body: { kind, name: value } }));
+    },
+    onSettled: () => void client.invalidateQueries({ queryKey: ['places'] }),
+  });
+  return (
+    <>
+      <button type="button" disabled={addAll.isPending} onClick={() => addAll.mutate()}>
+        {t('places.addAll', { count: n(left.length) })}
+      </button>
+      <ErrorNote error={addAll.error} />
+    </>
   );
 }
 
@@ -245,11 +272,13 @@ function UnknownRow({ kind, value, places }: { kind: Kind; value: string; places
           </label>
           <select id={id} value={target} onChange={(e) => setTarget(e.target.value)}>
             <option value="">{t('places.choose')}</option>
-            {places.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
+            {[...places]
+              .sort((a, b) => byNumber.compare(a.name, b.name))
+              .map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
           </select>
           <button type="button" disabled={!target || addAlias.isPending} onClick={() => addAlias.mutate()}>
             {t('places.addAsAlias')}

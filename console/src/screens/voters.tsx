@@ -750,9 +750,8 @@ export function VoterPage({ id }: { id: number }) {
               {v.household.map((m) => (
                 <li key={m.id}>
                   <Link href={`/voters/${m.id}`}>{m.name}</Link>
-                  {m.relation_type
-                    ? ` · ${t(`relation.${m.relation_type as (typeof relations)[number]}`)}`
-                    : ''}
+                  {/* As the roll gives it (its "Father or Husband Name"), never as a relation to the voter read. */}
+                  {m.relation_name ? ` · ${t('voters.relationOf', { name: m.relation_name })}` : ''}
                   {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
                 </li>
               ))}

@@ -66,11 +66,19 @@ export async function householdOf(
   db: Executor,
   workspaceId: number,
   voter: Pick<VoterRow, 'id' | 'household_key'>,
-): Promise<Array<{ id: number; name: string; relation_type: string | null; age: number | null }>> {
+): Promise<
+  Array<{
+    id: number;
+    name: string;
+    relation_type: string | null;
+    relation_name: string | null;
+    age: number | null;
+  }>
+> {
   if (!voter.household_key) return [];
   const rows = await db
     .selectFrom('voters')
-    .select(['id', 'name', 'relation_type', 'birth_date', 'birth_key'])
+    .select(['id', 'name', 'relation_type', 'relation_name', 'birth_date', 'birth_key'])
     .where('workspace_id', '=', workspaceId)
     .where('household_key', '=', voter.household_key)
     .where('id', '!=', voter.id)
@@ -81,6 +89,7 @@ export async function householdOf(
     id: Number(r.id),
     name: r.name,
     relation_type: r.relation_type,
+    relation_name: r.relation_name,
     age: ageOf(r.birth_date, r.birth_key),
   }));
 }

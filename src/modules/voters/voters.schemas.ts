@@ -132,7 +132,16 @@ const recordView = {
 };
 
 export const HouseholdMember = Type.Object(
-  { id: Type.Integer(), name: Type.String(), relation_type: NullableString, age: NullableInt },
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    relation_type: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The member's own relation to `relation_name` (as the roll gives it), not to the voter read.",
+    }),
+    relation_name: NullableString,
+    age: NullableInt,
+  },
   { title: 'HouseholdMember' },
 );
 
