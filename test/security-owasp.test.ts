@@ -98,6 +98,8 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
     'POST /api/conversations/:id/reply',
     'PATCH /api/conversations/:id',
     'POST /api/conversations/:id/grievance',
+    // The fifth part: the assignee links their conversation to a voter of their part of the roll.
+    'POST /api/conversations/:id/voter',
     'GET /api/quick-replies',
   ].includes(label(route));
 }
@@ -310,6 +312,7 @@ for (const dialect of dialects) {
         'PATCH /api/conversations/:id': { status: 'closed' },
         'POST /api/conversations/:id/reply': { message: 'Taken over' },
         'POST /api/conversations/:id/grievance': { title: 'Taken over' },
+        'POST /api/conversations/:id/voter': { voter_id: 1 },
         'PATCH /api/quick-replies/:id': { title: 'Taken over' },
         'POST /api/channel-accounts/:id/test': { to: '+919812345678' },
         'PATCH /api/places/:id': { name: 'Taken over' },
