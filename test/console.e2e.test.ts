@@ -970,6 +970,8 @@ describe.runIf(!browserMissing).each(dialects)(
         await call('POST', '/inbound', { channel: 'sms', from: voter, body: 'STOP' });
         await p.getByRole('link', { name: 'All conversations' }).click();
         await p.getByRole('link', { name: /Shanti Devi/ }).click();
+        // Read afresh (the thread may show what it held a moment before, until the live stream brings the STOP).
+        await p.reload();
         await p.getByText('Opted out of SMS by this reply').waitFor();
         expect(await p.getByTestId('consent-event').count()).toBe(1);
         await p.getByText(`${voter} has opted out of SMS`).waitFor();
