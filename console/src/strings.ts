@@ -220,6 +220,8 @@ export const en = {
   'dash.stopped': 'Stopped by the office’s own rules in the last 24 hours',
   'dash.stoppedHelp': 'Opt-outs, silence periods and cancels: not failures of a provider or an address.',
   'dash.noStopped': 'None.',
+  'dash.simulated':
+    'Only the sandbox carries {channels}: those messages reach no phone or inbox. Add an account in Settings.',
   'dash.failures': 'Failures in the last 24 hours',
   'dash.noFailures': 'No message failed in the last 24 hours.',
   'segments.name': 'Save these filters as a segment',
@@ -372,6 +374,8 @@ export const en = {
   'compose.recipients': 'Phones or emails',
   'compose.recipients.hint':
     'One per line, or separated by commas or semicolons (spaces inside a number are kept).',
+  'compose.variablesHint':
+    'A template’s variables take each voter’s own values; a contact who is no voter gets them empty unless the template gives a fallback: write {{first_name|friend}} in it (Consent → Templates).',
   'compose.choose': 'Choose…',
   'compose.template': 'Template',
   'compose.noTemplate': 'No template: write the message',

@@ -317,7 +317,7 @@ export function Compose() {
               />
             </Field>
           )}
-          <Field label={t('compose.template')}>
+          <Field label={t('compose.template')} hint={t('compose.variablesHint')}>
             <select value={templateId} onChange={(e) => setTemplateId(e.target.value)}>
               <option value="">{t('compose.noTemplate')}</option>
               {templates.data?.data

@@ -2,7 +2,8 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { api, data, session } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
-import { ErrorNote, Loading, Section } from '../ui.tsx';
+import { ErrorNote, Loading, Notice, Section } from '../ui.tsx';
+import { useWorkspace } from '../queries.ts';
 
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
@@ -47,11 +48,21 @@ export function Dashboard() {
         api.GET('/api/conversations', { params: { query: { status: 'open', unread: true, per_page: 1 } } }),
       ),
   });
+  const workspace = useWorkspace();
+  // Channels only the sandbox carries: their messages reach nobody (Compose and a campaign's page say so too).
+  const simulated = workspace.data
+    ? (['sms', 'whatsapp', 'email', 'ivr'] as const).filter((c) => workspace.data.channels[c].simulated)
+    : [];
   const sending = (campaigns.data?.data ?? []).filter((c) => c.status === 'sending' || c.status === 'queued');
   const credits = me.data?.credits;
   return (
     <>
       <h1>{t('nav.dashboard')}</h1>
+      {simulated.length > 0 && (
+        <Notice>
+          {t('dash.simulated', { channels: simulated.map((c) => t(`channel.${c}`)).join(', ') })}
+        </Notice>
+      )}
       <div className="grid">
         <Section title={t('dash.credits')}>
           {credits ? (

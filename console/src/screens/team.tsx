@@ -253,6 +253,8 @@ function AuditLog() {
     queryKey: ['audit', page],
     queryFn: () => data(api.GET('/api/audit-log', { params: { query: { page, per_page: 25 } } })),
     placeholderData: keepPreviousData,
+    // New entries (a member added elsewhere, a send) show without a reload.
+    refetchInterval: 10_000,
   });
   return (
     <Section title={t('team.audit')}>
