@@ -230,6 +230,11 @@ for (const dialect of dialects) {
           provider_template_ids: { whatsapp_cloud: 'drain_poll' },
         })
       ).body.data.id as string;
+      // The account's test send is a template too: free text would be Meta's 131047.
+      const testUrl = `/api/channel-accounts/${account.id}/test`;
+      expectError(await api(owner, 'POST', testUrl, { to: uniquePhone() }), 422, 'validation_error');
+      const tested = await api(owner, 'POST', testUrl, { to: uniquePhone(), template_id: opener });
+      expect(tested.status, tested.raw).toBe(200);
       const survey = (
         await api(owner, 'POST', '/api/surveys', {
           ...poll,

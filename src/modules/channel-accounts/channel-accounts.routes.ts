@@ -16,6 +16,9 @@ import {
   UpdateChannelAccountBody,
 } from './channel-accounts.schemas.ts';
 import type { ChannelAccountsService } from './channel-accounts.service.ts';
+import { validationError } from '../../errors.ts';
+import { sendsTemplatesOnly } from '../../providers/adapter.ts';
+import { adapterNamed } from '../../providers/registry.ts';
 
 const TEST_TEXT = 'A test message from the Campaign Engagement Service: this channel account works.';
 
@@ -154,7 +157,7 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Send one short test message through the account',
         description:
-          "On `channel` (default the account's first). Through a provider that sends only its own templates, give a `tpl_` " +
+          "On `channel` (default the account's first). Through a provider that sends only its own templates, and on WhatsApp (a conversation opens only with an approved template), give a `tpl_` " +
           'template with provider_template_ids.<provider>. Costs one credit of the channel, like any send. A refusal is ' +
           "422 `provider_rejected` with the provider's code and text in `details`.",
         params: ChannelAccountParams,
@@ -166,6 +169,18 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
       const workspaceId = authOf(request).workspaceId;
       const account = await accounts.get(workspaceId, request.params.id);
       const channel = request.body.channel ?? account.channels[0]!;
+      // A gateway that opens a conversation only with a template refuses the free-text test (WhatsApp: Meta's
+      // 131047): the test is a template there, or it would fail at the provider (contract, fifth part).
+      if (
+        request.body.template_id === undefined &&
+        channel === 'whatsapp' &&
+        sendsTemplatesOnly(adapterNamed(account.provider), channel, false)
+      )
+        throw validationError({
+          template_id: [
+            `is required: ${adapterNamed(account.provider).label} opens a WhatsApp conversation only with an approved template; choose one (tpl_<n> with its id at the provider) to test with.`,
+          ],
+        });
       const sent = await messages.send(
         workspaceId,
         {
