@@ -566,10 +566,11 @@ describe.runIf(!browserMissing).each(dialects)(
       const adding = page.getByRole('form', { name: 'Add a channel account' });
       await adding.getByLabel('Name', { exact: true }).fill('Office MSG91');
       await adding.getByLabel('Provider').selectOption('msg91');
-      await adding.getByLabel('sender *').fill('CESOFC');
-      await adding.getByLabel('authkey *').fill('an-authkey');
-      await adding.getByLabel('otp_template_id').waitFor();
-      expect(await adding.getByLabel('phone_number_id *').count()).toBe(0);
+      // Each field by the provider's own words for it (its adapter gives them in English and Hindi).
+      await adding.getByLabel('Sender id (DLT header) *').fill('CESOFC');
+      await adding.getByLabel('Auth key *').fill('an-authkey');
+      await adding.getByLabel("OTP template's Flow id").waitFor();
+      expect(await adding.getByLabel('Phone number id *').count()).toBe(0);
       await adding.getByRole('button', { name: 'Add' }).click();
       const msg91 = page.getByRole('row', { name: /Office MSG91/ });
       await msg91.getByRole('cell', { name: 'MSG91', exact: true }).waitFor();
@@ -910,6 +911,13 @@ describe.runIf(!browserMissing).each(dialects)(
           await expect.poll(() => channelsOf.textContent()).toMatch(en ? /SMS/ : /एसएमएस/);
           await accessible(p, `survey builder templates (${lang})`);
           await at360(`survey-builder-templates${en ? '' : '-hi'}`);
+          // Settings speaks the office's language, a provider's fields included (their adapter gives both).
+          await p.goto(`${server.base}/console/settings`);
+          const adding = p.getByRole('form', { name: en ? 'Add a channel account' : 'चैनल खाता जोड़ें' });
+          await adding.getByLabel(en ? 'Provider' : 'प्रदाता').selectOption('msg91');
+          await adding.getByLabel(en ? 'Sender id (DLT header) *' : 'सेंडर आईडी (DLT हेडर) *').waitFor();
+          await adding.getByText(en ? 'The DLT-registered sender id' : 'DLT में पंजीकृत सेंडर आईडी').waitFor();
+          await at360(`settings-provider-fields${en ? '' : '-hi'}`);
         }
         // A run the gateway refuses ends failed, and its page says why. (The account named for it has a key
         // MSG91 refuses.)

@@ -1665,7 +1665,7 @@ export interface paths {
         put?: never;
         /**
          * Send one short test message through the account
-         * @description On `channel` (default the account's first). Through a provider that sends only its own templates, give a `tpl_` template with provider_template_ids.<provider>. Costs one credit of the channel, like any send. A refusal is 422 `provider_rejected` with the provider's code and text in `details`.
+         * @description On `channel` (default the account's first). Through a provider that sends only its own templates, and on WhatsApp (a conversation opens only with an approved template), give a `tpl_` template with provider_template_ids.<provider>. Costs one credit of the channel, like any send. A refusal is 422 `provider_rejected` with the provider's code and text in `details`.
          *
          *     Requires permission `channels:manage` (politician).
          */
@@ -3441,6 +3441,16 @@ export interface components {
             /** @description The channels that need it (an account is for them only with it). */
             required_for: components["schemas"]["Channel"][];
             description: string | null;
+            /** @description Its name as an office reads it, in English and Hindi (the console shows it). */
+            label: {
+                en: string;
+                hi: string;
+            };
+            /** @description What to give, in English (the description) and Hindi. */
+            hint: {
+                en: string | null;
+                hi: string | null;
+            };
             max_length?: number;
             minimum?: number;
             maximum?: number;

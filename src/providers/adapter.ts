@@ -25,6 +25,11 @@ export interface ProviderAdapter {
   readonly credentials: TObject;
   /** Settings a channel needs beyond the required ones (an account is for that channel only with them). */
   readonly channelSettings?: Partial<Record<Channel, readonly string[]>>;
+  /**
+   * Each setting's and credential's name as an office reads it, in English and Hindi, and its hint in Hindi (the
+   * English hint is the field's `description`): the console's set-up speaks both languages (fifth part).
+   */
+  readonly fieldText?: Readonly<Record<string, FieldText>>;
   /** The kinds of callback URL an account of this provider has (`callback_urls`). */
   readonly callbacks: readonly CallbackKind[];
   /**
@@ -77,6 +82,12 @@ export interface ProviderAdapter {
   create(context: BuildContext): MessageProvider;
   /** Reads one callback request: throws CallbackRefused when its signature or token does not hold. */
   callback?(request: CallbackRequest): CallbackResult | Promise<CallbackResult>;
+}
+
+export interface FieldText {
+  label: { en: string; hi: string };
+  /** The hint in Hindi (the English one is the field's description). */
+  hint_hi?: string;
 }
 
 export const callbackKinds = [

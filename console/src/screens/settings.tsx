@@ -130,17 +130,19 @@ function ProviderInput({
   value: string;
   onChange: (value: string) => void;
 }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const channels = field.required_for.map((c) => t(`channel.${c}`)).join(', ');
+  // The provider's own words for its field, in the console's language (its adapter gives both).
+  const label = field.label[lang] || field.name;
   const hint = [
-    field.description,
+    field.hint[lang] ?? field.description,
     channels ? t('settings.neededFor', { channels }) : null,
     secret ? t('settings.secretHint') : null,
   ]
     .filter(Boolean)
     .join(' ');
   return (
-    <Field label={field.required ? `${field.name} *` : field.name} hint={hint || undefined}>
+    <Field label={field.required ? `${label} *` : label} hint={hint || undefined}>
       {field.type === 'boolean' ? (
         <select value={value} onChange={(e) => onChange(e.target.value)}>
           <option value="">—</option>

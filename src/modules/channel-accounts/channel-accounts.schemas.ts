@@ -191,6 +191,14 @@ const ProviderField = Type.Object(
       description: 'The channels that need it (an account is for them only with it).',
     }),
     description: Type.Union([Type.String(), Type.Null()]),
+    label: Type.Object(
+      { en: Type.String(), hi: Type.String() },
+      { description: 'Its name as an office reads it, in English and Hindi (the console shows it).' },
+    ),
+    hint: Type.Object(
+      { en: Type.Union([Type.String(), Type.Null()]), hi: Type.Union([Type.String(), Type.Null()]) },
+      { description: 'What to give, in English (the description) and Hindi.' },
+    ),
     max_length: Type.Optional(Type.Integer()),
     minimum: Type.Optional(Type.Integer()),
     maximum: Type.Optional(Type.Integer()),
@@ -243,6 +251,11 @@ export function describeProviders() {
       required,
       required_for: adapter.channels.filter((c) => adapter.channelSettings?.[c]?.includes(name)),
       description: (field as { description?: string }).description ?? null,
+      label: adapter.fieldText?.[name]?.label ?? { en: name, hi: name },
+      hint: {
+        en: (field as { description?: string }).description ?? null,
+        hi: adapter.fieldText?.[name]?.hint_hi ?? null,
+      },
       ...(field.maxLength !== undefined ? { max_length: field.maxLength } : {}),
       ...(field.minimum !== undefined ? { minimum: field.minimum } : {}),
       ...(field.maximum !== undefined ? { maximum: field.maximum } : {}),

@@ -168,6 +168,32 @@ export const exotel: ProviderAdapter = {
   name: 'exotel',
   label: 'Exotel',
   channels: ['sms', 'ivr'],
+  fieldText: {
+    sid: { label: { en: 'Account SID', hi: 'खाता SID' }, hint_hi: 'Exotel खाते का SID।' },
+    sender: {
+      label: { en: 'Sender id or ExoPhone', hi: 'सेंडर आईडी या ExoPhone' },
+      hint_hi: 'DLT में पंजीकृत सेंडर आईडी, या वह ExoPhone जिससे SMS जाते हैं।',
+    },
+    caller_id: {
+      label: { en: 'Caller id (ExoPhone)', hi: 'कॉलर आईडी (ExoPhone)' },
+      hint_hi: 'वह ExoPhone जिससे कॉल आती हैं (IVR)।',
+    },
+    app_id: {
+      label: { en: 'Call flow (app) id', hi: 'कॉल फ़्लो (ऐप) आईडी' },
+      hint_hi: 'वह कॉल फ़्लो जिससे कॉल जुड़ती है (IVR)।',
+    },
+    dlt_entity_id: {
+      label: { en: 'DLT entity id', hi: 'DLT एंटिटी आईडी' },
+      hint_hi: 'कार्यालय की DLT प्रिंसिपल एंटिटी आईडी।',
+    },
+    survey_flow_app_id: {
+      label: { en: 'Survey call flow id', hi: 'सर्वे कॉल फ़्लो आईडी' },
+      hint_hi:
+        'सर्वे कॉल का फ़्लो: Gather ऐप्लेट का URL callback_urls.survey_gather और Passthru callback_urls.survey_answer पर (docs/providers.md)।',
+    },
+    api_key: { label: { en: 'API key', hi: 'API की' }, hint_hi: 'API की।' },
+    api_token: { label: { en: 'API token', hi: 'API टोकन' }, hint_hi: 'API टोकन।' },
+  },
   settings: Type.Object({
     sid: Type.String({ minLength: 1, maxLength: 500, description: 'The Exotel account SID.' }),
     sender: Type.String({

@@ -225,6 +225,17 @@ export const msg91: ProviderAdapter = {
   name: 'msg91',
   label: 'MSG91',
   channels: ['sms'],
+  fieldText: {
+    sender: {
+      label: { en: 'Sender id (DLT header)', hi: 'सेंडर आईडी (DLT हेडर)' },
+      hint_hi: 'DLT में पंजीकृत सेंडर आईडी (हेडर), जैसे CMPGNS।',
+    },
+    otp_template_id: {
+      label: { en: "OTP template's Flow id", hi: 'OTP टेम्पलेट की Flow आईडी' },
+      hint_hi: 'DLT में पंजीकृत OTP टेम्पलेट की Flow आईडी (##otp##, ##minutes##): साइन-इन कोड इसी से जाते हैं।',
+    },
+    authkey: { label: { en: 'Auth key', hi: 'ऑथ की (authkey)' }, hint_hi: 'खाते की authkey।' },
+  },
   templatesOnly: ['sms'],
   settings: Type.Object({
     sender: Type.String({

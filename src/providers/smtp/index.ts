@@ -83,6 +83,17 @@ export const smtp: ProviderAdapter = {
   name: 'smtp',
   label: 'SMTP',
   channels: ['email'],
+  fieldText: {
+    host: { label: { en: 'SMTP server', hi: 'SMTP सर्वर' }, hint_hi: 'SMTP सर्वर।' },
+    port: { label: { en: 'Port', hi: 'पोर्ट' }, hint_hi: 'डिफ़ॉल्ट 587।' },
+    secure: {
+      label: { en: 'TLS from the start', hi: 'शुरू से TLS' },
+      hint_hi: 'पहली बाइट से TLS (पोर्ट 465); डिफ़ॉल्ट false (STARTTLS)।',
+    },
+    from: { label: { en: 'From address', hi: 'भेजने वाले का पता' }, hint_hi: 'हर ईमेल का From पता।' },
+    username: { label: { en: 'User name', hi: 'यूज़र नाम' } },
+    password: { label: { en: 'Password', hi: 'पासवर्ड' } },
+  },
   settings: Type.Object({
     host: Type.String({ minLength: 1, maxLength: 500, description: 'The SMTP server.' }),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Default 587.' })),

@@ -214,6 +214,19 @@ export const twilio: ProviderAdapter = {
   name: 'twilio',
   label: 'Twilio',
   channels: ['sms', 'whatsapp', 'ivr'],
+  fieldText: {
+    account_sid: { label: { en: 'Account SID', hi: 'खाता SID' }, hint_hi: 'खाते का SID (AC...)।' },
+    sms_from: {
+      label: { en: 'SMS from', hi: 'SMS भेजने वाला' },
+      hint_hi: 'वह नंबर या सेंडर आईडी जिससे SMS जाते हैं।',
+    },
+    whatsapp_from: {
+      label: { en: 'WhatsApp from', hi: 'WhatsApp भेजने वाला' },
+      hint_hi: 'WhatsApp सेंडर (whatsapp:+1...)।',
+    },
+    voice_from: { label: { en: 'Calls from', hi: 'कॉल करने वाला नंबर' }, hint_hi: 'वह नंबर जिससे कॉल आती हैं।' },
+    auth_token: { label: { en: 'Auth token', hi: 'ऑथ टोकन' }, hint_hi: 'ऑथ टोकन।' },
+  },
   templatesOnly: ['whatsapp'],
   settings: Type.Object({
     account_sid: Type.String({ minLength: 1, maxLength: 500, description: 'The account SID (AC...).' }),

@@ -240,6 +240,24 @@ export const whatsappCloud: ProviderAdapter = {
   name: 'whatsapp_cloud',
   label: 'WhatsApp Cloud API',
   channels: ['whatsapp'],
+  fieldText: {
+    phone_number_id: {
+      label: { en: 'Phone number id', hi: 'फ़ोन नंबर आईडी' },
+      hint_hi: 'Meta के WhatsApp Manager में व्यवसाय के फ़ोन नंबर की आईडी।',
+    },
+    waba_id: {
+      label: { en: 'WhatsApp Business Account id', hi: 'WhatsApp बिज़नेस खाता आईडी' },
+      hint_hi: 'WhatsApp बिज़नेस खाते की आईडी।',
+    },
+    access_token: {
+      label: { en: 'Access token', hi: 'एक्सेस टोकन' },
+      hint_hi: 'सिस्टम यूज़र का स्थायी एक्सेस टोकन।',
+    },
+    app_secret: {
+      label: { en: 'App secret', hi: 'ऐप सीक्रेट' },
+      hint_hi: 'Meta ऐप का सीक्रेट: वेबहुक सूचनाएँ इसी से साइन होती हैं।',
+    },
+  },
   templatesOnly: ['whatsapp'],
   settings: Type.Object({
     phone_number_id: Type.String({
