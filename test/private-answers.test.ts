@@ -156,7 +156,9 @@ for (const dialect of dialects) {
         'GET',
         `/api/surveys/${survey.id}/responses/export?include_sensitive=true`,
       );
-      expect(full.raw.split('\n')[0]).toMatch(/support.*caste/);
+      expect(full.raw.split('\n')[0]).toMatch(/status,booth,.*support.*caste/);
+      // A choice is exported as the voter was asked it (its label), not as its key.
+      expect(full.raw.split('\n')[1]).toMatch(/,SC,The drain/);
       const audit = await api(owner, 'GET', '/api/audit-log?action=survey.exported_sensitive');
       expect(audit.body.data.data).toHaveLength(1);
     });

@@ -328,6 +328,7 @@ for (const dialect of dialects) {
         'channel',
         'language',
         'status',
+        'booth',
         'started_at',
         'completed_at',
         'vote',

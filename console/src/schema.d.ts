@@ -3422,6 +3422,8 @@ export interface components {
                  */
                 sends: "only" | "also";
                 id_label: string;
+                /** @description The same in Hindi. */
+                id_label_hi: string;
             } | null;
             /** @description Its accounts get a `verify_token` for the webhook. */
             verify_token: boolean;

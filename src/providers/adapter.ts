@@ -38,8 +38,9 @@ export interface ProviderAdapter {
    */
   readonly templates?: {
     readonly sends: 'only' | 'also';
-    /** What the id is there (the API's description and the console's label). */
+    /** What the id is there (the API's description and the console's label), and the same in Hindi. */
     readonly idLabel: string;
+    readonly idLabelHi?: string;
     readonly maxLength: number;
   };
   /**

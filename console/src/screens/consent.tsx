@@ -231,7 +231,7 @@ function SilencePeriods() {
 }
 
 function Templates() {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const client = useQueryClient();
   const blank = {
     name: '',
@@ -352,7 +352,7 @@ function Templates() {
           <Field
             key={p.name}
             label={t('consent.providerTemplate', { provider: p.label })}
-            hint={p.templates?.id_label}
+            hint={lang === 'hi' ? p.templates?.id_label_hi : p.templates?.id_label}
           >
             <input
               value={form.ids[p.name] ?? ''}

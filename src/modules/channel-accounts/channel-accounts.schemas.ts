@@ -224,6 +224,7 @@ export const ProviderDescription = Type.Object(
             description: 'only: it sends nothing but its own templates (provider_template_ids.<name>).',
           }),
           id_label: Type.String(),
+          id_label_hi: Type.String({ description: 'The same in Hindi.' }),
         }),
         Type.Null(),
       ],
@@ -269,7 +270,11 @@ export function describeProviders() {
     credentials: fields(adapter, 'credentials'),
     callbacks: [...adapter.callbacks],
     templates: adapter.templates
-      ? { sends: adapter.templates.sends, id_label: adapter.templates.idLabel }
+      ? {
+          sends: adapter.templates.sends,
+          id_label: adapter.templates.idLabel,
+          id_label_hi: adapter.templates.idLabelHi ?? adapter.templates.idLabel,
+        }
       : null,
     verify_token: adapter.verifyToken === true,
     delivery_reports: adapter.noDeliveryReports !== true,

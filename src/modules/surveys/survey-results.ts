@@ -8,6 +8,7 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
 import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
 import { answersOf, definitionOf, savesSensitive, surveyRef } from './survey-sessions.ts';
+import { textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
@@ -188,6 +189,7 @@ export class SurveyResults {
       'channel',
       'language',
       'status',
+      'booth',
       'started_at',
       'completed_at',
       ...questions.map((q) => q.key),
@@ -210,6 +212,19 @@ export class SurveyResults {
           db,
           rows.map((r) => r.id),
         );
+        // The voters' booths as they are now (results by booth count the answers where the voter was).
+        const voterIds = [...new Set(rows.flatMap((r) => (r.voter_id !== null ? [r.voter_id] : [])))];
+        const booths = new Map(
+          (voterIds.length
+            ? await db
+                .selectFrom('voters')
+                .select(['id', 'booth'])
+                .where('workspace_id', '=', workspaceId)
+                .where('id', 'in', voterIds)
+                .execute()
+            : []
+          ).map((v) => [Number(v.id), v.booth] as const),
+        );
         yield rows.map((r) => {
           const a = answers.get(r.id) ?? {};
           return [
@@ -220,9 +235,15 @@ export class SurveyResults {
             r.channel,
             r.language,
             r.status,
+            r.voter_id !== null ? (booths.get(Number(r.voter_id)) ?? null) : null,
             r.started_at,
             r.completed_at,
-            ...questions.map((q) => a[q.key] ?? null),
+            // A choice as the voter was asked it (its label in their language), not its key.
+            ...questions.map((q) => {
+              const value = a[q.key] ?? null;
+              const choice = q.choices?.find((c) => c.key === value);
+              return choice ? textIn(choice.label, r.language) : value;
+            }),
           ];
         });
       }

@@ -261,7 +261,12 @@ export const msg91: ProviderAdapter = {
     }),
   }),
   callbacks: ['delivery', 'inbound'],
-  templates: { sends: 'only', idLabel: "The template's id in the MSG91 panel (Flow)", maxLength: 64 },
+  templates: {
+    sends: 'only',
+    idLabel: "The template's id in the MSG91 panel (Flow)",
+    idLabelHi: 'MSG91 पैनल में टेम्पलेट की आईडी (Flow)',
+    maxLength: 64,
+  },
   otpTemplateSetting: 'otp_template_id',
   api: { env: 'MSG91_BASE_URL', url: 'https://control.msg91.com' },
   errorFor,

@@ -287,6 +287,7 @@ export const whatsappCloud: ProviderAdapter = {
   templates: {
     sends: 'also',
     idLabel: "The approved WhatsApp template's name, used with the template's language",
+    idLabelHi: 'स्वीकृत WhatsApp टेम्पलेट का नाम, टेम्पलेट की भाषा के साथ इस्तेमाल होता है',
     maxLength: 512,
   },
   verifyToken: true,
