@@ -489,7 +489,7 @@ for (const dialect of dialects) {
       const a = (await create(owner, { name: 'Addr One', address: 'Lane 4, Shivpur' })).body.data;
       const b = (await create(owner, { name: 'Addr Two', address: ' lane 4  shivpur ' })).body.data;
       expect((await read(owner, head.id)).household).toEqual([
-        { id: wife.id, name: 'Wife', relation_type: 'wife', age: 55 },
+        { id: wife.id, name: 'Wife', relation_type: 'wife', relation_name: null, age: 55 },
       ]);
       expect((await read(owner, a.id)).household.map((m: { id: number }) => m.id)).toEqual([b.id]);
     });
