@@ -7,7 +7,7 @@ import { validationError } from '../../errors.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
 import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
-import { answersOf, definitionOf, savesSensitive, surveyRef } from './survey-sessions.ts';
+import { answersOf, definitionOf, sensitiveQuestions, surveyRef } from './survey-sessions.ts';
 import { textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
 
@@ -167,9 +167,10 @@ export class SurveyResults {
     const { db } = this.deps;
     const survey = await this.deps.surveys.find(db, workspaceId, ref);
     const def = definitionOf(survey);
-    const questions: typeof def.questions = [];
-    for (const q of def.questions)
-      if (includeSensitive || !(await savesSensitive(db, workspaceId, q))) questions.push(q);
+    const hidden = includeSensitive
+      ? new Set<string>()
+      : await sensitiveQuestions(db, workspaceId, def.questions);
+    const questions = def.questions.filter((q) => !hidden.has(q.key));
     const runId =
       runRefText !== undefined ? Number(/^(?:srun_)?(\d{1,15})$/.exec(runRefText)?.[1] ?? NaN) : undefined;
     if (runId !== undefined && !Number.isFinite(runId))

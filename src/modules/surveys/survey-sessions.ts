@@ -7,7 +7,7 @@ import { reserveCredits } from '../credits/credits.repository.ts';
 import { insertMessage } from '../messages/messages.repository.ts';
 import { creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
 import { conversationFor } from '../conversations/conversations.thread.ts';
-import { fieldDefs, storedValue } from '../voters/voter-fields.ts';
+import { fieldDefs, sensitiveKeys, storedValue } from '../voters/voter-fields.ts';
 import { nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
 import { checkTags } from '../voters/voter-record.rules.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
@@ -242,8 +242,10 @@ export async function applyAnswer(
   response: SurveyResponseRow,
   text: string,
   now: string,
+  /** The session's survey, where the caller read it already. */
+  known?: SurveyRow,
 ): Promise<AnswerOutcome> {
-  const survey = await surveyOf(trx, response);
+  const survey = known ?? (await surveyOf(trx, response));
   const def = definitionOf(survey);
   const q = def.questions[response.question];
   if (!q) return 'completed';
@@ -336,8 +338,7 @@ async function completed(trx: Executor, response: SurveyResponseRow, def: Survey
   // Webhooks never carry a sensitive value: the answers that save to support_level or a sensitive field are left
   // out of the event (the API's responses give them to politicians and managers).
   const answers = { ...(await answersOf(trx, [response.id])).get(response.id) };
-  for (const q of def.questions)
-    if (await savesSensitive(trx, response.workspace_id, q)) delete answers[q.key];
+  for (const key of await sensitiveQuestions(trx, response.workspace_id, def.questions)) delete answers[key];
   await emitEvent(
     trx,
     response.workspace_id,
@@ -558,8 +559,8 @@ export async function surveyInbound(
   if (open && (await questionHandedOver(trx, open.id))) {
     const survey = await surveyOf(trx, open);
     const q = definitionOf(survey).questions[open.question];
-    const withheld = q !== undefined && (await savesSensitive(trx, workspaceId, q));
-    await applyAnswer(trx, open, input.body, now);
+    const withheld = q !== undefined && (await sensitiveQuestions(trx, workspaceId, [q])).has(q.key);
+    await applyAnswer(trx, open, input.body, now, survey);
     return { taken: true, withheld };
   }
   if (open) return none;
@@ -582,18 +583,21 @@ export async function surveyInbound(
 }
 
 /**
- * Whether a question's answer is a sensitive value: it saves to `support_level` or to a sensitive custom field
- * (contract, fifth part: volunteers never read it; webhooks, the live stream and a manager's export never carry it).
+ * The questions whose answers are sensitive values: they save to `support_level` or to a sensitive custom field
+ * (contract, fifth part: volunteers never read them; webhooks, the live stream and a manager's export never carry
+ * them). One read of the field definitions at most, for all the questions.
  */
-export async function savesSensitive(
+export async function sensitiveQuestions(
   db: Executor,
   workspaceId: number,
-  q: Pick<Question, 'save_to'>,
-): Promise<boolean> {
-  if (q.save_to === 'support_level') return true;
-  if (!q.save_to?.startsWith('field:')) return false;
-  const key = q.save_to.slice(6);
-  return (await fieldDefs(db, workspaceId)).some((d) => d.key === key && d.sensitive);
+  questions: ReadonlyArray<Pick<Question, 'key' | 'save_to'>>,
+): Promise<Set<string>> {
+  const keys = new Set(questions.filter((q) => q.save_to === 'support_level').map((q) => q.key));
+  const toFields = questions.filter((q) => q.save_to?.startsWith('field:'));
+  if (toFields.length === 0) return keys;
+  const sensitive = sensitiveKeys(await fieldDefs(db, workspaceId));
+  for (const q of toFields) if (sensitive.has(q.save_to!.slice(6))) keys.add(q.key);
+  return keys;
 }
 
 /** Whether the session's latest message (its current question) was handed to the provider. */
