@@ -404,7 +404,7 @@ export const hi: Record<Key, string> = {
   'preview.heldUntil': '{when} तक रोका गया।',
   'preview.noAddress': 'छोड़े गए: चैनल के लिए फ़ोन या ईमेल नहीं',
   'preview.reserve': 'भेजने पर अभी आरक्षित क्रेडिट',
-  'preview.available': 'आपके पास {count}',
+  'preview.availableLabel': 'कार्यालय के पास क्रेडिट',
   'preview.short':
     'अभी भेजना अस्वीकार होगा: इसमें {needed} क्रेडिट आरक्षित होते हैं और कार्यालय के पास {available} हैं। पहले सेटिंग्स में क्रेडिट ख़रीदें।',
   'preview.credits': 'लगने वाले क्रेडिट',

@@ -410,7 +410,7 @@ export const en = {
   'preview.heldUntil': 'Held until {when}.',
   'preview.noAddress': 'Skipped: no phone or email for the channel',
   'preview.reserve': 'Credits Send reserves now',
-  'preview.available': 'you have {count}',
+  'preview.availableLabel': 'Credits the office has',
   'preview.short':
     'Send now would be refused: it reserves {needed} credits and the office has {available}. Buy credits in Settings first.',
   'preview.credits': 'Credits it will cost',

@@ -384,12 +384,13 @@ export function Compose() {
             <dt>{t('preview.credits')}</dt>
             <dd>{n(preview.estimated_credits)}</dd>
             <dt>{t('preview.reserve')}</dt>
-            <dd>
-              {n(preview.credits_to_reserve)}
-              {preview.credits_available !== null && (
-                <small> ({t('preview.available', { count: n(preview.credits_available) })})</small>
-              )}
-            </dd>
+            <dd>{n(preview.credits_to_reserve)}</dd>
+            {preview.credits_available !== null && (
+              <>
+                <dt>{t('preview.availableLabel')}</dt>
+                <dd>{n(preview.credits_available)}</dd>
+              </>
+            )}
           </dl>
           {preview.credits_available !== null && preview.credits_to_reserve > preview.credits_available && (
             <div className="error" role="alert">
