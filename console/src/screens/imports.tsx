@@ -4,7 +4,7 @@ import { api, data, download, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { UnknownPlaces } from './places.tsx';
-import { FilterForm, noFilters, setFilters } from './voters.tsx';
+import { FilterForm, noFilters, setFilters, useVoterFields } from './voters.tsx';
 
 interface DryRun {
   imported: number;
@@ -192,7 +192,8 @@ export function Imports() {
                 updated: n(checked.updated),
                 failed: n(checked.failed),
               })}{' '}
-              {checked.warnings.length > 0 && t('import.warned', { count: n(checked.warnings.length) })}
+              {checked.warnings.length > 0 &&
+                t('import.warned', { count: checked.warnings.length, cells: n(checked.warnings.length) })}
             </Notice>
             <RowErrors errors={checked.errors} />
             <RowWarnings warnings={checked.warnings} />
@@ -310,8 +311,7 @@ function MappingStep(props: {
 }) {
   const { t } = useI18n();
   const head = [t('import.heading'), t('import.sample'), t('import.fills')];
-  const label = (field: string) =>
-    field.startsWith('field:') ? field.slice(6) : t(`field.${field}` as 'field.name');
+  const label = useFieldLabel();
   return (
     <>
       <h3>{t('import.mapping')}</h3>
@@ -342,9 +342,24 @@ function MappingStep(props: {
   );
 }
 
+/**
+ * A field as the office reads it: the record's by its name in the console's language, a custom field
+ * (`field:<key>` in a mapping, `fields.<key>` in a warning) by its label.
+ */
+function useFieldLabel(): (field: string) => string {
+  const { t } = useI18n();
+  const defs = useVoterFields();
+  return (field) => {
+    const custom = /^fields?[:.](.+)$/.exec(field)?.[1];
+    if (custom !== undefined) return defs.data?.find((d) => d.key === custom)?.label ?? custom;
+    return t(`field.${field}` as 'field.name') || field;
+  };
+}
+
 /** The cells an import left out of the rows it kept, each with why. */
 function RowWarnings({ warnings }: { warnings: DryRun['warnings'] }) {
   const { t, n } = useI18n();
+  const label = useFieldLabel();
   if (warnings.length === 0) return null;
   const head = [t('import.row'), t('import.field'), t('import.value'), t('import.reason')];
   return (
@@ -352,7 +367,7 @@ function RowWarnings({ warnings }: { warnings: DryRun['warnings'] }) {
       {warnings.map((w, i) => (
         <tr key={i}>
           <td data-label={head[0]}>{n(w.line)}</td>
-          <td data-label={head[1]}>{w.field}</td>
+          <td data-label={head[1]}>{label(w.field)}</td>
           <td data-label={head[2]}>{w.value}</td>
           <td data-label={head[3]}>{w.reason}</td>
         </tr>

@@ -192,7 +192,7 @@ export function UnknownPlaces({ unknown }: { unknown: Partial<Record<Kind, strin
       ) : (
         <>
           <p className="muted">{t('places.unknownHelp')}</p>
-          <AddAll left={left} />
+          {left.length > 1 && <AddAll left={left} />}
           <Table caption={t('places.unknown')} head={[t('places.kind'), t('places.value'), '']}>
             {[...left]
               .sort((a, b) => byNumber.compare(a.value, b.value))
