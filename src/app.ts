@@ -14,6 +14,8 @@ import pino from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { DatabaseOutage } from './db/outage.ts';
+import { AppError } from './errors.ts';
+import { nestsDeeperThan, tooDeep } from './lib/json.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
@@ -113,7 +115,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const SECRET_PATHS: Array<[RegExp, string]> = [
   // A channel account's callback URL: its token is the only authentication of unsigned providers' callbacks.
-  [/(\/providers\/[^/]+\/[^/]+\/)[^/]+(?=\/[^/]+\/?$)/, '$1:token'],
+  // The segment after the account is the token whatever follows it (a segment too many is a 404, logged too).
+  [/(\/providers\/[^/]+\/[^/]+\/)[^/]+/, '$1:token'],
   // A one-click unsubscribe link: its token carries the address.
   [/(\/unsubscribe\/)[^/]+/, '$1:token'],
 ];
@@ -215,6 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
+    if (nestsDeeperThan(text)) return done(new AppError('bad_request', tooDeep), undefined);
     void parseJson(request, text, done);
   });
 

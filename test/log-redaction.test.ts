@@ -65,6 +65,9 @@ describe('log lines (sqlite, LOG_LEVEL=trace)', () => {
     const token = delivery.split('/')[5]!;
     expect(token.length).toBeGreaterThan(20);
     await call(app, 'POST', delivery, { body: { data: '[]' } });
+    // A segment too many (a 404): logged without its token all the same.
+    expect((await call(app, 'POST', `${delivery}/extra`, { body: { data: '[]' } })).status).toBe(404);
+    expect((await call(app, 'GET', `${delivery}/a/b`)).status).toBe(404);
     await call(app, 'GET', '/api/unsubscribe/c2VjcmV0LWFkZHJlc3NAZXhhbXBsZS5vcmc');
     const phone = uniquePhone();
     await call(app, 'GET', `/api/opt-outs/${encodeURIComponent(phone)}`, { token: owner.token });
@@ -100,6 +103,10 @@ describe('log lines (sqlite, LOG_LEVEL=trace)', () => {
     expect(loggedPath('/api/providers/exotel/cha_12/AbCdEf123/delivery')).toBe(
       '/api/providers/exotel/cha_12/:token/delivery',
     );
+    expect(loggedPath('/api/providers/exotel/cha_12/AbCdEf123/delivery/more')).toBe(
+      '/api/providers/exotel/cha_12/:token/delivery/more',
+    );
+    expect(loggedPath('/api/providers/twilio/status')).toBe('/api/providers/twilio/status');
     expect(loggedPath('/api/v1/unsubscribe/abc.def')).toBe('/api/v1/unsubscribe/:token');
     expect(loggedPath('/api/opt-outs/%2B919812345678')).toBe('/api/opt-outs/:token');
     expect(loggedPath('/api/opt-outs/a%40b.in')).toBe('/api/opt-outs/:token');

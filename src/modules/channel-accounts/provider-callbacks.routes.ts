@@ -9,6 +9,7 @@ import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { sameText } from '../../lib/crypto.ts';
+import { nestsDeeperThan, tooDeep } from '../../lib/json.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import {
   CallbackRefused,
@@ -40,10 +41,31 @@ const DeploymentParams = Type.Object({
   kind: Type.String({ maxLength: 20, description: 'status or inbound.' }),
 });
 
-/** A body as this plugin's parsers give it: JSON (with its raw text, for signatures), form fields, or text. */
+/**
+ * A body as this plugin's parsers give it: its raw text (signatures are over it) and how to read it (JSON, form
+ * fields, or nothing). JSON is read only when the adapter asks for it: after the signature was checked, where the
+ * provider signs the raw body, so an outsider's body costs no parse.
+ */
 interface Parsed {
   raw: string;
-  value: unknown;
+  read: () => unknown;
+}
+
+/** JSON read once, on first use; a body that is not JSON is 400. */
+function jsonOnce(raw: string): () => unknown {
+  let value: unknown;
+  let done = false;
+  return () => {
+    if (!done) {
+      try {
+        value = raw.trim() === '' ? {} : (JSON.parse(raw) as unknown);
+      } catch {
+        throw new AppError('bad_request', 'The body is not valid JSON.');
+      }
+      done = true;
+    }
+    return value;
+  };
 }
 
 /** Kinds a provider calls with GET (a challenge, a call's text, a forwarded reply); the others take POST. */
@@ -117,19 +139,19 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     { parseAs: 'string', bodyLimit: 1024 * 1024 },
     (_r, body, done) => {
       const raw = typeof body === 'string' ? body : body.toString('utf8');
-      try {
-        done(null, { raw, value: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) } satisfies Parsed);
-      } catch {
-        done(new AppError('bad_request', 'The body is not valid JSON.'), undefined);
-      }
+      if (nestsDeeperThan(raw)) return done(new AppError('bad_request', tooDeep), undefined);
+      done(null, { raw, read: jsonOnce(raw) } satisfies Parsed);
     },
   );
   await app.register(formbody, {
-    parser: (raw) => ({ raw, value: Object.fromEntries(new URLSearchParams(raw)) }) satisfies Parsed,
+    parser: (raw) => {
+      const value = Object.fromEntries(new URLSearchParams(raw));
+      return { raw, read: () => value } satisfies Parsed;
+    },
   });
   app.addContentTypeParser('*', { parseAs: 'string' }, (_r, body, done) => {
     const raw = typeof body === 'string' ? body : body.toString('utf8');
-    done(null, { raw, value: {} } satisfies Parsed);
+    done(null, { raw, read: () => ({}) } satisfies Parsed);
   });
 
   const invalidUrl = () =>
@@ -187,14 +209,20 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
     if (method === 'POST' && (kind === 'greeting' || kind.startsWith('survey_') || kind === 'missed_call'))
       throw new AppError('method_not_allowed', `The ${kind} callback takes GET.`);
-    const body = (request.body as Parsed | undefined) ?? { raw: '', value: {} };
+    const body = (request.body as Parsed | undefined) ?? { raw: '', read: () => ({}) };
+    let fields: Record<string, string> | undefined;
     try {
       return await adapter.callback({
         kind,
         method,
         raw: body.raw,
-        body: body.value,
-        fields: fieldsOf(body.value),
+        get body() {
+          return body.read();
+        },
+        get fields() {
+          fields ??= fieldsOf(body.read());
+          return fields;
+        },
         query: fieldsOf(request.query),
         header: (name) => {
           const value = request.headers[name];
