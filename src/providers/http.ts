@@ -1,4 +1,4 @@
-import { ProviderError, retryAfterMs } from './provider.ts';
+import { AnswerUnread, ProviderError, retryAfterMs } from './provider.ts';
 
 /** A provider's answer larger than this is a provider error, read no further (the contract's fourth part). */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -11,7 +11,10 @@ export interface ProviderAnswer {
   retryAfterMs?: number | undefined;
 }
 
-/** A response's body as text, at most MAX_ANSWER_BYTES; a longer one is a retryable ProviderError. */
+/**
+ * A response's body as text, read up to MAX_ANSWER_BYTES. A longer 2xx is AnswerUnread (the provider took the
+ * message: never retried); a longer answer of another status is read as empty, for its status to decide.
+ */
 export async function readCapped(provider: string, res: Response): Promise<string> {
   if (!res.body) return '';
   const reader = res.body.getReader();
@@ -23,10 +26,8 @@ export async function readCapped(provider: string, res: Response): Promise<strin
     size += value.length;
     if (size > MAX_ANSWER_BYTES) {
       await reader.cancel().catch(() => {});
-      throw new ProviderError(
-        `${provider} answered ${res.status} with more than ${MAX_ANSWER_BYTES / 1024} KB: read no further.`,
-        true,
-      );
+      if (res.ok) throw new AnswerUnread(provider, res.status, MAX_ANSWER_BYTES);
+      return '';
     }
     chunks.push(value);
   }
@@ -58,7 +59,7 @@ export async function callProvider(
   try {
     text = await readCapped(provider, res);
   } catch (error) {
-    if (error instanceof ProviderError) throw error;
+    if (error instanceof AnswerUnread) throw error;
     // an error answer whose body cannot be read: its status says enough
   }
   let body: Record<string, unknown> = {};

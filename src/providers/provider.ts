@@ -122,6 +122,20 @@ export class ProviderTimeout extends ProviderError {
   }
 }
 
+/**
+ * The provider answered 2xx with a body too long to read (over MAX_ANSWER_BYTES). It said it took the message, so
+ * the message is not sent again: it is recorded `sent` without the provider's id, with this as its
+ * `error_message`, until a delivery report settles it.
+ */
+export class AnswerUnread extends Error {
+  constructor(provider: string, status: number, limitBytes: number) {
+    super(
+      `${provider} answered ${status} with more than ${limitBytes / 1024} KB: taken as accepted, its answer unread (no provider id); a delivery report settles it.`,
+    );
+    this.name = 'AnswerUnread';
+  }
+}
+
 /** `Retry-After` in ms (seconds, or an HTTP date), or undefined. */
 export function retryAfterMs(header: string | null | undefined, now = Date.now()): number | undefined {
   if (!header) return undefined;

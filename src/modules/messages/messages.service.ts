@@ -8,14 +8,8 @@ import type { MessageChannel, MessageErrorCode, MessageStatus } from '../../doma
 import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
-import {
-  type FinalStatus,
-  ProviderError,
-  ProviderTimeout,
-  type Providers,
-  sendWithin,
-  type StatusReport,
-} from '../../providers/provider.ts';
+import { type FinalStatus, type Providers, type StatusReport } from '../../providers/provider.ts';
+import { finalCode, handOver } from '../sending/hand-over.ts';
 import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { failureCounts, findMessage, insertMessage, listHistory } from './messages.repository.ts';
 import {
@@ -222,72 +216,59 @@ export class MessagesService {
     });
 
     const provider = account ? accounts.providerFor(account, input.channel) : providers[input.channel];
-    let handover: Handover | undefined;
-    try {
-      if (account) {
-        try {
-          // At most a quarter of the lease: beyond that the message is left to the delivery worker's lane.
-          await this.deps.pace.take(
-            account.id,
-            account.send_rate_per_second,
-            1,
-            config.delivery.leaseSeconds * 250,
-          );
-        } catch (error) {
-          if (!(error instanceof PaceUnavailable)) throw error;
-          await releaseUnsent(db, [row.id], claimedBy, nowIso());
-          return this.sentOrQueued(workspaceId, row.id, input.channel, to, account.id, provider.name);
-        }
-        // The wait for the account's pace may have run past the lease: the call is made only while this request
-        // still holds the message (renewed now), never beside a worker that took it meanwhile.
-        if (!(await renewClaim(db, row.id, claimedBy, config.delivery.leaseSeconds)))
-          return this.sentOrQueued(
-            workspaceId,
-            row.id,
-            input.channel,
-            to,
-            account?.id ?? null,
-            provider.name,
-          );
-      }
-      // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
-      const message = {
-        channel: input.channel,
-        to,
-        body: input.message,
-        subject: input.subject,
-        mediaUrl: input.media_url,
-        templateId: input.template_id,
-        reference: messageRef(row.id),
-        ...dltFields(template),
-        ...providerTemplateOf(template, voter, options.variables),
-      };
-      const result = await sendWithin(provider, message, config.delivery.providerTimeoutMs);
-      handover = { id: row.id, provider: provider.name, providerMessageId: result.providerMessageId };
-    } catch (error) {
-      if (error instanceof ProviderTimeout) {
-        // No answer: the provider may have taken it. Recorded sent (never failed, never sent again).
-        handover = { id: row.id, provider: provider.name, providerMessageId: null, note: error.message };
-      } else {
-        const reason = error instanceof Error ? error.message : String(error);
-        const code = error instanceof ProviderError ? error.code : 'provider_rejected';
-        await this.fail([row.id], reason, code);
-        if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
-        this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
-        if (options.test)
-          throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
-            id: messageRef(row.id),
-            provider: provider.name,
-            error_code: code,
-            error_message: reason,
-          });
-        throw new AppError(
-          'provider_error',
-          `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
-          { id: messageRef(row.id), status: 'failed', provider: provider.name },
+    if (account) {
+      try {
+        // At most a quarter of the lease: beyond that the message is left to the delivery worker's lane.
+        await this.deps.pace.take(
+          account.id,
+          account.send_rate_per_second,
+          1,
+          config.delivery.leaseSeconds * 250,
         );
+      } catch (error) {
+        if (!(error instanceof PaceUnavailable)) throw error;
+        await releaseUnsent(db, [row.id], claimedBy, nowIso());
+        return this.sentOrQueued(workspaceId, row.id, input.channel, to, account.id, provider.name);
       }
+      // The wait for the account's pace may have run past the lease: the call is made only while this request
+      // still holds the message (renewed now), never beside a worker that took it meanwhile.
+      if (!(await renewClaim(db, row.id, claimedBy, config.delivery.leaseSeconds)))
+        return this.sentOrQueued(workspaceId, row.id, input.channel, to, account?.id ?? null, provider.name);
     }
+    // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
+    const message = {
+      channel: input.channel,
+      to,
+      body: input.message,
+      subject: input.subject,
+      mediaUrl: input.media_url,
+      templateId: input.template_id,
+      reference: messageRef(row.id),
+      ...dltFields(template),
+      ...providerTemplateOf(template, voter, options.variables),
+    };
+    // The worker's hand-over and its reading of the answer; a single send is not tried again.
+    const [result] = await handOver(provider, [row.id], message, config.delivery.providerTimeoutMs);
+    if (result!.kind === 'refused') {
+      const { reason } = result!;
+      const code = finalCode(result!);
+      await this.fail([row.id], reason, code);
+      if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
+      this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
+      if (options.test)
+        throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
+          id: messageRef(row.id),
+          provider: provider.name,
+          error_code: code,
+          error_message: reason,
+        });
+      throw new AppError(
+        'provider_error',
+        `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
+        { id: messageRef(row.id), status: 'failed', provider: provider.name },
+      );
+    }
+    const handover = result!.handover;
     // The provider has it: the hand-over is recorded, tried again while the database refuses, never failed.
     await this.recordHandover(handover);
     if (conversationId !== undefined) await touchOutbound(db, conversationId, input.message, nowIso());

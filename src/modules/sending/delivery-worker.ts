@@ -32,12 +32,10 @@ import {
   channels,
   type MessageProvider,
   type OutgoingMessage,
-  ProviderError,
-  ProviderTimeout,
   type Providers,
-  sendWithin,
   type StatusReport,
 } from '../../providers/provider.ts';
+import { finalCode, handOver } from './hand-over.ts';
 import { Pace } from '../../providers/pace.ts';
 import { simulatedAdapters } from '../../providers/registry.ts';
 
@@ -396,70 +394,48 @@ export class DeliveryWorker {
       }
       if (unit.rows.length === 0) continue;
       const callStarted = performance.now();
-      try {
-        const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
-        const result = await sendWithin(provider, message, providerTimeoutMs);
-        callTimes.add(performance.now() - callStarted);
-        // A batch the provider took with some numbers refused: those fail alone.
-        const refusedAt = new Map(result.refused ?? []);
-        for (const [i, row] of unit.rows.entries()) {
-          const why = refusedAt.get(i);
-          if (why !== undefined) failures.add(why, 'invalid_recipient', row.id);
-          else
-            handovers.push({
-              id: row.id,
-              provider: provider.name,
-              providerMessageId: result.ids?.[i] || result.providerMessageId,
-            });
-        }
-      } catch (error) {
-        const reason = (error instanceof Error ? error.message : String(error)).slice(0, 300);
-        if (error instanceof ProviderTimeout) {
-          // No answer: the provider may have the message. It is not sent again; a report settles it.
-          for (const row of unit.rows)
-            handovers.push({ id: row.id, provider: provider.name, providerMessageId: null, note: reason });
+      const message = unit.messages.length === 1 && !provider.sendMany ? unit.messages[0]! : unit.messages;
+      const results = await handOver(
+        provider,
+        unit.rows.map((r) => r.id),
+        message,
+        providerTimeoutMs,
+      );
+      callTimes.add(performance.now() - callStarted);
+      for (const [i, row] of unit.rows.entries()) {
+        const result = results[i]!;
+        if (result.kind === 'handed') {
+          handovers.push(result.handover);
           continue;
         }
-        const retryable = error instanceof ProviderError ? error.retryable : true;
-        const code = error instanceof ProviderError ? error.code : 'undeliverable';
-        if (account && !retryable && code === 'auth_failed') {
+        const { reason, code, retryable } = result;
+        if (account && !retryable && code === 'auth_failed' && refused === undefined) {
           refused = reason;
           await disableForAuth(db.kysely, account, reason);
         }
-        // The campaign shows it at once, even while the messages wait for their retries (an outage).
+        if (retryable && row.attempts <= retrySchedule.length) {
+          // Never sooner than a 429's or 503's Retry-After.
+          const delay = Math.max((retrySchedule[row.attempts - 1] ?? 0) * 1000, result.retryAfterMs);
+          await scheduleRetry(
+            db.kysely,
+            row.id,
+            this.id,
+            new Date(Date.now() + delay).toISOString(),
+            reason,
+            nowIso(),
+          );
+        } else failures.add(reason, finalCode(result), row.id);
+      }
+      // The campaign shows a refusal of the whole call at once, even while its messages wait for their retries.
+      const whole = results.every((r) => r.kind === 'refused') ? results[0] : undefined;
+      if (whole?.kind === 'refused' && whole.code !== 'invalid_recipient')
         await noteCampaignError(
           db.kysely,
           unit.rows.flatMap((r) => (r.campaign_id !== null ? [Number(r.campaign_id)] : [])),
-          code,
-          reason,
+          whole.code,
+          whole.reason,
           nowIso(),
         );
-        for (const row of unit.rows) {
-          if (retryable && row.attempts <= retrySchedule.length) {
-            // Never sooner than a 429's or 503's Retry-After.
-            const delay = Math.max(
-              (retrySchedule[row.attempts - 1] ?? 0) * 1000,
-              error instanceof ProviderError ? (error.retryAfterMs ?? 0) : 0,
-            );
-            await scheduleRetry(
-              db.kysely,
-              row.id,
-              this.id,
-              new Date(Date.now() + delay).toISOString(),
-              reason,
-              nowIso(),
-            );
-          } else {
-            // A refusal says why (ProviderError.code); a provider still unreachable after every retry could not
-            // deliver, or refused for throughput (rate_limited).
-            failures.add(
-              reason,
-              retryable ? (code === 'rate_limited' ? code : 'undeliverable') : code,
-              row.id,
-            );
-          }
-        }
-      }
       if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
     }
     await mark();

@@ -13,6 +13,7 @@ import {
 } from '../adapter.ts';
 import { providerText, readCapped, retryAfterOf } from '../http.ts';
 import {
+  AnswerUnread,
   type Channel,
   type FinalStatus,
   type MessageProvider,
@@ -96,7 +97,7 @@ export class TwilioProvider implements MessageProvider {
     try {
       payload = JSON.parse(await readCapped('Twilio', res)) as typeof payload;
     } catch (error) {
-      if (error instanceof ProviderError) throw error;
+      if (error instanceof AnswerUnread) throw error;
     }
     payload = payload && typeof payload === 'object' ? payload : {};
     if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
