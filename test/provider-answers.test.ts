@@ -215,6 +215,88 @@ describe('provider answers, as each provider documents them', () => {
     }
   });
 
+  describe('a refused MSG91 batch of 200', () => {
+    /** MSG91 refusing any request that carries one of `bad` (400, code 202), naming them or not; the requests made. */
+    async function flow(bad: Set<string>, names: boolean, code = '202') {
+      const requests: string[][] = [];
+      const server = createServer((req, res) => {
+        let raw = '';
+        req.on('data', (c: Buffer) => (raw += c.toString()));
+        req.on('end', () => {
+          const mobiles = (JSON.parse(raw) as { recipients: Array<{ mobiles: string }> }).recipients.map(
+            (r) => r.mobiles,
+          );
+          requests.push(mobiles);
+          const refused = mobiles.filter((m) => bad.has(m));
+          res.writeHead(refused.length > 0 || code !== '202' ? 400 : 200, {
+            'content-type': 'application/json',
+          });
+          if (code !== '202')
+            return void res.end(
+              JSON.stringify({ type: 'error', message: 'Template not approved for DLT', code }),
+            );
+          res.end(
+            JSON.stringify(
+              refused.length > 0
+                ? {
+                    type: 'error',
+                    code: '202',
+                    message: `Invalid mobile number${names ? `: ${refused.join(', ')}` : ''}`,
+                  }
+                : { type: 'success', message: `req${requests.length}` },
+            ),
+          );
+        });
+      });
+      servers.push(server);
+      server.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      const provider = msg91(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      const numbers = Array.from({ length: 200 }, (_, i) => `+9198123${String(i).padStart(5, '0')}`);
+      const messages = numbers.map((to) => ({ ...msg91Message, to }));
+      const [outcome] = await Promise.allSettled([provider.sendMany(messages)]);
+      return { outcome: outcome!, requests, numbers };
+    }
+
+    it('every number refused, none named: at most 17 requests (not 399), and the batch fails invalid_recipient', async () => {
+      const numbers = Array.from({ length: 200 }, (_, i) => `9198123${String(i).padStart(5, '0')}`);
+      const { outcome, requests } = await flow(new Set(numbers), false);
+      expect(requests.length).toBeLessThanOrEqual(17);
+      expect(outcome.status).toBe('rejected');
+      expect((outcome as PromiseRejectedResult).reason).toMatchObject({
+        code: 'invalid_recipient',
+        retryable: false,
+      });
+    });
+
+    it('the numbers the answer names fail alone; the rest go in one more request', async () => {
+      const bad = ['919812300007', '919812300150', '919812300199'];
+      const { outcome, requests } = await flow(new Set(bad), true);
+      expect(requests.map((r) => r.length)).toEqual([200, 197]);
+      expect(outcome.status).toBe('fulfilled');
+      const result = (outcome as PromiseFulfilledResult<Awaited<ReturnType<Msg91Provider['sendMany']>>>)
+        .value;
+      expect(result.refused!.map(([i]) => i)).toEqual([7, 150, 199]);
+      // The refusal's text reaches error_message without the numbers.
+      expect(result.refused![0]![1]).not.toMatch(/\d{10}/);
+      expect(result.ids![0]).toBe('req2');
+    });
+
+    it('one number refused, none named: it fails alone in at most 17 requests', async () => {
+      const { outcome, requests } = await flow(new Set(['919812300042']), false);
+      expect(requests.length).toBeLessThanOrEqual(17);
+      const result = (outcome as PromiseFulfilledResult<Awaited<ReturnType<Msg91Provider['sendMany']>>>)
+        .value;
+      expect(result.refused!.map(([i]) => i)).toEqual([42]);
+    });
+
+    it('a refusal about the account or template fails the whole batch in its one request', async () => {
+      const { outcome, requests } = await flow(new Set(), false, '301');
+      expect(requests).toHaveLength(1);
+      expect(outcome.status).toBe('rejected');
+    });
+  });
+
   it('SMTP 535 (authentication refused) is auth_failed, not retried', async () => {
     const server = new SMTPServer({
       authOptional: false,

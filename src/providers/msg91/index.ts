@@ -57,13 +57,16 @@ export class Msg91Provider implements MessageProvider {
   }
 
   /**
-   * A batch in one request. MSG91 refuses a whole request for one number it will not take: a refused batch is
-   * sent again in halves, down to the numbers themselves, so that a refused number fails alone and the others go
-   * (each part with its own request id). A refusal of the credentials, or one every number meets, is the
-   * batch's.
+   * A batch in one request. MSG91 refuses a whole request for one number it will not take (code 202). Such a
+   * batch is split by what the answer says: the numbers it names fail and the rest go again in one request; where
+   * it names none, the batch goes again in halves, down to the numbers themselves, so that a refused number fails
+   * alone and the others go (each part with its own request id). The halving costs at most SPLIT_REQUESTS more
+   * requests a batch (not 2N-1, which would trip MSG91's own limits when every number is refused); parts still
+   * refused then fail whole. Any other refusal (the credentials, the template, the balance) is the account's: the
+   * whole batch fails at once.
    */
   async sendMany(messages: OutgoingMessage[], signal?: AbortSignal): Promise<SendResult> {
-    const { ids, refused } = await this.settle(messages, signal);
+    const { ids, refused } = await this.settle(messages, signal, { left: SPLIT_REQUESTS });
     if (refused.length === messages.length) throw refused[0]![1];
     return {
       providerMessageId: ids.find((id) => id !== undefined)!,
@@ -74,17 +77,45 @@ export class Msg91Provider implements MessageProvider {
 
   private async settle(
     messages: OutgoingMessage[],
-    signal?: AbortSignal,
-  ): Promise<{ ids: Array<string | undefined>; refused: Array<[number, ProviderError]> }> {
+    signal: AbortSignal | undefined,
+    budget: { left: number },
+  ): Promise<Settled> {
     try {
       const { providerMessageId } = await this.request(messages, signal);
       return { ids: messages.map(() => providerMessageId), refused: [] };
     } catch (error) {
-      if (!(error instanceof ProviderError) || error.retryable || error.code === 'auth_failed') throw error;
-      if (messages.length === 1) return { ids: [undefined], refused: [[0, error]] };
+      if (!(error instanceof ProviderError) || error.code !== 'invalid_recipient') throw error;
+      const all = (): Settled => ({
+        ids: messages.map(() => undefined),
+        refused: messages.map((_, i) => [i, error]),
+      });
+      if (messages.length === 1) return all();
+      // The numbers the answer names: they fail, the others go again together.
+      const named = new Set(error instanceof Msg91Refusal ? error.numbers : []);
+      const bad = messages.flatMap((m, i) => (named.has(withoutPlus(m.to)) ? [i] : []));
+      if (bad.length > 0) {
+        const rest = messages.flatMap((_, i) => (bad.includes(i) ? [] : [i]));
+        budget.left -= 1;
+        const again =
+          rest.length === 0 || budget.left < 0
+            ? undefined
+            : await this.settle(
+                rest.map((i) => messages[i]!),
+                signal,
+                budget,
+              );
+        if (!again) return all();
+        const ids: Array<string | undefined> = messages.map(() => undefined);
+        const refused: Array<[number, ProviderError]> = bad.map((i) => [i, error]);
+        rest.forEach((i, k) => (ids[i] = again.ids[k]));
+        for (const [k, e] of again.refused) refused.push([rest[k]!, e]);
+        return { ids, refused: refused.sort((a, b) => a[0] - b[0]) };
+      }
+      if (budget.left < 2) return all();
+      budget.left -= 2;
       const half = Math.ceil(messages.length / 2);
-      const first = await this.settle(messages.slice(0, half), signal);
-      const second = await this.settle(messages.slice(half), signal);
+      const first = await this.settle(messages.slice(0, half), signal, budget);
+      const second = await this.settle(messages.slice(half), signal, budget);
       return {
         ids: [...first.ids, ...second.ids],
         refused: [
@@ -127,10 +158,26 @@ export class Msg91Provider implements MessageProvider {
     }
     const given = code === undefined ? '' : String(code);
     const reason = `MSG91 answered ${answer.status}${given ? ` (code ${given})` : ''}: ${providerText(message)}`;
-    throw ProviderError.of(
-      reason,
-      errorFor({ status: answer.status, code: given, retryAfterMs: answer.retryAfterMs }),
-    );
+    const verdict = errorFor({ status: answer.status, code: given, retryAfterMs: answer.retryAfterMs });
+    // The numbers its text names (kept out of `reason`, which reaches error_message and the logs).
+    const numbers = typeof message === 'string' ? (message.slice(0, 100_000).match(/\d{10,15}/g) ?? []) : [];
+    throw new Msg91Refusal(reason, verdict, numbers);
+  }
+}
+
+/** The most requests a refused batch may cost beyond its first (see sendMany). */
+const SPLIT_REQUESTS = 16;
+
+type Settled = { ids: Array<string | undefined>; refused: Array<[number, ProviderError]> };
+
+/** MSG91's refusal, with the numbers its answer named (digits, without the plus). */
+class Msg91Refusal extends ProviderError {
+  constructor(
+    reason: string,
+    verdict: ErrorVerdict,
+    readonly numbers: readonly string[],
+  ) {
+    super(reason, verdict.retry, verdict.error_code, verdict.after_ms);
   }
 }
 
