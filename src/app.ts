@@ -16,7 +16,13 @@ import type { Db } from './db/connect.ts';
 import { DatabaseOutage } from './db/outage.ts';
 import { AppError } from './errors.ts';
 import { nestsDeeperThan, tooDeep } from './lib/json.ts';
-import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  installErrorHandling,
+  methodNotAllowed,
+} from './http/error-handler.ts';
+import { installMethodRules, RouteMethods } from './http/methods.ts';
 import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
@@ -207,6 +213,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompilerFor(config.defaultCountry));
+  const methods = new RouteMethods();
+  app.addHook('onRoute', methods.record);
   app.addHook('onRoute', closeQueryString);
   app.addHook('onRoute', closeEmptyBody);
   trackHandlers(app);
@@ -228,6 +236,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     setSecurityHeaders(request, reply);
     done();
   });
+  installMethodRules(
+    app,
+    methods,
+    (request, reply, allowed) => void methodNotAllowed(request, reply, allowed),
+  );
   await installCors(app, config.corsOrigins);
   app.decorate('shuttingDown', false);
   app.decorate('databaseOutage', new DatabaseOutage(db, app.log));
@@ -304,7 +317,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     tokenOwners,
   });
 
-  installErrorHandling(app);
+  installErrorHandling(app, methods);
   installDeprecationHeaders(app, config.apiDeprecation);
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
   await installOpenApi(app, webhookEventsOpenApi);

@@ -1,11 +1,10 @@
 import type { Socket } from 'node:net';
+import type { RouteMethods } from './methods.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { AppError, type ErrorCode, errorBody, errorStatus, MAX_FIELD_ERRORS, shownPath } from '../errors.ts';
 import { setSecurityHeaders } from './security-headers.ts';
 import { fieldErrors, firstProblemOnly } from './validation.ts';
-
-const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 function send(reply: FastifyReply, code: ErrorCode, message: string, details?: Record<string, unknown>) {
   return reply
@@ -77,7 +76,19 @@ function classify(error: FastifyError): [ErrorCode, string] | undefined {
   return undefined;
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+const cutPath = (path: string) => (path.length > 200 ? `${path.slice(0, 200)}...` : path);
+
+/** 405: the path exists, not with this method; `Allow` names the path's own methods (404: no such path). */
+export function methodNotAllowed(request: FastifyRequest, reply: FastifyReply, allowed: string[]) {
+  const path = cutPath(request.originalUrl.split('?')[0] ?? '/');
+  const method = request.method.slice(0, 20);
+  if (allowed.length === 0)
+    return send(reply, 'not_found', `No endpoint ${method} ${path}. See /api/docs for the API reference.`);
+  reply.header('allow', allowed.join(', '));
+  return send(reply, 'method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(', ')}.`);
+}
+
+export function installErrorHandling(app: FastifyInstance, methods: RouteMethods): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) {
       if (error.headers) reply.headers(error.headers);
@@ -122,16 +133,9 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
     // Echoed in the message: a long path is cut, so a 404 stays small whatever the request.
-    const shown = path.length > 200 ? `${path.slice(0, 200)}...` : path;
-    const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }));
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return send(
-        reply,
-        'method_not_allowed',
-        `${request.method} is not allowed on ${shown}; use ${allowed.join(', ')}.`,
-      );
-    }
+    const shown = cutPath(path);
+    const allowed = methods.allowed(path);
+    if (allowed.length > 0) return methodNotAllowed(request, reply, allowed);
     return send(
       reply,
       'not_found',

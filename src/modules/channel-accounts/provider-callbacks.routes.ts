@@ -9,6 +9,7 @@ import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { sameText } from '../../lib/crypto.ts';
+import { FairGate } from '../../lib/fair-gate.ts';
 import { nestsDeeperThan, tooDeep } from '../../lib/json.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import {
@@ -82,6 +83,14 @@ const GET_KINDS: readonly CallbackKind[] = [
 export const MAX_CALLBACK_ITEMS = 1000;
 /** A callback body is applied in slices of at most this much time, each followed by a turn for other requests. */
 const SLICE_MS = 20;
+/**
+ * Bodies applied at once, in all and per workspace: a tenant chooses how many bodies it sends at once (80 bodies
+ * of 500 messages held every other workspace's reads), so its bodies take turns, one at a time, and wait up to
+ * CALLBACK_WAIT_MS for it (then 503 with Retry-After: providers send a report again on a 5xx).
+ */
+const CALLBACKS_AT_ONCE = 4;
+const CALLBACKS_PER_WORKSPACE = 1;
+const CALLBACK_WAIT_MS = 30_000;
 
 function tooMany(count: number): void {
   if (count > MAX_CALLBACK_ITEMS)
@@ -133,6 +142,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   deployment: Readonly<Record<string, DeploymentAccount>>;
 }> = async (app, deps) => {
   const { db, accounts, messages, inbound } = deps;
+  const turns = new FairGate(CALLBACKS_AT_ONCE, CALLBACKS_PER_WORKSPACE, CALLBACK_WAIT_MS, 'Callback turns');
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
@@ -313,6 +323,24 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     const reports = result.reports ?? [];
     const replies = result.replies ?? [];
     tooMany(reports.length + replies.length);
+    if (reports.length + replies.length === 0) return 0;
+    // The deployment's own callbacks (signed by its provider) take turns under key 0.
+    const release = await turns.acquire(workspaceId ?? 0);
+    try {
+      return await settleNow(reports, replies, provider, workspaceId, accountId, ip);
+    } finally {
+      release();
+    }
+  }
+
+  async function settleNow(
+    reports: CallbackReport[],
+    replies: NonNullable<CallbackResult['replies']>,
+    provider: string,
+    workspaceId: number | null,
+    accountId: number | null,
+    ip: string | null,
+  ): Promise<number> {
     const found = await messagesOf(accountId, reports);
     let applied = await apply(accountId, found);
     // The recipient told the provider to stop (STOP to its number): an opt-out in the message's workspace.

@@ -1,4 +1,5 @@
 import multipart from '@fastify/multipart';
+import { filePart, MAX_FILE_PARTS } from '../../http/multipart.ts';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, validationError } from '../../errors.ts';
@@ -25,7 +26,7 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
   const tags = ['Consent'];
   const config = { permission: 'consent:manage' as const };
   await app.register(multipart, {
-    limits: { fileSize: MAX_IMPORT_BYTES, files: 1, fields: 5, parts: 5, headerPairs: 100 },
+    limits: { fileSize: MAX_IMPORT_BYTES, files: MAX_FILE_PARTS, fields: 5, parts: 5, headerPairs: 100 },
   });
 
   app.get(
@@ -122,7 +123,7 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
       }
       let text: string;
       try {
-        const part = await request.file();
+        const part = await filePart(request);
         if (!part || part.fieldname !== 'file') {
           part?.file.resume();
           throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });

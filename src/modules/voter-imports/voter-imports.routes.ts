@@ -1,4 +1,5 @@
 import multipart from '@fastify/multipart';
+import { filePart, MAX_FILE_PARTS } from '../../http/multipart.ts';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, validationError } from '../../errors.ts';
@@ -36,7 +37,7 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
   const tags = ['Voters'];
 
   await app.register(multipart, {
-    limits: { fileSize: maxImportBytes, files: 1, fields: 20, parts: 20, headerPairs: 100 },
+    limits: { fileSize: maxImportBytes, files: MAX_FILE_PARTS, fields: 20, parts: 20, headerPairs: 100 },
   });
   // Any other body type on these routes gets an answer that says what to send.
   app.addContentTypeParser('*', (_request, _payload, done) => {
@@ -104,7 +105,7 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       }
       let part;
       try {
-        part = await request.file();
+        part = await filePart(request);
       } catch (error) {
         if (error instanceof AppError) throw error;
         throw new AppError('bad_request', 'The multipart body could not be read.');
