@@ -50,6 +50,60 @@ for (const dialect of dialects) {
       expect(tried).toEqual(expect.arrayContaining(['GET /api/messages/send', 'PUT /api/voters/export']));
     });
 
+    it('the 409s that places, voter fields, surveys and survey runs answer are in the document', async () => {
+      const owner = await register(t.app);
+      const as = (method: string, url: string, body?: unknown) =>
+        call(t.app, method, url, { token: owner.token, ...(body === undefined ? {} : { body }) });
+      const answered: Array<[string, string, number]> = [];
+      const conflict = async (method: string, route: string, url: string, body?: unknown) => {
+        const res = await as(method, url, body);
+        answered.push([method, route, res.status]);
+        expect(res.status, `${method} ${url}: ${res.raw}`).toBe(409);
+        expect(res.body.error_code).toBe('conflict');
+      };
+      expect((await as('POST', '/api/places', { kind: 'ward', name: 'Ward 1' })).status).toBe(201);
+      const two = (await as('POST', '/api/places', { kind: 'ward', name: 'Ward 2' })).body.data;
+      await conflict('POST', '/api/places', '/api/places', { kind: 'ward', name: 'ward 1' });
+      await conflict('PATCH', '/api/places/{id}', `/api/places/${two.id}`, { name: 'Ward 1' });
+      expect(
+        (await as('POST', '/api/voter-fields', { key: 'caste', label: 'Caste', type: 'text' })).status,
+      ).toBe(201);
+      await conflict('POST', '/api/voter-fields', '/api/voter-fields', {
+        key: 'caste',
+        label: 'Caste',
+        type: 'text',
+      });
+      const poll = {
+        name: 'Water',
+        intro: { en: 'A question from your MLA office.' },
+        outro: { en: 'Thank you!' },
+        questions: [{ key: 'water', type: 'text', text: { en: 'Is there water in your street?' } }],
+        triggers: [{ channel: 'sms', keyword: 'water' }],
+        status: 'active',
+      };
+      const survey = (await as('POST', '/api/surveys', poll)).body.data;
+      await conflict('POST', '/api/surveys', '/api/surveys', { ...poll, name: 'Copy' });
+      const phone = uniquePhone();
+      expect((await as('POST', '/api/voters', { name: 'Asha Devi', phone })).status).toBe(201);
+      const run = await as('POST', `/api/surveys/${survey.id}/runs`, { channel: 'sms', recipients: [phone] });
+      expect(run.status, run.raw).toBe(202);
+      await conflict('DELETE', '/api/surveys/{id}', `/api/surveys/${survey.id}`);
+      expect((await as('PATCH', `/api/surveys/${survey.id}`, { status: 'closed' })).status).toBe(200);
+      await conflict('PATCH', '/api/surveys/{id}', `/api/surveys/${survey.id}`, { status: 'active' });
+      await conflict('POST', '/api/surveys/{id}/runs', `/api/surveys/${survey.id}/runs`, {
+        channel: 'sms',
+        recipients: [phone],
+      });
+      const document = (await call(t.app, 'GET', '/api/openapi.json')).body as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
+      for (const [method, route, status] of answered)
+        expect(
+          Object.keys(document.paths[route]![method.toLowerCase()]!.responses),
+          `${method} ${route}`,
+        ).toContain(String(status));
+    });
+
     it("an upload's file part is found after another file part, for the voters' and the opt-outs' imports", async () => {
       const owner = await register(t.app);
       const phone = uniquePhone();

@@ -221,6 +221,15 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/conversations/:id/grievance': [409],
   'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 403, 405, 413],
   'POST /api/survey-runs/:id/cancel': [409],
+  // A place name or alias taken; a custom field's key taken; a survey's keyword taken by an active survey, a
+  // survey that has runs, a closed survey run again.
+  'POST /api/places': [409],
+  'PATCH /api/places/:id': [409],
+  'POST /api/voter-fields': [409],
+  'POST /api/surveys': [409],
+  'PATCH /api/surveys/:id': [409],
+  'DELETE /api/surveys/:id': [409],
+  'POST /api/surveys/:id/runs': [409],
 };
 
 const successDescriptions: Record<string, string> = {
