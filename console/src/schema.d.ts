@@ -4193,9 +4193,9 @@ export interface components {
             house_number?: string;
             /** @description male, female or third_gender. */
             gender?: string;
-            /** @description Age today at least this. */
+            /** @description Age today at least this (0-150). */
             age_min?: number | string;
-            /** @description Age today at most this. */
+            /** @description Age today at most this (0-150). */
             age_max?: number | string;
             /** @description ISO 639-1. */
             language?: string;
@@ -6999,9 +6999,9 @@ export interface operations {
                 house_number?: string;
                 /** @description male, female or third_gender. */
                 gender?: string;
-                /** @description Age today at least this. */
+                /** @description Age today at least this (0-150). */
                 age_min?: number | string;
-                /** @description Age today at most this. */
+                /** @description Age today at most this (0-150). */
                 age_max?: number | string;
                 /** @description ISO 639-1. */
                 language?: string;
@@ -7288,6 +7288,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -8876,6 +8877,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -8955,6 +8957,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -9940,6 +9943,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -9989,6 +9993,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
@@ -10037,6 +10042,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -10104,6 +10110,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -10186,9 +10193,9 @@ export interface operations {
                 house_number?: string;
                 /** @description male, female or third_gender. */
                 gender?: string;
-                /** @description Age today at least this. */
+                /** @description Age today at least this (0-150). */
                 age_min?: number | string;
-                /** @description Age today at most this. */
+                /** @description Age today at most this (0-150). */
                 age_max?: number | string;
                 /** @description ISO 639-1. */
                 language?: string;

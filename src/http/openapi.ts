@@ -4,7 +4,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Bucket } from './rate-limit.ts';
 import { type Permission, rolePermissions } from './permissions.ts';
 import { componentize, errorResponses, type ErrorStatus, type OpenApiDocument } from './openapi.document.ts';
-import { ErrorEnvelope } from './schemas.ts';
+import { ErrorEnvelope, PATTERNS } from './schemas.ts';
 import { DOCS_CSP } from './security-headers.ts';
 import { adapters } from '../providers/registry.ts';
 
@@ -150,6 +150,18 @@ const LOGO = Buffer.from(
  * required because the server fills it in), a tag no operation uses is left out, and what it repeats goes
  * to `components` (componentize).
  */
+/** Objects with `fields.<key>` filters, closed again as the service reads them (see PATTERNS). */
+function closePatterned(node: unknown): void {
+  if (!node || typeof node !== 'object') return;
+  const schema = node as Record<string, unknown>;
+  if (schema[PATTERNS]) {
+    schema.patternProperties = schema[PATTERNS];
+    schema.additionalProperties = false;
+    delete schema[PATTERNS];
+  }
+  for (const value of Object.values(schema)) closePatterned(value);
+}
+
 function finishDocument(document: OpenApiDocument): OpenApiDocument {
   const used = new Set<string>();
   for (const operations of Object.values(document.paths ?? {})) {
@@ -163,6 +175,7 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
     }
   }
   document.tags = (document.tags ?? []).filter((tag) => used.has(tag.name));
+  closePatterned(document);
   // The events this service sends: they carry webhook-signature, not a bearer token, and have ids like operations.
   for (const [event, operations] of Object.entries(document.webhooks ?? {})) {
     for (const [method, operation] of Object.entries(operations)) {

@@ -77,3 +77,9 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 86
 
 /** The answer of an action that returns nothing but its message (a delete, a logout). */
 export const Done = Type.Object({ success: Type.Literal(true), message: Type.String() }, { title: 'Done' });
+
+/**
+ * A schema's `patternProperties`, kept again under this key: the OpenAPI generator turns patternProperties into an
+ * open `additionalProperties`, and the document puts them back (the service refuses any other key).
+ */
+export const PATTERNS = 'x-pattern-properties';

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { PATTERNS } from '../../http/schemas.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { fieldFilters, filterFields, VoterFiltersSchema } from '../voters/voters.schemas.ts';
 import { CHOICES_MAX, QUESTIONS_MAX, RETRIES_MAX, TEXT_MAX, TRIGGERS_MAX } from './surveys.rules.ts';
@@ -303,6 +304,7 @@ export const ResultsQuery = Type.Object(
   },
   {
     patternProperties: fieldFilters,
+    [PATTERNS]: fieldFilters,
     description: "The voter list's filters narrow the results to the voters they match.",
   },
 );

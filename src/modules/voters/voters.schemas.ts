@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { PATTERNS } from '../../http/schemas.ts';
 import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { voterLimits } from './voters.rules.ts';
 
@@ -228,8 +229,16 @@ export const UpdatedVoter = Type.Object(
   },
 );
 
-const Num = (description: string) =>
-  Type.Optional(Type.Union([Type.Integer(), Type.String({ maxLength: 20 })], { description }));
+/** An integer filter in its range, as a number or as text (a query string's). */
+const Num = (description: string, minimum = 1, maximum = Number.MAX_SAFE_INTEGER) =>
+  Type.Optional(
+    Type.Union(
+      [Type.Integer({ minimum, maximum }), Type.String({ maxLength: 20, pattern: '^\\s*\\d+\\s*$' })],
+      {
+        description,
+      },
+    ),
+  );
 const List = (description: string) =>
   Type.Optional(
     Type.Union(
@@ -255,14 +264,14 @@ export const filterFields = {
   booth: Type.Optional(Type.String({ maxLength: voterLimits.booth, description: 'Exact.' })),
   ward: Type.Optional(Type.String({ maxLength: voterLimits.ward, description: 'Exact.' })),
   epic_number: Type.Optional(Type.String({ maxLength: 40, description: 'Exact (case-insensitive).' })),
-  part_number: Num('1-9999.'),
-  serial_from: Num('Serial numbers from this one (with part_number, a stretch of the roll).'),
-  serial_to: Num('Serial numbers up to this one.'),
-  page_number: Num('1-999.'),
+  part_number: Num('1-9999.', 1, 9999),
+  serial_from: Num('Serial numbers from this one (with part_number, a stretch of the roll).', 1, 9999),
+  serial_to: Num('Serial numbers up to this one.', 1, 9999),
+  page_number: Num('1-999.', 1, 999),
   house_number: Type.Optional(Type.String({ maxLength: 160, description: 'Exact, case-insensitive.' })),
   gender: Type.Optional(Type.String({ maxLength: 20, description: 'male, female or third_gender.' })),
-  age_min: Num('Age today at least this.'),
-  age_max: Num('Age today at most this.'),
+  age_min: Num('Age today at least this (0-150).', 0, 150),
+  age_max: Num('Age today at most this (0-150).', 0, 150),
   language: Type.Optional(Type.String({ maxLength: 20, description: 'ISO 639-1.' })),
   support_level: List('One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive).'),
   tags: List('Voters with all of these tags (comma list).'),
@@ -280,6 +289,7 @@ export const ListVotersQuery = Type.Object(
   { ...PageQuery.properties, ...filterFields },
   {
     patternProperties: fieldFilters,
+    [PATTERNS]: fieldFilters,
     description:
       'Custom fields filter as fields.<key>=value (equals) and fields.<key>_min / fields.<key>_max (numbers and dates). Filters on support_level or a sensitive field are for politicians and managers.',
   },
@@ -290,11 +300,14 @@ export const VoterFiltersSchema = Type.Object(filterFields, {
   title: 'VoterFilters',
   additionalProperties: false,
   patternProperties: fieldFilters,
+  [PATTERNS]: fieldFilters,
   description:
     "The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.",
 });
 
 const Opt = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) => Type.Optional(schema);
+
+const storedFieldFilters = { '^fields\\.': Type.Union([Type.String(), Type.Number(), Type.Boolean()]) };
 
 /** Filters as they are stored and shown (a segment's, a tagging job's): one form whatever was given. */
 export const StoredVoterFilters = Type.Object(
@@ -320,7 +333,8 @@ export const StoredVoterFilters = Type.Object(
     household_of: Opt(Type.Integer()),
   },
   {
-    patternProperties: { '^fields\\.': Type.Union([Type.String(), Type.Number(), Type.Boolean()]) },
+    patternProperties: storedFieldFilters,
+    [PATTERNS]: storedFieldFilters,
     description:
       'The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type.',
   },
