@@ -37,7 +37,9 @@ export function npmStart(): { env: Record<string, string>; args: string[] } {
   }
   const [command, ...args] = words;
   if (command !== 'node') throw new Error(`npm start is not a plain node command: ${start}`);
-  return { env, args };
+  // BENCH_NODE_ARGS: flags for the server's node (e.g. --cpu-prof, which NODE_OPTIONS does not take).
+  const extra = process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+  return { env, args: [...extra, ...args] };
 }
 
 let built = false;

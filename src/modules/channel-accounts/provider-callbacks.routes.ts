@@ -84,13 +84,15 @@ export const MAX_CALLBACK_ITEMS = 1000;
 /** A callback body is applied in slices of at most this much time, each followed by a turn for other requests. */
 const SLICE_MS = 20;
 /**
- * Bodies applied at once, in all and per workspace: a tenant chooses how many bodies it sends at once (80 bodies
- * of 500 messages held every other workspace's reads), so its bodies take turns, one at a time, and wait up to
+ * Large bodies read and applied at once, in all and per workspace: a tenant chooses how many bodies it sends at
+ * once (80 bodies of 500 messages held every other workspace's reads), so its bodies take turns, one at a time, and wait up to
  * CALLBACK_WAIT_MS for it (then 503 with Retry-After: providers send a report again on a 5xx).
  */
 const CALLBACKS_AT_ONCE = 4;
 const CALLBACKS_PER_WORKSPACE = 1;
 const CALLBACK_WAIT_MS = 30_000;
+/** A body at least this long (a batch of reports) takes its workspace's turn; a shorter one goes at once. */
+const HEAVY_BODY = 8 * 1024;
 
 function tooMany(count: number): void {
   if (count > MAX_CALLBACK_ITEMS)
@@ -323,24 +325,6 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     const reports = result.reports ?? [];
     const replies = result.replies ?? [];
     tooMany(reports.length + replies.length);
-    if (reports.length + replies.length === 0) return 0;
-    // The deployment's own callbacks (signed by its provider) take turns under key 0.
-    const release = await turns.acquire(workspaceId ?? 0);
-    try {
-      return await settleNow(reports, replies, provider, workspaceId, accountId, ip);
-    } finally {
-      release();
-    }
-  }
-
-  async function settleNow(
-    reports: CallbackReport[],
-    replies: NonNullable<CallbackResult['replies']>,
-    provider: string,
-    workspaceId: number | null,
-    accountId: number | null,
-    ip: string | null,
-  ): Promise<number> {
     const found = await messagesOf(accountId, reports);
     let applied = await apply(accountId, found);
     // The recipient told the provider to stop (STOP to its number): an opt-out in the message's workspace.
@@ -411,8 +395,33 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return reply.type('text/plain').send(started ? 'started' : 'ignored');
   }
 
+  /**
+   * Runs `work` in the workspace's turn when the body is large (read, parsed and applied one at a time per
+   * workspace); a small body (a single report, an IVR step with a caller waiting) goes at once.
+   */
+  async function inTurn<T>(request: FastifyRequest, key: number, work: () => Promise<T>): Promise<T> {
+    const raw = (request.body as Parsed | undefined)?.raw ?? '';
+    if (raw.length < HEAVY_BODY) return work();
+    const release = await turns.acquire(key);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
   const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
+    return inTurn(request, row.workspace_id, () => accountCall(request, reply, row, adapter, kind));
+  };
+
+  const accountCall = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    row: ChannelAccountRow,
+    adapter: ProviderAdapter,
+    kind: CallbackKind,
+  ) => {
     const result = await read(
       adapter,
       kind,
@@ -432,19 +441,22 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
 
   const deploymentRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { adapter, own, kind } = deploymentOf(request.params as { provider: string; kind: string });
-    const result = await read(
-      adapter,
-      kind,
-      request,
-      {
-        credentials: own.credentials,
-        verifyToken: undefined,
-        base: deps.publicBaseUrl ?? `${request.protocol}://${request.host}`,
-      },
-      'forbidden',
-    );
-    const applied = await settle(result, adapter.name, null, null, request.ip ?? null);
-    return answer(reply, result, applied);
+    // The deployment's own callbacks (signed by its provider) take turns under key 0.
+    return inTurn(request, 0, async () => {
+      const result = await read(
+        adapter,
+        kind,
+        request,
+        {
+          credentials: own.credentials,
+          verifyToken: undefined,
+          base: deps.publicBaseUrl ?? `${request.protocol}://${request.host}`,
+        },
+        'forbidden',
+      );
+      const applied = await settle(result, adapter.name, null, null, request.ip ?? null);
+      return answer(reply, result, applied);
+    });
   };
 
   const common = { tags: ['Provider callbacks'], security: [] };
