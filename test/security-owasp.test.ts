@@ -69,6 +69,8 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
   if (role === 'politician') return true;
   // The fourth part: managers list the team (id, name, role, active, coverage) to assign conversations.
   if (role === 'manager' && label(route) === 'GET /api/users') return true;
+  // The fifth part: an account's channel log is read by politicians and managers.
+  if (role === 'manager' && label(route) === 'GET /api/channel-accounts/:id/log') return true;
   const politicianOnly = [
     '/api/users',
     '/api/webhooks',

@@ -1654,6 +1654,28 @@ export interface paths {
         patch: operations["patchChannelAccountsId"];
         trace?: never;
     };
+    "/api/channel-accounts/{id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's channel log: its exchanges with the provider, newest first
+         * @description Every call to the provider for this account (sends, test sends, survey questions) and every call of the provider to the account's callback URLs, redacted and cut at 4 KB a body; kept 7 days, at most 1,000 an account. Written just after each exchange, in batches (a send never waits for it).
+         *
+         *     Requires permission `channels:log` (politician, manager).
+         */
+        get: operations["getChannelAccountsIdLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/channel-accounts/{id}/test": {
         parameters: {
             query?: never;
@@ -2725,6 +2747,50 @@ export interface components {
             active: boolean;
             /** @description true where its carrier sends templates only: SMS through a gateway of registered DLT templates, any SMS while DLT_ENFORCE is on, WhatsApp through a real provider (outside the 24-hour window a session opens only with an approved template). Replies and survey questions there go as templates (`{ template_id, variables }`). */
             templates_only: boolean;
+        };
+        /** ChannelLogEntry */
+        ChannelLogEntry: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description `out`: a call we made to the provider; `in`: a call the provider made to us.
+             * @enum {string}
+             */
+            direction: "out" | "in";
+            /**
+             * @description What the exchange was: a send, a status report, a reply, a test send, a survey step.
+             * @enum {string}
+             */
+            kind: "send" | "status" | "inbound" | "test" | "survey";
+            method: string;
+            /** @description Secret query values and our callback token are `***`. */
+            url: string;
+            /** @description The HTTP status; null: no answer. */
+            status: number | null;
+            duration_ms: number | null;
+            /** @description The body (or query) sent, cut at 4 KB and redacted: credentials, tokens and signatures `***`, phone numbers and email addresses with their last 4 characters, message texts and template values `[n characters]`. */
+            request: string;
+            /** @description The answer, cut at 4 KB and redacted the same way. */
+            response: string;
+            message_id: string | null;
+            /** @description The message's error_code when the exchange refused it. */
+            error_code: string | null;
+        };
+        /** ChannelLogEntryPage */
+        ChannelLogEntryPage: {
+            data: components["schemas"]["ChannelLogEntry"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** ChannelLogEntryPageResponse */
+        ChannelLogEntryPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["ChannelLogEntryPage"];
         };
         /** Conversation */
         Conversation: {
@@ -4880,6 +4946,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ChannelAccountTestResultResponse"];
+            };
+        };
+        /** @description OK. */
+        ChannelLogEntryPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ChannelLogEntryPageResponse"];
             };
         };
         /** @description `conflict`: the resource is not in a state that allows this (see the operation), or a duplicate. */
@@ -9448,6 +9530,35 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getChannelAccountsIdLog: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description `cha_<n>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ChannelLogEntryPage"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -43,6 +43,7 @@ import * as surveyTriggerRepeats from './migrations/2026_11_28_038_survey_trigge
 import * as voterSideRows from './migrations/2026_11_29_039_voter_side_rows.ts';
 import * as gatewayRules from './migrations/2026_12_07_040_gateway_rules.ts';
 import * as secondWeek from './migrations/2026_12_07_041_second_week.ts';
+import * as channelLog from './migrations/2026_12_07_042_channel_log.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -87,6 +88,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_29_039_voter_side_rows': voterSideRows,
   '2026_12_07_040_gateway_rules': gatewayRules,
   '2026_12_07_041_second_week': secondWeek,
+  '2026_12_07_042_channel_log': channelLog,
 };
 
 /**

@@ -67,6 +67,25 @@ export interface TemplateTable {
 }
 export type TemplateRow = Selectable<TemplateTable>;
 
+/** One exchange with a channel account's provider, redacted (the channel log). */
+export interface ChannelLogTable {
+  id: Generated<number>;
+  workspace_id: number;
+  channel_account_id: number;
+  at: string;
+  direction: 'out' | 'in';
+  kind: 'send' | 'status' | 'inbound' | 'test' | 'survey';
+  method: string;
+  url: string;
+  status: number | null;
+  duration_ms: number | null;
+  request: string;
+  response: string;
+  message_id: number | null;
+  error_code: string | null;
+}
+export type ChannelLogRow = Selectable<ChannelLogTable>;
+
 export interface ChannelAccountTable {
   id: Generated<number>;
   workspace_id: number;

@@ -19,6 +19,7 @@ import type {
   InboundMessageTable,
   TemplateTable,
   ChannelAccountTable,
+  ChannelLogTable,
   ConversationTable,
   QuickReplyTable,
   LiveEventTable,
@@ -63,6 +64,7 @@ export interface Database {
   templates: TemplateTable;
   channel_accounts: ChannelAccountTable;
   channel_defaults: ChannelDefaultTable;
+  channel_log: ChannelLogTable;
   conversations: ConversationTable;
   quick_replies: QuickReplyTable;
   live_events: LiveEventTable;

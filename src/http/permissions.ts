@@ -28,6 +28,8 @@ export const permissions = [
   'consent:manage',
   /** The workspace's own provider accounts (channel accounts). */
   'channels:manage',
+  /** An account's channel log: its exchanges with the provider (politicians and managers). */
+  'channels:log',
   /** Conversations (a volunteer: those assigned to them) and reading quick replies. */
   'conversations:handle',
   /** Creating, changing and deleting quick replies. */

@@ -1,4 +1,28 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AnswerUnread, ProviderError, retryAfterMs } from './provider.ts';
+
+/** One exchange with a provider's API, as the call saw it (bodies as sent and read, before any redaction). */
+export interface Exchange {
+  at?: string;
+  method: string;
+  url: string;
+  /** Null: no answer (the network failed, or the call was abandoned). */
+  status: number | null;
+  durationMs: number | null;
+  request: string;
+  response: string;
+}
+
+/**
+ * Where a call's exchanges go, for the call's duration: the sending module's hand-over sets it (the channel log),
+ * every HTTP call to a provider reports to it. Nothing is recorded outside such a call.
+ */
+export const exchanges = new AsyncLocalStorage<(exchange: Exchange) => void>();
+
+/** Reports an exchange to the current call's sink, if any. */
+export function recordExchange(exchange: Exchange): void {
+  exchanges.getStore()?.(exchange);
+}
 
 /** A provider's answer larger than this is a provider error, read no further (the contract's fourth part). */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -50,18 +74,35 @@ export async function callProvider(
   signal: AbortSignal | undefined,
 ): Promise<ProviderAnswer> {
   let res: Response;
+  const at = new Date().toISOString();
+  const started = performance.now();
+  const record = (status: number | null, response: string) =>
+    recordExchange({
+      at,
+      method: init.method,
+      url,
+      status,
+      durationMs: performance.now() - started,
+      request: init.body ?? '',
+      response,
+    });
   try {
     res = await fetch(url, { ...init, signal: signal ?? AbortSignal.timeout(15_000) });
   } catch (error) {
+    record(null, (error as Error).message);
     throw new ProviderError(`${provider} could not be reached: ${(error as Error).message}`, true);
   }
   let text = '';
   try {
     text = await readCapped(provider, res);
   } catch (error) {
-    if (error instanceof AnswerUnread) throw error;
+    if (error instanceof AnswerUnread) {
+      record(res.status, `[more than ${MAX_ANSWER_BYTES / 1024} KB: unread]`);
+      throw error;
+    }
     // an error answer whose body cannot be read: its status says enough
   }
+  record(res.status, text);
   let body: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);

@@ -7,6 +7,8 @@ import type { MessagesService } from '../messages/messages.service.ts';
 import {
   ChannelAccountItem,
   ChannelAccountParams,
+  ChannelLogEntry,
+  ChannelLogQuery,
   CreateChannelAccountBody,
   describeProviders,
   ListChannelAccountsQuery,
@@ -99,6 +101,28 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
     async (request) => ({
       success: true as const,
       data: await accounts.get(authOf(request).workspaceId, request.params.id),
+    }),
+  );
+
+  app.get(
+    '/channel-accounts/:id/log',
+    {
+      config: { permission: 'channels:log' as const },
+      schema: {
+        tags,
+        summary: "The account's channel log: its exchanges with the provider, newest first",
+        description:
+          'Every call to the provider for this account (sends, test sends, survey questions) and every call of the provider ' +
+          "to the account's callback URLs, redacted and cut at 4 KB a body; kept 7 days, at most 1,000 an account. " +
+          'Written just after each exchange, in batches (a send never waits for it).',
+        params: ChannelAccountParams,
+        querystring: ChannelLogQuery,
+        response: { 200: Success(Page(ChannelLogEntry)) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await accounts.log(authOf(request).workspaceId, request.params.id, request.query),
     }),
   );
 

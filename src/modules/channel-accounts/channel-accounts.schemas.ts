@@ -280,3 +280,39 @@ export function describeProviders() {
     delivery_reports: adapter.noDeliveryReports !== true,
   }));
 }
+
+export const ChannelLogEntry = Type.Object(
+  {
+    id: Type.Integer(),
+    at: Type.String({ format: 'date-time' }),
+    direction: Type.Union([Type.Literal('out'), Type.Literal('in')], {
+      description: '`out`: a call we made to the provider; `in`: a call the provider made to us.',
+    }),
+    kind: Type.Union(
+      [
+        Type.Literal('send'),
+        Type.Literal('status'),
+        Type.Literal('inbound'),
+        Type.Literal('test'),
+        Type.Literal('survey'),
+      ],
+      { description: 'What the exchange was: a send, a status report, a reply, a test send, a survey step.' },
+    ),
+    method: Type.String(),
+    url: Type.String({ description: 'Secret query values and our callback token are `***`.' }),
+    status: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status; null: no answer.' }),
+    duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+    request: Type.String({
+      description:
+        'The body (or query) sent, cut at 4 KB and redacted: credentials, tokens and signatures `***`, phone numbers and email addresses with their last 4 characters, message texts and template values `[n characters]`.',
+    }),
+    response: Type.String({ description: 'The answer, cut at 4 KB and redacted the same way.' }),
+    message_id: Type.Union([Type.String({ pattern: '^msg_\\d+$' }), Type.Null()]),
+    error_code: Type.Union([Type.String(), Type.Null()], {
+      description: "The message's error_code when the exchange refused it.",
+    }),
+  },
+  { title: 'ChannelLogEntry' },
+);
+
+export const ChannelLogQuery = Type.Object({ ...PageQuery.properties });

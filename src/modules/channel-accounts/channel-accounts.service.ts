@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { logPage } from '../sending/channel-log.ts';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, TemplateRow } from '../../db/schema.ts';
@@ -255,6 +256,13 @@ export class ChannelAccountsService {
 
   async get(workspaceId: number, ref: string) {
     return this.item(await this.find(this.deps.db, workspaceId, ref));
+  }
+
+  /** A page of the account's channel log, newest first (404 for another workspace's account). */
+  async log(workspaceId: number, ref: string, query: { page: number; per_page: number }) {
+    const row = await this.find(this.deps.db, workspaceId, ref);
+    const { rows, total } = await logPage(this.deps.db, workspaceId, row.id, query.page, query.per_page);
+    return pageResult(rows, total, query.page, query.per_page);
   }
 
   async update(workspaceId: number, actor: AuditActor, ref: string, input: UpdateAccountInput) {

@@ -10,6 +10,7 @@ import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { sameText } from '../../lib/crypto.ts';
 import { FairGate } from '../../lib/fair-gate.ts';
+import { channelLogFor, type LogKind } from '../sending/channel-log.ts';
 import { nestsDeeperThan, tooDeep } from '../../lib/json.ts';
 import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
 import {
@@ -79,6 +80,19 @@ const GET_KINDS: readonly CallbackKind[] = [
   'missed_call',
 ];
 
+/** A callback's kind as the channel log names it. */
+const LOG_KIND: Record<CallbackKind, LogKind> = {
+  delivery: 'status',
+  call_status: 'status',
+  status: 'status',
+  webhook: 'status',
+  greeting: 'send',
+  inbound: 'inbound',
+  missed_call: 'inbound',
+  survey_gather: 'survey',
+  survey_answer: 'survey',
+};
+
 /** The most messages and reports one callback body may carry (more is 413). */
 export const MAX_CALLBACK_ITEMS = 1000;
 /** A callback body is applied in slices of at most this much time, each followed by a turn for other requests. */
@@ -144,6 +158,48 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   deployment: Readonly<Record<string, DeploymentAccount>>;
 }> = async (app, deps) => {
   const { db, accounts, messages, inbound } = deps;
+  // The channel log of an account's callbacks: the request (body, or query for a GET) and our answer.
+  const logged = new WeakMap<
+    FastifyRequest,
+    { row: ChannelAccountRow; kind: CallbackKind; started: number; at: string }
+  >();
+  const secretsOf = (row: ChannelAccountRow): string[] => {
+    const token = accounts.callbackToken(row) ?? '';
+    try {
+      return [...Object.values(accounts.credentials(row)), token];
+    } catch {
+      return [token];
+    }
+  };
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const entry = logged.get(request);
+    if (entry) {
+      const raw = (request.body as Parsed | undefined)?.raw ?? '';
+      const query = request.url.includes('?') ? (request.url.split('?')[1] ?? '') : '';
+      channelLogFor(db).add(
+        entry.row,
+        LOG_KIND[entry.kind],
+        [
+          {
+            at: entry.at,
+            method: request.method,
+            url: `${publicBase(deps)}${request.originalUrl}`,
+            status: reply.statusCode,
+            durationMs: performance.now() - entry.started,
+            request: raw || query,
+            response: typeof payload === 'string' ? payload : '',
+          },
+        ],
+        {
+          messageId: null,
+          errorCode: null,
+          secrets: secretsOf(entry.row),
+          direction: 'in',
+        },
+      );
+    }
+    done(null, payload);
+  });
   const turns = new FairGate(CALLBACKS_AT_ONCE, CALLBACKS_PER_WORKSPACE, CALLBACK_WAIT_MS, 'Callback turns');
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
@@ -412,6 +468,8 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
 
   const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
+    // Logged once the answer is sent (onSend below): only a call whose URL token was right.
+    logged.set(request, { row, kind, started: performance.now(), at: nowIso() });
     return inTurn(request, row.workspace_id, () => accountCall(request, reply, row, adapter, kind));
   };
 

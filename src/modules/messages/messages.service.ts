@@ -9,6 +9,7 @@ import type { Executor } from '../../db/types.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
 import { type FinalStatus, type Providers, type StatusReport } from '../../providers/provider.ts';
+import { channelLogFor } from '../sending/channel-log.ts';
 import { finalCode, handOver } from '../sending/hand-over.ts';
 import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { failureCounts, findMessage, insertMessage, listHistory } from './messages.repository.ts';
@@ -248,7 +249,18 @@ export class MessagesService {
       ...providerTemplateOf(template, voter, options.variables),
     };
     // The worker's hand-over and its reading of the answer; a single send is not tried again.
-    const [result] = await handOver(provider, [row.id], message, config.delivery.providerTimeoutMs);
+    const [result] = await handOver(
+      provider,
+      [row.id],
+      message,
+      config.delivery.providerTimeoutMs,
+      account && {
+        log: channelLogFor(db),
+        account,
+        kind: options.test ? 'test' : 'send',
+        secrets: Object.values(accounts.credentials(account)),
+      },
+    );
     if (result!.kind === 'refused') {
       const { reason } = result!;
       const code = finalCode(result!);

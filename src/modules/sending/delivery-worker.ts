@@ -35,6 +35,7 @@ import {
   type Providers,
   type StatusReport,
 } from '../../providers/provider.ts';
+import { channelLogFor } from './channel-log.ts';
 import { finalCode, handOver } from './hand-over.ts';
 import { Pace } from '../../providers/pace.ts';
 import { simulatedAdapters } from '../../providers/registry.ts';
@@ -400,6 +401,12 @@ export class DeliveryWorker {
         unit.rows.map((r) => r.id),
         message,
         providerTimeoutMs,
+        account && {
+          log: channelLogFor(db.kysely),
+          account,
+          kind: unit.rows[0]?.survey_response_id != null ? 'survey' : 'send',
+          secrets: Object.values(this.accounts.credentials(account)),
+        },
       );
       callTimes.add(performance.now() - callStarted);
       for (const [i, row] of unit.rows.entries()) {

@@ -7,7 +7,18 @@ import {
   ProviderTimeout,
   sendWithin,
 } from '../../providers/provider.ts';
+import { type Exchange, exchanges } from '../../providers/http.ts';
+import { type ChannelLog, type LogKind } from './channel-log.ts';
 import type { Handover } from './outbox.repository.ts';
+
+/** Where a channel account's call is logged (the channel log); the deployment's providers are not logged. */
+export interface HandOverLog {
+  log: ChannelLog;
+  account: { id: number; workspace_id: number };
+  kind: LogKind;
+  /** The account's secrets (credentials), hidden wherever they appear in what is logged. */
+  secrets: readonly string[];
+}
 
 /** What became of one message in one provider call. */
 export type HandOverResult =
@@ -32,6 +43,29 @@ export type HandOverResult =
  *   provider may have taken the message.
  */
 export async function handOver(
+  provider: MessageProvider,
+  ids: readonly number[],
+  message: OutgoingMessage | OutgoingMessage[],
+  timeoutMs: number,
+  logged?: HandOverLog,
+): Promise<HandOverResult[]> {
+  if (!logged) return call(provider, ids, message, timeoutMs);
+  const seen: Exchange[] = [];
+  const results = await exchanges.run(
+    (exchange) => void seen.push(exchange),
+    () => call(provider, ids, message, timeoutMs),
+  );
+  // Written after the call, in the log's own batches: the send never waits for it.
+  const refusal = results.find((r) => r.kind === 'refused');
+  logged.log.add(logged.account, logged.kind, seen, {
+    messageId: ids.length === 1 ? ids[0]! : null,
+    errorCode: refusal?.kind === 'refused' ? refusal.code : null,
+    secrets: logged.secrets,
+  });
+  return results;
+}
+
+async function call(
   provider: MessageProvider,
   ids: readonly number[],
   message: OutgoingMessage | OutgoingMessage[],

@@ -11,9 +11,8 @@ import {
   type ProviderAdapter,
   type ProviderAnswerFacts,
 } from '../adapter.ts';
-import { providerText, readCapped, retryAfterOf } from '../http.ts';
+import { callProvider, providerText } from '../http.ts';
 import {
-  AnswerUnread,
   type Channel,
   type FinalStatus,
   type MessageProvider,
@@ -77,9 +76,11 @@ export class TwilioProvider implements MessageProvider {
     if (s.statusCallbackUrl && message.reference)
       form.set('StatusCallback', `${s.statusCallbackUrl}?message=${message.reference}`);
     const url = `${s.apiBaseUrl}/2010-04-01/Accounts/${encodeURIComponent(s.accountSid)}/${resource}`;
-    let res: Response;
-    try {
-      res = await fetch(url, {
+    // A body that is not JSON (a proxy's HTML page) is read as empty: the status decides. Read at most 1 MB.
+    const answer = await callProvider(
+      'Twilio',
+      url,
+      {
         method: 'POST',
         headers: {
           authorization: `Basic ${Buffer.from(`${s.accountSid}:${s.authToken}`).toString('base64')}`,
@@ -87,27 +88,20 @@ export class TwilioProvider implements MessageProvider {
           accept: 'application/json',
         },
         body: form.toString(),
-        signal: signal ?? AbortSignal.timeout(15_000),
-      });
-    } catch (error) {
-      throw new ProviderError(`Twilio could not be reached: ${(error as Error).message}`, true);
-    }
-    // A body that is not JSON (a proxy's HTML page) is read as empty: the status decides. Read at most 1 MB.
-    let payload: { sid?: string; message?: string; code?: number } = {};
-    try {
-      payload = JSON.parse(await readCapped('Twilio', res)) as typeof payload;
-    } catch (error) {
-      if (error instanceof AnswerUnread) throw error;
-    }
-    payload = payload && typeof payload === 'object' ? payload : {};
-    if (res.ok && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
-    const reason = `Twilio answered ${res.status}${payload.code ? ` (code ${payload.code})` : ''}: ${providerText(payload.message, REDACT)}`;
+      },
+      signal,
+    );
+    const payload = answer.body as { sid?: unknown; message?: unknown; code?: unknown };
+    if (answer.status < 300 && typeof payload.sid === 'string') return { providerMessageId: payload.sid };
+    const code =
+      typeof payload.code === 'number' || typeof payload.code === 'string' ? String(payload.code) : undefined;
+    const reason = `Twilio answered ${answer.status}${code ? ` (code ${code})` : ''}: ${providerText(payload.message, REDACT)}`;
     throw ProviderError.of(
       reason,
       errorFor({
-        status: res.status,
-        code: payload.code === undefined ? undefined : String(payload.code),
-        retryAfterMs: retryAfterOf(res),
+        status: answer.status,
+        code,
+        retryAfterMs: answer.retryAfterMs,
       }),
     );
   }
