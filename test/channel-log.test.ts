@@ -32,6 +32,10 @@ it('redacts a body: secrets, numbers to their last 4 characters, texts to their 
     redactBody('{"error":"bad key msg91-secret-key for asha@example.org"}', ['msg91-secret-key'], false),
   ).toBe('{"error":"bad key *** for ************.org"}');
   expect(redactBody('x'.repeat(10_000), [], false).length).toBeLessThanOrEqual(4097);
+  // A provider's request id is no phone number, though it holds a run of digits.
+  expect(redactBody('{"type":"success","message":"3763646c0000000000000001"}', [], false)).toBe(
+    '{"type":"success","message":"3763646c0000000000000001"}',
+  );
 });
 
 for (const dialect of dialects) {
@@ -100,11 +104,11 @@ for (const dialect of dialects) {
       const [inbound, outbound] = entries as [Record<string, string>, Record<string, string>];
       expect(outbound).toMatchObject({ method: 'POST', message_id: sent.body.data.id, error_code: null });
       expect(outbound.url).toBe(`${msg91.url}/api/v5/flow`);
-      expect(JSON.parse(outbound.request)).toMatchObject({
+      expect(JSON.parse(outbound.request!)).toMatchObject({
         template_id: 'flow_rally',
         recipients: [{ mobiles: `********${phone.slice(-4)}`, name: '[11 characters]' }],
       });
-      expect(JSON.parse(outbound.response)).toMatchObject({ type: 'success' });
+      expect(JSON.parse(outbound.response!)).toMatchObject({ type: 'success' });
       expect(inbound.url).toContain('/***/delivery');
       expect(inbound.request).toContain(`${phone.slice(-4)}`);
       const everything = JSON.stringify(entries);

@@ -977,6 +977,32 @@ describe.runIf(!browserMissing).each(dialects)(
           await adding.getByLabel(en ? 'Sender id (DLT header) *' : 'सेंडर आईडी (DLT हेडर) *').waitFor();
           await adding.getByText(en ? 'The DLT-registered sender id' : 'DLT में पंजीकृत सेंडर आईडी').waitFor();
           await at360(`settings-provider-fields${en ? '' : '-hi'}`);
+          if (en) {
+            // The account's provider log: the reply sent above, what went and what MSG91 answered, redacted.
+            // The office's one account so far (its table stacks at 360 px: a block, not a row).
+            await p
+              .getByRole('table', { name: 'Channel accounts' })
+              .getByRole('button', { name: 'Manage' })
+              .click();
+            const panel = p.getByRole('region', { name: 'MSG91', exact: true });
+            await panel.getByText('Provider log', { exact: true }).click();
+            const sent = panel.getByRole('row', { name: /To the provider · message/ }).first();
+            await sent.waitFor({ timeout: 15_000 });
+            expect(await sent.textContent()).toContain('200');
+            await sent.getByText(/POST http/).click();
+            const request = await sent.locator('pre').first().textContent();
+            expect(request).toContain('flow_noted');
+            expect(request).toContain('[15 characters]');
+            expect(request).not.toContain('Ward 12 (Lanka)');
+            expect(request).not.toContain(voter.slice(1));
+            await accessible(p, 'channel log');
+            await at360('settings-channel-log');
+            if (save)
+              await panel
+                .locator('details')
+                .first()
+                .screenshot({ path: join(SHOTS, 'settings-channel-log-panel-360.png') });
+          }
         }
         // A run the gateway refuses ends failed, and its page says why. (The account named for it has a key
         // MSG91 refuses.)

@@ -1,4 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ChannelLog } from './channel-log.tsx';
 import { useEffect, useState } from 'react';
 import { allPages, api, data, envelope } from '../api.ts';
 import type { components, operations } from '../schema.d.ts';
@@ -460,6 +461,7 @@ function AccountPanel({
         </div>
       </form>
       <TestSend account={account} spec={spec} />
+      <ChannelLog id={account.id} name={account.name} />
     </div>
   );
 }

@@ -25,7 +25,8 @@ const SECRET_KEY =
 const TEXT_KEY = /^(body|message|text|content|caption|subject|html|msg|sms|speech|say)$/i;
 /** Keys inside MSG91's `recipients` other than the number: a template's values, personal. */
 const NUMBER_KEY = /^(mobiles?|to|from|number|phone|msisdn|wa_id|recipient|callerid)$/i;
-const PHONE = /\+?\d[\d ]{8,16}\d/g;
+/** A run of 10-15 digits standing alone (not inside a provider's id such as `3763646c0000000000000001`). */
+const PHONE = /(?<![\w+])\+?\d[\d ]{8,16}\d(?!\w)/g;
 const EMAIL = /[^\s<>"':;,@/?&=]{1,64}@[^\s<>"':;,@/?&=]{1,255}/g;
 
 /** A phone number or an email address with its last 4 characters kept. */
