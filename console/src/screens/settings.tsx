@@ -545,6 +545,10 @@ function TestSend({ account, spec }: { account: Account; spec: Provider }) {
   );
 }
 
+/** The event types the API takes (its schema's list): one it adds and this list lacks is a type error below. */
+type WebhookEvent = NonNullable<
+  operations['postWebhooks']['requestBody']['content']['application/json']['events']
+>[number];
 const events = [
   'message.delivered',
   'message.failed',
@@ -555,7 +559,10 @@ const events = [
   'channel_account.failed',
   'conversation.created',
   'conversation.assigned',
-] as const;
+  'survey.response.completed',
+] as const satisfies readonly WebhookEvent[];
+const everyEvent: [Exclude<WebhookEvent, (typeof events)[number]>] extends [never] ? true : never = true;
+void everyEvent;
 
 function Webhooks() {
   const { t, d } = useI18n();
