@@ -23,7 +23,7 @@ const SECRET_KEY =
   /^(authkey|auth_?token|access_?token|api_?key|api_?token|token|password|secret|signature|app_secret|verify_token|hub\.verify_token)$/i;
 /** Keys whose values are a message's text (or a template's values): only their length is kept. */
 const TEXT_KEY = /^(body|message|text|content|caption|subject|html|msg|sms|speech|say)$/i;
-/** Keys inside MSG91's `recipients` other than the number: a template's values, personal. */
+/** Keys inside a batch's `recipients` other than the number: a template's values, personal. */
 const NUMBER_KEY = /^(mobiles?|to|from|number|phone|msisdn|wa_id|recipient|callerid)$/i;
 /** A run of 10-15 digits standing alone (not inside a provider's id such as `3763646c0000000000000001`). */
 const PHONE = /(?<![\w+])\+?\d[\d ]{8,16}\d(?!\w)/g;
