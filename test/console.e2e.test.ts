@@ -548,6 +548,14 @@ describe.runIf(!browserMissing).each(dialects)(
         segment_id: ward8.id,
       })) as { id: number };
       await api(base, 'POST', `/campaigns/${notice.id}/send`, owner.token, {});
+      // The message stopped (the worker has run the campaign), then the dashboard shows it.
+      await expect
+        .poll(
+          async () =>
+            ((await api(base, 'GET', `/campaigns/${notice.id}`, owner.token)) as { status: string }).status,
+          { timeout: 20_000 },
+        )
+        .toBe('completed');
       await nav('Dashboard').click();
       await expect
         .poll(() => page.getByTestId('dash-stopped').textContent(), { timeout: 20_000 })

@@ -23,6 +23,8 @@ export function Dashboard() {
     queryKey: ['failures'],
     // The last 24 hours' failures by error code, counted by the service (every one, not a sample).
     queryFn: () => data(api.GET('/api/messages/failures')),
+    // New failures show while the office watches, as the campaigns' progress does.
+    refetchInterval: 10_000,
   });
   const open = useQuery({
     queryKey: ['grievances', 'open-count'],
