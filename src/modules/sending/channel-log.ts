@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import type { ChannelLogTable, Database } from '../../db/schema.ts';
+import type { ChannelLogRow } from '../../db/schema.outreach.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json.ts';
 import type { Exchange } from '../../providers/http.ts';
 
@@ -205,25 +206,12 @@ export function channelLogFor(db: Kysely<Database>): ChannelLog {
 }
 
 /** An entry as the API answers it (GET /api/channel-accounts/{id}/log). */
-export function logItem(row: {
-  id: number;
-  at: string;
-  direction: string;
-  kind: string;
-  method: string;
-  url: string;
-  status: number | null;
-  duration_ms: number | null;
-  request: string;
-  response: string;
-  message_id: number | null;
-  error_code: string | null;
-}) {
+export function logItem(row: ChannelLogRow) {
   return {
     id: row.id,
     at: row.at,
-    direction: row.direction as 'out' | 'in',
-    kind: row.kind as LogKind,
+    direction: row.direction,
+    kind: row.kind,
     method: row.method,
     url: row.url,
     status: row.status,
