@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { AccountPace } from '../src/providers/accounts.ts';
+import { AccountPace } from '../src/modules/sending/accounts.ts';
 
 const { values: args } = parseArgs({
   options: {

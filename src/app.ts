@@ -83,7 +83,7 @@ import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
 import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
 import type { Providers } from './providers/provider.ts';
 import { adapterNamed, createProviders } from './providers/registry.ts';
-import { AccountPace, AccountProviders, publicBase } from './providers/accounts.ts';
+import { AccountPace, AccountProviders, publicBase } from './modules/sending/accounts.ts';
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
 import {
   ChannelAccountsService,
@@ -96,6 +96,8 @@ import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
 import { eventsRoutes } from './modules/events/events.routes.ts';
 import { EventHub } from './modules/events/live.ts';
 import { SurveyCalls } from './modules/surveys/survey-calls.ts';
+import { ProviderCallbacks } from './modules/sending/callbacks.ts';
+import { MessageLifecycle } from './modules/sending/lifecycle.ts';
 import { SurveyResults } from './modules/surveys/survey-results.ts';
 import { surveysRoutes } from './modules/surveys/surveys.routes.ts';
 import { SurveysService } from './modules/surveys/surveys.service.ts';
@@ -431,9 +433,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     prefix: '/api',
     db: db.kysely,
     accounts: accountProviders,
-    messages,
-    inbound,
-    surveyCalls: new SurveyCalls({ db: db.kysely, defaultCountry: config.defaultCountry }),
+    callbacks: new ProviderCallbacks({
+      db: db.kysely,
+      lifecycle: new MessageLifecycle(db.kysely),
+      inbound,
+      surveyCalls: new SurveyCalls({ db: db.kysely, defaultCountry: config.defaultCountry }),
+    }),
     publicBaseUrl: config.publicBaseUrl,
     port: config.port,
     deployment: config.deployment,

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
-import { AccountPace, PaceUnavailable } from '../src/providers/accounts.ts';
+import { AccountPace, PaceUnavailable } from '../src/modules/sending/accounts.ts';
 import {
   type Account,
   buildTestApp,

@@ -52,4 +52,27 @@ describe('provider names', () => {
       );
     expect(naming).toEqual([]);
   });
+
+  // The providers' own wire fields (call ids, a webhook's challenge, status fields, signature headers, their
+  // answer formats): only the provider's adapter reads or writes them, so a route or service names none.
+  const fields =
+    /\b(CallSid|CustomField|SmsSid|CallFrom|MessageSid|DetailedStatus|gather_prompt|max_input_digits|TwiML|X-Hub-Signature(-256)?|X-Twilio-Signature)\b|\bhub\.(mode|verify_token|challenge)\b/;
+
+  it('the field scan finds the adapters that read those fields (it is not empty)', () => {
+    const adapters_ = files('src/providers').filter((p) => fields.test(readFileSync(join(root, p), 'utf8')));
+    expect(adapters_.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("no file outside src/providers/<name>/ names a provider's fields", () => {
+    const naming = [...files('src'), ...files('console/src')]
+      .filter((path) => !exempt(path))
+      .flatMap((path) =>
+        readFileSync(join(root, path), 'utf8')
+          .split('\n')
+          .map((line, i) => [line, i] as const)
+          .filter(([line]) => fields.test(line))
+          .map(([line, i]) => `${path}:${i + 1}: ${line.trim()}`),
+      );
+    expect(naming).toEqual([]);
+  });
 });

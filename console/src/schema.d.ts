@@ -2099,7 +2099,7 @@ export interface paths {
         };
         /**
          * A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies
-         * @description See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, `hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. `greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, 404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's Gather and Passthru steps, each with the call's own `CallSid` (403 without it, 404 when it is not the call's); a Passthru answers only the question its Gather asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call), whatsapp_cloud (webhook), twilio (delivery).
+         * @description See docs/providers.md for what each provider sends, in its own fields. `webhook`: a verification with the account's `verify_token` answers the provider's challenge as text/plain. `greeting`: an IVR call asks for its text (the call id and our message id), answered as text/plain, 404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's question and answer steps, each with the call's own id (403 without it, 404 when it is not the call's); an answer step answers only the question just asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no automatic reply). Kinds by provider: msg91 (delivery, inbound), exotel (delivery, call_status, greeting, inbound, survey_gather, survey_answer, missed_call), whatsapp_cloud (webhook), twilio (delivery).
          */
         get: operations["getProvidersProviderAccountTokenKind"];
         put?: never;
@@ -10424,16 +10424,6 @@ export interface operations {
             query?: {
                 /** @description Our message id, where a provider is given it in the URL. */
                 message?: string;
-                "hub.mode"?: string;
-                "hub.verify_token"?: string;
-                "hub.challenge"?: string;
-                CallSid?: string;
-                CustomField?: string;
-                From?: string;
-                CallFrom?: string;
-                /** @description Keys pressed at a Gather ("2"). */
-                digits?: string;
-                Body?: string;
             };
             header?: never;
             path: {
@@ -10448,7 +10438,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON the provider's Gather applet reads. */
+            /** @description Text (a challenge, an IVR greeting, an empty XML or text reply), or an IVR survey's question in the JSON the provider's call flow reads. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10484,16 +10474,6 @@ export interface operations {
             query?: {
                 /** @description Our message id, where a provider is given it in the URL. */
                 message?: string;
-                "hub.mode"?: string;
-                "hub.verify_token"?: string;
-                "hub.challenge"?: string;
-                CallSid?: string;
-                CustomField?: string;
-                From?: string;
-                CallFrom?: string;
-                /** @description Keys pressed at a Gather ("2"). */
-                digits?: string;
-                Body?: string;
             };
             header?: never;
             path: {

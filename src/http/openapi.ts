@@ -227,7 +227,7 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/webhooks/:id/test': [409],
   'POST /api/providers/:provider/:kind': [403, 404, 405],
   'GET /api/providers/:provider/:kind': [403, 404, 405],
-  // 403: an IVR survey step without the call's CallSid.
+  // 403: an IVR survey step without the call's own id.
   'GET /api/providers/:provider/:account/:token/:kind': [401, 403, 404, 405],
   'POST /api/conversations/:id/reply': [402, 409, 502],
   'POST /api/channel-accounts/:id/test': [402, 409],

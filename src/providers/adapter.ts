@@ -83,6 +83,39 @@ export interface ProviderAdapter {
   create(context: BuildContext): MessageProvider;
   /** Reads one callback request: throws CallbackRefused when its signature or token does not hold. */
   callback?(request: CallbackRequest): CallbackResult | Promise<CallbackResult>;
+  /**
+   * Renders the service's answer to a call's step (`speak`, `survey` in its CallbackResult) in the provider's own
+   * format: a call flow's text, a question's JSON, a step's status, XML. A provider whose callbacks
+   * carry no call step has none.
+   */
+  answerCall?(answer: CallAnswer): CallbackAnswer;
+}
+
+/**
+ * What the service answers a call's step with, in no provider's format:
+ * - `say`: the text of an IVR message;
+ * - `ask`: a survey's question (or its closing words, with `digits` 1 and no repeat), the most keys to take, how
+ *   long to wait for them, and how many times to ask again;
+ * - `answered`: the keys were taken; `more` while questions remain;
+ * - `missed_call`: whether the call started a survey.
+ */
+export type CallAnswer =
+  | { kind: 'say'; text: string }
+  | {
+      kind: 'ask';
+      prompt: { text: string } | { audio_url: string };
+      digits: number;
+      waitSeconds: number;
+      repeats: number;
+    }
+  | { kind: 'answered'; more: boolean }
+  | { kind: 'missed_call'; started: boolean };
+
+/** A callback's answer in the provider's format: a status (200 unless given), a content type and a body. */
+export interface CallbackAnswer {
+  status?: number;
+  type: string;
+  body: string;
 }
 
 export interface FieldText {
@@ -199,8 +232,8 @@ export interface CallbackResult {
     | { step: 'gather'; messageRef: string; callId: string | undefined }
     | { step: 'answer'; messageRef: string; callId: string | undefined; digits: string }
     | { step: 'missed_call'; from: string };
-  /** Answer with this body instead of the JSON envelope (a challenge, an empty TwiML or text reply). */
-  answer?: { type: string; body: string };
+  /** Answer with this body instead of the JSON envelope (a challenge, an empty XML or text reply). */
+  answer?: CallbackAnswer;
 }
 
 /** A callback whose signature, token or challenge does not hold: 401 (403 on the deployment's), nothing applied. */

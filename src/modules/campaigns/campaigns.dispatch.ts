@@ -11,7 +11,7 @@ import { recordAudit } from '../audit/audit.repository.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel } from '../messages/messages.rules.ts';
-import { emitMessageEvents } from '../messages/messages.service.ts';
+import { emitMessageEvents } from '../sending/lifecycle.ts';
 import { failMessages } from '../sending/outbox.repository.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import {

@@ -15,7 +15,7 @@ import { pageResult } from '../../domain.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits } from '../credits/credits.repository.ts';
 import { listHistory } from '../messages/messages.repository.ts';
-import { emitMessageEvents, historyItem, refund } from '../messages/messages.service.ts';
+import { emitMessageEvents, historyItem, refund } from '../sending/lifecycle.ts';
 import { campaignRef, creditChannel, parseRef } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
 import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';

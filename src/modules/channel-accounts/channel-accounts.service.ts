@@ -8,7 +8,7 @@ import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
-import { accountSecretBox, callbackUrl } from '../../providers/accounts.ts';
+import { accountSecretBox, callbackUrl } from '../sending/accounts.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
 import { providerIdsOf } from '../templates/templates.service.ts';

@@ -5,30 +5,25 @@ import formbody from '@fastify/formbody';
 import { Type } from 'typebox';
 import type { DeploymentAccount } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { ChannelAccountRow, Database, MessageRow } from '../../db/schema.ts';
+import type { ChannelAccountRow, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
 import { sameText } from '../../lib/crypto.ts';
 import { FairGate } from '../../lib/fair-gate.ts';
 import { channelLogFor, type LogKind } from '../sending/channel-log.ts';
 import { nestsDeeperThan, tooDeep } from '../../lib/json.ts';
-import { type AccountProviders, publicBase } from '../../providers/accounts.ts';
+import { type AccountProviders, publicBase } from '../sending/accounts.ts';
 import {
   CallbackRefused,
+  type CallbackAnswer,
   type CallbackKind,
-  type CallbackReport,
   type CallbackResult,
   fieldsOf,
   type ProviderAdapter,
 } from '../../providers/adapter.ts';
-import type { ReportOutcome } from '../../providers/provider.ts';
 import { adapterOf, adapters } from '../../providers/registry.ts';
-import { optOutByProvider } from '../opt-outs/opt-outs.service.ts';
-import type { InboundService } from '../inbound/inbound.service.ts';
-import { messageById, messagesByProviderIds, noteSentStatus } from '../messages/messages.repository.ts';
 import { parseRef } from '../messages/messages.rules.ts';
-import type { MessagesService } from '../messages/messages.service.ts';
-import type { SurveyCalls } from '../surveys/survey-calls.ts';
+import type { ProviderCallbacks } from '../sending/callbacks.ts';
 import { accountById } from './channel-accounts.repository.ts';
 
 const Params = Type.Object({
@@ -93,10 +88,6 @@ const LOG_KIND: Record<CallbackKind, LogKind> = {
   survey_answer: 'survey',
 };
 
-/** The most messages and reports one callback body may carry (more is 413). */
-export const MAX_CALLBACK_ITEMS = 1000;
-/** A callback body is applied in slices of at most this much time, each followed by a turn for other requests. */
-const SLICE_MS = 20;
 /**
  * Large bodies read and applied at once, in all and per workspace: a tenant chooses how many bodies it sends at
  * once (80 bodies of 500 messages held every other workspace's reads), so its bodies take turns, one at a time, and wait up to
@@ -107,33 +98,6 @@ const CALLBACKS_PER_WORKSPACE = 1;
 const CALLBACK_WAIT_MS = 30_000;
 /** A body at least this long (a batch of reports) takes its workspace's turn; a shorter one goes at once. */
 const HEAVY_BODY = 8 * 1024;
-
-function tooMany(count: number): void {
-  if (count > MAX_CALLBACK_ITEMS)
-    throw new AppError(
-      'payload_too_large',
-      `This body carries ${count} messages and reports; one body may carry at most ${MAX_CALLBACK_ITEMS}. Nothing was applied: send them in smaller bodies.`,
-    );
-}
-
-/**
- * Runs `each` over `items` in slices of about SLICE_MS, giving the event loop a turn between slices: on SQLite
- * every statement runs on the one thread, and a loop over a large body would hold every other request.
- */
-async function inSlices<T>(
-  items: readonly T[],
-  size: number,
-  each: (slice: T[]) => Promise<void>,
-): Promise<void> {
-  let since = performance.now();
-  for (let i = 0; i < items.length; i += size) {
-    await each(items.slice(i, i + size));
-    if (performance.now() - since >= SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      since = performance.now();
-    }
-  }
-}
 
 /**
  * The callbacks of providers, dispatched to each provider's adapter (`callback`), with no branch per provider:
@@ -148,16 +112,14 @@ async function inSlices<T>(
 export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   db: Kysely<Database>;
   accounts: AccountProviders;
-  messages: MessagesService;
-  inbound: InboundService;
-  /** IVR surveys' Gather and Passthru requests, and missed calls. */
-  surveyCalls: SurveyCalls;
+  /** Applies what the adapter read: reports, replies, a call's steps. */
+  callbacks: ProviderCallbacks;
   publicBaseUrl: string | undefined;
   port: number;
   /** The deployment providers in use (config.deployment), whose callbacks are served. */
   deployment: Readonly<Record<string, DeploymentAccount>>;
 }> = async (app, deps) => {
-  const { db, accounts, messages, inbound } = deps;
+  const { db, accounts, callbacks } = deps;
   // The channel log of an account's callbacks: the request (body, or query for a GET) and our answer.
   const logged = new WeakMap<
     FastifyRequest,
@@ -306,149 +268,14 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  /** Applies outcomes to the messages they name (an account's own, or the deployment's), a slice at a time. */
-  async function apply(
-    accountId: number | null,
-    found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
-  ) {
-    let applied = 0;
-    await inSlices(found, 50, async (slice) => void (applied += await applySlice(accountId, slice)));
-    return applied;
-  }
-
-  async function applySlice(
-    accountId: number | null,
-    found: Array<{ message: MessageRow | undefined; outcome: ReportOutcome | undefined }>,
-  ) {
-    let applied = 0;
-    const notes: Array<{ id: number; error: string }> = [];
-    const reports = [];
-    for (const { message, outcome } of found) {
-      if (!message || !outcome || message.channel_account_id !== accountId) continue;
-      applied += 1;
-      if (outcome.status === 'sent') notes.push({ id: message.id, error: outcome.error });
-      else if (outcome.status === 'delivered')
-        reports.push({ messageId: message.id, status: 'delivered' as const });
-      else
-        reports.push({
-          messageId: message.id,
-          status: 'failed' as const,
-          error: outcome.error,
-          errorCode: outcome.code,
-        });
-    }
-    await messages.applyReports(reports);
-    // A status that is neither delivered nor failed is kept in error_message while the message stays sent.
-    for (const note of notes) await noteSentStatus(db, note.id, note.error, nowIso());
-    return applied;
-  }
-
-  /** The messages reports name: by our id, or by the provider's id (and number, where one id is many). */
-  async function messagesOf(accountId: number | null, reports: CallbackReport[]) {
-    const ids = reports.map((r) => r.providerMessageId).filter((id): id is string => !!id);
-    const byProvider =
-      ids.length === 0 || accountId === null ? [] : await messagesByProviderIds(db, accountId, ids);
-    const keyed = new Map(byProvider.map((m) => [`${m.provider_message_id}|${m.to}`, m]));
-    const single = new Map(byProvider.map((m) => [m.provider_message_id, m]));
-    const found: Array<{
-      message: MessageRow | undefined;
-      outcome: ReportOutcome | undefined;
-      optOut: boolean;
-    }> = [];
-    for (const report of reports) {
-      let message: MessageRow | undefined;
-      if (report.messageRef !== undefined) {
-        const id = parseRef('msg', report.messageRef);
-        message = id === undefined ? undefined : await messageById(db, id);
-      } else if (report.providerMessageId)
-        message =
-          report.to === undefined
-            ? single.get(report.providerMessageId)
-            : keyed.get(`${report.providerMessageId}|${report.to}`);
-      found.push({ message, outcome: report.outcome, optOut: report.optOut === true });
-    }
-    return found;
-  }
-
-  /** Applies what the adapter read: reports, opt-outs its provider reported, replies. */
-  async function settle(
-    result: CallbackResult,
-    provider: string,
-    workspaceId: number | null,
-    accountId: number | null,
-    ip: string | null,
-  ): Promise<number> {
-    const reports = result.reports ?? [];
-    const replies = result.replies ?? [];
-    tooMany(reports.length + replies.length);
-    const found = await messagesOf(accountId, reports);
-    let applied = await apply(accountId, found);
-    // The recipient told the provider to stop (STOP to its number): an opt-out in the message's workspace.
-    for (const { message, optOut } of found)
-      if (optOut && message && message.channel_account_id === accountId)
-        await optOutByProvider(db, message.id);
-    await inSlices(replies, 1, async ([reply]) => {
-      const input = {
-        channel: reply!.channel,
-        from: reply!.from,
-        body: reply!.body.slice(0, 5000),
-        providerMessageId: reply!.id.slice(0, 128) || undefined,
-      };
-      if (workspaceId === null) applied += await inbound.receiveFromProvider(input, provider, ip);
-      else if (
-        await inbound.receiveForAccount(workspaceId, { ...input, channelAccountId: accountId! }, provider, ip)
-      )
-        applied += 1;
-    });
-    return applied;
-  }
-
-  /** The adapter's own answer where it gives one (a challenge, empty TwiML), else `{ applied }`. */
-  async function answer(reply: FastifyReply, result: CallbackResult, applied: number) {
-    if (result.answer) return reply.type(result.answer.type).send(result.answer.body);
-    return reply.send({ success: true as const, data: { applied } });
-  }
-
-  /** An IVR call's text (`speak`): the message of this account with that id and call. */
-  async function speak(
-    reply: FastifyReply,
-    row: ChannelAccountRow,
-    ask: NonNullable<CallbackResult['speak']>,
-  ) {
-    const id = parseRef('msg', ask.messageRef);
-    const message = id === undefined ? undefined : await messageById(db, id);
-    const known =
-      message &&
-      message.channel_account_id === row.id &&
-      message.channel === 'ivr' &&
-      (message.provider_message_id === null || message.provider_message_id === ask.callId);
-    if (!known) throw new AppError('not_found', 'No call of this account has that CallSid and CustomField.');
-    return reply.type('text/plain').send(message.body);
-  }
-
-  /**
-   * An IVR survey's step. The Gather is answered with the provider's JSON (what to say, how many keys to take); the
-   * Passthru with 200 while questions remain (the flow goes back to the Gather) or 302 once the survey is done
-   * (the flow goes on to its goodbye); a missed call with 200 whether or not a survey started.
-   */
-  async function survey(
-    reply: FastifyReply,
-    row: ChannelAccountRow,
-    step: NonNullable<CallbackResult['survey']>,
-  ) {
-    if (step.step === 'gather')
+  /** The adapter's own answer where it gives one (a challenge, an empty XML reply), else `{ applied }`. */
+  function answer(reply: FastifyReply, given: CallbackAnswer | undefined, applied?: number) {
+    if (given)
       return reply
-        .type('application/json')
-        .send(await deps.surveyCalls.gather(row, step.messageRef, step.callId));
-    if (step.step === 'answer') {
-      const more = await deps.surveyCalls.answer(row, step.messageRef, step.callId, step.digits);
-      return reply
-        .code(more ? 200 : 302)
-        .type('text/plain')
-        .send(more ? 'next' : 'done');
-    }
-    const started = await deps.surveyCalls.missedCall(row, step.from);
-    return reply.type('text/plain').send(started ? 'started' : 'ignored');
+        .code(given.status ?? 200)
+        .type(given.type)
+        .send(given.body);
+    return reply.send({ success: true as const, data: { applied: applied ?? 0 } });
   }
 
   /**
@@ -491,10 +318,18 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       },
       'unauthorized',
     );
-    if (result.speak) return speak(reply, row, result.speak);
-    if (result.survey) return survey(reply, row, result.survey);
-    const applied = await settle(result, row.provider, row.workspace_id, row.id, request.ip ?? null);
-    return answer(reply, result, applied);
+    if (result.speak || result.survey) {
+      // A call's step: the service says what, the adapter says it in its provider's format.
+      if (!adapter.answerCall) throw invalidUrl();
+      return answer(reply, adapter.answerCall(await callbacks.call(row, result)));
+    }
+    const applied = await callbacks.settle(result, {
+      provider: row.provider,
+      workspaceId: row.workspace_id,
+      accountId: row.id,
+      ip: request.ip ?? null,
+    });
+    return answer(reply, result.answer, applied);
   };
 
   const deploymentRoute = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -512,8 +347,13 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         },
         'forbidden',
       );
-      const applied = await settle(result, adapter.name, null, null, request.ip ?? null);
-      return answer(reply, result, applied);
+      const applied = await callbacks.settle(result, {
+        provider: adapter.name,
+        workspaceId: null,
+        accountId: null,
+        ip: request.ip ?? null,
+      });
+      return answer(reply, result.answer, applied);
     });
   };
 
@@ -524,13 +364,15 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   );
   const Text = {
     description:
-      "Text (a challenge, an IVR greeting, empty TwiML or an empty reply), or an IVR survey's question in the JSON the provider's Gather applet reads.",
+      "Text (a challenge, an IVR greeting, an empty XML or text reply), or an IVR survey's question in the JSON the provider's call flow reads.",
     content: {
       'text/plain': { schema: { type: 'string' } },
       'text/xml': { schema: { type: 'string' } },
       'application/json': { schema: { type: 'object', additionalProperties: true } },
     },
   };
+  // Each provider's own fields (its call ids, a webhook's challenge, a forwarded reply's text) are its adapter's to
+  // read (docs/providers.md); the route bounds them only.
   const Query = Type.Object(
     {
       message: Type.Optional(
@@ -539,19 +381,10 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
           description: 'Our message id, where a provider is given it in the URL.',
         }),
       ),
-      'hub.mode': Type.Optional(Type.String({ maxLength: 40 })),
-      'hub.verify_token': Type.Optional(Type.String({ maxLength: 200 })),
-      'hub.challenge': Type.Optional(Type.String({ maxLength: 200 })),
-      CallSid: Type.Optional(Type.String({ maxLength: 100 })),
-      CustomField: Type.Optional(Type.String({ maxLength: 100 })),
-      From: Type.Optional(Type.String({ maxLength: 40 })),
-      CallFrom: Type.Optional(Type.String({ maxLength: 40 })),
-      digits: Type.Optional(Type.String({ maxLength: 40, description: 'Keys pressed at a Gather ("2").' })),
-      Body: Type.Optional(Type.String({ maxLength: 5000 })),
     },
     {
-      additionalProperties: true,
-      description: 'Other fields the provider adds are ignored.',
+      additionalProperties: Type.String({ maxLength: 5000 }),
+      description: "The provider's own fields, as its documentation names them (docs/providers.md).",
     },
   );
 
@@ -564,12 +397,12 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       summary:
         "A channel account's GET callbacks: a WhatsApp webhook's verification, an IVR call's text, forwarded SMS replies",
       description:
-        'See docs/providers.md for what each provider sends. `webhook`: a verification (`hub.mode=subscribe`, ' +
-        "`hub.verify_token`: the account's `verify_token`, `hub.challenge`) answers the challenge as text/plain. " +
-        '`greeting`: an IVR call asks for its text (`CallSid`, `CustomField`: our message id), answered as text/plain, ' +
-        "404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's Gather and Passthru steps, " +
-        "each with the call's own `CallSid` (403 without it, 404 when it is not the call's); a Passthru answers only " +
-        'the question its Gather asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no ' +
+        'See docs/providers.md for what each provider sends, in its own fields. `webhook`: a verification with ' +
+        "the account's `verify_token` answers the provider's challenge as text/plain. " +
+        '`greeting`: an IVR call asks for its text (the call id and our message id), answered as text/plain, ' +
+        "404 for an unknown call. `survey_gather` and `survey_answer`: an IVR survey's question and answer steps, " +
+        "each with the call's own id (403 without it, 404 when it is not the call's); an answer step answers only " +
+        'the question just asked, once. `inbound`: an SMS reply forwarded by GET, answered with an empty text/plain (no ' +
         'automatic reply). Kinds by provider: ' +
         adapters
           .filter((a) => a.callbacks.length > 0)

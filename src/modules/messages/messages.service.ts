@@ -3,19 +3,17 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { Database, MessageRow } from '../../db/schema.ts';
-import type { MessageChannel, MessageErrorCode, MessageStatus } from '../../domain.ts';
-import type { Executor } from '../../db/types.ts';
+import type { Database } from '../../db/schema.ts';
+import type { MessageChannel, MessageStatus } from '../../domain.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
-import { type FinalStatus, type Providers, type StatusReport } from '../../providers/provider.ts';
+import type { Providers } from '../../providers/provider.ts';
 import { channelLogFor } from '../sending/channel-log.ts';
 import { finalCode, handOver } from '../sending/hand-over.ts';
-import { balances, captureCredits, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
+import { balances, reserveCredits } from '../credits/credits.repository.ts';
 import { failureCounts, findMessage, insertMessage, listHistory } from './messages.repository.ts';
 import {
   addressProblem,
-  campaignRef,
   contentProblems,
   creditChannel,
   insufficientCredits,
@@ -35,7 +33,7 @@ import {
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import type { VoterFields } from '../sending/render.ts';
-import { type AccountPace, type AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
+import { type AccountPace, type AccountProviders, PaceUnavailable } from '../sending/accounts.ts';
 import {
   accountForSend,
   disableForAuth,
@@ -43,18 +41,9 @@ import {
 } from '../channel-accounts/channel-accounts.service.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { conversationFor, touchOutbound } from '../conversations/conversations.thread.ts';
-import { emitEvents } from '../webhooks/webhooks.events.ts';
-import {
-  deliverMessages,
-  failMessages,
-  type Handover,
-  markSent,
-  releaseUnsent,
-  renewClaim,
-  type Settled,
-} from '../sending/outbox.repository.ts';
+import { type Handover, releaseUnsent, renewClaim } from '../sending/outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
-import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
+import { historyItem, MessageLifecycle } from '../sending/lifecycle.ts';
 
 export interface SendInput {
   channel: MessageChannel;
@@ -80,36 +69,9 @@ export interface HistoryInput {
   voter_id?: number | undefined;
 }
 
-/** Messages that failed before error codes existed (migration 009) get one from their reason. */
-function legacyErrorCode(error: string | null): MessageErrorCode {
-  if (error === 'cancelled' || error === 'insufficient credits') return 'cancelled';
-  if (error?.startsWith('The sandbox provider fails')) return 'undeliverable';
-  return 'provider_rejected';
-}
-
-export function historyItem(row: MessageRow) {
-  return {
-    id: messageRef(row.id),
-    channel: row.channel,
-    to: row.to,
-    message: row.body,
-    status: row.status,
-    error_code: row.status === 'failed' ? (row.error_code ?? legacyErrorCode(row.error)) : null,
-    // A failure's reason; on a sent message, what the provider said short of a final word (no answer yet).
-    error_message: row.status === 'failed' || row.status === 'sent' ? (row.error ?? null) : null,
-    sent_at: row.sent_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    campaign_id: row.campaign_id !== null ? campaignRef(row.campaign_id) : null,
-    channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
-    provider: row.provider,
-    provider_message_id: row.provider_message_id,
-  };
-}
-
 /**
- * Single sends, history, and the message lifecycle shared by requests, the delivery worker and provider
- * callbacks: every transition is conditional in SQL, and every failure refunds in the same transaction.
+ * Single sends and history. A message's life after it is handed over (sent, delivered, failed, refunded) is
+ * the outbox's (`sending/lifecycle.ts`), shared with the delivery worker and providers' callbacks.
  */
 export class MessagesService {
   constructor(
@@ -122,7 +84,11 @@ export class MessagesService {
       accounts: AccountProviders;
       pace: AccountPace;
     },
-  ) {}
+  ) {
+    this.lifecycle = new MessageLifecycle(deps.db);
+  }
+
+  private readonly lifecycle: MessageLifecycle;
 
   /**
    * Sends one message within the request. The message is a row (claimed by this request for a lease) and its
@@ -264,7 +230,7 @@ export class MessagesService {
     if (result!.kind === 'refused') {
       const { reason } = result!;
       const code = finalCode(result!);
-      await this.fail([row.id], reason, code);
+      await this.lifecycle.fail([row.id], reason, code);
       if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
       this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
       if (options.test)
@@ -317,7 +283,7 @@ export class MessagesService {
     const until = Date.now() + (this.deps.config.delivery.leaseSeconds * 1000) / 2;
     for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
       try {
-        await this.handedOver([handover]);
+        await this.lifecycle.handedOver([handover]);
         return;
       } catch (error) {
         if (Date.now() + wait > until) throw error;
@@ -405,111 +371,5 @@ export class MessagesService {
     const text = raw.trim();
     if (text.includes('@')) return text.toLowerCase();
     return recipientAddress('sms', text, this.deps.config.defaultCountry) ?? text;
-  }
-
-  /** queued -> sent for what providers accepted. */
-  async handedOver(handovers: Handover[]): Promise<void> {
-    await markSent(this.deps.db, handovers, nowIso());
-  }
-
-  /** queued | sent -> failed, refunding exactly the rows that moved, in one transaction. */
-  async fail(ids: number[], reason: string, code: MessageErrorCode): Promise<Settled[]> {
-    if (ids.length === 0) return [];
-    return this.deps.db.transaction().execute(async (trx) => {
-      const now = nowIso();
-      const moved = await failMessages(trx, ids, reason, code, now);
-      await refund(trx, moved, now);
-      // A campaign shows its latest failure (a cancellation is not one).
-      if (code !== 'cancelled')
-        await noteCampaignError(
-          trx,
-          moved.flatMap((m) => (m.campaign_id !== null ? [Number(m.campaign_id)] : [])),
-          code,
-          reason,
-          now,
-        );
-      await emitMessageEvents(trx, moved, 'message.failed', now);
-      return moved;
-    });
-  }
-
-  /** sent -> delivered, with the message.delivered events, in one transaction. */
-  async deliver(ids: number[]): Promise<Settled[]> {
-    if (ids.length === 0) return [];
-    return this.deps.db.transaction().execute(async (trx) => {
-      const now = nowIso();
-      const moved = await deliverMessages(trx, ids, now);
-      await capture(trx, moved, now);
-      await emitMessageEvents(trx, moved, 'message.delivered', now);
-      return moved;
-    });
-  }
-
-  /** Delivery reports (callbacks, sandbox settlement). Late or repeated reports change nothing. */
-  async applyReports(reports: StatusReport[]): Promise<void> {
-    const byStatus: Record<FinalStatus, number[]> = { delivered: [], failed: [] };
-    for (const r of reports) byStatus[r.status].push(r.messageId);
-    if (byStatus.delivered.length > 0) await this.deliver(byStatus.delivered);
-    const failed = reports.filter((r) => r.status === 'failed');
-    const groups = new Map<string, { reason: string; code: MessageErrorCode; ids: number[] }>();
-    for (const r of failed) {
-      const reason = r.error ?? 'The provider reported the message as not delivered.';
-      const code = r.errorCode ?? 'undeliverable';
-      const key = `${code}:${reason}`;
-      const group = groups.get(key) ?? { reason, code, ids: [] };
-      group.ids.push(r.messageId);
-      groups.set(key, group);
-    }
-    for (const { reason, code, ids } of groups.values()) await this.fail(ids, reason, code);
-  }
-}
-
-/** The message.delivered / message.failed webhook events of messages that just moved, as history shows them. */
-export async function emitMessageEvents(
-  trx: Executor,
-  rows: Settled[],
-  type: 'message.delivered' | 'message.failed',
-  now: string,
-): Promise<void> {
-  const byWorkspace = new Map<number, Settled[]>();
-  for (const row of rows)
-    byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
-  for (const [workspaceId, moved] of byWorkspace) {
-    await emitEvents(trx, workspaceId, type, moved.map(historyItem), now);
-  }
-}
-
-type Charged = Pick<Settled, 'id' | 'workspace_id' | 'channel' | 'cost' | 'campaign_id'>;
-
-/** Settled messages' credits grouped per workspace, channel and campaign (or per message outside campaigns). */
-function ledgerGroups(rows: Charged[]) {
-  const groups = new Map<
-    string,
-    { workspaceId: number; channel: MessageChannel; ref: string; amount: number }
-  >();
-  for (const row of rows) {
-    if (row.cost <= 0) continue;
-    const ref = row.campaign_id !== null ? campaignRef(row.campaign_id) : messageRef(row.id);
-    const key = `${row.workspace_id}:${row.channel}:${ref}`;
-    const group = groups.get(key) ?? { workspaceId: row.workspace_id, channel: row.channel, ref, amount: 0 };
-    group.amount += row.cost;
-    groups.set(key, group);
-  }
-  return groups.values();
-}
-
-/** Failed messages give their reserved credits back: one refund ledger entry per group. */
-export async function refund(trx: Executor, rows: Charged[], now: string): Promise<void> {
-  for (const g of ledgerGroups(rows)) {
-    const credit = creditChannel(g.channel);
-    if (credit) await refundCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
-  }
-}
-
-/** Delivered messages keep their reserved credits for good: one capture ledger entry per group. */
-export async function capture(trx: Executor, rows: Charged[], now: string): Promise<void> {
-  for (const g of ledgerGroups(rows)) {
-    const credit = creditChannel(g.channel);
-    if (credit) await captureCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
   }
 }

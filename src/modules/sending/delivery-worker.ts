@@ -6,12 +6,12 @@ import { type Db, nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, MessageRow } from '../../db/schema.ts';
 import type { MessageErrorCode } from '../../domain.ts';
 import type { Redis } from 'ioredis';
-import { AccountPace, AccountProviders, PaceUnavailable } from '../../providers/accounts.ts';
+import { AccountPace, AccountProviders, PaceUnavailable } from './accounts.ts';
 import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
 import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 import { messageRef } from '../messages/messages.rules.ts';
-import { MessagesService } from '../messages/messages.service.ts';
+import { MessageLifecycle } from './lifecycle.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
 import { accountsByIds } from '../channel-accounts/channel-accounts.repository.ts';
 import { DeliveryGate } from './gate.ts';
@@ -83,7 +83,8 @@ const PRUNE_EVERY_MS = 60_000;
  */
 export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  readonly messages: MessagesService;
+  /** Messages handed over, delivered and failed (their credits and events with them). */
+  readonly messages: MessageLifecycle;
   readonly campaigns: CampaignDispatch;
   /** Opt-outs, silence periods and quiet hours, checked on every claimed batch. */
   private readonly gate: DeliveryGate;
@@ -114,18 +115,11 @@ export class DeliveryWorker {
       redis?: Redis | undefined;
     },
   ) {
-    const { db, config, providers, log } = deps;
+    const { db, config, log } = deps;
     this.gate = new DeliveryGate({ db: db.kysely, rules: { quietHours: config.quietHours } });
     this.accounts = new AccountProviders({ config, log });
     this.accountPace = new AccountPace({ redis: deps.redis, prefix: config.redisPrefix });
-    this.messages = new MessagesService({
-      db: db.kysely,
-      config,
-      providers,
-      log,
-      accounts: this.accounts,
-      pace: this.accountPace,
-    });
+    this.messages = new MessageLifecycle(db.kysely);
     this.campaigns = new CampaignDispatch({ db: db.kysely, config, log });
   }
 
@@ -603,7 +597,7 @@ class Failures {
     this.byReason.set(reason, entry);
   };
 
-  async apply(messages: MessagesService): Promise<void> {
+  async apply(messages: MessageLifecycle): Promise<void> {
     for (const [reason, { code, ids }] of this.byReason) await messages.fail(ids, reason, code);
     this.byReason.clear();
   }

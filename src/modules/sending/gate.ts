@@ -6,7 +6,7 @@ import { isTemplateRef, renderTemplate } from './render.ts';
 import type { OutgoingMessage } from '../../providers/provider.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
 import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules.ts';
-import { emitMessageEvents, refund } from '../messages/messages.service.ts';
+import { emitMessageEvents, refund } from './lifecycle.ts';
 import { failMessages, releaseUnsent } from './outbox.repository.ts';
 import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
 import { dltFields, providerTemplateOf } from '../templates/templates.service.ts';

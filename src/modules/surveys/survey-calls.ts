@@ -3,6 +3,7 @@ import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database, SurveyResponseRow } from '../../db/schema.ts';
 import type { MessageChannel } from '../../domain.ts';
 import { AppError } from '../../errors.ts';
+import type { CallAnswer } from '../../providers/adapter.ts';
 import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { parseRef, recipientAddress } from '../messages/messages.rules.ts';
@@ -22,29 +23,21 @@ import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
  * IVR surveys through the provider's call flows (the contract's fourth part; docs/providers.md shows both flows):
  * - the survey call's flow: a Gather applet whose dynamic URL is the account's `callback_urls.survey_gather` (we
  *   answer with the current question to speak or play, and how many keys to take), then a Passthru applet to
- *   `callback_urls.survey_answer` with the keys pressed (we answer 200 while questions remain, the flow going
- *   back to the Gather; 302 once the survey is done, the flow going on to its goodbye);
+ *   `callback_urls.survey_answer` with the keys pressed (we answer whether questions remain: the flow goes back
+ *   to the Gather, or on to its goodbye). The adapter renders these answers in its provider's format;
  * - the incoming flow of the account's number: a Passthru to `callback_urls.missed_call`, which starts the
  *   survey whose `missed_call` trigger names the account for the caller, on the trigger's reply channel.
  */
 
-/** What the Gather applet's dynamic URL answers (its version 1.0 format, docs/providers.md). */
-export interface GatherAnswer {
-  gather_prompt: { text?: string; audio_url?: string };
-  max_input_digits: number;
-  finish_on_key: string;
-  input_timeout: number;
-  repeat_menu: number;
-  repeat_gather_prompt: { text?: string; audio_url?: string };
-}
+type Ask = Extract<CallAnswer, { kind: 'ask' }>;
 
 export class SurveyCalls {
   constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
 
   /**
-   * The session a survey call belongs to: its message (our id in CustomField) and the call's own CallSid, which
+   * The session a survey call belongs to: its message (our id, which the flow was given) and the call's own id, which
    * must be the call's id at the provider (bound at the first step where the hand-over had no answer). A step
-   * without a CallSid is refused: the message id alone is sequential, and would let anyone holding the account's
+   * without the call's id is refused: the message id alone is sequential, and would let anyone holding the account's
    * callback URL answer any open IVR session.
    */
   private async sessionOf(account: ChannelAccountRow, messageRef: string, callId: string | undefined) {
@@ -52,7 +45,7 @@ export class SurveyCalls {
     if (!callId)
       throw new AppError(
         'forbidden',
-        "An IVR survey step must carry the call's CallSid: a request without it answers nothing.",
+        "An IVR survey step must carry the call's own id: a request without it answers nothing.",
       );
     const id = parseRef('msg', messageRef);
     let message =
@@ -73,7 +66,7 @@ export class SurveyCalls {
       message.survey_response_id !== null &&
       (message.provider_message_id === null || message.provider_message_id === callId);
     if (!known)
-      throw new AppError('not_found', 'No survey call of this account has that CallSid and CustomField.');
+      throw new AppError('not_found', 'No survey call of this account has that call id and message id.');
     if (message!.provider_message_id === null) {
       const bound = await db
         .updateTable('messages')
@@ -82,7 +75,7 @@ export class SurveyCalls {
         .where('provider_message_id', 'is', null)
         .executeTakeFirst();
       if (Number(bound.numUpdatedRows) !== 1)
-        throw new AppError('not_found', 'No survey call of this account has that CallSid and CustomField.');
+        throw new AppError('not_found', 'No survey call of this account has that call id and message id.');
     }
     return db
       .selectFrom('survey_responses')
@@ -92,25 +85,14 @@ export class SurveyCalls {
   }
 
   /** The Gather applet asks what to say: the current question, with its choices' keys spoken after it. */
-  async gather(
-    account: ChannelAccountRow,
-    messageRef: string,
-    callId: string | undefined,
-  ): Promise<GatherAnswer> {
+  async gather(account: ChannelAccountRow, messageRef: string, callId: string | undefined): Promise<Ask> {
     const response = await this.sessionOf(account, messageRef, callId);
     const def = definitionOf(await surveyOf(this.deps.db, response));
     const q = def.questions[response.question];
     const lang = response.language;
     if (response.status !== 'open' || !q) {
       const text = textIn(def.outro, lang) || 'Thank you.';
-      return {
-        gather_prompt: { text },
-        max_input_digits: 1,
-        finish_on_key: '#',
-        input_timeout: 1,
-        repeat_menu: 0,
-        repeat_gather_prompt: { text },
-      };
+      return { kind: 'ask', prompt: { text }, digits: 1, waitSeconds: 1, repeats: 0 };
     }
     // The question asked now is the one the Passthru that follows may answer, once.
     await this.deps.db
@@ -134,14 +116,7 @@ export class SurveyCalls {
           ? Math.max(String(Math.trunc(Math.abs(q.max ?? 9999))).length, 1)
           : 10;
     const prompt = q.audio_url ? { audio_url: q.audio_url } : { text };
-    return {
-      gather_prompt: prompt,
-      max_input_digits: digits,
-      finish_on_key: '#',
-      input_timeout: 6,
-      repeat_menu: 1,
-      repeat_gather_prompt: prompt,
-    };
+    return { kind: 'ask', prompt, digits, waitSeconds: 6, repeats: 1 };
   }
 
   /** The Passthru after the Gather brings the keys pressed: applied as the answer; true while questions remain. */

@@ -15,7 +15,7 @@ import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
 import { providerIdsOf } from '../templates/templates.service.ts';
 import { balances, refundCredits, reserveCredits } from '../credits/credits.repository.ts';
-import { emitMessageEvents, refund } from '../messages/messages.service.ts';
+import { emitMessageEvents, refund } from '../sending/lifecycle.ts';
 import {
   addressProblem,
   creditChannel,

@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import type { MessageErrorCode } from '../../domain.ts';
 import {
+  type CallAnswer,
+  type CallbackAnswer,
   type CallbackRequest,
   type CallbackResult,
   type ErrorVerdict,
@@ -299,6 +301,38 @@ export const exotel: ProviderAdapter = {
         return { reports: [{ providerMessageId: fields.SmsSid ?? '', outcome: exotelSmsOutcome(fields) }] };
     }
   },
+  answerCall,
 };
+
+/**
+ * Our answers to Exotel's call flows (docs/providers.md):
+ * - the Greeting applet reads the call's text as text/plain;
+ * - the Gather applet's dynamic URL reads its version 1.0 JSON: what to say or play, how many keys to take;
+ * - a Passthru goes on by its answer's status: 200 while questions remain (the flow goes back to the Gather),
+ *   302 once the survey is done (the flow goes on to its goodbye); the missed-call Passthru is answered 200.
+ * https://support.exotel.com/support/solutions/articles/3000084635-working-with-gather-applet
+ */
+function answerCall(answer: CallAnswer): CallbackAnswer {
+  switch (answer.kind) {
+    case 'say':
+      return { type: 'text/plain', body: answer.text };
+    case 'ask':
+      return {
+        type: 'application/json',
+        body: JSON.stringify({
+          gather_prompt: answer.prompt,
+          max_input_digits: answer.digits,
+          finish_on_key: '#',
+          input_timeout: answer.waitSeconds,
+          repeat_menu: answer.repeats,
+          repeat_gather_prompt: answer.prompt,
+        }),
+      };
+    case 'answered':
+      return { status: answer.more ? 200 : 302, type: 'text/plain', body: answer.more ? 'next' : 'done' };
+    case 'missed_call':
+      return { type: 'text/plain', body: answer.started ? 'started' : 'ignored' };
+  }
+}
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);

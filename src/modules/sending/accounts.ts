@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.ts';
-import type { ChannelAccountRow } from '../db/schema.ts';
-import { SecretBox } from '../lib/secret-box.ts';
-import type { Channel, MessageProvider } from './provider.ts';
-import { adapterNamed, buildProvider } from './registry.ts';
+import type { Config } from '../../config.ts';
+import type { ChannelAccountRow } from '../../db/schema.ts';
+import { SecretBox } from '../../lib/secret-box.ts';
+import type { Channel, MessageProvider } from '../../providers/provider.ts';
+import { adapterNamed, buildProvider } from '../../providers/registry.ts';
 
 export type AccountsConfig = Pick<
   Config,
