@@ -27,7 +27,7 @@ import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
-import { webhookEventsOpenApi } from './modules/webhooks/webhooks.openapi.ts';
+import { webhookEventsOpenApi } from './webhooks.openapi.ts';
 import { consoleRoutes } from './http/console.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';

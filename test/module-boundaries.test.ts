@@ -13,11 +13,24 @@ const modulesDir = join(root, 'src', 'modules');
 /** module -> the files it offers the others, read from the table in docs/architecture.md. */
 function offered(): Map<string, Set<string>> {
   const doc = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
-  const section = doc.split('## Modules and what each offers the others')[1]?.split('\n## ')[0] ?? '';
+  const section =
+    doc.split('## Modules and what each offers the others')[1]?.split('\n### ')[0]?.split('\n## ')[0] ?? '';
   const table = new Map<string, Set<string>>();
   for (const line of section.split('\n')) {
     const row = /^\|\s*`([a-z-]+)`\s*\|(.*)\|\s*$/.exec(line);
     if (row) table.set(row[1]!, new Set([...row[2]!.matchAll(/`([\w.-]+\.ts)`/g)].map((m) => m[1]!)));
+  }
+  return table;
+}
+
+/** module -> the modules it may import, read from the table in docs/architecture.md ("Which modules each ..."). */
+function declaredImports(): Map<string, Set<string>> {
+  const doc = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
+  const section = doc.split('### Which modules each module imports')[1]?.split('\n### ')[0] ?? '';
+  const table = new Map<string, Set<string>>();
+  for (const line of section.split('\n')) {
+    const row = /^\|\s*`([a-z-]+)`\s*\|(.*)\|\s*$/.exec(line);
+    if (row) table.set(row[1]!, new Set([...row[2]!.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!)));
   }
   return table;
 }
@@ -64,6 +77,26 @@ describe('module boundaries', () => {
       }
     }
     expect(breaches).toEqual([]);
+  });
+
+  it('each module imports just the modules its row in docs/architecture.md names, and each of them', () => {
+    const declared = declaredImports();
+    expect([...declared.keys()].sort()).toEqual([...modules].sort());
+    const actual = new Map(modules.map((m) => [m, new Set<string>()]));
+    for (const file of sources(modulesDir)) {
+      const from = moduleOf(file)!;
+      for (const target of importsOf(file)) {
+        const to = moduleOf(target);
+        if (to && to !== from) actual.get(from)!.add(to);
+      }
+    }
+    const undeclared: string[] = [];
+    const stale: string[] = [];
+    for (const [from, tos] of actual) {
+      for (const to of tos) if (!declared.get(from)?.has(to)) undeclared.push(`${from} -> ${to}`);
+      for (const to of declared.get(from) ?? []) if (!tos.has(to)) stale.push(`${from} -> ${to}`);
+    }
+    expect({ undeclared, stale }).toEqual({ undeclared: [], stale: [] });
   });
 
   it('http/, providers/, lib/, db/ and domain.ts import no module', () => {

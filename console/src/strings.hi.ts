@@ -1,5 +1,5 @@
-// The console's strings in Hindi: every key of the English ones (strings.ts; the type checks it).
-import type { Key } from './strings.ts';
+// The console's strings in Hindi: every key of the English ones (strings.en.ts; the type checks it).
+import type { Key } from './strings.en.ts';
 
 export const hi: Record<Key, string> = {
   'app.name': 'अभियान कंसोल',

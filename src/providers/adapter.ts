@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { TObject } from 'typebox';
-import type { MessageErrorCode } from '../domain.ts';
-import type { Channel, FinalStatus, MessageProvider, ReportOutcome } from './provider.ts';
+import type { Channel, ErrorVerdict, FinalStatus, MessageProvider, ReportOutcome } from './provider.ts';
+
+export type { ErrorVerdict } from './provider.ts';
 
 /**
  * Everything the service knows about one provider, in one module (`src/providers/<name>/`): its settings and
@@ -157,13 +158,6 @@ export interface ProviderAnswerFacts {
   text?: string | undefined;
   /** A 429's or 503's Retry-After, in ms. */
   retryAfterMs?: number | undefined;
-}
-
-export interface ErrorVerdict {
-  error_code: MessageErrorCode;
-  retry: boolean;
-  /** Wait at least this long before the retry (Retry-After); undefined: the delivery schedule's. */
-  after_ms?: number | undefined;
 }
 
 export interface BuildContext {

@@ -1,6 +1,13 @@
 import type { MessageErrorCode } from '../domain.ts';
-import type { ErrorVerdict } from './adapter.ts';
 import { within } from '../lib/time-limit.ts';
+
+/** What an adapter's error table decides for an answer: our `error_code`, and whether (and when) to retry. */
+export interface ErrorVerdict {
+  error_code: MessageErrorCode;
+  retry: boolean;
+  /** Wait at least this long before the retry (Retry-After); undefined: the delivery schedule's. */
+  after_ms?: number | undefined;
+}
 
 export const channels = ['whatsapp', 'sms', 'email', 'ivr'] as const;
 export type Channel = (typeof channels)[number];

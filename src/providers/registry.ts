@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.ts';
+import type { Config } from '../config.types.ts';
 import type { BuildContext, CallbackKind, ProviderAdapter } from './adapter.ts';
 import { exotel } from './exotel/index.ts';
 import { msg91 } from './msg91/index.ts';

@@ -10,7 +10,7 @@ import { ChunkPacer } from '../../lib/pacing.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
-import { campaignRef, creditChannel } from '../messages/messages.rules.ts';
+import { creditChannel } from '../messages/messages.rules.ts';
 import { emitMessageEvents } from '../sending/lifecycle.ts';
 import { failMessages } from '../sending/outbox.repository.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
@@ -26,6 +26,7 @@ import {
   updateCampaign,
 } from './campaigns.repository.ts';
 import { campaignAudit, queueCampaign } from './campaigns.queue.ts';
+import { campaignRef } from '../../refs.ts';
 
 /**
  * Voters are added to the outbox in id ranges sized by time (ChunkPacer, about 70 ms each): each INSERT ...

@@ -3,7 +3,7 @@ import type { CampaignRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError } from '../../errors.ts';
 import { balances, reserveCredits } from '../credits/credits.repository.ts';
-import { campaignRef, creditChannel, insufficientCredits } from '../messages/messages.rules.ts';
+import { creditChannel, insufficientCredits } from '../messages/messages.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import type { VoterFilters } from '../voters/voters.search.ts';
 import {
@@ -12,6 +12,7 @@ import {
   updateCampaign,
   voterIdLimit,
 } from './campaigns.repository.ts';
+import { campaignRef } from '../../refs.ts';
 
 /**
  * Counts the recipients in the database, reserves all their credits at once (402 otherwise) and queues the

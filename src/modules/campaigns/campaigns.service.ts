@@ -1,5 +1,4 @@
 import { cancelQueued } from '../sending/outbox.repository.ts';
-import { isTemplateRef } from '../sending/render.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
 import type { FastifyBaseLogger } from 'fastify';
@@ -16,7 +15,7 @@ import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { refundCredits } from '../credits/credits.repository.ts';
 import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../sending/lifecycle.ts';
-import { campaignRef, creditChannel, parseRef } from '../messages/messages.rules.ts';
+import { creditChannel } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
 import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
 import {
@@ -24,7 +23,6 @@ import {
   carrierAmong,
   templateForAccount,
 } from '../channel-accounts/channel-accounts.service.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { defaultDeploymentProvider, isSimulated } from '../../providers/registry.ts';
 import {
   campaignStats,
@@ -49,6 +47,7 @@ import {
   EDITABLE,
   futureTime,
 } from './campaigns.input.ts';
+import { accountRef, campaignRef, isTemplateRef, parseRef, templateNumber } from '../../refs.ts';
 
 /** Failures worth another try: the provider refused or could not deliver (not a bad address, an opt-out, a cancel). */
 const RETRYABLE: MessageErrorCode[] = ['provider_rejected', 'undeliverable', 'rate_limited'];
@@ -185,7 +184,7 @@ export class CampaignsService {
       input = rendered;
       template = given;
     } else if (isTemplateRef(edited.template_id)) {
-      template = await findTemplate(db, workspaceId, Number(edited.template_id.slice(4)));
+      template = await findTemplate(db, workspaceId, templateNumber(edited.template_id));
     }
     const account = await this.account(workspaceId, input, template);
     const scheduledAt =

@@ -3,12 +3,10 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { CampaignRow, Database } from '../../db/schema.ts';
 import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef } from '../sending/render.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
-import { campaignRef } from '../messages/messages.rules.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
 import type { Stats } from './campaigns.repository.ts';
+import { accountRef, campaignRef, isTemplateRef, templateNumber } from '../../refs.ts';
 
 function emptyStats(): Stats {
   return { queued: 0, sent: 0, delivered: 0, failed: 0 };
@@ -89,7 +87,7 @@ export async function heldNow(
   const quiet = quietUntil(config.quietHours, at);
   if (quiet) {
     const template = isTemplateRef(row.template_id)
-      ? await findTemplate(db, row.workspace_id, Number(row.template_id.slice(4)))
+      ? await findTemplate(db, row.workspace_id, templateNumber(row.template_id))
       : undefined;
     if (!exemptFromQuietHours(template?.category))
       return { held_until: quiet.toISOString(), held_reason: 'quiet_hours' };

@@ -67,5 +67,3 @@ export function defaultChannels(
   );
   return served.length > 0 ? [...served] : [adapter.channels[0]!];
 }
-
-export const accountRef = (id: number) => `cha_${id}`;

@@ -10,7 +10,6 @@ import { pageResult } from '../../domain.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { accountSecretBox, callbackUrl } from '../sending/accounts.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
-import { parseRef } from '../messages/messages.rules.ts';
 import { providerIdsOf } from '../templates/templates.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
@@ -25,7 +24,8 @@ import {
 } from './channel-accounts.repository.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
-import { accountRef, checkAccount, defaultChannels, type SettingValue } from './channel-accounts.rules.ts';
+import { checkAccount, defaultChannels, type SettingValue } from './channel-accounts.rules.ts';
+import { accountRef, parseRef } from '../../refs.ts';
 
 export interface CreateAccountInput {
   name: string;

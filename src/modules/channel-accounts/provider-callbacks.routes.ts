@@ -22,9 +22,9 @@ import {
   type ProviderAdapter,
 } from '../../providers/adapter.ts';
 import { adapterOf, adapters } from '../../providers/registry.ts';
-import { parseRef } from '../messages/messages.rules.ts';
 import type { ProviderCallbacks } from '../sending/callbacks.ts';
 import { accountById } from './channel-accounts.repository.ts';
+import { parseRef } from '../../refs.ts';
 
 const Params = Type.Object({
   provider: Type.String({ maxLength: 20 }),

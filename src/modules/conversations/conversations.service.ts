@@ -9,10 +9,7 @@ import type { AuthContext } from '../../http/guard.ts';
 import { pageResult } from '../../domain.ts';
 import { placeKey } from '../../lib/place.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import type { GrievancesService } from '../grievances/grievances.service.ts';
-import { inboundRef } from '../inbound/inbound.service.ts';
-import { messageRef, parseRef } from '../messages/messages.rules.ts';
 import type { MessagesService } from '../messages/messages.service.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
@@ -24,7 +21,8 @@ import { votersByAddress } from '../templates/templates.repository.ts';
 import { voterVariables } from '../sending/render.ts';
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { adapterNamed } from '../../providers/registry.ts';
-import { conversationItem, conversationRef, conversationView } from './conversations.view.ts';
+import { conversationItem, conversationView } from './conversations.view.ts';
+import { accountRef, conversationRef, inboundRef, messageRef, parseRef } from '../../refs.ts';
 
 /** WhatsApp's customer service window: free text only this long after the contact last wrote. */
 const WHATSAPP_WINDOW_MS = 24 * 3600 * 1000;

@@ -1,7 +1,6 @@
 import type { ConversationRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
-
-export const conversationRef = (id: number) => `conv_${id}`;
+import { conversationRef } from '../../refs.ts';
 
 export interface ConversationView extends ConversationRow {
   assigned_to_name: string | null;

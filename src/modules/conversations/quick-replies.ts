@@ -9,7 +9,7 @@ import { authOf } from '../../http/guard.ts';
 import { Done, Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
 import { pageResult } from '../../domain.ts';
 import { actorOf, recordAudit } from '../audit/audit.repository.ts';
-import { parseRef } from '../messages/messages.rules.ts';
+import { parseRef } from '../../refs.ts';
 
 const quickReplyRef = (id: number) => `qr_${id}`;
 

@@ -18,6 +18,7 @@ import {
   listInbound,
   workspacesThatMessaged,
 } from './inbound.repository.ts';
+import { inboundRef } from '../../refs.ts';
 
 export interface InboundInput {
   channel: MessageChannel;
@@ -28,8 +29,6 @@ export interface InboundInput {
   /** The channel account it came to (replies go back through it). */
   channelAccountId?: number | undefined;
 }
-
-export const inboundRef = (id: number) => `in_${id}`;
 
 /** An inbound message as the API and its events show it; a withheld answer's text only where `reveal`. */
 export function inboundItem(row: InboundMessageRow, reveal = false) {

@@ -66,12 +66,3 @@ export function insufficientCredits(channel: CreditChannel, required: number, av
     { channel, required, available },
   );
 }
-
-export const messageRef = (id: number) => `msg_${id}`;
-export const campaignRef = (id: number) => `camp_${id}`;
-
-/** `camp_12` or `12` -> 12; anything else -> undefined. */
-export function parseRef(prefix: string, value: string): number | undefined {
-  const match = new RegExp(`^(?:${prefix}_)?(\\d{1,15})$`).exec(value.trim());
-  return match ? Number(match[1]) : undefined;
-}

@@ -17,8 +17,6 @@ import {
   contentProblems,
   creditChannel,
   insufficientCredits,
-  messageRef,
-  parseRef,
   recipientAddress,
   unitCost,
 } from './messages.rules.ts';
@@ -39,11 +37,11 @@ import {
   disableForAuth,
   templateForAccount,
 } from '../channel-accounts/channel-accounts.service.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { conversationFor, touchOutbound } from '../conversations/conversations.thread.ts';
 import { type Handover, releaseUnsent, renewClaim } from '../sending/outbox.repository.ts';
 import { dateBounds } from '../../lib/dates.ts';
 import { historyItem, MessageLifecycle } from '../sending/lifecycle.ts';
+import { accountRef, messageRef, parseRef } from '../../refs.ts';
 
 export interface SendInput {
   channel: MessageChannel;

@@ -6,10 +6,10 @@ import type { CallAnswer, CallbackReport, CallbackResult } from '../../providers
 import type { ReportOutcome } from '../../providers/provider.ts';
 import type { InboundService } from '../inbound/inbound.service.ts';
 import { messageById, messagesByProviderIds, noteSentStatus } from '../messages/messages.repository.ts';
-import { parseRef } from '../messages/messages.rules.ts';
 import { optOutByProvider } from '../opt-outs/opt-outs.service.ts';
 import type { SurveyCalls } from '../surveys/survey-calls.ts';
 import type { MessageLifecycle } from './lifecycle.ts';
+import { parseRef } from '../../refs.ts';
 
 /** The most messages and reports one callback body may carry (more is 413). */
 export const MAX_CALLBACK_ITEMS = 1000;

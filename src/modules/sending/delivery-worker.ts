@@ -10,7 +10,6 @@ import { AccountPace, AccountProviders, PaceUnavailable } from './accounts.ts';
 import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
 import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
-import { messageRef } from '../messages/messages.rules.ts';
 import { MessageLifecycle } from './lifecycle.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
 import { accountsByIds } from '../channel-accounts/channel-accounts.repository.ts';
@@ -39,6 +38,7 @@ import { channelLogFor } from './channel-log.ts';
 import { finalCode, handOver } from './hand-over.ts';
 import { Pace } from '../../providers/pace.ts';
 import { simulatedAdapters } from '../../providers/registry.ts';
+import { messageRef, parseRef } from '../../refs.ts';
 
 type WorkerConfig = Pick<
   Config,
@@ -263,9 +263,10 @@ export class DeliveryWorker {
     const known = this.dueWorkspaces.get(channel);
     const fresh = known !== undefined && at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS;
     const busy = {
-      accounts: [...this.lanes.keys()].flatMap((key) =>
-        key.startsWith('cha_') ? [Number(key.slice(4))] : [],
-      ),
+      accounts: [...this.lanes.keys()].flatMap((key) => {
+        const id = key.startsWith('cha_') ? parseRef('cha', key) : undefined;
+        return id === undefined ? [] : [id];
+      }),
       deployment: this.lanes.has(deploymentLane(channel)),
     };
     const {

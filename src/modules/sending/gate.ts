@@ -2,10 +2,10 @@ import type { Kysely } from 'kysely';
 import type { Database, MessageRow, TemplateRow } from '../../db/schema.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import { exemptFromQuietHours, type QuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef, renderTemplate } from './render.ts';
+import { renderTemplate } from './render.ts';
 import type { OutgoingMessage } from '../../providers/provider.ts';
 import { refundCredits, reserveCredits } from '../credits/credits.repository.ts';
-import { campaignRef, creditChannel, unitCost } from '../messages/messages.rules.ts';
+import { creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { emitMessageEvents, refund } from './lifecycle.ts';
 import { failMessages, releaseUnsent } from './outbox.repository.ts';
 import { findTemplates, setRendered, votersByAddress } from '../templates/templates.repository.ts';
@@ -15,6 +15,7 @@ import {
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
+import { campaignRef, isTemplateRef, templateNumber } from '../../refs.ts';
 
 export interface Screening {
   /** What may go to the provider now. */
@@ -51,7 +52,7 @@ const isBulk = (row: MessageRow) =>
   (row.campaign_id !== null || row.survey_response_id !== null) && RULED_CHANNELS.has(row.channel);
 
 const templateId = (row: MessageRow) =>
-  isTemplateRef(row.template_id) ? Number(row.template_id.slice(4)) : undefined;
+  isTemplateRef(row.template_id) ? templateNumber(row.template_id) : undefined;
 
 /**
  * The consent rules at send time, on a batch the delivery worker claimed: an opted-out address fails with

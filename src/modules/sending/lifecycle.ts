@@ -4,12 +4,12 @@ import type { Database, MessageRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
 import type { FinalStatus, StatusReport } from '../../providers/provider.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 import { captureCredits, refundCredits } from '../credits/credits.repository.ts';
-import { campaignRef, creditChannel, messageRef } from '../messages/messages.rules.ts';
+import { creditChannel } from '../messages/messages.rules.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
 import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
+import { accountRef, campaignRef, messageRef } from '../../refs.ts';
 
 /**
  * A message's life after it is queued, for single sends, the delivery worker and providers' callbacks alike:

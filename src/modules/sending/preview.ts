@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { CampaignRow, Database } from '../../db/schema.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { type QuietHours, exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
-import { isTemplateRef, renderTemplate } from './render.ts';
+import { renderTemplate } from './render.ts';
 import { findCampaign } from '../campaigns/campaigns.repository.ts';
-import { campaignRef, creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
+import { creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { segmentFilters } from '../segments/segments.service.ts';
 import {
   phonesInConstituencies,
@@ -14,6 +14,7 @@ import { findTemplate } from '../templates/templates.repository.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { segmentConsentCounts } from './preview.repository.ts';
 import { balances } from '../credits/credits.repository.ts';
+import { campaignRef, isTemplateRef, parseRef, templateNumber } from '../../refs.ts';
 
 const CHUNK = 500;
 
@@ -102,7 +103,7 @@ export class CampaignPreview {
 
   private async exempt(workspaceId: number, campaign: CampaignRow): Promise<boolean> {
     if (!isTemplateRef(campaign.template_id)) return false;
-    const template = await findTemplate(this.deps.db, workspaceId, Number(campaign.template_id.slice(4)));
+    const template = await findTemplate(this.deps.db, workspaceId, templateNumber(campaign.template_id));
     return exemptFromQuietHours(template?.category);
   }
 }

@@ -96,8 +96,3 @@ function variableValue(name: string, voter: VoterFields | undefined): string {
 export function voterVariables(voter: VoterFields | undefined): Record<string, string> {
   return Object.fromEntries(templateVariables.map((name) => [name, variableValue(name, voter)]));
 }
-
-/** True for a template of ours (`tpl_<n>`), as opposed to a WhatsApp provider template name. */
-export function isTemplateRef(value: string | null | undefined): value is string {
-  return typeof value === 'string' && /^tpl_\d{1,15}$/.test(value);
-}

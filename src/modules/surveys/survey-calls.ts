@@ -4,9 +4,8 @@ import type { ChannelAccountRow, Database, SurveyResponseRow } from '../../db/sc
 import type { MessageChannel } from '../../domain.ts';
 import { AppError } from '../../errors.ts';
 import type { CallAnswer } from '../../providers/adapter.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
-import { parseRef, recipientAddress } from '../messages/messages.rules.ts';
+import { recipientAddress } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import {
   applyAnswer,
@@ -18,6 +17,7 @@ import {
 } from './survey-sessions.ts';
 import { textIn, type Trigger } from './surveys.rules.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
+import { accountRef, parseRef } from '../../refs.ts';
 
 /**
  * IVR surveys through the provider's call flows (the contract's fourth part; docs/providers.md shows both flows):

@@ -7,9 +7,10 @@ import { validationError } from '../../errors.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
 import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
-import { answersOf, definitionOf, sensitiveQuestions, surveyRef } from './survey-sessions.ts';
+import { answersOf, definitionOf, sensitiveQuestions } from './survey-sessions.ts';
 import { textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
+import { surveyRef } from '../../refs.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
 

@@ -9,8 +9,9 @@ import { refundCredits } from '../credits/credits.repository.ts';
 import { creditChannel } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
-import { expireIdle, runRef, startSession } from './survey-sessions.ts';
+import { expireIdle, startSession } from './survey-sessions.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
+import { runRef } from '../../refs.ts';
 
 /**
  * The survey loop of a worker: starts scheduled runs that are due, opens a running run's sessions in id-ordered

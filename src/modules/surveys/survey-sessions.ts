@@ -5,7 +5,7 @@ import type { MessageChannel } from '../../domain.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import { reserveCredits } from '../credits/credits.repository.ts';
 import { insertMessage } from '../messages/messages.repository.ts';
-import { creditChannel, parseRef, unitCost } from '../messages/messages.rules.ts';
+import { creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { conversationFor } from '../conversations/conversations.thread.ts';
 import { fieldDefs, sensitiveKeys, storedValue } from '../voters/voter-fields.ts';
 import { nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
@@ -28,6 +28,7 @@ import {
 import { endOpenSessions } from './session-end.ts';
 import { responseView } from './surveys.view.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
+import { parseRef, responseRef, surveyRef } from '../../refs.ts';
 
 /**
  * A survey's sessions (responses): starting one, asking its questions, taking its answers, ending it. Every step
@@ -35,10 +36,6 @@ import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
  * the session with a conditional UPDATE on the question it was at: an answer is applied once, whichever process
  * takes it, and an inbound message that arrives twice (a provider's retry) is stored and answered once upstream.
  */
-
-export const surveyRef = (id: number) => `svy_${id}`;
-export const runRef = (id: number) => `srun_${id}`;
-export const responseRef = (id: number) => `sres_${id}`;
 
 export function definitionOf(
   row: Pick<SurveyRow, 'intro' | 'outro' | 'questions' | 'retries' | 'triggers'>,

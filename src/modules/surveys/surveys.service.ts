@@ -9,7 +9,6 @@ import { AppError, type FieldErrors, notFound, validationError } from '../../err
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { countSegmentAddresses, voterIdLimit } from '../campaigns/campaigns.repository.ts';
 import { accountForSend } from '../channel-accounts/channel-accounts.service.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { adapterNamed, adapterOf } from '../../providers/registry.ts';
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
@@ -20,7 +19,6 @@ import {
   addressProblem,
   creditChannel,
   insufficientCredits,
-  parseRef,
   recipientAddress,
   unitCost,
 } from '../messages/messages.rules.ts';
@@ -29,7 +27,7 @@ import { segmentFilters } from '../segments/segments.service.ts';
 import { fieldDefs } from '../voters/voter-fields.ts';
 import { checkVoterFilters, type VoterFilters } from '../voters/voters.search.ts';
 import { endOpenSessions } from './session-end.ts';
-import { answersOf, definitionOf, questionMessage, runRef, surveyRef } from './survey-sessions.ts';
+import { answersOf, definitionOf, questionMessage } from './survey-sessions.ts';
 import {
   checkDefinition,
   framing,
@@ -39,6 +37,7 @@ import {
   type SurveyDefinition,
 } from './surveys.rules.ts';
 import { type RunCounts, responseView, runView, surveyView } from './surveys.view.ts';
+import { accountRef, parseRef, runRef, surveyRef } from '../../refs.ts';
 
 export interface SurveyBody {
   name?: string | undefined;

@@ -1,6 +1,6 @@
 import type { SurveyResponseRow, SurveyRow, SurveyRunRow } from '../../db/schema.ts';
 import type { Question, Texts, Trigger } from './surveys.rules.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
+import { accountRef } from '../../refs.ts';
 
 /** How surveys, runs and responses look on the wire. */
 

@@ -6,7 +6,6 @@ import type { Executor } from '../../db/types.ts';
 import { type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
 import {
-  isTemplateRef,
   renderTemplate,
   templateVariables,
   unknownVariables,
@@ -16,7 +15,7 @@ import {
 } from '../sending/render.ts';
 import type { ProviderTemplate } from '../../providers/provider.ts';
 import { adapterOf } from '../../providers/registry.ts';
-import { parseRef, unitCost } from '../messages/messages.rules.ts';
+import { unitCost } from '../messages/messages.rules.ts';
 import { smsEncoding, smsSegments } from '../../lib/sms.ts';
 import {
   deleteTemplate,
@@ -26,6 +25,7 @@ import {
   updateTemplate,
   votersByAddress,
 } from './templates.repository.ts';
+import { isTemplateRef, parseRef, templateRef, templateNumber } from '../../refs.ts';
 
 export interface TemplateInput {
   name: string;
@@ -56,8 +56,6 @@ function storedProviderIds(ids: Partial<ProviderTemplateIds> | null | undefined)
   );
   return Object.keys(kept).length > 0 ? JSON.stringify(kept) : null;
 }
-
-export const templateRef = (id: number) => `tpl_${id}`;
 
 export function templateItem(row: TemplateRow) {
   return {
@@ -117,7 +115,7 @@ export class TemplatesService {
     let channel: MessageChannel = input.channel ?? 'sms';
     if (input.template_id !== undefined) {
       const template = isTemplateRef(input.template_id)
-        ? await findTemplate(db, workspaceId, Number(input.template_id.slice(4)))
+        ? await findTemplate(db, workspaceId, templateNumber(input.template_id))
         : undefined;
       if (!template) errors.template_id = ['is not a template of this workspace (tpl_<n>).'];
       else {
@@ -256,7 +254,7 @@ export async function withTemplate<T extends Content>(
         message: [`must be left out when template_id is ${input.template_id}: the template gives the text.`],
       });
     }
-    template = await findTemplate(db, workspaceId, Number(input.template_id.slice(4)));
+    template = await findTemplate(db, workspaceId, templateNumber(input.template_id));
     if (!template) throw validationError({ template_id: ['is not a template of this workspace.'] });
     if (template.channel !== input.channel) {
       throw validationError({

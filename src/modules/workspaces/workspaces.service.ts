@@ -9,8 +9,8 @@ import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
 import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
-import { accountRef } from '../channel-accounts/channel-accounts.rules.ts';
 import { updateWorkspace, workspaceById } from './workspaces.repository.ts';
+import { accountRef } from '../../refs.ts';
 
 export interface ChannelCarrier {
   provider: string;

@@ -1,11 +1,11 @@
 import { type TSchema, Type } from 'typebox';
-import { Timestamp } from '../../http/schemas.ts';
-import { Conversation } from '../conversations/conversations.schemas.ts';
-import { Grievance } from '../grievances/grievances.schemas.ts';
-import { MessageItem } from '../messages/messages.schemas.ts';
-import { InboundItem } from '../inbound/inbound.schemas.ts';
-import { ProcessedPayment } from '../payments/payments.schemas.ts';
-import { SurveyResponse } from '../surveys/surveys.schemas.ts';
+import { Timestamp } from './http/schemas.ts';
+import { Conversation } from './modules/conversations/conversations.schemas.ts';
+import { Grievance } from './modules/grievances/grievances.schemas.ts';
+import { MessageItem } from './modules/messages/messages.schemas.ts';
+import { InboundItem } from './modules/inbound/inbound.schemas.ts';
+import { ProcessedPayment } from './modules/payments/payments.schemas.ts';
+import { SurveyResponse } from './modules/surveys/surveys.schemas.ts';
 
 /** The message as GET /api/messages/{id} shows it (with error_code and error_message once failed). */
 const MessageData = MessageItem;
