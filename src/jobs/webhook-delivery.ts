@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { PollLoop } from '../lib/poll-loop.ts';
 import { eventMessageId } from '../modules/webhooks/webhooks.events.ts';
 import {
   type ClaimedDelivery,
@@ -47,15 +48,20 @@ export class WebhookDeliveryWorker {
   readonly workerId: string;
   private readonly resolver: Resolver;
   private readonly secrets;
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  private wake: (() => void) | undefined;
+  private readonly poll: PollLoop;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly deps: WebhookWorkerDeps) {
     this.workerId = deps.workerId ?? `webhooks:${randomUUID()}`;
     this.resolver = deps.resolver ?? systemResolver;
     this.secrets = webhookSecretBox(deps.config.appKey);
+    // Until the poll interval passes or an attempt ends (its slot is free again: it wakes the loop).
+    this.poll = new PollLoop({
+      name: 'webhook delivery',
+      round: async () => (await this.fill()).more,
+      log: deps.log,
+      pollMs: deps.config.webhooks.pollIntervalMs,
+    });
   }
 
   /** How long a claim holds: well past one attempt's time limit. */
@@ -65,21 +71,16 @@ export class WebhookDeliveryWorker {
 
   /** stop() was called on a running loop: claim nothing more. */
   private get stopping(): boolean {
-    return this.stopped && this.running !== undefined;
+    return this.poll.stopping;
   }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.poll.start();
   }
 
   /** Stops claiming, waits for the attempts in flight, and gives back anything still claimed. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = undefined;
+    await this.poll.stop();
     await Promise.all(this.inFlight);
     // Claims not released now run out with their leases, and another worker takes them then.
     await releaseClaims(this.deps.db, this.workerId).catch((error: unknown) =>
@@ -88,32 +89,6 @@ export class WebhookDeliveryWorker {
         'webhook deliveries not released at stop: their leases will run out',
       ),
     );
-  }
-
-  private async loop(): Promise<void> {
-    const { pollIntervalMs } = this.deps.config.webhooks;
-    let failures = 0;
-    while (!this.stopped) {
-      let more = false;
-      try {
-        more = (await this.fill()).more;
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        this.deps.log.error({ err: error }, 'webhook delivery round failed');
-      }
-      if (more || this.stopped) continue;
-      // Until the poll interval passes or an attempt ends (its slot is free again), whichever comes first.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, pollIntervalMs * Math.min(2 ** failures, 30));
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.wake = done;
-      });
-      this.wake = undefined;
-    }
   }
 
   /**
@@ -178,7 +153,7 @@ export class WebhookDeliveryWorker {
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.wake?.();
+        this.poll.wake();
       });
     this.inFlight.add(task);
     return task;

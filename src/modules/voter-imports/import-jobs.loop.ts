@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { nowIso } from '../../db/connect.ts';
+import { PollLoop } from '../../lib/poll-loop.ts';
 import type { Db } from '../../db/connect.ts';
 import { claimImportJob, updateHeldJob } from './import-jobs.repository.ts';
 import type { VoterImportJobs } from './import-jobs.ts';
@@ -30,13 +31,24 @@ const PRUNE_EVERY_MS = 60_000;
  */
 export class VoterImportLoop {
   readonly workerId: string;
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  private wake: (() => void) | undefined;
+  private readonly poll: PollLoop;
   private prunedAt = 0;
 
   constructor(private readonly deps: VoterImportLoopDeps) {
     this.workerId = deps.workerId ?? `imports:${randomUUID()}`;
+    this.poll = new PollLoop({
+      name: 'voter import',
+      round: async () => {
+        const ran = await this.runOnce();
+        if (!ran && Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
+          this.prunedAt = Date.now();
+          await this.prune();
+        }
+        return ran;
+      },
+      log: deps.log,
+      pollMs: deps.pollMs ?? 1000,
+    });
   }
 
   private get leaseMs(): number {
@@ -44,45 +56,12 @@ export class VoterImportLoop {
   }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.poll.start();
   }
 
   /** Stops claiming; a job in progress stops at its next chunk and is handed back (queued again). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = undefined;
-  }
-
-  private async loop(): Promise<void> {
-    let failures = 0;
-    while (!this.stopped) {
-      let ran = false;
-      try {
-        ran = await this.runOnce();
-        if (!ran && Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
-          this.prunedAt = Date.now();
-          await this.prune();
-        }
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        this.deps.log.error({ err: error }, 'voter import round failed');
-      }
-      if (ran || this.stopped) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, (this.deps.pollMs ?? 1000) * Math.min(2 ** failures, 30));
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.wake = done;
-      });
-      this.wake = undefined;
-    }
+    await this.poll.stop();
   }
 
   /** The retention chore, one bounded round: old finished jobs with their errors.csv, and leftover files. */
@@ -112,7 +91,7 @@ export class VoterImportLoop {
       await jobs.run(job, {
         owner,
         lost: () => lost,
-        stopping: () => this.stopped && this.running !== undefined,
+        stopping: () => this.poll.stopping,
       });
     } finally {
       clearInterval(heartbeat);
