@@ -8,6 +8,13 @@
  *      delivered or failed) by one worker, in messages per second.
  * SQLite by default (a fresh file under bench/out); BENCH_DATABASE_URL=postgres://... runs it on PostgreSQL.
  * BENCH_VOTERS changes the size.
+ *
+ * `-- --log-compare`: what the channel log costs a drain (issue 54's goal: the drain with the log at least 0.9x
+ * of the drain without it, in the same run). The sandbox logs nothing, so a channel account of a provider that
+ * is called over HTTP sends here: the Exotel double of test/provider-doubles.ts (Exotel's wire format, on
+ * loopback, one request a message: the most log entries a drain can make), called by the real adapter.
+ * BENCH_LOG_ROUNDS (3) rounds each drain one broadcast of BENCH_LOG_MESSAGES (5,000) with the log and one
+ * without, in alternating order, after a round that warms both up; the medians are compared.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
@@ -17,8 +24,10 @@ import { loadConfig } from '../src/config.ts';
 import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
+import { channelLogFor } from '../src/modules/sending/channel-log.ts';
 import { channels, type Channel, type MessageProvider } from '../src/providers/provider.ts';
 import { SandboxProvider } from '../src/providers/sandbox/index.ts';
+import { EXOTEL, fakeExotel } from '../test/provider-doubles.ts';
 
 const VOTERS = Number(process.env.BENCH_VOTERS ?? 1_000_000);
 const pgUrl = process.env.BENCH_DATABASE_URL;
@@ -195,7 +204,128 @@ async function main() {
   await db.close();
 }
 
-main().catch((error: unknown) => {
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function logCompare() {
+  const recipients = Number(process.env.BENCH_LOG_MESSAGES ?? 5000);
+  const rounds = Number(process.env.BENCH_LOG_ROUNDS ?? 3);
+  const exotel = await fakeExotel();
+  let databaseUrl = pgUrl;
+  if (!databaseUrl) {
+    mkdirSync('bench/out', { recursive: true });
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`bench/out/messaging-log.db${suffix}`, { force: true });
+    databaseUrl = 'sqlite:bench/out/messaging-log.db';
+  }
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    QUIET_HOURS: '',
+    EXOTEL_BASE_URL: exotel.url,
+    WORKER_BATCH_SIZE: '500',
+    RATE_LIMIT_AUTH_PER_MIN: '1000',
+    RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
+  });
+  const db = connect(config.databaseUrl);
+  await migrateToLatest(db);
+  const log = pino({ level: 'silent' });
+  const providers = Object.fromEntries(
+    channels.map((c) => [c, new SandboxProvider(c, log, 0)]),
+  ) as unknown as Record<Channel, MessageProvider>;
+  const app = await buildApp({ config, db, providers, logger: false });
+  const call = async (method: 'POST', url: string, token: string | undefined, body: unknown) => {
+    const res = await app.inject({
+      method,
+      url,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      payload: body as object,
+    });
+    if (res.statusCode >= 300) throw new Error(`${url} answered ${res.statusCode}: ${res.body}`);
+    return (res.json() as { data: Record<string, unknown> }).data;
+  };
+  const reg = await call('POST', '/api/auth/register', undefined, {
+    name: 'Bench',
+    email: `bench.${Date.now()}@example.com`,
+    password: 'benchmark password',
+  });
+  const token = String(reg.access_token);
+  const ws = Number((reg.user as { workspace_id: number }).workspace_id);
+  await db.kysely
+    .updateTable('credit_balances')
+    .set({ balance: recipients * (rounds + 1) * 4 })
+    .where('workspace_id', '=', ws)
+    .execute();
+  const now = new Date().toISOString();
+  const series =
+    db.dialect === 'postgres'
+      ? sql`generate_series(1, ${recipients}) as n(i)`
+      : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${recipients}) SELECT i FROM s) AS n`;
+  const phone =
+    db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
+  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, created_at, updated_at)
+    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', ${now}, ${now}
+    FROM ${series}`.execute(db.kysely);
+  const segment = await call('POST', '/api/segments', token, {
+    name: 'Central',
+    filters: { constituency: 'Central' },
+  });
+  await call('POST', '/api/channel-accounts', token, {
+    name: 'Exotel double',
+    provider: 'exotel',
+    channels: ['sms'],
+    settings: { sid: EXOTEL.sid, sender: 'CESOFC' },
+    credentials: { api_key: EXOTEL.apiKey, api_token: EXOTEL.apiToken },
+    default_for: ['sms'],
+    send_rate_per_second: 100_000,
+  });
+  const workers = {
+    on: new DeliveryWorker({ db, config, providers, log }),
+    off: new DeliveryWorker({ db, config, providers, log, channelLog: false }),
+  };
+  const times: Record<'on' | 'off', number[]> = { on: [], off: [] };
+  // Round 0 warms both up (the code's first runs are compiled as they go) and is not counted.
+  for (let round = 0; round <= rounds; round += 1) {
+    for (const mode of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+      await call('POST', '/api/messages/broadcast', token, {
+        channel: 'sms',
+        message: `Polling day is Sunday (${round}, ${mode}).`,
+        segment_id: segment.id,
+      });
+      await workers[mode].campaigns.fillNext();
+      const t = performance.now();
+      await workers[mode].drain();
+      // The log's writes are the drain's cost too: waited for before the clock stops.
+      await channelLogFor(db.kysely).flush();
+      if (round > 0) times[mode].push(performance.now() - t);
+    }
+  }
+  const logged = await db.kysely
+    .selectFrom('channel_log')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  const rate = (ms: number) => Math.round(recipients / (ms / 1000));
+  const ratio = median(times.off) / median(times.on);
+  console.log(
+    `drain of ${recipients.toLocaleString('en')} messages through the Exotel double, ${rounds} rounds: ` +
+      `with the channel log ${rate(median(times.on)).toLocaleString('en')} msg/s (median; ${times.on.map((t) => (t / 1000).toFixed(2)).join(', ')} s), ` +
+      `without ${rate(median(times.off)).toLocaleString('en')} msg/s (${times.off.map((t) => (t / 1000).toFixed(2)).join(', ')} s): ` +
+      `${ratio.toFixed(2)}x (goal at least 0.9x); ${Number(logged.n).toLocaleString('en')} log rows written (pruned to 1,000 an account)`,
+  );
+  console.log(
+    JSON.stringify({
+      dialect: db.dialect,
+      recipients,
+      rounds,
+      log_on_ms: times.on,
+      log_off_ms: times.off,
+      ratio: +ratio.toFixed(3),
+    }),
+  );
+  await app.close();
+  await db.close();
+  await exotel.close();
+}
+
+(process.argv.includes('--log-compare') ? logCompare() : main()).catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

@@ -128,7 +128,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   const secretsOf = (row: ChannelAccountRow): string[] => {
     const token = accounts.callbackToken(row) ?? '';
     try {
-      return [...Object.values(accounts.credentials(row)), token];
+      return [...accounts.secrets(row), token];
     } catch {
       return [token];
     }

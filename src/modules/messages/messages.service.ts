@@ -222,7 +222,7 @@ export class MessagesService {
         log: channelLogFor(db),
         account,
         kind: options.test ? 'test' : 'send',
-        secrets: Object.values(accounts.credentials(account)),
+        secrets: accounts.secrets(account),
       },
     );
     if (result!.kind === 'refused') {

@@ -33,6 +33,7 @@ export function accountSecretBox(appKey: Buffer): SecretBox {
 export class AccountProviders {
   private readonly box: SecretBox;
   private readonly built = new Map<string, { updatedAt: string; provider: MessageProvider }>();
+  private readonly secretValues = new Map<number, { updatedAt: string; values: readonly string[] }>();
 
   constructor(private readonly deps: { config: AccountsConfig; log: FastifyBaseLogger }) {
     this.box = accountSecretBox(deps.config.appKey);
@@ -68,9 +69,22 @@ export class AccountProviders {
     return JSON.parse(this.box.open(row.credentials)) as Record<string, string>;
   }
 
+  /**
+   * The account's credential values, to hide wherever they appear in the channel log: opened once while the
+   * account is unchanged (a drain logs every call), not on each call.
+   */
+  secrets(row: ChannelAccountRow): readonly string[] {
+    const known = this.secretValues.get(row.id);
+    if (known && known.updatedAt === String(row.updated_at)) return known.values;
+    const values = Object.values(this.credentials(row));
+    this.secretValues.set(row.id, { updatedAt: String(row.updated_at), values });
+    return values;
+  }
+
   close(): void {
     for (const { provider } of this.built.values()) provider.close?.();
     this.built.clear();
+    this.secretValues.clear();
   }
 
   private build(row: ChannelAccountRow, channel: Channel): MessageProvider {

@@ -113,6 +113,11 @@ export class DeliveryWorker {
       clock?: () => Date;
       /** Where channel accounts' send rates are shared between processes (REDIS_URL). */
       redis?: Redis | undefined;
+      /**
+       * Whether accounts' provider exchanges go to the channel log (default true). Only `bench:messaging
+       * --log-compare` turns it off, to measure what the log costs a drain.
+       */
+      channelLog?: boolean;
     },
   ) {
     const { db, config, log } = deps;
@@ -398,12 +403,14 @@ export class DeliveryWorker {
         unit.rows.map((r) => r.id),
         message,
         providerTimeoutMs,
-        account && {
-          log: channelLogFor(db.kysely),
-          account,
-          kind: unit.rows[0]?.survey_response_id != null ? 'survey' : 'send',
-          secrets: Object.values(this.accounts.credentials(account)),
-        },
+        account && this.deps.channelLog !== false
+          ? {
+              log: channelLogFor(db.kysely),
+              account,
+              kind: unit.rows[0]?.survey_response_id != null ? 'survey' : 'send',
+              secrets: this.accounts.secrets(account),
+            }
+          : undefined,
       );
       callTimes.add(performance.now() - callStarted);
       for (const [i, row] of unit.rows.entries()) {
