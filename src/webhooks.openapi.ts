@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { Timestamp } from './http/schemas.ts';
+import { Timestamp, Ref } from './http/schemas.ts';
 import { Conversation } from './modules/conversations/conversations.schemas.ts';
 import { Grievance } from './modules/grievances/grievances.schemas.ts';
 import { MessageItem } from './modules/messages/messages.schemas.ts';
@@ -74,7 +74,7 @@ export const webhookEventsOpenApi = {
   'channel_account.failed': event(
     'channel_account.failed',
     Type.Object({
-      id: Type.String({ description: '`cha_<n>`' }),
+      id: Ref('cha'),
       name: Type.String(),
       provider: Type.String(),
       error_code: Type.Literal('auth_failed'),

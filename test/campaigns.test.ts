@@ -243,8 +243,8 @@ for (const dialect of dialects) {
       );
       expectError(
         await call(t.app, 'GET', '/api/campaigns/camp_x', { token: owner.token }),
-        404,
-        'not_found',
+        422,
+        'validation_error',
       );
       expect((await call(t.app, 'GET', '/api/campaigns', { token: stranger.token })).body.data.total).toBe(0);
       const sent = await call(t.app, 'POST', `/api/campaigns/${id}/send`, { token: owner.token });

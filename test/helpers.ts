@@ -46,7 +46,7 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: dialect === 'sqlite' ? 'sqlite::memory:' : process.env.TEST_DATABASE_URL,
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     RATE_LIMIT_PUBLIC_PER_MIN: '100000',
     RATE_LIMIT_AUTHENTICATED_PER_MIN: '100000',
     RATE_LIMIT_AUTH_PER_MIN: '100000',

@@ -154,7 +154,7 @@ for (const dialect of dialects) {
         // A channel account's callbacks take whatever fields the provider adds (Exotel's greeting passes a dozen).
         if (path.startsWith('/api/providers/{provider}/')) continue;
         for (const [method, operation] of Object.entries(operations)) {
-          const url = `${path.replace(/\{[^}]+\}/g, '1')}?zzz_unknown=1`;
+          const url = `${path.replace('{import_id}', 'imp_1').replace(/\{[^}]+\}/g, '1')}?zzz_unknown=1`;
           const res = await call(t.app, method.toUpperCase(), url, {
             token: owner.token,
             ...(operation.requestBody ? { body: {} } : {}),

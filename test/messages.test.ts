@@ -356,16 +356,17 @@ for (const dialect of dialects) {
       expect(failed.body.data.error_message).toMatch(/sandbox/);
       const numeric = bad.body.data.id.slice(4);
       expect((await call(t.app, 'GET', `/api/messages/${numeric}`, { token: owner.token })).status).toBe(200);
-      // Another workspace's message, an unknown one and a malformed id are all 404.
-      for (const id of [bad.body.data.id, 'msg_999999999', 'nope']) {
+      // Another workspace's message and an unknown one are 404; a malformed id is 422, saying what an id is.
+      for (const id of [bad.body.data.id, 'msg_999999999']) {
         expectError(
-          await call(t.app, 'GET', `/api/messages/${id}`, {
-            token: id === 'nope' ? owner.token : other.token,
-          }),
+          await call(t.app, 'GET', `/api/messages/${id}`, { token: other.token }),
           404,
           'not_found',
         );
       }
+      const malformed = await call(t.app, 'GET', '/api/messages/nope', { token: owner.token });
+      expectError(malformed, 422, 'validation_error');
+      expect(malformed.body.details).toEqual({ id: ['must be an id such as msg_12.'] });
       expectError(await call(t.app, 'GET', `/api/messages/${numeric}`), 401, 'unauthorized');
 
       // `to` in any form that reads as the same E.164 number.

@@ -2608,8 +2608,10 @@ export interface components {
         CancelledSurveyRun: {
             /** @description `srun_<n>` */
             id: string;
+            /** @description `svy_<n>` */
             survey_id: string;
-            channel: string;
+            /** @enum {string} */
+            channel: "sms" | "whatsapp" | "ivr";
             channel_account_id: string | null;
             /**
              * @description `failed`: it ended with every session it opened refused by the provider (`last_error` says why).
@@ -2970,6 +2972,7 @@ export interface components {
         /** CreatedWebhook */
         CreatedWebhook: {
             id: number;
+            /** Format: uri */
             url: string;
             events: string[];
             description: string | null;
@@ -3615,7 +3618,8 @@ export interface components {
                 serial_to?: number;
                 page_number?: number;
                 house_number?: string;
-                gender?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "third_gender";
                 age_min?: number;
                 age_max?: number;
                 language?: string;
@@ -3669,7 +3673,8 @@ export interface components {
                 serial_to?: number;
                 page_number?: number;
                 house_number?: string;
-                gender?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "third_gender";
                 age_min?: number;
                 age_max?: number;
                 language?: string;
@@ -3843,7 +3848,10 @@ export interface components {
             templates?: components["schemas"]["SurveyTemplates"];
             /** @description The same as `templates.sms` (kept for earlier clients). */
             template_id?: string;
-            /** @description IVR: a recording the call plays instead of speaking the text. */
+            /**
+             * Format: uri
+             * @description IVR: a recording the call plays instead of speaking the text.
+             */
             audio_url?: string;
         };
         /** SurveyResponse */
@@ -3857,11 +3865,13 @@ export interface components {
         SurveyResponseRecord: {
             /** @description `sres_<n>` */
             id: string;
+            /** @description `svy_<n>` */
             survey_id: string;
             run_id: string | null;
             voter_id: number | null;
             address: string;
-            channel: string;
+            /** @enum {string} */
+            channel: "sms" | "whatsapp" | "ivr";
             language: string;
             /**
              * @description `failed`: the provider refused one of its questions (or the call), and the session ended there; the run's `last_error` says why.
@@ -3931,8 +3941,10 @@ export interface components {
         SurveyRun: {
             /** @description `srun_<n>` */
             id: string;
+            /** @description `svy_<n>` */
             survey_id: string;
-            channel: string;
+            /** @enum {string} */
+            channel: "sms" | "whatsapp" | "ivr";
             channel_account_id: string | null;
             /**
              * @description `failed`: it ended with every session it opened refused by the provider (`last_error` says why).
@@ -4101,7 +4113,7 @@ export interface components {
             house_number?: string | null;
             relation_name?: string | null;
             relation_type?: string | null;
-            gender?: string | null;
+            gender?: ("male" | "female" | "third_gender") | null;
             name_local?: string | null;
             language?: string | null;
             /** @description Only when known; an age given on input keeps only the estimated year. */
@@ -4176,7 +4188,7 @@ export interface components {
             house_number: string | null;
             relation_name: string | null;
             relation_type: string | null;
-            gender: string | null;
+            gender: ("male" | "female" | "third_gender") | null;
             name_local: string | null;
             language: string | null;
             /** @description Only when known; an age given on input keeps only the estimated year. */
@@ -4257,13 +4269,16 @@ export interface components {
             page_number?: number | string;
             /** @description Exact, case-insensitive. */
             house_number?: string;
-            /** @description male, female or third_gender. */
-            gender?: string;
+            /**
+             * @description male, female or third_gender.
+             * @enum {string}
+             */
+            gender?: "male" | "female" | "third_gender";
             /** @description Age today at least this (0-150). */
             age_min?: number | string;
             /** @description Age today at most this (0-150). */
             age_max?: number | string;
-            /** @description ISO 639-1. */
+            /** @description ISO 639-1, e.g. hi. */
             language?: string;
             /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
             support_level?: string | (string | number)[];
@@ -4304,7 +4319,7 @@ export interface components {
         };
         /** VoterImportJob */
         VoterImportJob: {
-            /** @description `imp_<n>`. */
+            /** @description `imp_<n>` */
             id: string;
             /**
              * @description `queued -> running -> completed | failed`. `failed`: the file as a whole could not be imported (`message` says why) and nothing of it was applied.
@@ -4491,7 +4506,8 @@ export interface components {
                 serial_to?: number;
                 page_number?: number;
                 house_number?: string;
-                gender?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "third_gender";
                 age_min?: number;
                 age_max?: number;
                 language?: string;
@@ -4525,6 +4541,7 @@ export interface components {
         /** Webhook */
         Webhook: {
             id: number;
+            /** Format: uri */
             url: string;
             events: string[];
             description: string | null;
@@ -4615,6 +4632,7 @@ export interface components {
         };
         /** WebhookTestResult */
         WebhookTestResult: {
+            /** @description `evt_<n>` */
             event_id: string;
             delivery_id: number;
             /** @enum {string} */
@@ -6818,9 +6836,9 @@ export interface operations {
                 /** @description What was done. */
                 action?: components["schemas"]["AuditAction"];
                 actor_id?: number;
-                /** @description ISO 8601 date (from its start) or date-time, inclusive. */
+                /** @description ISO 8601 date (from its start) or date-time with its zone, inclusive. */
                 date_from?: string;
-                /** @description ISO 8601 date (to its end) or date-time, inclusive. */
+                /** @description ISO 8601 date (to its end) or date-time with its zone, inclusive. */
                 date_to?: string;
             };
             header?: never;
@@ -7080,12 +7098,12 @@ export interface operations {
                 /** @description Exact, case-insensitive. */
                 house_number?: string;
                 /** @description male, female or third_gender. */
-                gender?: string;
+                gender?: "male" | "female" | "third_gender";
                 /** @description Age today at least this (0-150). */
                 age_min?: number | string;
                 /** @description Age today at most this (0-150). */
                 age_max?: number | string;
-                /** @description ISO 639-1. */
+                /** @description ISO 639-1, e.g. hi. */
                 language?: string;
                 /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
                 support_level?: string | (string | number)[];
@@ -7908,7 +7926,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true). */
+                    /**
+                     * Format: uri
+                     * @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).
+                     */
                     url: string;
                     /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. Default: all. */
                     events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
@@ -7986,7 +8007,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true). */
+                    /**
+                     * Format: uri
+                     * @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).
+                     */
                     url?: string;
                     /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. */
                     events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
@@ -8108,7 +8132,10 @@ export interface operations {
                     subject?: string;
                     /** @description A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name. */
                     template_id?: string;
-                    /** @description An https URL of an image or document (WhatsApp). */
+                    /**
+                     * Format: uri
+                     * @description An https URL of an image or document (WhatsApp).
+                     */
                     media_url?: string;
                     /** @description The channel account to send through (`cha_<n>`: an active account of the workspace for the channel); default: the workspace's default account for the channel, else the deployment's provider. */
                     channel_account_id?: string;
@@ -8153,7 +8180,10 @@ export interface operations {
                     subject?: string;
                     /** @description A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name. */
                     template_id?: string;
-                    /** @description An https URL of an image or document (WhatsApp). */
+                    /**
+                     * Format: uri
+                     * @description An https URL of an image or document (WhatsApp).
+                     */
                     media_url?: string;
                     /** @description The channel account to send through (`cha_<n>`: an active account of the workspace for the channel); default: the workspace's default account for the channel, else the deployment's provider. */
                     channel_account_id?: string;
@@ -8192,9 +8222,9 @@ export interface operations {
                 to?: string;
                 /** @description Only messages to this voter's phone or email. */
                 voter_id?: number;
-                /** @description ISO 8601 date (from its start) or date-time, inclusive. */
+                /** @description ISO 8601 date (from its start) or date-time with its zone, inclusive. */
                 date_from?: string;
-                /** @description ISO 8601 date (to its end) or date-time, inclusive. */
+                /** @description ISO 8601 date (to its end) or date-time with its zone, inclusive. */
                 date_to?: string;
             };
             header?: never;
@@ -8215,11 +8245,11 @@ export interface operations {
     getMessagesFailures: {
         parameters: {
             query?: {
-                /** @description ISO 8601 date or date-time (default: 24 hours ago). */
+                /** @description ISO 8601 date or date-time with its zone (default: 24 hours ago). */
                 since?: string;
-                /** @description ISO 8601 date or date-time (default: now). */
+                /** @description ISO 8601 date or date-time with its zone (default: now). */
                 until?: string;
-                /** @description `camp_<n>` */
+                /** @description `camp_<n>` (or just `<n>`). */
                 campaign_id?: string;
             };
             header?: never;
@@ -8329,7 +8359,10 @@ export interface operations {
                     scheduled_at?: string;
                     /** @description A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name. */
                     template_id?: string;
-                    /** @description An https URL of an image or document (WhatsApp). */
+                    /**
+                     * Format: uri
+                     * @description An https URL of an image or document (WhatsApp).
+                     */
                     media_url?: string;
                     /** @description Email subject. */
                     subject?: string;
@@ -8864,9 +8897,15 @@ export interface operations {
                 "application/json": {
                     /** @description Matched case-insensitively against voters' constituency. */
                     constituency: string;
-                    /** @description ISO 8601 date-time with a zone, e.g. 2026-12-01T17:00:00+05:30. */
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 date-time with a zone, e.g. 2026-12-01T17:00:00+05:30.
+                     */
                     starts_at: string;
-                    /** @description ISO 8601 date-time with a zone, after starts_at. */
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 date-time with a zone, after starts_at.
+                     */
                     ends_at: string;
                     reason?: string;
                 };
@@ -9183,7 +9222,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `tpl_<n>` */
+                /** @description `tpl_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9207,7 +9246,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `tpl_<n>` */
+                /** @description `tpl_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9231,7 +9270,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `tpl_<n>` */
+                /** @description `tpl_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9446,7 +9485,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `cha_<n>` */
+                /** @description `cha_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9470,7 +9509,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `cha_<n>` */
+                /** @description `cha_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9494,7 +9533,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `cha_<n>` */
+                /** @description `cha_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9546,7 +9585,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description `cha_<n>` */
+                /** @description `cha_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9570,7 +9609,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `cha_<n>` */
+                /** @description `cha_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9645,7 +9684,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9669,7 +9708,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9707,7 +9746,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9731,7 +9770,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9786,7 +9825,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9817,7 +9856,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `conv_<n>` */
+                /** @description `conv_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9905,7 +9944,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `qr_<n>` */
+                /** @description `qr_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -9929,7 +9968,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `qr_<n>` */
+                /** @description `qr_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10067,7 +10106,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10091,7 +10130,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10116,7 +10155,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10171,7 +10210,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10195,7 +10234,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10208,8 +10247,12 @@ export interface operations {
                     segment_id?: string | number;
                     recipients?: string[];
                     filters?: components["schemas"]["VoterFilters"];
+                    /** @description `cha_<n>` (or just `<n>`). */
                     channel_account_id?: string;
-                    /** @description ISO 8601, in the future. */
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 date-time with its zone, in the future.
+                     */
                     scheduled_at?: string;
                 };
             };
@@ -10234,7 +10277,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `srun_<n>` */
+                /** @description `srun_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10258,7 +10301,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `srun_<n>` */
+                /** @description `srun_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10303,12 +10346,12 @@ export interface operations {
                 /** @description Exact, case-insensitive. */
                 house_number?: string;
                 /** @description male, female or third_gender. */
-                gender?: string;
+                gender?: "male" | "female" | "third_gender";
                 /** @description Age today at least this (0-150). */
                 age_min?: number | string;
                 /** @description Age today at most this (0-150). */
                 age_max?: number | string;
-                /** @description ISO 639-1. */
+                /** @description ISO 639-1, e.g. hi. */
                 language?: string;
                 /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
                 support_level?: string | (string | number)[];
@@ -10323,7 +10366,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10349,13 +10392,14 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page, 1-100. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description `srun_<n>` (or just `<n>`). */
                 run_id?: string;
                 /** @description `failed`: the provider refused one of its questions (or the call), and the session ended there; the run's `last_error` says why. */
                 status?: "open" | "completed" | "partial" | "no_answer" | "failed";
             };
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;
@@ -10378,13 +10422,14 @@ export interface operations {
         parameters: {
             query?: {
                 format?: "csv" | "excel";
+                /** @description `srun_<n>` (or just `<n>`). */
                 run_id?: string;
                 /** @description `true` (politicians only; 403 otherwise) adds the columns of the questions that save to support_level or a sensitive custom field, left out otherwise; audited as `survey.exported_sensitive`, as a voter export with sensitive data is. */
                 include_sensitive?: boolean;
             };
             header?: never;
             path: {
-                /** @description `svy_<n>` */
+                /** @description `svy_<n>` (or just `<n>`). */
                 id: string;
             };
             cookie?: never;

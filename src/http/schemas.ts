@@ -75,6 +75,27 @@ export const IdParams = Type.Object({ id: RowId });
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 
+/** The pattern of a row's id as the API writes it: `<prefix>_<n>`. */
+export const refPattern = (prefix: string) => `^${prefix}_[0-9]{1,15}$`;
+
+/** A row's id in an answer, `<prefix>_<n>`. */
+export function Ref(prefix: string, description = `\`${prefix}_<n>\``) {
+  return Type.String({ pattern: refPattern(prefix), description });
+}
+
+/** A row's id sent by a client: `<prefix>_<n>`, or just `<n>` (spaces around it are ignored). */
+export function RefInput(prefix: string, description = `\`${prefix}_<n>\` (or just \`<n>\`).`) {
+  return Type.String({ maxLength: 40, pattern: `^\\s*(${prefix}_)?[0-9]{1,15}\\s*$`, description });
+}
+
+/** A date filter: an ISO 8601 date (its whole UTC day) or a date-time with its zone (that instant). */
+export function DateOrDateTime(description: string) {
+  return Type.Union(
+    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 40 })],
+    { description },
+  );
+}
+
 /** The answer of an action that returns nothing but its message (a delete, a logout). */
 export const Done = Type.Object({ success: Type.Literal(true), message: Type.String() }, { title: 'Done' });
 

@@ -211,8 +211,11 @@ function message(error: ErrorObject): string | undefined {
       return `must be one of: ${(p.allowedValues as unknown[]).join(', ')}.`;
     case 'const':
       return `must be ${JSON.stringify(p.allowedValue)}.`;
-    case 'pattern':
-      return 'has an invalid format.';
+    case 'pattern': {
+      // The ids' patterns (RefInput) name their prefix: say what an id looks like.
+      const ref = /(\w+)_\)?\??\[0-9\]/.exec(String(p.pattern));
+      return ref ? `must be an id such as ${ref[1]}_12.` : 'has an invalid format.';
+    }
     case 'uniqueItems':
       return 'must not repeat items.';
     case 'minProperties':

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { AuditLogRow } from '../../db/schema.ts';
-import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp, DateOrDateTime } from '../../http/schemas.ts';
 import { auditActions } from './audit.repository.ts';
 
 export const AuditActionSchema = Type.Enum([...auditActions], {
@@ -32,9 +32,9 @@ export const AuditQuery = Type.Object({
   action: Type.Optional(AuditActionSchema),
   actor_id: Type.Optional(RowId),
   date_from: Type.Optional(
-    Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),
+    DateOrDateTime('ISO 8601 date (from its start) or date-time with its zone, inclusive.'),
   ),
-  date_to: Type.Optional(Type.String({ description: 'ISO 8601 date (to its end) or date-time, inclusive.' })),
+  date_to: Type.Optional(DateOrDateTime('ISO 8601 date (to its end) or date-time with its zone, inclusive.')),
 });
 
 export function auditView(row: AuditLogRow) {

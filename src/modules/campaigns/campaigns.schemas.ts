@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { campaignStatuses } from '../../domain.ts';
-import { Timestamp } from '../../http/schemas.ts';
+import { Timestamp, RefInput, Ref } from '../../http/schemas.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import {
   ChannelAccountId,
@@ -78,12 +78,12 @@ export const CampaignMessagesQuery = Type.Object({
 });
 
 export const CampaignParams = Type.Object({
-  id: Type.String({ description: '`camp_<n>` (or just `<n>`).', maxLength: 40 }),
+  id: RefInput('camp'),
 });
 
 export const Campaign = Type.Object(
   {
-    id: Type.String({ description: '`camp_<n>`' }),
+    id: Ref('camp'),
     name: Type.String(),
     channel: ChannelSchema,
     message: Type.String(),
@@ -91,10 +91,10 @@ export const Campaign = Type.Object(
     segment_id: Type.Union([Type.Integer(), Type.Null()]),
     subject: Type.Union([Type.String(), Type.Null()], { description: 'Email subject.' }),
     template_id: Type.Union([Type.String(), Type.Null()], { description: 'WhatsApp template.' }),
-    media_url: Type.Union([Type.String(), Type.Null()], {
+    media_url: Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
       description: 'An https URL sent with the message.',
     }),
-    channel_account_id: Type.Union([Type.String(), Type.Null()], {
+    channel_account_id: Type.Union([Ref('cha'), Type.Null()], {
       description:
         "The channel account carrying its messages (or that would now); null: the deployment's provider.",
     }),

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { fieldsOfSchema } from '../../providers/adapter.ts';
 import { adapters, providerNames } from '../../providers/registry.ts';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, Timestamp, RefInput, Ref } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
 const ProviderSchema = Type.Enum([...providerNames], {
@@ -48,7 +48,7 @@ const Rate = Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Nu
 
 export const ChannelAccountItem = Type.Object(
   {
-    id: Type.String({ description: '`cha_<n>`' }),
+    id: Ref('cha'),
     name: Type.String(),
     provider: ProviderSchema,
     channels: Channels,
@@ -144,7 +144,7 @@ export const UpdateChannelAccountBody = Type.Object(
 );
 
 export const ChannelAccountParams = Type.Object({
-  id: Type.String({ minLength: 1, maxLength: 40, description: '`cha_<n>`' }),
+  id: RefInput('cha'),
 });
 
 export const ListChannelAccountsQuery = Type.Object({ ...PageQuery.properties });
@@ -171,7 +171,7 @@ export const TestSendBody = Type.Object(
 
 export const TestSendResult = Type.Object(
   {
-    id: Type.String({ description: '`msg_<n>`: the test message, in the message history.' }),
+    id: Ref('msg', '`msg_<n>`: the test message, in the message history.'),
     channel: ChannelSchema,
     to: Type.String(),
     provider: Type.String(),
@@ -307,7 +307,7 @@ export const ChannelLogEntry = Type.Object(
         'The body (or query) sent, cut at 4 KB and redacted: credentials, tokens and signatures `***`, phone numbers and email addresses with their last 4 characters, message texts and template values `[n characters]`.',
     }),
     response: Type.String({ description: 'The answer, cut at 4 KB and redacted the same way.' }),
-    message_id: Type.Union([Type.String({ pattern: '^msg_\\d+$' }), Type.Null()]),
+    message_id: Type.Union([Ref('msg'), Type.Null()]),
     error_code: Type.Union([Type.String(), Type.Null()], {
       description: "The message's error_code when the exchange refused it.",
     }),

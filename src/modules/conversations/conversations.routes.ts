@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { actorOf } from '../audit/audit.repository.ts';
 import { authOf } from '../../http/guard.ts';
-import { Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
+import { Page, PageQuery, Success, Timestamp, RefInput } from '../../http/schemas.ts';
 import { Grievance } from '../grievances/grievances.schemas.ts';
 import { ChannelSchema, MessageText, SendResult } from '../messages/messages.schemas.ts';
 import { Conversation, ConversationDetail } from './conversations.schemas.ts';
@@ -10,7 +10,10 @@ import type { ConversationsService } from './conversations.service.ts';
 
 const ThreadMessage = Type.Object(
   {
-    id: Type.String({ description: '`in_<n>` (inbound) or `msg_<n>` (outbound)' }),
+    id: Type.String({
+      pattern: '^(in|msg)_[0-9]{1,15}$',
+      description: '`in_<n>` (inbound) or `msg_<n>` (outbound)',
+    }),
     direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
     body: Type.String(),
     keyword: Type.Optional(
@@ -26,7 +29,7 @@ const ThreadMessage = Type.Object(
         description: 'Outbound: the user who sent it; null for campaigns.',
       }),
     ),
-    channel_account_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    channel_account_id: Type.Optional(Type.Union([RefInput('cha'), Type.Null()])),
     withheld: Type.Optional(
       Type.Boolean({
         description:
@@ -38,7 +41,7 @@ const ThreadMessage = Type.Object(
   { title: 'ConversationMessage' },
 );
 
-const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40, description: '`conv_<n>`' }) });
+const Params = Type.Object({ id: RefInput('conv') });
 
 const ListQuery = Type.Object({
   ...PageQuery.properties,
@@ -140,9 +143,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
         body: Type.Object(
           {
             message: Type.Optional(MessageText),
-            template_id: Type.Optional(
-              Type.String({ minLength: 1, maxLength: 40, description: 'A `tpl_<n>` template.' }),
-            ),
+            template_id: Type.Optional(RefInput('tpl', 'A `tpl_<n>` template.')),
             variables: Type.Optional(
               Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }), {
                 maxProperties: 20,

@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
-import { Timestamp } from '../../http/schemas.ts';
+import { Timestamp, Ref } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
 /** A conversation as the API shows it (and the webhook events `conversation.created` and `.assigned` carry it). */
 export const Conversation = Type.Object(
   {
-    id: Type.String({ description: '`conv_<n>`' }),
+    id: Ref('conv'),
     channel: ChannelSchema,
     address: Type.String({ description: "The contact's phone (E.164) or email address." }),
     voter_id: Type.Union([Type.Integer(), Type.Null()], {

@@ -6,7 +6,7 @@ import { pageOf } from '../../db/paginate.ts';
 import type { Database, QuickReplyRow } from '../../db/schema.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
-import { Done, Page, PageQuery, Success, Timestamp } from '../../http/schemas.ts';
+import { Done, Page, PageQuery, Success, Timestamp, RefInput, Ref } from '../../http/schemas.ts';
 import { pageResult } from '../../domain.ts';
 import { actorOf, recordAudit } from '../audit/audit.repository.ts';
 import { parseRef } from '../../refs.ts';
@@ -15,7 +15,7 @@ const quickReplyRef = (id: number) => `qr_${id}`;
 
 const QuickReply = Type.Object(
   {
-    id: Type.String({ description: '`qr_<n>`' }),
+    id: Ref('qr'),
     title: Type.String(),
     body: Type.String(),
     language: Type.String(),
@@ -32,7 +32,7 @@ const fields = {
   }),
   language: Type.String({ minLength: 1, maxLength: 20, description: 'e.g. en, hi (default en).' }),
 };
-const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40, description: '`qr_<n>`' }) });
+const Params = Type.Object({ id: RefInput('qr') });
 
 function view(row: QuickReplyRow) {
   return {

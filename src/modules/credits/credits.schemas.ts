@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { creditChannels } from '../../domain.ts';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, Timestamp, Ref } from '../../http/schemas.ts';
 import type { CreditAmounts } from './credits.repository.ts';
 
 export const Credits = Type.Object(
@@ -39,10 +39,10 @@ export const LedgerEntry = Type.Object(
         '`payment` (bought; see payment_id), `charge` (taken for a message or a campaign when it was sent), ' +
         '`refund` (given back for messages that failed or were cancelled, or a campaign counted fewer recipients).',
     }),
-    message_id: Type.Union([Type.String(), Type.Null()], {
+    message_id: Type.Union([Ref('msg'), Type.Null()], {
       description: '`msg_<n>`: the single message charged or refunded.',
     }),
-    campaign_id: Type.Union([Type.String(), Type.Null()], {
+    campaign_id: Type.Union([Ref('camp'), Type.Null()], {
       description:
         '`camp_<n>`: the campaign or broadcast charged or refunded (one entry for all its messages).',
     }),

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, Timestamp, Ref } from '../../http/schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
 export const InboundItem = Type.Object(
   {
-    id: Type.String({ description: '`in_<n>`' }),
+    id: Ref('in'),
     channel: ChannelSchema,
     from: Type.String({ description: 'E.164 phone, or lower-cased email.' }),
     body: Type.String({

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { messageChannels, messageErrorCodes, messageStatuses } from '../../domain.ts';
-import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp, RefInput, DateOrDateTime, Ref } from '../../http/schemas.ts';
 import { providerNames } from '../../providers/registry.ts';
 
 export const ChannelSchema = Type.Enum([...messageChannels], {
@@ -17,6 +17,7 @@ export const Subject = Type.String({ minLength: 1, maxLength: 200, description: 
 export const MediaUrl = Type.String({
   minLength: 1,
   maxLength: 2000,
+  format: 'uri',
   description: 'An https URL of an image or document (WhatsApp).',
 });
 export const TemplateId = Type.String({
@@ -25,12 +26,10 @@ export const TemplateId = Type.String({
   description:
     'A template of this workspace (`tpl_<n>`, used instead of `message` and rendered per recipient), or a WhatsApp provider template name.',
 });
-export const ChannelAccountId = Type.String({
-  minLength: 1,
-  maxLength: 40,
-  description:
-    "The channel account to send through (`cha_<n>`: an active account of the workspace for the channel); default: the workspace's default account for the channel, else the deployment's provider.",
-});
+export const ChannelAccountId = RefInput(
+  'cha',
+  "The channel account to send through (`cha_<n>`: an active account of the workspace for the channel); default: the workspace's default account for the channel, else the deployment's provider.",
+);
 export const SegmentId = Type.Union([RowId, Type.String({ pattern: '^[0-9]{1,15}$' })], {
   description: 'A segment of your workspace, whose voters are evaluated when the message goes out.',
 });
@@ -53,7 +52,7 @@ export const SendBody = Type.Object(
 );
 
 const CarriedBy = {
-  channel_account_id: Type.Union([Type.String(), Type.Null()], {
+  channel_account_id: Type.Union([Ref('cha'), Type.Null()], {
     description: "The channel account that carries it (`cha_<n>`); null for the deployment's provider.",
   }),
   provider: Type.Union([Type.String(), Type.Null()], {
@@ -66,7 +65,7 @@ const CarriedBy = {
 
 export const SendResult = Type.Object(
   {
-    id: Type.String({ description: '`msg_<n>`' }),
+    id: Ref('msg'),
     status: MessageStatusSchema,
     channel: ChannelSchema,
     to: Type.String(),
@@ -96,7 +95,7 @@ export const BroadcastBody = Type.Object(
 
 export const BroadcastResult = Type.Object(
   {
-    campaign_id: Type.String({ description: '`camp_<n>`' }),
+    campaign_id: Ref('camp'),
     total_recipients: Type.Integer({
       description:
         'Explicit recipients (deduplicated) plus the segment voters with an address for the channel; a phone shared by several voters gets one message, and the campaign is trued up (and refunded) when its outbox is filled.',
@@ -123,9 +122,7 @@ export const HistoryQuery = Type.Object({
   ...PageQuery.properties,
   channel: Type.Optional(ChannelSchema),
   status: Type.Optional(MessageStatusSchema),
-  campaign_id: Type.Optional(
-    Type.String({ maxLength: 40, description: 'Only the messages of this campaign (`camp_<n>`).' }),
-  ),
+  campaign_id: Type.Optional(RefInput('camp', 'Only the messages of this campaign (`camp_<n>`).')),
   to: Type.Optional(
     Type.String({
       minLength: 1,
@@ -141,15 +138,15 @@ export const HistoryQuery = Type.Object({
     }),
   ),
   date_from: Type.Optional(
-    Type.String({ description: 'ISO 8601 date (from its start) or date-time, inclusive.' }),
+    DateOrDateTime('ISO 8601 date (from its start) or date-time with its zone, inclusive.'),
   ),
-  date_to: Type.Optional(Type.String({ description: 'ISO 8601 date (to its end) or date-time, inclusive.' })),
+  date_to: Type.Optional(DateOrDateTime('ISO 8601 date (to its end) or date-time with its zone, inclusive.')),
 });
 
 export const FailuresQuery = Type.Object({
-  since: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time (default: 24 hours ago).' })),
-  until: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time (default: now).' })),
-  campaign_id: Type.Optional(Type.String({ maxLength: 40, description: '`camp_<n>`' })),
+  since: Type.Optional(DateOrDateTime('ISO 8601 date or date-time with its zone (default: 24 hours ago).')),
+  until: Type.Optional(DateOrDateTime('ISO 8601 date or date-time with its zone (default: now).')),
+  campaign_id: Type.Optional(RefInput('camp')),
 });
 
 export const FailureCounts = Type.Array(
@@ -169,7 +166,7 @@ export const FailureCounts = Type.Array(
 
 export const MessageItem = Type.Object(
   {
-    id: Type.String({ description: '`msg_<n>`' }),
+    id: Ref('msg'),
     channel: ChannelSchema,
     to: Type.String(),
     message: Type.String(),
@@ -186,7 +183,7 @@ export const MessageItem = Type.Object(
     }),
     created_at: Timestamp,
     updated_at: Timestamp,
-    campaign_id: Type.Union([Type.String(), Type.Null()], {
+    campaign_id: Type.Union([Ref('camp'), Type.Null()], {
       description: '`camp_<n>` for a message of a campaign or broadcast; null for a single send.',
     }),
     ...CarriedBy,
@@ -195,5 +192,5 @@ export const MessageItem = Type.Object(
 );
 
 export const MessageParams = Type.Object({
-  id: Type.String({ maxLength: 40, description: '`msg_<n>` (or just `<n>`).' }),
+  id: RefInput('msg'),
 });

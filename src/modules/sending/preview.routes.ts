@@ -2,14 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { validationError } from '../../errors.ts';
 import { authOf } from '../../http/guard.ts';
-import { Success, Timestamp } from '../../http/schemas.ts';
+import { Success, Timestamp, Ref } from '../../http/schemas.ts';
 import { CampaignParams } from '../campaigns/campaigns.schemas.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 import type { CampaignPreview } from './preview.ts';
 
 const PreviewResult = Type.Object(
   {
-    campaign_id: Type.String({ description: '`camp_<n>`' }),
+    campaign_id: Ref('camp'),
     channel: ChannelSchema,
     evaluated_at: Timestamp,
     total_recipients: Type.Integer({

@@ -21,9 +21,15 @@ export const CreateSilencePeriodBody = Type.Object(
       description: "Matched case-insensitively against voters' constituency.",
     }),
     starts_at: Type.String({
+      format: 'date-time',
+      maxLength: 40,
       description: 'ISO 8601 date-time with a zone, e.g. 2026-12-01T17:00:00+05:30.',
     }),
-    ends_at: Type.String({ description: 'ISO 8601 date-time with a zone, after starts_at.' }),
+    ends_at: Type.String({
+      format: 'date-time',
+      maxLength: 40,
+      description: 'ISO 8601 date-time with a zone, after starts_at.',
+    }),
     reason: Type.Optional(Type.String({ maxLength: 500 })),
   },
   { additionalProperties: false },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PATTERNS } from '../../http/schemas.ts';
+import { PATTERNS, RefInput, Ref } from '../../http/schemas.ts';
 import { PageQuery, Timestamp } from '../../http/schemas.ts';
 import { fieldFilters, filterFields, VoterFiltersSchema } from '../voters/voters.schemas.ts';
 import { CHOICES_MAX, QUESTIONS_MAX, RETRIES_MAX, TEXT_MAX, TRIGGERS_MAX } from './surveys.rules.ts';
@@ -71,6 +71,7 @@ const Question = Type.Object(
     audio_url: Type.Optional(
       Type.String({
         maxLength: 2000,
+        format: 'uri',
         description: 'IVR: a recording the call plays instead of speaking the text.',
       }),
     ),
@@ -90,11 +91,10 @@ const Trigger = Type.Union(
     Type.Object(
       {
         missed_call: Type.Literal(true),
-        channel_account_id: Type.String({
-          maxLength: 30,
-          description:
-            'The account whose number is called (its provider takes missed calls: docs/providers.md).',
-        }),
+        channel_account_id: RefInput(
+          'cha',
+          'The account whose number is called (its provider takes missed calls: docs/providers.md).',
+        ),
         reply_channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
       },
       { additionalProperties: false },
@@ -133,7 +133,7 @@ export const UpdateSurveyBody = Type.Object(
 
 export const Survey = Type.Object(
   {
-    id: Type.String({ description: '`svy_<n>`' }),
+    id: Ref('svy'),
     name: Type.String(),
     status: Status,
     intro: Framing,
@@ -148,8 +148,8 @@ export const Survey = Type.Object(
   { title: 'Survey' },
 );
 
-export const SurveyParams = Type.Object({ id: Type.String({ maxLength: 40, description: '`svy_<n>`' }) });
-export const RunParams = Type.Object({ id: Type.String({ maxLength: 40, description: '`srun_<n>`' }) });
+export const SurveyParams = Type.Object({ id: RefInput('svy') });
+export const RunParams = Type.Object({ id: RefInput('srun') });
 
 export const CreateRunBody = Type.Object(
   {
@@ -157,18 +157,24 @@ export const CreateRunBody = Type.Object(
     segment_id: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Integer({ minimum: 1 })])),
     recipients: Type.Optional(Type.Array(Type.String({ maxLength: 320 }), { maxItems: 10_000 })),
     filters: Type.Optional(VoterFiltersSchema),
-    channel_account_id: Type.Optional(Type.String({ maxLength: 30 })),
-    scheduled_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, in the future.' })),
+    channel_account_id: Type.Optional(RefInput('cha')),
+    scheduled_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description: 'ISO 8601 date-time with its zone, in the future.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 export const SurveyRun = Type.Object(
   {
-    id: Type.String({ description: '`srun_<n>`' }),
-    survey_id: Type.String(),
-    channel: Type.String(),
-    channel_account_id: Type.Union([Type.String(), Type.Null()]),
+    id: Ref('srun'),
+    survey_id: Ref('svy'),
+    channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
+    channel_account_id: Type.Union([Ref('cha'), Type.Null()]),
     status: Type.Union(
       [
         Type.Literal('scheduled'),
@@ -243,12 +249,12 @@ const ResponseStatus = Type.Union(
 
 export const SurveyResponse = Type.Object(
   {
-    id: Type.String({ description: '`sres_<n>`' }),
-    survey_id: Type.String(),
-    run_id: Type.Union([Type.String(), Type.Null()]),
+    id: Ref('sres'),
+    survey_id: Ref('svy'),
+    run_id: Type.Union([Ref('srun'), Type.Null()]),
     voter_id: Type.Union([Type.Integer(), Type.Null()]),
     address: Type.String(),
-    channel: Type.String(),
+    channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
     language: Type.String(),
     status: ResponseStatus,
     opted_out: Type.Boolean(),
@@ -311,13 +317,13 @@ export const ResultsQuery = Type.Object(
 
 export const ResponsesQuery = Type.Object({
   ...PageQuery.properties,
-  run_id: Type.Optional(Type.String({ maxLength: 40 })),
+  run_id: Type.Optional(RefInput('srun')),
   status: Type.Optional(ResponseStatus),
 });
 
 export const ResponsesExportQuery = Type.Object({
   format: Type.Union([Type.Literal('csv'), Type.Literal('excel')], { default: 'csv' }),
-  run_id: Type.Optional(Type.String({ maxLength: 40 })),
+  run_id: Type.Optional(RefInput('srun')),
   include_sensitive: Type.Boolean({
     default: false,
     description:

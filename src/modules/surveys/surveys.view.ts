@@ -1,5 +1,5 @@
 import type { SurveyResponseRow, SurveyRow, SurveyRunRow } from '../../db/schema.ts';
-import type { Question, Texts, Trigger } from './surveys.rules.ts';
+import type { Question, SurveyChannel, Texts, Trigger } from './surveys.rules.ts';
 import { accountRef } from '../../refs.ts';
 
 /** How surveys, runs and responses look on the wire. */
@@ -34,7 +34,7 @@ export function runView(row: SurveyRunRow, counts: RunCounts) {
   return {
     id: `srun_${row.id}`,
     survey_id: `svy_${row.survey_id}`,
-    channel: row.channel,
+    channel: row.channel as SurveyChannel, // a run goes out on one of these (createRun checks it)
     channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
     status: row.status,
     recipients: row.recipients_total,
@@ -67,7 +67,7 @@ export function responseView(row: SurveyResponseRow, answers: Record<string, str
     run_id: row.run_id !== null ? `srun_${row.run_id}` : null,
     voter_id: row.voter_id,
     address: row.address,
-    channel: row.channel,
+    channel: row.channel as SurveyChannel, // a session runs on one of these
     language: row.language,
     status: row.status,
     opted_out: row.opted_out === 1,

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { templateCategories } from '../../domain.ts';
-import { PageQuery, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, Timestamp, RefInput, Ref } from '../../http/schemas.ts';
 import { templateProviders } from '../../providers/registry.ts';
 import { ChannelSchema } from '../messages/messages.schemas.ts';
 
@@ -14,7 +14,7 @@ const CategorySchema = Type.Enum([...templateCategories], {
 
 export const TemplateItem = Type.Object(
   {
-    id: Type.String({ description: '`tpl_<n>`' }),
+    id: Ref('tpl'),
     name: Type.String(),
     channel: ChannelSchema,
     body: Type.String(),
@@ -108,7 +108,7 @@ export const UpdateTemplateBody = Type.Object(
 );
 
 export const TemplateParams = Type.Object({
-  id: Type.String({ minLength: 1, maxLength: 40, description: '`tpl_<n>`' }),
+  id: RefInput('tpl'),
 });
 
 export const ListTemplatesQuery = Type.Object({

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { UnknownPlaces } from '../places/places.schemas.ts';
+import { Ref } from '../../http/schemas.ts';
 
 /** The voter import's request and answer shapes. */
 
@@ -71,7 +72,7 @@ const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type
 
 export const ImportJob = Type.Object(
   {
-    id: Type.String({ pattern: '^imp_[0-9]+$', description: '`imp_<n>`.' }),
+    id: Ref('imp'),
     status: Type.Union(
       [Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')],
       {
@@ -101,7 +102,11 @@ export const ImportJob = Type.Object(
 );
 
 export const JobParams = Type.Object({
-  import_id: Type.String({ maxLength: 40, description: 'The job id, `imp_<n>`.' }),
+  import_id: Type.String({
+    maxLength: 40,
+    pattern: '^imp_[0-9]{1,15}$',
+    description: 'The job id, `imp_<n>`.',
+  }),
 });
 
 export const ImportQuery = Type.Object({

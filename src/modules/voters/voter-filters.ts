@@ -18,7 +18,7 @@ export interface RecordFilters {
   serial_to?: number | undefined;
   page_number?: number | undefined;
   house_number?: string | undefined;
-  gender?: string | undefined;
+  gender?: (typeof genders)[number] | undefined;
   age_min?: number | undefined;
   age_max?: number | undefined;
   language?: string | undefined;
@@ -122,7 +122,7 @@ export function cleanRecordFilters(
   if (given('gender')) {
     const g = typeof raw.gender === 'string' ? raw.gender.trim().toLowerCase() : '';
     if (!(genders as readonly string[]).includes(g)) fail('gender', `must be one of ${genders.join(', ')}.`);
-    else out.gender = g;
+    else out.gender = g as (typeof genders)[number];
   }
   if (given('language')) {
     const l = typeof raw.language === 'string' ? raw.language.trim().toLowerCase() : '';

@@ -2,6 +2,10 @@ import { Type } from 'typebox';
 import { PATTERNS } from '../../http/schemas.ts';
 import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { voterLimits } from './voters.rules.ts';
+import { genders } from './voter-record.rules.ts';
+
+/** A voter's gender as the record keeps it (input also reads M, F, T and the Hindi words). */
+const Gender = Type.Union([Type.Literal(genders[0]), Type.Literal(genders[1]), Type.Literal(genders[2])]);
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 const StringOrNumber = (maxLength: number, description: string) =>
@@ -114,9 +118,9 @@ const recordView = {
   house_number: NullableString,
   relation_name: NullableString,
   relation_type: NullableString,
-  gender: NullableString,
+  gender: Type.Union([Gender, Type.Null()]),
   name_local: NullableString,
-  language: NullableString,
+  language: Type.Union([Type.String({ pattern: '^[a-z]{2}$', description: 'ISO 639-1.' }), Type.Null()]),
   birth_date: Type.Union([Type.String({ format: 'date' }), Type.Null()], {
     description: 'Only when known; an age given on input keeps only the estimated year.',
   }),
@@ -269,10 +273,17 @@ export const filterFields = {
   serial_to: Num('Serial numbers up to this one.', 1, 9999),
   page_number: Num('1-999.', 1, 999),
   house_number: Type.Optional(Type.String({ maxLength: 160, description: 'Exact, case-insensitive.' })),
-  gender: Type.Optional(Type.String({ maxLength: 20, description: 'male, female or third_gender.' })),
+  gender: Type.Optional(
+    Type.Union(
+      genders.map((g) => Type.Literal(g)),
+      { description: 'male, female or third_gender.' },
+    ),
+  ),
   age_min: Num('Age today at least this (0-150).', 0, 150),
   age_max: Num('Age today at most this (0-150).', 0, 150),
-  language: Type.Optional(Type.String({ maxLength: 20, description: 'ISO 639-1.' })),
+  language: Type.Optional(
+    Type.String({ maxLength: 20, pattern: '^\\s*[A-Za-z]{2}\\s*$', description: 'ISO 639-1, e.g. hi.' }),
+  ),
   support_level: List('One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive).'),
   tags: List('Voters with all of these tags (comma list).'),
   tags_any: List('Voters with any of these tags.'),
@@ -322,10 +333,10 @@ export const StoredVoterFilters = Type.Object(
     serial_to: Opt(Type.Integer()),
     page_number: Opt(Type.Integer()),
     house_number: Opt(Type.String()),
-    gender: Opt(Type.String()),
+    gender: Opt(Gender),
     age_min: Opt(Type.Integer()),
     age_max: Opt(Type.Integer()),
-    language: Opt(Type.String()),
+    language: Opt(Type.String({ pattern: '^[a-z]{2}$' })),
     support_level: Opt(Type.Array(Type.Integer())),
     tags: Opt(Type.Array(Type.String())),
     tags_any: Opt(Type.Array(Type.String())),

@@ -27,6 +27,7 @@ import {
   ageOf,
   checkRecord,
   checkTags,
+  genders,
   householdKey,
   type RecordColumns,
   type RecordField,
@@ -63,7 +64,8 @@ export function recordView(row: VoterRow) {
     house_number: row.house_number,
     relation_name: row.relation_name,
     relation_type: row.relation_type,
-    gender: row.gender,
+    // Stored only as one of `genders` (checkRecord reads M, F, T and the Hindi words into them).
+    gender: row.gender as (typeof genders)[number] | null,
     name_local: row.name_local,
     language: row.language,
     birth_date: row.birth_date,

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageQuery, RowId, Timestamp } from '../../http/schemas.ts';
+import { PageQuery, RowId, Timestamp, Ref } from '../../http/schemas.ts';
 import { webhookEventTypes } from './webhooks.events.ts';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -15,6 +15,7 @@ const fields = {
   url: Type.String({
     minLength: 1,
     maxLength: 2048,
+    format: 'uri',
     description:
       'https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).',
   }),
@@ -47,7 +48,7 @@ export const UpdateWebhookBody = Type.Object(
 export const Webhook = Type.Object(
   {
     id: Type.Integer(),
-    url: Type.String(),
+    url: Type.String({ format: 'uri' }),
     events: Type.Array(Type.String()),
     description: NullableString,
     active: Type.Boolean(),
@@ -80,7 +81,7 @@ export const CreatedWebhook = Type.Object(
 export const Delivery = Type.Object(
   {
     id: Type.Integer(),
-    event_id: Type.String({ description: 'The `webhook-id` header of the delivery, `evt_<n>`.' }),
+    event_id: Ref('evt', 'The `webhook-id` header of the delivery, `evt_<n>`.'),
     event_type: Type.String(),
     status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
     attempts: Type.Integer(),
@@ -103,7 +104,7 @@ export const ListQuery = PageQuery;
 
 export const TestResult = Type.Object(
   {
-    event_id: Type.String(),
+    event_id: Ref('evt'),
     delivery_id: Type.Integer(),
     status: Type.Literal('pending'),
   },

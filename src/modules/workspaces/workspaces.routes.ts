@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { messageChannels, type MessageChannel } from '../../domain.ts';
 import { authOf } from '../../http/guard.ts';
-import { Success, Timestamp } from '../../http/schemas.ts';
+import { Success, Timestamp, Ref } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
 import { WorkspacesService } from './workspaces.service.ts';
 
@@ -13,7 +13,7 @@ const Carrier = Type.Object(
     provider: Type.String({
       description: 'The provider that carries the channel now (`sandbox`: nothing reaches anyone).',
     }),
-    channel_account_id: Type.Union([Type.String(), Type.Null()], {
+    channel_account_id: Type.Union([Ref('cha'), Type.Null()], {
       description: "null: the deployment's provider.",
     }),
     simulated: Type.Boolean({
