@@ -33,7 +33,12 @@ function Members() {
     queryFn: () =>
       allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
   });
-  const refresh = () => client.invalidateQueries({ queryKey: ['team'] });
+  // A change to the team is an entry in the audit log below: both are read again at once.
+  const refresh = () =>
+    Promise.all([
+      client.invalidateQueries({ queryKey: ['team'] }),
+      client.invalidateQueries({ queryKey: ['audit'] }),
+    ]);
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
