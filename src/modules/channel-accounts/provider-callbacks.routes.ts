@@ -1,92 +1,34 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import formbody from '@fastify/formbody';
-import { Type } from 'typebox';
 import type { DeploymentAccount } from '../../config.ts';
-import { nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
-import { Success } from '../../http/schemas.ts';
 import { sameText } from '../../lib/crypto.ts';
 import { FairGate } from '../../lib/fair-gate.ts';
-import { channelLogFor, type LogKind } from '../sending/channel-log.ts';
-import { nestsDeeperThan, tooDeep } from '../../lib/json.ts';
 import { type AccountProviders, publicBase } from '../sending/accounts.ts';
-import {
-  CallbackRefused,
-  type CallbackAnswer,
-  type CallbackKind,
-  type CallbackResult,
-  fieldsOf,
-  type ProviderAdapter,
-} from '../../providers/adapter.ts';
+import type { CallbackKind, ProviderAdapter } from '../../providers/adapter.ts';
 import { adapterOf, adapters } from '../../providers/registry.ts';
 import type { ProviderCallbacks } from '../sending/callbacks.ts';
 import { accountById } from './channel-accounts.repository.ts';
+import {
+  installCallbackParsers,
+  invalidUrl,
+  logCallbacks,
+  type Parsed,
+  readCallback,
+  sendAnswer,
+} from './provider-callbacks.http.ts';
+import {
+  Applied,
+  common,
+  config,
+  DeploymentParams,
+  Params,
+  Query,
+  Text,
+} from './provider-callbacks.schemas.ts';
 import { parseRef } from '../../refs.ts';
-
-const Params = Type.Object({
-  provider: Type.String({ maxLength: 20 }),
-  account: Type.String({ maxLength: 40, description: '`cha_<n>`' }),
-  token: Type.String({ maxLength: 100 }),
-  kind: Type.String({ maxLength: 20, description: 'delivery, call_status, greeting, webhook or inbound.' }),
-});
-
-const DeploymentParams = Type.Object({
-  provider: Type.String({ maxLength: 20 }),
-  kind: Type.String({ maxLength: 20, description: 'status or inbound.' }),
-});
-
-/**
- * A body as this plugin's parsers give it: its raw text (signatures are over it) and how to read it (JSON, form
- * fields, or nothing). JSON is read only when the adapter asks for it: after the signature was checked, where the
- * provider signs the raw body, so an outsider's body costs no parse.
- */
-interface Parsed {
-  raw: string;
-  read: () => unknown;
-}
-
-/** JSON read once, on first use; a body that is not JSON is 400. */
-function jsonOnce(raw: string): () => unknown {
-  let value: unknown;
-  let done = false;
-  return () => {
-    if (!done) {
-      try {
-        value = raw.trim() === '' ? {} : (JSON.parse(raw) as unknown);
-      } catch {
-        throw new AppError('bad_request', 'The body is not valid JSON.');
-      }
-      done = true;
-    }
-    return value;
-  };
-}
-
-/** Kinds a provider calls with GET (a challenge, a call's text, a forwarded reply); the others take POST. */
-const GET_KINDS: readonly CallbackKind[] = [
-  'webhook',
-  'greeting',
-  'inbound',
-  'survey_gather',
-  'survey_answer',
-  'missed_call',
-];
-
-/** A callback's kind as the channel log names it. */
-const LOG_KIND: Record<CallbackKind, LogKind> = {
-  delivery: 'status',
-  call_status: 'status',
-  status: 'status',
-  webhook: 'status',
-  greeting: 'send',
-  inbound: 'inbound',
-  missed_call: 'inbound',
-  survey_gather: 'survey',
-  survey_answer: 'survey',
-};
 
 /**
  * Large bodies read and applied at once, in all and per workspace: a tenant chooses how many bodies it sends at
@@ -120,76 +62,9 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   deployment: Readonly<Record<string, DeploymentAccount>>;
 }> = async (app, deps) => {
   const { db, accounts, callbacks } = deps;
-  // The channel log of an account's callbacks: the request (body, or query for a GET) and our answer.
-  const logged = new WeakMap<
-    FastifyRequest,
-    { row: ChannelAccountRow; kind: CallbackKind; started: number; at: string }
-  >();
-  const secretsOf = (row: ChannelAccountRow): string[] => {
-    const token = accounts.callbackToken(row) ?? '';
-    try {
-      return [...accounts.secrets(row), token];
-    } catch {
-      return [token];
-    }
-  };
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const entry = logged.get(request);
-    if (entry) {
-      const raw = (request.body as Parsed | undefined)?.raw ?? '';
-      const query = request.url.includes('?') ? (request.url.split('?')[1] ?? '') : '';
-      channelLogFor(db).add(
-        entry.row,
-        LOG_KIND[entry.kind],
-        [
-          {
-            at: entry.at,
-            method: request.method,
-            url: `${publicBase(deps)}${request.originalUrl}`,
-            status: reply.statusCode,
-            durationMs: performance.now() - entry.started,
-            request: raw || query,
-            response: typeof payload === 'string' ? payload : '',
-          },
-        ],
-        {
-          messageId: null,
-          errorCode: null,
-          secrets: secretsOf(entry.row),
-          direction: 'in',
-        },
-      );
-    }
-    done(null, payload);
-  });
+  const log = logCallbacks(app, { db, accounts, base: publicBase(deps) });
+  await installCallbackParsers(app);
   const turns = new FairGate(CALLBACKS_AT_ONCE, CALLBACKS_PER_WORKSPACE, CALLBACK_WAIT_MS, 'Callback turns');
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    'application/json',
-    { parseAs: 'string', bodyLimit: 1024 * 1024 },
-    (_r, body, done) => {
-      const raw = typeof body === 'string' ? body : body.toString('utf8');
-      if (nestsDeeperThan(raw)) return done(new AppError('bad_request', tooDeep), undefined);
-      done(null, { raw, read: jsonOnce(raw) } satisfies Parsed);
-    },
-  );
-  await app.register(formbody, {
-    parser: (raw) => {
-      const value = Object.fromEntries(new URLSearchParams(raw));
-      return { raw, read: () => value } satisfies Parsed;
-    },
-  });
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_r, body, done) => {
-    const raw = typeof body === 'string' ? body : body.toString('utf8');
-    done(null, { raw, read: () => ({}) } satisfies Parsed);
-  });
-
-  const invalidUrl = () =>
-    new AppError(
-      'unauthorized',
-      "This callback URL is not valid: copy it again from the account's callback_urls.",
-    );
-
   /** The account the URL names, when its token (and provider and kind) match; 401 otherwise. */
   async function accountOf(params: { provider: string; account: string; token: string; kind: string }) {
     const id = parseRef('cha', params.account);
@@ -225,59 +100,6 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     return { adapter, own, kind: params.kind as CallbackKind };
   }
 
-  /** The adapter's reading of the request; its refusal is 401 (an account's URL) or 403 (the deployment's). */
-  async function read(
-    adapter: ProviderAdapter,
-    kind: CallbackKind,
-    request: FastifyRequest,
-    secrets: { credentials: Readonly<Record<string, string>>; verifyToken: string | undefined; base: string },
-    refusal: 'unauthorized' | 'forbidden',
-  ): Promise<CallbackResult> {
-    if (!adapter.callback) throw invalidUrl();
-    const method = request.method === 'GET' || request.method === 'HEAD' ? 'GET' : 'POST';
-    if (method === 'GET' && !GET_KINDS.includes(kind))
-      throw new AppError('method_not_allowed', `The ${kind} callback takes POST.`);
-    if (method === 'POST' && (kind === 'greeting' || kind.startsWith('survey_') || kind === 'missed_call'))
-      throw new AppError('method_not_allowed', `The ${kind} callback takes GET.`);
-    const body = (request.body as Parsed | undefined) ?? { raw: '', read: () => ({}) };
-    let fields: Record<string, string> | undefined;
-    try {
-      return await adapter.callback({
-        kind,
-        method,
-        raw: body.raw,
-        get body() {
-          return body.read();
-        },
-        get fields() {
-          fields ??= fieldsOf(body.read());
-          return fields;
-        },
-        query: fieldsOf(request.query),
-        header: (name) => {
-          const value = request.headers[name];
-          return typeof value === 'string' ? value : undefined;
-        },
-        url: `${secrets.base}${request.originalUrl}`,
-        credentials: secrets.credentials,
-        verifyToken: secrets.verifyToken,
-      });
-    } catch (error) {
-      if (error instanceof CallbackRefused) throw new AppError(refusal, error.message);
-      throw error;
-    }
-  }
-
-  /** The adapter's own answer where it gives one (a challenge, an empty XML reply), else `{ applied }`. */
-  function answer(reply: FastifyReply, given: CallbackAnswer | undefined, applied?: number) {
-    if (given)
-      return reply
-        .code(given.status ?? 200)
-        .type(given.type)
-        .send(given.body);
-    return reply.send({ success: true as const, data: { applied: applied ?? 0 } });
-  }
-
   /**
    * Runs `work` in the workspace's turn when the body is large (read, parsed and applied one at a time per
    * workspace); a small body (a single report, an IVR step with a caller waiting) goes at once.
@@ -296,7 +118,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
     // Logged once the answer is sent (onSend below): only a call whose URL token was right.
-    logged.set(request, { row, kind, started: performance.now(), at: nowIso() });
+    log.note(request, row, kind);
     return inTurn(request, row.workspace_id, () => accountCall(request, reply, row, adapter, kind));
   };
 
@@ -307,7 +129,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     adapter: ProviderAdapter,
     kind: CallbackKind,
   ) => {
-    const result = await read(
+    const result = await readCallback(
       adapter,
       kind,
       request,
@@ -321,7 +143,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     if (result.speak || result.survey) {
       // A call's step: the service says what, the adapter says it in its provider's format.
       if (!adapter.answerCall) throw invalidUrl();
-      return answer(reply, adapter.answerCall(await callbacks.call(row, result)));
+      return sendAnswer(reply, adapter.answerCall(await callbacks.call(row, result)));
     }
     const applied = await callbacks.settle(result, {
       provider: row.provider,
@@ -329,14 +151,14 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       accountId: row.id,
       ip: request.ip ?? null,
     });
-    return answer(reply, result.answer, applied);
+    return sendAnswer(reply, result.answer, applied);
   };
 
   const deploymentRoute = async (request: FastifyRequest, reply: FastifyReply) => {
     const { adapter, own, kind } = deploymentOf(request.params as { provider: string; kind: string });
     // The deployment's own callbacks (signed by its provider) take turns under key 0.
     return inTurn(request, 0, async () => {
-      const result = await read(
+      const result = await readCallback(
         adapter,
         kind,
         request,
@@ -353,40 +175,9 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         accountId: null,
         ip: request.ip ?? null,
       });
-      return answer(reply, result.answer, applied);
+      return sendAnswer(reply, result.answer, applied);
     });
   };
-
-  const common = { tags: ['Provider callbacks'], security: [] };
-  const config = { permission: 'public' as const, rateLimit: 'callback' as const };
-  const Applied = Success(
-    Type.Object({ applied: Type.Integer({ description: 'Reports and messages taken from the request.' }) }),
-  );
-  const Text = {
-    description:
-      "Text (a challenge, an IVR greeting, an empty XML or text reply), or an IVR survey's question in the JSON the provider's call flow reads.",
-    content: {
-      'text/plain': { schema: { type: 'string' } },
-      'text/xml': { schema: { type: 'string' } },
-      'application/json': { schema: { type: 'object', additionalProperties: true } },
-    },
-  };
-  // Each provider's own fields (its call ids, a webhook's challenge, a forwarded reply's text) are its adapter's to
-  // read (docs/providers.md); the route bounds them only.
-  const Query = Type.Object(
-    {
-      message: Type.Optional(
-        Type.String({
-          maxLength: 40,
-          description: 'Our message id, where a provider is given it in the URL.',
-        }),
-      ),
-    },
-    {
-      additionalProperties: Type.String({ maxLength: 5000 }),
-      description: "The provider's own fields, as its documentation names them (docs/providers.md).",
-    },
-  );
 
   app.get('/providers/:provider/:account/:token/:kind', {
     config,
