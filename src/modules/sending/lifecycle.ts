@@ -3,12 +3,20 @@ import { nowIso } from '../../db/connect.ts';
 import type { Database, MessageRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import type { MessageChannel, MessageErrorCode } from '../../domain.ts';
-import type { FinalStatus, StatusReport } from '../../providers/provider.ts';
+import { type Channel, channels, type FinalStatus, type StatusReport } from '../../providers/provider.ts';
+import { simulatedAdapters } from '../../providers/registry.ts';
 import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 import { captureCredits, refundCredits } from '../credits/credits.repository.ts';
 import { creditChannel } from '../messages/messages.rules.ts';
 import { emitEvents } from '../webhooks/webhooks.events.ts';
-import { deliverMessages, failMessages, type Handover, markSent, type Settled } from './outbox.repository.ts';
+import {
+  deliverMessages,
+  dueSettlements,
+  failMessages,
+  type Handover,
+  markSent,
+  type Settled,
+} from './outbox.repository.ts';
 import { accountRef, campaignRef, messageRef } from '../../refs.ts';
 
 /**
@@ -153,4 +161,34 @@ export async function capture(trx: Executor, rows: Charged[], now: string): Prom
     const credit = creditChannel(g.channel);
     if (credit) await captureCredits(trx, g.workspaceId, credit, g.amount, g.ref, now);
   }
+}
+
+/**
+ * Simulated providers (the sandbox) send no reports: their sent messages are delivered or failed by age, once
+ * `afterMs` has passed since they were handed over, at most `batch` a channel at a time. Returns how many.
+ */
+export async function settleSimulated(
+  db: Kysely<Database>,
+  lifecycle: MessageLifecycle,
+  rules: { afterMs: (channel: Channel) => number; batch: (channel: Channel) => number },
+): Promise<number> {
+  let settled = 0;
+  for (const adapter of simulatedAdapters)
+    for (const channel of channels) {
+      // The deployment's provider, or channel accounts of it (whatever the deployment's provider is).
+      const cutoff = new Date(Date.now() - rules.afterMs(channel)).toISOString();
+      const due = await dueSettlements(db, channel, adapter.name, cutoff, rules.batch(channel));
+      const reports: StatusReport[] = due.map((m) => {
+        const status = adapter.simulated!.settles(m.to);
+        return {
+          messageId: m.id,
+          status,
+          error: status === 'failed' ? `The ${adapter.name} provider fails this recipient.` : undefined,
+          errorCode: status === 'failed' ? ('undeliverable' as const) : undefined,
+        };
+      });
+      await lifecycle.applyReports(reports);
+      settled += due.length;
+    }
+  return settled;
 }
