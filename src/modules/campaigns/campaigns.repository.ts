@@ -422,3 +422,23 @@ export async function noteCampaignError(
     .where('id', 'in', [...new Set(campaignIds)])
     .execute();
 }
+
+/**
+ * For each campaign, the channel account of one of its messages (filled campaigns name their carrier there): 0
+ * where it has none (the deployment's provider), null where it has no message yet.
+ */
+export function firstMessageAccounts(db: Executor, campaignIds: number[]) {
+  return db
+    .selectFrom('campaigns as c')
+    .select((eb) => [
+      'c.id',
+      eb
+        .selectFrom('messages as m')
+        .select((m) => m.fn.coalesce('m.channel_account_id', m.lit(0)).as('account'))
+        .whereRef('m.campaign_id', '=', 'c.id')
+        .limit(1)
+        .as('first_account'),
+    ])
+    .where('c.id', 'in', campaignIds)
+    .execute();
+}

@@ -17,13 +17,7 @@ import { listHistory } from '../messages/messages.repository.ts';
 import { emitMessageEvents, historyItem, refund } from '../sending/lifecycle.ts';
 import { creditChannel } from '../messages/messages.rules.ts';
 import { withTemplate } from '../templates/templates.service.ts';
-import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
-import {
-  accountForSend,
-  carrierAmong,
-  templateForAccount,
-} from '../channel-accounts/channel-accounts.service.ts';
-import { defaultDeploymentProvider, isSimulated } from '../../providers/registry.ts';
+import { accountForSend, templateForAccount } from '../channel-accounts/channel-accounts.service.ts';
 import {
   campaignStats,
   deleteCampaign,
@@ -36,7 +30,7 @@ import {
   type Stats,
 } from './campaigns.repository.ts';
 import { campaignAudit, queueCampaign } from './campaigns.queue.ts';
-import { campaignView, type Held, heldNow } from './campaigns.view.ts';
+import { campaignViews, type Held, heldNow } from './campaigns.view.ts';
 import {
   type AudienceInput,
   campaignColumns,
@@ -134,7 +128,12 @@ export class CampaignsService {
     const silenceOnce = () => (silence ??= silenceInForceUntil(this.deps.db, workspaceId, now.toISOString()));
     const helds = [];
     for (const r of rows) helds.push(await heldNow(this.deps, r, now, silenceOnce));
-    return pageResult(await this.views(rows, stats, helds), total, page, perPage);
+    return pageResult(
+      await campaignViews(this.deps.db, this.deps.deployment, rows, stats, helds),
+      total,
+      page,
+      perPage,
+    );
   }
 
   async get(workspaceId: number, ref: string) {
@@ -419,61 +418,15 @@ export class CampaignsService {
 
   /** A campaign as items show it, with what carries its messages (or would now) and its latest failure. */
   private async view(row: CampaignRow, counted: Stats | undefined, held: Held) {
-    return (await this.views([row], new Map(counted ? [[row.id, counted]] : []), [held]))[0]!;
-  }
-
-  /**
-   * Campaigns of one workspace as items show them, in two queries whatever their number: the account of one
-   * of each one's messages (filled campaigns name their carrier there), and the workspace's accounts (the carrier
-   * of each channel now, for campaigns not filled yet).
-   */
-  private async views(rows: CampaignRow[], stats: Map<number, Stats>, helds: Held[]) {
-    const { db, deployment } = this.deps;
-    if (rows.length === 0) return [];
-    const open = rows.filter((r) => r.channel_account_id === null).map((r) => r.id);
-    const firsts = new Map<number, number | null>();
-    if (open.length > 0) {
-      const found = await db
-        .selectFrom('campaigns as c')
-        .select((eb) => [
-          'c.id',
-          // One message's account, 0 where it has none (the deployment's provider); null: no message yet.
-          eb
-            .selectFrom('messages as m')
-            .select((m) => m.fn.coalesce('m.channel_account_id', m.lit(0)).as('account'))
-            .whereRef('m.campaign_id', '=', 'c.id')
-            .limit(1)
-            .as('first_account'),
-        ])
-        .where('c.id', 'in', open)
-        .execute();
-      for (const f of found)
-        if (f.first_account !== null)
-          firsts.set(Number(f.id), Number(f.first_account) === 0 ? null : Number(f.first_account));
-    }
-    const accounts = await accountsOfWorkspace(db, rows[0]!.workspace_id);
-    const byId = new Map(accounts.map((a) => [Number(a.id), a]));
-    return rows.map((row, i) => {
-      let accountId = row.channel_account_id;
-      let off = false;
-      if (accountId === null) {
-        // Filled: its messages name their carrier. Not yet: what carries the channel now.
-        if (firsts.has(row.id)) accountId = firsts.get(row.id)!;
-        else {
-          const carrier = carrierAmong(accounts, row.channel);
-          accountId = (carrier.account ?? carrier.off)?.id ?? null;
-          off = carrier.off !== undefined;
-        }
-      }
-      const account = accountId !== null ? byId.get(Number(accountId)) : undefined;
-      off ||= account?.disabled_at != null;
-      const provider = account?.provider ?? deployment?.[row.channel] ?? defaultDeploymentProvider;
-      return campaignView(row, stats.get(row.id), helds[i]!, {
-        channel_account_id: accountId !== null ? accountRef(accountId) : null,
-        provider,
-        simulated: isSimulated(provider) && !off,
-      });
-    });
+    return (
+      await campaignViews(
+        this.deps.db,
+        this.deps.deployment,
+        [row],
+        new Map(counted ? [[row.id, counted]] : []),
+        [held],
+      )
+    )[0]!;
   }
 
   private async find(db: Executor, workspaceId: number, ref: string): Promise<CampaignRow> {

@@ -2,10 +2,14 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { CampaignRow, Database } from '../../db/schema.ts';
+import type { MessageChannel } from '../../domain.ts';
+import { defaultDeploymentProvider, isSimulated } from '../../providers/registry.ts';
+import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
+import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
 import { exemptFromQuietHours, quietUntil, RULED_CHANNELS } from '../../lib/quiet-hours.ts';
 import { silenceInForceUntil } from '../silence-periods/silence-periods.repository.ts';
 import { findTemplate } from '../templates/templates.repository.ts';
-import type { Stats } from './campaigns.repository.ts';
+import { firstMessageAccounts, type Stats } from './campaigns.repository.ts';
 import { accountRef, campaignRef, isTemplateRef, templateNumber } from '../../refs.ts';
 
 function emptyStats(): Stats {
@@ -94,4 +98,50 @@ export async function heldNow(
   }
   const until = await (silence ?? (() => silenceInForceUntil(db, row.workspace_id, at.toISOString())))();
   return until ? { held_until: until, held_reason: 'silence_period' } : notHeld;
+}
+
+/**
+ * Campaigns of one workspace as items show them, in two queries whatever their number: the account of one
+ * of each one's messages (filled campaigns name their carrier there), and the workspace's accounts (the carrier
+ * of each channel now, for campaigns not filled yet).
+ */
+export async function campaignViews(
+  db: Kysely<Database>,
+  deployment: Partial<Record<MessageChannel, string>> | undefined,
+  rows: CampaignRow[],
+  stats: Map<number, Stats>,
+  helds: Held[],
+) {
+  if (rows.length === 0) return [];
+  const open = rows.filter((r) => r.channel_account_id === null).map((r) => r.id);
+  const firsts = new Map<number, number | null>();
+  if (open.length > 0) {
+    const found = await firstMessageAccounts(db, open);
+    for (const f of found)
+      if (f.first_account !== null)
+        firsts.set(Number(f.id), Number(f.first_account) === 0 ? null : Number(f.first_account));
+  }
+  const accounts = await accountsOfWorkspace(db, rows[0]!.workspace_id);
+  const byId = new Map(accounts.map((a) => [Number(a.id), a]));
+  return rows.map((row, i) => {
+    let accountId = row.channel_account_id;
+    let off = false;
+    if (accountId === null) {
+      // Filled: its messages name their carrier. Not yet: what carries the channel now.
+      if (firsts.has(row.id)) accountId = firsts.get(row.id)!;
+      else {
+        const carrier = carrierAmong(accounts, row.channel);
+        accountId = (carrier.account ?? carrier.off)?.id ?? null;
+        off = carrier.off !== undefined;
+      }
+    }
+    const account = accountId !== null ? byId.get(Number(accountId)) : undefined;
+    off ||= account?.disabled_at != null;
+    const provider = account?.provider ?? deployment?.[row.channel] ?? defaultDeploymentProvider;
+    return campaignView(row, stats.get(row.id), helds[i]!, {
+      channel_account_id: accountId !== null ? accountRef(accountId) : null,
+      provider,
+      simulated: isSimulated(provider) && !off,
+    });
+  });
 }
