@@ -180,13 +180,14 @@ for (const dialect of dialects) {
       );
       const theirs = await call(t.app, 'GET', '/api/voters/imports', { token: stranger.token });
       expect(theirs.body.data.total).toBe(0);
+      // A job id is `imp_<n>`: anything else is 422 saying so; a well-formed id of no job of yours is 404.
+      for (const id of ['imp_x', '42']) {
+        const res = await call(t.app, 'GET', `/api/voters/imports/${id}`, { token: owner.token });
+        expectError(res, 422, 'validation_error');
+        expect(res.body.details).toEqual({ import_id: ['must be an id such as imp_12.'] });
+      }
       expectError(
-        await call(t.app, 'GET', '/api/voters/imports/imp_x', { token: owner.token }),
-        404,
-        'not_found',
-      );
-      expectError(
-        await call(t.app, 'GET', '/api/voters/imports/42', { token: owner.token }),
+        await call(t.app, 'GET', '/api/voters/imports/imp_999999999', { token: owner.token }),
         404,
         'not_found',
       );
