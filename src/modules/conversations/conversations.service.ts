@@ -15,17 +15,12 @@ import { optedOutAddresses } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import { matchesPlace } from '../places/places.repository.ts';
 import { filteredVoters, volunteerScope } from '../voters/voters.search.ts';
-import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
-import { fittingTemplates } from '../templates/templates.service.ts';
 import { votersByAddress } from '../templates/templates.repository.ts';
 import { voterVariables } from '../sending/render.ts';
-import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import { conversationItem, conversationView } from './conversations.view.ts';
+import { refuseFreeText, replyRules } from './conversations.reply-rules.ts';
 import { accountRef, conversationRef, inboundRef, messageRef, parseRef } from '../../refs.ts';
-
-/** WhatsApp's customer service window: free text only this long after the contact last wrote. */
-const WHATSAPP_WINDOW_MS = 24 * 3600 * 1000;
 
 export interface ConversationQuery {
   page: number;
@@ -133,7 +128,7 @@ export class ConversationsService {
 
   async get(auth: AuthContext, ref: string) {
     const row = await this.find(this.deps.db, auth, ref);
-    const rules = await this.replyRules(row, await this.replyAccount(this.deps.db, row));
+    const rules = await replyRules(this.deps, row, await this.replyAccount(this.deps.db, row));
     const voter = (await votersByAddress(this.deps.db, auth.workspaceId, row.channel, [row.address])).get(
       row.address,
     );
@@ -235,7 +230,7 @@ export class ConversationsService {
         ],
       });
     const account = await this.replyAccount(db, row);
-    if (input.message !== undefined) await this.refuseFreeText(row, account);
+    if (input.message !== undefined) await refuseFreeText(this.deps, row, account);
     return messages.send(
       auth.workspaceId,
       {
@@ -455,56 +450,6 @@ export class ConversationsService {
       booth: voter?.booth ?? row.voter_booth,
       ...(voter?.constituency ? { constituency: voter.constituency } : {}),
     };
-  }
-
-  /**
-   * Free text where the gateway sends templates only (contract, fifth part, "Replies"): SMS through a DLT gateway or
-   * under DLT_ENFORCE, and WhatsApp more than 24 hours after the contact last wrote. 422 on `message`, naming
-   * the workspace's templates that fit.
-   */
-  private async refuseFreeText(row: ConversationRow, accountId: number | undefined): Promise<void> {
-    const { reason, provider, fit } = await this.replyRules(row, accountId);
-    if (reason === null) return;
-    const { dltEnforce } = this.deps;
-    const adapter = adapterNamed(provider);
-    const named = fit.length
-      ? `Templates that fit: ${fit
-          .slice(0, 10)
-          .map((t) => `tpl_${t.id} ("${t.name}")`)
-          .join(', ')}${fit.length > 10 ? `, and ${fit.length - 10} more` : ''}.`
-      : `No template of this workspace fits yet: add one (POST /api/templates) with ${adapter.templates ? `provider_template_ids.${provider}` : 'its dlt_template_id and sender_id'}.`;
-    const why =
-      reason === 'whatsapp_window'
-        ? "the contact last wrote more than 24 hours ago, outside WhatsApp's customer service window: reply with an approved template"
-        : `${adapter.label} sends SMS only as DLT-registered templates${dltEnforce && !adapter.templatesOnly?.includes('sms') ? ' (DLT_ENFORCE)' : ''}: reply with a template`;
-    throw validationError({
-      message: [`cannot be free text: ${why} ({ "template_id": "tpl_<n>", "variables": { ... } }). ${named}`],
-    });
-  }
-
-  /** How a reply on the conversation can go now: the provider, whether it must be a template, and what fits. */
-  private async replyRules(row: ConversationRow, accountId: number | undefined) {
-    const { db, deployment, dltEnforce } = this.deps;
-    const channel = row.channel;
-    const account =
-      accountId !== undefined
-        ? await db
-            .selectFrom('channel_accounts')
-            .select('provider')
-            .where('id', '=', accountId)
-            .executeTakeFirst()
-        : (await channelCarrier(db, row.workspace_id, channel)).account;
-    const provider = account?.provider ?? deployment[channel];
-    const windowShut =
-      channel === 'whatsapp' &&
-      (row.last_inbound_at === null || Date.now() - Date.parse(row.last_inbound_at) > WHATSAPP_WINDOW_MS);
-    const dlt = channel === 'sms' && sendsTemplatesOnly(adapterNamed(provider), 'sms', dltEnforce);
-    const reason = windowShut ? ('whatsapp_window' as const) : dlt ? ('dlt' as const) : null;
-    const fit =
-      channel === 'sms' || channel === 'whatsapp'
-        ? await fittingTemplates(db, row.workspace_id, channel, provider, dltEnforce)
-        : [];
-    return { reason, provider, fit };
   }
 
   private async replyAccount(db: Executor, row: ConversationRow): Promise<number | undefined> {
