@@ -4,7 +4,8 @@ import { api, data, download, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { UnknownPlaces } from './places.tsx';
-import { FilterForm, noFilters, setFilters, useVoterFields } from './voters.tsx';
+import { FilterForm, noFilters, setFilters } from './voters.tsx';
+import { useVoterFields } from './voter-shared.ts';
 
 interface DryRun {
   imported: number;

@@ -5,7 +5,7 @@ import { useLocation } from 'wouter';
 import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Field, Table } from '../ui.tsx';
-import { commaList, useVoterFields } from './voters.tsx';
+import { commaList, useVoterFields } from './voter-shared.ts';
 import { useWorkspace } from '../queries.ts';
 import { channels, type Question, type Survey } from './surveys.tsx';
 

@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Section, Table } from '../ui.tsx';
-import { commaList, useVoterFields } from './voters.tsx';
+import { commaList, useVoterFields } from './voter-shared.ts';
 
 const types = ['text', 'number', 'date', 'choice', 'boolean'] as const;
 
