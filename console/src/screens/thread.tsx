@@ -7,6 +7,7 @@ import { allPages, api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, ErrorNote, Field, Loading, Notice, Section } from '../ui.tsx';
+
 /** Messages per page of a thread. */
 const THREAD_PAGE = 100;
 
