@@ -21,7 +21,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { connect } from '../src/db/connect.ts';
+import { connect, type Db } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { DeliveryWorker } from '../src/modules/sending/delivery-worker.ts';
 import { channelLogFor } from '../src/modules/sending/channel-log.ts';
@@ -32,22 +32,25 @@ import { EXOTEL, fakeExotel } from '../test/provider-doubles.ts';
 const VOTERS = Number(process.env.BENCH_VOTERS ?? 1_000_000);
 const pgUrl = process.env.BENCH_DATABASE_URL;
 
-async function main() {
+/**
+ * A fresh database (a file under bench/out on SQLite, or BENCH_DATABASE_URL), the app on it with the sandbox as
+ * every channel's deployment provider, and a registered workspace: what both runs of this bench start from.
+ */
+async function setUp(name: string, env: Record<string, string>) {
   let databaseUrl = pgUrl;
   if (!databaseUrl) {
     mkdirSync('bench/out', { recursive: true });
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`bench/out/messaging.db${suffix}`, { force: true });
-    databaseUrl = 'sqlite:bench/out/messaging.db';
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`bench/out/${name}.db${suffix}`, { force: true });
+    databaseUrl = `sqlite:bench/out/${name}.db`;
   }
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'silent',
-    SANDBOX_DELIVERY_DELAY_MS: '0',
     // The bench delivers at any hour: quiet hours (on by default) would hold its bulk messages.
     QUIET_HOURS: '',
-    WORKER_BATCH_SIZE: process.env.BENCH_BATCH ?? '2000',
     RATE_LIMIT_AUTH_PER_MIN: '1000',
     RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
+    ...env,
   });
   const db = connect(config.databaseUrl);
   await migrateToLatest(db);
@@ -65,7 +68,6 @@ async function main() {
     });
     return { status: res.statusCode, body: res.json() as { data: Record<string, unknown> } };
   };
-
   const reg = await inject('POST', '/api/auth/register', undefined, {
     name: 'Bench',
     email: `bench.${Date.now()}@example.com`,
@@ -73,6 +75,28 @@ async function main() {
   });
   const token = String(reg.body.data.access_token);
   const ws = Number((reg.body.data.user as { workspace_id: number }).workspace_id);
+  return { db, config, log, providers, app, inject, token, ws };
+}
+
+/** `count` voters in constituency Central (300 booths, 50 wards), inserted in one statement. */
+async function insertVoters(db: Db, ws: number, count: number) {
+  const now = new Date().toISOString();
+  const series =
+    db.dialect === 'postgres'
+      ? sql`generate_series(1, ${count}) as n(i)`
+      : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${count}) SELECT i FROM s) AS n`;
+  const phone =
+    db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
+  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, booth_key, ward, ward_key, created_at, updated_at)
+    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 300 as text), cast(i % 50 as text), cast(i % 50 as text), ${now}, ${now}
+    FROM ${series}`.execute(db.kysely);
+}
+
+async function main() {
+  const { db, config, log, providers, app, inject, token, ws } = await setUp('messaging', {
+    SANDBOX_DELIVERY_DELAY_MS: '0',
+    WORKER_BATCH_SIZE: process.env.BENCH_BATCH ?? '2000',
+  });
   await db.kysely
     .updateTable('credit_balances')
     .set({ balance: VOTERS * 2 })
@@ -81,15 +105,7 @@ async function main() {
 
   let t = performance.now();
   const now = new Date().toISOString();
-  const series =
-    db.dialect === 'postgres'
-      ? sql`generate_series(1, ${VOTERS}) as n(i)`
-      : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${VOTERS}) SELECT i FROM s) AS n`;
-  const phone =
-    db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
-  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, booth, booth_key, ward, ward_key, created_at, updated_at)
-    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', cast(i % 300 as text), cast(i % 300 as text), cast(i % 50 as text), cast(i % 50 as text), ${now}, ${now}
-    FROM ${series}`.execute(db.kysely);
+  await insertVoters(db, ws, VOTERS);
   // Steady state: a roll imported long before the broadcast (SQLite: its WAL checkpointed; PostgreSQL: analysed).
   const settle = async () => {
     if (db.dialect === 'postgres') await sql`ANALYZE`.execute(db.kysely);
@@ -210,65 +226,26 @@ async function logCompare() {
   const recipients = Number(process.env.BENCH_LOG_MESSAGES ?? 5000);
   const rounds = Number(process.env.BENCH_LOG_ROUNDS ?? 3);
   const exotel = await fakeExotel();
-  let databaseUrl = pgUrl;
-  if (!databaseUrl) {
-    mkdirSync('bench/out', { recursive: true });
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`bench/out/messaging-log.db${suffix}`, { force: true });
-    databaseUrl = 'sqlite:bench/out/messaging-log.db';
-  }
-  const config = loadConfig({
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'silent',
-    QUIET_HOURS: '',
+  const { db, config, log, providers, app, inject, token, ws } = await setUp('messaging-log', {
     EXOTEL_BASE_URL: exotel.url,
     WORKER_BATCH_SIZE: '500',
-    RATE_LIMIT_AUTH_PER_MIN: '1000',
-    RATE_LIMIT_AUTH_IP_PER_MIN: '1000',
   });
-  const db = connect(config.databaseUrl);
-  await migrateToLatest(db);
-  const log = pino({ level: 'silent' });
-  const providers = Object.fromEntries(
-    channels.map((c) => [c, new SandboxProvider(c, log, 0)]),
-  ) as unknown as Record<Channel, MessageProvider>;
-  const app = await buildApp({ config, db, providers, logger: false });
-  const call = async (method: 'POST', url: string, token: string | undefined, body: unknown) => {
-    const res = await app.inject({
-      method,
-      url,
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-      payload: body as object,
-    });
-    if (res.statusCode >= 300) throw new Error(`${url} answered ${res.statusCode}: ${res.body}`);
-    return (res.json() as { data: Record<string, unknown> }).data;
+  const call = async (url: string, body: unknown) => {
+    const res = await inject('POST', url, token, body);
+    if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(res.body)}`);
+    return res.body.data;
   };
-  const reg = await call('POST', '/api/auth/register', undefined, {
-    name: 'Bench',
-    email: `bench.${Date.now()}@example.com`,
-    password: 'benchmark password',
-  });
-  const token = String(reg.access_token);
-  const ws = Number((reg.user as { workspace_id: number }).workspace_id);
   await db.kysely
     .updateTable('credit_balances')
     .set({ balance: recipients * (rounds + 1) * 4 })
     .where('workspace_id', '=', ws)
     .execute();
-  const now = new Date().toISOString();
-  const series =
-    db.dialect === 'postgres'
-      ? sql`generate_series(1, ${recipients}) as n(i)`
-      : sql`(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${recipients}) SELECT i FROM s) AS n`;
-  const phone =
-    db.dialect === 'postgres' ? sql`'+9190' || lpad(i::text, 8, '0')` : sql`'+9190' || printf('%08d', i)`;
-  await sql`INSERT INTO voters (workspace_id, name, name_key, phone, constituency, constituency_key, created_at, updated_at)
-    SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phone}, 'Central', 'central', ${now}, ${now}
-    FROM ${series}`.execute(db.kysely);
-  const segment = await call('POST', '/api/segments', token, {
+  await insertVoters(db, ws, recipients);
+  const segment = await call('/api/segments', {
     name: 'Central',
     filters: { constituency: 'Central' },
   });
-  await call('POST', '/api/channel-accounts', token, {
+  await call('/api/channel-accounts', {
     name: 'Exotel double',
     provider: 'exotel',
     channels: ['sms'],
@@ -285,7 +262,7 @@ async function logCompare() {
   // Round 0 warms both up (the code's first runs are compiled as they go) and is not counted.
   for (let round = 0; round <= rounds; round += 1) {
     for (const mode of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-      await call('POST', '/api/messages/broadcast', token, {
+      await call('/api/messages/broadcast', {
         channel: 'sms',
         message: `Polling day is Sunday (${round}, ${mode}).`,
         segment_id: segment.id,

@@ -32,6 +32,18 @@ describe('provider names', () => {
     path.startsWith('src/db/migrations/') ||
     path === 'console/src/schema.d.ts';
 
+  /** The lines of the service and the console, outside the exempt files, that `re` finds: `path:line: text`. */
+  const linesOutsideProviders = (re: RegExp) =>
+    [...files('src'), ...files('console/src')]
+      .filter((path) => !exempt(path))
+      .flatMap((path) =>
+        readFileSync(join(root, path), 'utf8')
+          .split('\n')
+          .map((line, i) => [line, i] as const)
+          .filter(([line]) => re.test(line))
+          .map(([line, i]) => `${relative(root, join(root, path))}:${i + 1}: ${line.trim()}`),
+      );
+
   it('the scan finds the provider modules (it is not empty)', () => {
     const all = [...files('src'), ...files('console/src')];
     expect(all.length).toBeGreaterThan(100);
@@ -41,16 +53,7 @@ describe('provider names', () => {
   });
 
   it('no file outside src/providers/<name>/ and the registry names a provider', () => {
-    const naming = [...files('src'), ...files('console/src')]
-      .filter((path) => !exempt(path))
-      .flatMap((path) =>
-        readFileSync(join(root, path), 'utf8')
-          .split('\n')
-          .map((line, i) => [line, i] as const)
-          .filter(([line]) => pattern.test(line))
-          .map(([line, i]) => `${relative(root, join(root, path))}:${i + 1}: ${line.trim()}`),
-      );
-    expect(naming).toEqual([]);
+    expect(linesOutsideProviders(pattern)).toEqual([]);
   });
 
   // The providers' own wire fields (call ids, a webhook's challenge, status fields, signature headers, their
@@ -64,15 +67,6 @@ describe('provider names', () => {
   });
 
   it("no file outside src/providers/<name>/ names a provider's fields", () => {
-    const naming = [...files('src'), ...files('console/src')]
-      .filter((path) => !exempt(path))
-      .flatMap((path) =>
-        readFileSync(join(root, path), 'utf8')
-          .split('\n')
-          .map((line, i) => [line, i] as const)
-          .filter(([line]) => fields.test(line))
-          .map(([line, i]) => `${path}:${i + 1}: ${line.trim()}`),
-      );
-    expect(naming).toEqual([]);
+    expect(linesOutsideProviders(fields)).toEqual([]);
   });
 });
