@@ -150,14 +150,30 @@ export function uniqueEmail(prefix = 'user'): string {
   return `${prefix}.${randomUUID().slice(0, 12)}@example.com`;
 }
 
-/** A random Indian mobile number in E.164, unique enough for a shared test database. */
 /**
- * A random Indian mobile number. It never ends in 0000: the sandbox provider fails those (1 in 10,000 would
- * otherwise make a test that expects delivery fail by chance).
+ * Endings the provider doubles and the sandbox treat as failures: the sandbox fails 0000; the doubles refuse
+ * 4030 (Exotel), 4700 (Meta's 131047), 4290 (Meta's 130429), 9999, 6100 and 5030 (Twilio, MSG91).
+ */
+export const FAILING_PHONE_ENDINGS: ReadonlySet<string> = new Set([
+  '0000',
+  '4030',
+  '4700',
+  '4290',
+  '9999',
+  '6100',
+  '5030',
+]);
+
+/**
+ * A random Indian mobile number in E.164, unique enough for a shared test database. It never ends in one of
+ * FAILING_PHONE_ENDINGS: 7 in 10,000 random numbers would otherwise make a test that expects a send to go
+ * through fail by chance.
  */
 export function uniquePhone(): string {
-  const n = randomInt(0, 1_000_000_000);
-  return `+919${String(n % 10_000 === 0 ? n + 1 : n).padStart(9, '0')}`;
+  for (;;) {
+    const digits = String(randomInt(0, 1_000_000_000)).padStart(9, '0');
+    if (!FAILING_PHONE_ENDINGS.has(digits.slice(-4))) return `+919${digits}`;
+  }
 }
 
 export interface Account {
