@@ -101,6 +101,7 @@ import { MessageLifecycle } from './modules/sending/lifecycle.ts';
 import { SurveyResults } from './modules/surveys/survey-results.ts';
 import { surveysRoutes } from './modules/surveys/surveys.routes.ts';
 import { SurveysService } from './modules/surveys/surveys.service.ts';
+import { SurveyRunsService } from './modules/surveys/survey-runs.service.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -422,10 +423,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     perUser: config.eventStreamsPerUser,
     bufferBytes: config.eventStreamBufferBytes,
   });
-  const surveys = new SurveysService({ db: db.kysely, config });
+  const surveys = new SurveysService({ db: db.kysely });
   await app.register(surveysRoutes, {
     prefix: '/api',
     surveys,
+    runs: new SurveyRunsService({ db: db.kysely, config, surveys }),
     results: new SurveyResults({ db: db.kysely, surveys }),
     idleTimeoutMs: config.export.idleTimeoutMs,
   });

@@ -128,3 +128,72 @@ export const STOPPED: ReadonlySet<string> = new Set([
   'cancelled',
   'quiet_hours',
 ]);
+
+/** The queued messages (questions not yet handed over) of these survey sessions. */
+export async function queuedOfSessions(
+  db: Executor,
+  workspaceId: number,
+  responseIds: readonly number[],
+): Promise<number[]> {
+  if (responseIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('survey_response_id', 'in', [...responseIds])
+    .where('status', '=', 'queued')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** The status of a survey session's latest message (its current question). */
+export async function latestOfSession(
+  db: Executor,
+  workspaceId: number,
+  responseId: number,
+): Promise<MessageStatus | undefined> {
+  const last = await db
+    .selectFrom('messages')
+    .select('status')
+    .where('workspace_id', '=', workspaceId)
+    .where('survey_response_id', '=', responseId)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return last?.status as MessageStatus | undefined;
+}
+
+/** A message of an account by our id, or else by the provider's id for it (a call's own id). */
+export async function accountMessage(
+  db: Executor,
+  account: { id: number; workspace_id: number },
+  id: number | undefined,
+  providerId: string,
+): Promise<MessageRow | undefined> {
+  const base = db
+    .selectFrom('messages')
+    .selectAll()
+    .where('workspace_id', '=', account.workspace_id)
+    .where('channel_account_id', '=', account.id);
+  return (
+    (id === undefined ? undefined : await base.where('id', '=', id).executeTakeFirst()) ??
+    (await base.where('provider_message_id', '=', providerId).executeTakeFirst())
+  );
+}
+
+/** Records the provider's id of a message that has none yet; false when it has one already. */
+export async function bindProviderId(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  providerId: string,
+): Promise<boolean> {
+  const bound = await db
+    .updateTable('messages')
+    .set({ provider_message_id: providerId })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .where('provider_message_id', 'is', null)
+    .executeTakeFirst();
+  return Number(bound.numUpdatedRows) === 1;
+}

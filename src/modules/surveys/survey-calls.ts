@@ -7,15 +7,11 @@ import type { CallAnswer } from '../../providers/adapter.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { recipientAddress } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
-import {
-  applyAnswer,
-  definitionOf,
-  mayTrigger,
-  startSession,
-  surveyOf,
-  voterByAddress,
-} from './survey-sessions.ts';
+import { applyAnswer, definitionOf, mayTrigger, startSession, voterByAddress } from './survey-sessions.ts';
 import { textIn, type Trigger } from './surveys.rules.ts';
+import { activeSurveys, surveyOf } from './surveys.repository.ts';
+import { findResponse, markIvrQuestion, takeIvrQuestion } from './survey-responses.repository.ts';
+import { accountMessage, bindProviderId } from '../messages/messages.repository.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 import { accountRef, parseRef } from '../../refs.ts';
 
@@ -47,41 +43,22 @@ export class SurveyCalls {
         'forbidden',
         "An IVR survey step must carry the call's own id: a request without it answers nothing.",
       );
-    const id = parseRef('msg', messageRef);
-    let message =
-      id === undefined
-        ? undefined
-        : await db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!message && callId)
-      message = await db
-        .selectFrom('messages')
-        .selectAll()
-        .where('channel_account_id', '=', account.id)
-        .where('provider_message_id', '=', callId)
-        .executeTakeFirst();
+    const message = await accountMessage(db, account, parseRef('msg', messageRef), callId);
     const known =
       message &&
-      message.channel_account_id === account.id &&
       message.channel === 'ivr' &&
       message.survey_response_id !== null &&
       (message.provider_message_id === null || message.provider_message_id === callId);
     if (!known)
       throw new AppError('not_found', 'No survey call of this account has that call id and message id.');
-    if (message!.provider_message_id === null) {
-      const bound = await db
-        .updateTable('messages')
-        .set({ provider_message_id: callId })
-        .where('id', '=', message!.id)
-        .where('provider_message_id', 'is', null)
-        .executeTakeFirst();
-      if (Number(bound.numUpdatedRows) !== 1)
-        throw new AppError('not_found', 'No survey call of this account has that call id and message id.');
-    }
-    return db
-      .selectFrom('survey_responses')
-      .selectAll()
-      .where('id', '=', message!.survey_response_id!)
-      .executeTakeFirstOrThrow();
+    if (
+      message!.provider_message_id === null &&
+      !(await bindProviderId(db, account.workspace_id, message!.id, callId))
+    )
+      throw new AppError('not_found', 'No survey call of this account has that call id and message id.');
+    const response = await findResponse(db, account.workspace_id, message!.survey_response_id!);
+    if (!response) throw new AppError('not_found', 'The survey session of this call is gone.');
+    return response;
   }
 
   /** The Gather applet asks what to say: the current question, with its choices' keys spoken after it. */
@@ -95,13 +72,7 @@ export class SurveyCalls {
       return { kind: 'ask', prompt: { text }, digits: 1, waitSeconds: 1, repeats: 0 };
     }
     // The question asked now is the one the Passthru that follows may answer, once.
-    await this.deps.db
-      .updateTable('survey_responses')
-      .set({ ivr_question: response.question })
-      .where('id', '=', response.id)
-      .where('status', '=', 'open')
-      .where('question', '=', response.question)
-      .execute();
+    await markIvrQuestion(this.deps.db, response);
     const first = response.question === 0 && response.tries === 0 && Object.keys(def.intro).length > 0;
     const choices = (q.choices ?? []).map(
       (c) => `${textIn(c.label, lang)}: ${lang === 'hi' ? 'दबाएँ' : 'press'} ${c.key}.`,
@@ -132,29 +103,13 @@ export class SurveyCalls {
     const outcome = await db.transaction().execute(async (trx) => {
       // Only the question the Gather asked, once: the marker is taken in the same statement that checks it, so
       // a replayed Passthru (or one with no Gather before it) changes nothing.
-      const current = await trx
-        .updateTable('survey_responses')
-        .set({ ivr_question: null })
-        .where('id', '=', response.id)
-        .where('status', '=', 'open')
-        .where((eb) => eb('ivr_question', '=', eb.ref('question')))
-        .returningAll()
-        .executeTakeFirst();
+      const current = await takeIvrQuestion(trx, response);
       if (!current) return 'replayed' as const;
       return applyAnswer(trx, current, digits.replace(/#$/, ''), nowIso());
     });
-    if (outcome === 'replayed') return (await this.stillOpen(response.id)) ?? false;
+    if (outcome === 'replayed')
+      return (await findResponse(db, response.workspace_id, response.id))?.status === 'open';
     return outcome !== 'completed';
-  }
-
-  /** Whether the session is still open (a replayed Passthru is answered as the call stands). */
-  private async stillOpen(id: number): Promise<boolean | undefined> {
-    const row = await this.deps.db
-      .selectFrom('survey_responses')
-      .select('status')
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row?.status === 'open';
   }
 
   /**
@@ -164,13 +119,7 @@ export class SurveyCalls {
    */
   async missedCall(account: ChannelAccountRow, from: string): Promise<SurveyResponseRow | undefined> {
     const { db } = this.deps;
-    const surveys = await db
-      .selectFrom('surveys')
-      .selectAll()
-      .where('workspace_id', '=', account.workspace_id)
-      .where('status', '=', 'active')
-      .orderBy('id')
-      .execute();
+    const surveys = await activeSurveys(db, account.workspace_id);
     const ref = accountRef(account.id);
     for (const survey of surveys) {
       const trigger = (JSON.parse(survey.triggers) as Trigger[]).find(
@@ -189,7 +138,7 @@ export class SurveyCalls {
       const carrier = own ? account : (await channelCarrier(db, account.workspace_id, channel)).account;
       return db.transaction().execute(async (trx) => {
         const now = nowIso();
-        if (!(await mayTrigger(trx, survey.id, address, now))) return undefined;
+        if (!(await mayTrigger(trx, survey, address, now))) return undefined;
         const voter = await voterByAddress(trx, account.workspace_id, channel, address);
         const opened = await startSession(trx, {
           survey,

@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely';
-import type { Database, SurveyResponseRow } from '../../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
 import type { Download } from '../../http/download.ts';
 import { csvField } from '../../lib/csv.ts';
 import { type Cell, xlsxRun, xlsxStream } from '../../lib/xlsx.ts';
@@ -7,21 +7,21 @@ import { validationError } from '../../errors.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { exportFormats, type ExportFormat } from '../voter-exports/export-format.ts';
 import { checkVoterFilters, filteredVoters, withPlaces, type VoterFilters } from '../voters/voters.search.ts';
-import { answersOf, definitionOf, sensitiveQuestions } from './survey-sessions.ts';
+import { definitionOf, sensitiveQuestions } from './survey-sessions.ts';
+import {
+  answersOf,
+  answerTallies,
+  type GroupBy,
+  groupColumns,
+  responsesAfter,
+  responseTotals,
+} from './survey-responses.repository.ts';
+import { voterBooths } from '../voters/voters.repository.ts';
 import { textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
 import { surveyRef } from '../../refs.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
-
-/** The voter's place when they answered, kept on each answer (no join to voters). */
-export const groupColumns = {
-  booth: 'a.booth',
-  ward: 'a.ward',
-  constituency: 'a.constituency',
-  part_number: 'a.part_number',
-} as const;
-export type GroupBy = keyof typeof groupColumns;
 
 interface Tally {
   answered: number;
@@ -77,37 +77,8 @@ export class SurveyResults {
     const filters = await this.voterFilter(workspaceId, raw);
     const inFilter = filters ? filteredVoters(db, workspaceId, filters).select('voters.id') : undefined;
 
-    const answers = db
-      .selectFrom('survey_answers as a')
-      .where('a.survey_id', '=', survey.id)
-      .$if(inFilter !== undefined, (q) => q.where('a.voter_id', 'in', inFilter!));
-    const grouped = groupBy
-      ? answers
-          .select([
-            'a.question_key',
-            'a.choice_key',
-            sql<string | number | null>`${sql.ref(groupColumns[groupBy])}`.as('g'),
-          ])
-          .groupBy(['a.question_key', sql.ref(groupColumns[groupBy]), 'a.choice_key'])
-      : answers
-          .select(['a.question_key', 'a.choice_key', sql<null>`NULL`.as('g')])
-          .groupBy(['a.question_key', 'a.choice_key']);
-    const rows = await grouped
-      .select((eb) => [
-        eb.fn.countAll().as('n'),
-        eb.fn.sum<number | null>('a.number_value').as('s'),
-        eb.fn.count('a.number_value').as('nn'),
-      ])
-      .execute();
-
-    let responses = db.selectFrom('survey_responses').where('survey_id', '=', survey.id);
-    if (inFilter) responses = responses.where('voter_id', 'in', inFilter);
-    const counts = await responses
-      .select((eb) => [
-        eb.fn.countAll().as('n'),
-        eb.fn.sum<number>(eb.case().when('status', '=', 'completed').then(1).else(0).end()).as('done'),
-      ])
-      .executeTakeFirstOrThrow();
+    const rows = await answerTallies(db, survey, groupBy, inFilter);
+    const counts = await responseTotals(db, workspaceId, survey.id, inFilter);
 
     const def = definitionOf(survey);
     const totals = new Map<string, Tally>();
@@ -134,8 +105,7 @@ export class SurveyResults {
       }
     }
     return {
-      responses: Number(counts.n),
-      completed: Number(counts.done ?? 0),
+      ...counts,
       ...(groupBy ? { group_by: groupBy } : {}),
       questions: def.questions.map((q) => {
         const keys = (q.choices ?? []).map((c) => c.key);
@@ -199,34 +169,17 @@ export class SurveyResults {
     const rowsOf = async function* (): AsyncGenerator<Cell[][]> {
       let after = 0;
       for (;;) {
-        const rows: SurveyResponseRow[] = await db
-          .selectFrom('survey_responses')
-          .selectAll()
-          .where('survey_id', '=', survey.id)
-          .where('id', '>', after)
-          .$if(runId !== undefined, (q) => q.where('run_id', '=', runId!))
-          .orderBy('id')
-          .limit(1000)
-          .execute();
+        const rows = await responsesAfter(db, workspaceId, survey.id, after, runId, 1000);
         if (rows.length === 0) return;
         after = rows[rows.length - 1]!.id;
         const answers = await answersOf(
           db,
+          workspaceId,
           rows.map((r) => r.id),
         );
         // The voters' booths as they are now (results by booth count the answers where the voter was).
         const voterIds = [...new Set(rows.flatMap((r) => (r.voter_id !== null ? [r.voter_id] : [])))];
-        const booths = new Map(
-          (voterIds.length
-            ? await db
-                .selectFrom('voters')
-                .select(['id', 'booth'])
-                .where('workspace_id', '=', workspaceId)
-                .where('id', 'in', voterIds)
-                .execute()
-            : []
-          ).map((v) => [Number(v.id), v.booth] as const),
-        );
+        const booths = await voterBooths(db, workspaceId, voterIds);
         yield rows.map((r) => {
           const a = answers.get(r.id) ?? {};
           return [

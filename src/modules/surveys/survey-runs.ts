@@ -10,6 +10,17 @@ import { creditChannel } from '../messages/messages.rules.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
 import { filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { expireIdle, startSession } from './survey-sessions.ts';
+import {
+  endRunsDue,
+  markRunFilled,
+  moveRunCursor,
+  runsFillingDue,
+  spendRunReservation,
+  startRunsDue,
+  surveyOf,
+  updateRun,
+} from './surveys.repository.ts';
+import { votersByAddress } from '../voters/voters.repository.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 import { runRef } from '../../refs.ts';
 
@@ -37,24 +48,10 @@ export class SurveyRuns {
   async round(stopping: () => boolean = () => false): Promise<boolean> {
     const { db } = this.deps;
     const now = this.deps.clock?.() ?? new Date();
-    let busy = false;
-    const due = await db
-      .updateTable('survey_runs')
-      .set({ status: 'running', started_at: now.toISOString() })
-      .where('status', '=', 'scheduled')
-      .where('scheduled_at', '<=', now.toISOString())
-      .executeTakeFirst();
-    if (Number(due.numUpdatedRows) > 0) busy = true;
+    let busy = await startRunsDue(db, now.toISOString());
     // One chunk of each workspace's oldest filling run per round: a workspace that starts many large runs
     // takes its turn beside the others, never ahead of them.
-    const filling = await db
-      .selectFrom('survey_runs')
-      .selectAll()
-      .where('status', '=', 'running')
-      .where('filled', '=', 0)
-      .orderBy('id')
-      .limit(200)
-      .execute();
+    const filling = await runsFillingDue(db);
     const seen = new Set<number>();
     for (const run of filling) {
       if (stopping()) break;
@@ -63,47 +60,7 @@ export class SurveyRuns {
       if (await this.fillChunk(run)) busy = true;
     }
     // A run whose every session the provider refused ends `failed`, not `completed` (its last_error says why).
-    const refused = await db
-      .updateTable('survey_runs')
-      .set({ status: 'failed', completed_at: now.toISOString() })
-      .where('status', '=', 'running')
-      .where('filled', '=', 1)
-      .where(({ and, not, exists, selectFrom }) =>
-        and([
-          exists(
-            selectFrom('survey_responses')
-              .select('survey_responses.id')
-              .whereRef('survey_responses.run_id', '=', 'survey_runs.id'),
-          ),
-          not(
-            exists(
-              selectFrom('survey_responses')
-                .select('survey_responses.id')
-                .whereRef('survey_responses.run_id', '=', 'survey_runs.id')
-                .where('survey_responses.status', '<>', 'failed'),
-            ),
-          ),
-        ]),
-      )
-      .executeTakeFirst();
-    if (Number(refused.numUpdatedRows) > 0) busy = true;
-    const done = await db
-      .updateTable('survey_runs')
-      .set({ status: 'completed', completed_at: now.toISOString() })
-      .where('status', '=', 'running')
-      .where('filled', '=', 1)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('survey_responses')
-              .select('survey_responses.id')
-              .whereRef('survey_responses.run_id', '=', 'survey_runs.id')
-              .where('survey_responses.status', '=', 'open'),
-          ),
-        ),
-      )
-      .executeTakeFirst();
-    if (Number(done.numUpdatedRows) > 0) busy = true;
+    if (await endRunsDue(db, now.toISOString())) busy = true;
     if (Date.now() - this.expiredAt >= EXPIRE_EVERY_MS || this.deps.clock) {
       this.expiredAt = Date.now();
       // In batches of 1,000 until none is left (a run's hundred thousand sessions end the same minute).
@@ -131,20 +88,7 @@ export class SurveyRuns {
       const recipients = all.slice(run.after_id, upTo);
       await this.chunk(run, run.after_id, upTo, async (trx) => {
         const column = addressColumn(channel) === 'voters.email' ? 'email' : 'phone';
-        const voters = recipients.length
-          ? await trx
-              .selectFrom('voters')
-              .select(['id', column, 'language'])
-              .where('workspace_id', '=', run.workspace_id)
-              .where(column, 'in', recipients)
-              .orderBy('id')
-              .execute()
-          : [];
-        const byAddress = new Map<string, { id: number; language: string | null }>();
-        for (const v of voters) {
-          const address = (v as Record<string, unknown>)[column] as string;
-          if (!byAddress.has(address)) byAddress.set(address, { id: v.id, language: v.language });
-        }
+        const byAddress = await votersByAddress(trx, run.workspace_id, column, recipients);
         return recipients.map((address) => ({ address, voter: byAddress.get(address) }));
       });
       if (upTo >= all.length) await this.finish(run);
@@ -199,19 +143,8 @@ export class SurveyRuns {
     const channel = run.channel as MessageChannel;
     try {
       await db.transaction().execute(async (trx) => {
-        const moved = await trx
-          .updateTable('survey_runs')
-          .set({ after_id: upTo })
-          .where('id', '=', run.id)
-          .where('status', '=', 'running')
-          .where('after_id', '=', from)
-          .executeTakeFirst();
-        if (Number(moved.numUpdatedRows) !== 1) throw new ChunkTaken();
-        const survey = await trx
-          .selectFrom('surveys')
-          .selectAll()
-          .where('id', '=', run.survey_id)
-          .executeTakeFirstOrThrow();
+        if (!(await moveRunCursor(trx, run, from, upTo))) throw new ChunkTaken();
+        const survey = await surveyOf(trx, run);
         const people = await audience(trx);
         const stopped = await optedOutAddresses(
           trx,
@@ -248,14 +181,7 @@ export class SurveyRuns {
             survey.has_run = 1;
           }
         }
-        await trx
-          .updateTable('survey_runs')
-          .set((eb) => ({
-            reserved_credits: eb('reserved_credits', '-', used),
-            opted_out: eb('opted_out', '+', optedOut),
-          }))
-          .where('id', '=', run.id)
-          .execute();
+        await spendRunReservation(trx, run, used, optedOut);
       });
       return true;
     } catch (error) {
@@ -267,29 +193,17 @@ export class SurveyRuns {
   /** The fill is done: what the reservation did not spend goes back, and the recipients are what was reached. */
   private async finish(run: SurveyRunRow): Promise<void> {
     await this.deps.db.transaction().execute(async (trx) => {
-      const current = await trx
-        .updateTable('survey_runs')
-        .set({ filled: 1 })
-        .where('id', '=', run.id)
-        .where('filled', '=', 0)
-        .where('status', '=', 'running')
-        .returningAll()
-        .executeTakeFirst();
-      if (!current) return;
-      const sessions = await trx
-        .selectFrom('survey_responses')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('run_id', '=', run.id)
-        .executeTakeFirstOrThrow();
+      const filled = await markRunFilled(trx, run);
+      if (!filled) return;
+      const current = filled.run;
       const credit = creditChannel(current.channel as MessageChannel);
       const left = Math.max(current.reserved_credits, 0);
       if (credit && left > 0)
         await refundCredits(trx, current.workspace_id, credit, left, runRef(run.id), nowIso());
-      await trx
-        .updateTable('survey_runs')
-        .set({ reserved_credits: 0, recipients_total: Number(sessions.n) + current.opted_out })
-        .where('id', '=', run.id)
-        .execute();
+      await updateRun(trx, run.workspace_id, run.id, {
+        reserved_credits: 0,
+        recipients_total: filled.sessions + current.opted_out,
+      });
     });
   }
 }

@@ -1,14 +1,14 @@
 import type { SurveyResponseRow, SurveyRow } from '../../db/schema.ts';
-import { isPostgres } from '../../db/dialect.ts';
 import type { Executor } from '../../db/types.ts';
 import type { MessageChannel } from '../../domain.ts';
 import { recordAudit } from '../audit/audit.repository.ts';
 import { reserveCredits } from '../credits/credits.repository.ts';
-import { insertMessage } from '../messages/messages.repository.ts';
+import { insertMessage, latestOfSession } from '../messages/messages.repository.ts';
 import { creditChannel, unitCost } from '../messages/messages.rules.ts';
 import { conversationFor } from '../conversations/conversations.thread.ts';
 import { fieldDefs, sensitiveKeys, storedValue } from '../voters/voter-fields.ts';
-import { nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
+import { addTag, nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
+import { touchVoter, updateVoter, voterPlaces, votersByAddress } from '../voters/voters.repository.ts';
 import { checkTags } from '../voters/voter-record.rules.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
 import {
@@ -25,9 +25,21 @@ import {
   type SurveyDefinition,
   textIn,
 } from './surveys.rules.ts';
-import { endOpenSessions } from './session-end.ts';
+import { keywordSurvey, markSurveyRun, surveyOf } from './surveys.repository.ts';
+import {
+  advanceSession,
+  answersOf,
+  countTry,
+  endOpenSessions,
+  insertAnswer,
+  insertResponse,
+  openSession,
+  sessionsIdle,
+  startedSince,
+} from './survey-responses.repository.ts';
 import { responseView } from './surveys.view.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
+import { findTemplate } from '../templates/templates.repository.ts';
 import { parseRef, responseRef, surveyRef } from '../../refs.ts';
 
 /**
@@ -77,27 +89,21 @@ export async function startSession(
   options: { reserved?: boolean } = {},
 ): Promise<{ response: SurveyResponseRow; cost: number } | undefined> {
   const def = definitionOf(s.survey);
-  const response = await trx
-    .insertInto('survey_responses')
-    .values({
-      workspace_id: s.survey.workspace_id,
-      survey_id: s.survey.id,
-      run_id: s.runId,
-      voter_id: s.voterId,
-      address: s.address,
-      channel: s.channel,
-      channel_account_id: s.accountId,
-      language: languageFor(def.questions, s.voterLanguage ?? s.defaultLanguage),
-      status: 'open',
-      started_at: s.now,
-      updated_at: s.now,
-    })
-    .onConflict((oc) => oc.doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const response = await insertResponse(trx, {
+    workspace_id: s.survey.workspace_id,
+    survey_id: s.survey.id,
+    run_id: s.runId,
+    voter_id: s.voterId,
+    address: s.address,
+    channel: s.channel,
+    channel_account_id: s.accountId,
+    language: languageFor(def.questions, s.voterLanguage ?? s.defaultLanguage),
+    status: 'open',
+    started_at: s.now,
+    updated_at: s.now,
+  });
   if (!response) return undefined;
-  if (s.survey.has_run === 0)
-    await trx.updateTable('surveys').set({ has_run: 1 }).where('id', '=', s.survey.id).execute();
+  if (s.survey.has_run === 0) await markSurveyRun(trx, s.survey.workspace_id, s.survey.id);
   const cost = await ask(trx, response, def, 0, { first: true, reserved: options.reserved });
   if (cost === false) await endSession(trx, response, s.now, { credits: false });
   return { response, cost: cost === false ? 0 : cost };
@@ -196,35 +202,8 @@ export async function questionMessage(
 async function templateText(db: Executor, workspaceId: number, ref: string | undefined) {
   const id = ref === undefined ? undefined : parseRef('tpl', ref);
   if (id === undefined) return undefined;
-  const template = await db
-    .selectFrom('templates')
-    .select('body')
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const template = await findTemplate(db, workspaceId, id);
   return template ? { body: template.body, templateId: ref! } : undefined;
-}
-
-/** The open session of a contact on a channel, locked for this transaction on PostgreSQL. */
-export async function openSession(
-  trx: Executor,
-  workspaceId: number,
-  channel: string,
-  address: string,
-): Promise<SurveyResponseRow | undefined> {
-  return trx
-    .selectFrom('survey_responses')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .where('channel', '=', channel)
-    .where('address', '=', address)
-    .where('status', '=', 'open')
-    .$if(isPostgres(trx), (q) => q.forUpdate())
-    .executeTakeFirst();
-}
-
-export async function surveyOf(trx: Executor, response: Pick<SurveyResponseRow, 'survey_id'>) {
-  return trx.selectFrom('surveys').selectAll().where('id', '=', response.survey_id).executeTakeFirstOrThrow();
 }
 
 export type AnswerOutcome = 'next' | 'again' | 'completed';
@@ -248,15 +227,7 @@ export async function applyAnswer(
   if (!q) return 'completed';
   let value: AnswerValue | undefined = matchAnswer(q, text);
   if (!value && response.tries < def.retries) {
-    const moved = await trx
-      .updateTable('survey_responses')
-      .set({ tries: response.tries + 1, updated_at: now })
-      .where('id', '=', response.id)
-      .where('status', '=', 'open')
-      .where('question', '=', response.question)
-      .where('tries', '=', response.tries)
-      .executeTakeFirst();
-    if (Number(moved.numUpdatedRows) !== 1) return 'again';
+    if (!(await countTry(trx, response, now))) return 'again';
     if ((await ask(trx, { ...response, updated_at: now }, def, response.question, { again: true })) === false)
       await endSession(trx, response, now, { credits: false });
     return 'again';
@@ -264,47 +235,24 @@ export async function applyAnswer(
   value ??= OTHER;
   const next = response.question + 1;
   const done = next >= def.questions.length;
-  const moved = await trx
-    .updateTable('survey_responses')
-    .set({
-      question: next,
-      tries: 0,
-      answered: response.answered + 1,
-      updated_at: now,
-      ...(done ? { status: 'completed', completed_at: now } : {}),
-    })
-    .where('id', '=', response.id)
-    .where('status', '=', 'open')
-    .where('question', '=', response.question)
-    .executeTakeFirst();
   // Another process took an answer to this question first: this one changes nothing.
-  if (Number(moved.numUpdatedRows) !== 1) return 'next';
+  if (!(await advanceSession(trx, response, done, now))) return 'next';
   // The voter's places as they are now: results by place count the answer where the voter was.
   const places =
-    response.voter_id === null
-      ? undefined
-      : await trx
-          .selectFrom('voters')
-          .select(['booth', 'ward', 'constituency', 'part_number'])
-          .where('id', '=', response.voter_id)
-          .executeTakeFirst();
-  await trx
-    .insertInto('survey_answers')
-    .values({
-      response_id: response.id,
-      question_key: q.key,
-      workspace_id: response.workspace_id,
-      survey_id: response.survey_id,
-      voter_id: response.voter_id,
-      ...value,
-      booth: places?.booth ?? null,
-      ward: places?.ward ?? null,
-      constituency: places?.constituency ?? null,
-      part_number: places?.part_number ?? null,
-      answered_at: now,
-    })
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+    response.voter_id === null ? undefined : await voterPlaces(trx, response.workspace_id, response.voter_id);
+  await insertAnswer(trx, {
+    response_id: response.id,
+    question_key: q.key,
+    workspace_id: response.workspace_id,
+    survey_id: response.survey_id,
+    voter_id: response.voter_id,
+    ...value,
+    booth: places?.booth ?? null,
+    ward: places?.ward ?? null,
+    constituency: places?.constituency ?? null,
+    part_number: places?.part_number ?? null,
+    answered_at: now,
+  });
   if (value !== OTHER && q.save_to && response.voter_id !== null)
     await saveToVoter(trx, response, q, value, now);
   const moved2 = { ...response, question: next, tries: 0, answered: response.answered + 1, updated_at: now };
@@ -334,7 +282,7 @@ async function completed(trx: Executor, response: SurveyResponseRow, def: Survey
   }
   // Webhooks never carry a sensitive value: the answers that save to support_level or a sensitive field are left
   // out of the event (the API's responses give them to politicians and managers).
-  const answers = { ...(await answersOf(trx, [response.id])).get(response.id) };
+  const answers = { ...(await answersOf(trx, response.workspace_id, [response.id])).get(response.id) };
   for (const key of await sensitiveQuestions(trx, response.workspace_id, def.questions)) delete answers[key];
   await emitEvent(
     trx,
@@ -355,32 +303,7 @@ export async function endSession(
   now: string,
   how: { optedOut?: boolean; credits?: boolean } = {},
 ): Promise<void> {
-  await trx
-    .updateTable('survey_responses')
-    .set({
-      status: response.answered > 0 ? 'partial' : 'no_answer',
-      completed_at: now,
-      updated_at: now,
-      ...(how.optedOut ? { opted_out: 1 } : {}),
-    })
-    .where('id', '=', response.id)
-    .where('status', '=', 'open')
-    .execute();
-}
-
-/**
- * Marks the voter changed, before its tags or field values are written: the update holds the voter's row until
- * the answer commits, so a delete waits and then takes the new rows with it (there is no foreign key to do it
- * on PostgreSQL, migration 039). False when the voter is gone: nothing is written.
- */
-async function touchVoter(trx: Executor, ws: number, voterId: number, now: string): Promise<boolean> {
-  const done = await trx
-    .updateTable('voters')
-    .set({ updated_at: now })
-    .where('workspace_id', '=', ws)
-    .where('id', '=', voterId)
-    .executeTakeFirst();
-  return Number(done.numUpdatedRows) > 0;
+  await endOpenSessions(trx, [response.id], now, { optedOut: how.optedOut === true });
 }
 
 /** Writes an answer into the voter (`save_to`), audited with the actor `survey` and the survey's id. */
@@ -398,23 +321,14 @@ async function saveToVoter(
   if (target === 'support_level') {
     const level = value.choice_key !== null ? Number(value.choice_key) : value.number_value;
     if (level !== null && Number.isInteger(level) && level >= 1 && level <= 5) {
-      await trx
-        .updateTable('voters')
-        .set({ support_level: level, updated_at: now })
-        .where('workspace_id', '=', ws)
-        .where('id', '=', voterId)
-        .execute();
+      await updateVoter(trx, ws, voterId, { support_level: level, updated_at: now });
       saved = { support_level: level };
     }
   } else if (target === 'tags' && value.choice_key !== null) {
     const { tags } = checkTags([value.choice_key]);
     if (tags && tags.length > 0 && (await touchVoter(trx, ws, voterId, now))) {
       await nameTags(trx, ws, tags);
-      await trx
-        .insertInto('voter_tags')
-        .values({ workspace_id: ws, tag_key: tags[0]!.key, voter_id: voterId })
-        .onConflict((oc) => oc.doNothing())
-        .execute();
+      await addTag(trx, ws, voterId, tags[0]!.key);
       saved = { tags_add: [tags[0]!.label] };
     }
   } else if (target.startsWith('field:')) {
@@ -449,37 +363,11 @@ async function saveToVoter(
     });
 }
 
-/** Each response's answers by question key, as responses show them. */
-export async function answersOf(db: Executor, ids: readonly number[]) {
-  const out = new Map<number, Record<string, string | number | null>>();
-  if (ids.length === 0) return out;
-  const rows = await db
-    .selectFrom('survey_answers')
-    .select(['response_id', 'question_key', 'choice_key', 'number_value', 'text_value'])
-    .where('response_id', 'in', ids)
-    .execute();
-  for (const r of rows) {
-    const answers = out.get(r.response_id) ?? {};
-    answers[r.question_key] =
-      r.choice_key ?? (r.number_value !== null ? Number(r.number_value) : r.text_value);
-    out.set(r.response_id, answers);
-  }
-  return out;
-}
-
 /** The active survey whose keyword trigger is this whole text, on this channel. */
-export async function keywordSurvey(trx: Executor, workspaceId: number, channel: string, body: string) {
+async function keywordTrigger(trx: Executor, workspaceId: number, channel: string, body: string) {
   const keyword = answerKey(body);
   if (keyword === '' || keyword.length > 40 || /\s/.test(keyword)) return undefined;
-  return trx
-    .selectFrom('survey_keywords')
-    .innerJoin('surveys', 'surveys.id', 'survey_keywords.survey_id')
-    .selectAll('surveys')
-    .where('survey_keywords.workspace_id', '=', workspaceId)
-    .where('survey_keywords.channel', '=', channel)
-    .where('survey_keywords.keyword', '=', keyword)
-    .where('surveys.status', '=', 'active')
-    .executeTakeFirst();
+  return keywordSurvey(trx, workspaceId, channel, keyword);
 }
 
 /**
@@ -492,20 +380,12 @@ export const TRIGGER_REPEAT_HOURS = 24;
 /** Whether a trigger may start `surveyId` for `address` now: no response of it started there lately. */
 export async function mayTrigger(
   trx: Executor,
-  surveyId: number,
+  survey: Pick<SurveyRow, 'id' | 'workspace_id'>,
   address: string,
   now: string,
 ): Promise<boolean> {
   const since = new Date(Date.parse(now) - TRIGGER_REPEAT_HOURS * 3_600_000).toISOString();
-  const recent = await trx
-    .selectFrom('survey_responses')
-    .select('id')
-    .where('survey_id', '=', surveyId)
-    .where('address', '=', address)
-    .where('started_at', '>', since)
-    .limit(1)
-    .executeTakeFirst();
-  return recent === undefined;
+  return !(await startedSince(trx, survey.workspace_id, survey.id, address, since));
 }
 
 /** The voter an address belongs to (for a session a trigger opened): id and language. */
@@ -516,14 +396,7 @@ export async function voterByAddress(
   address: string,
 ) {
   const column = channel === 'email' ? 'email' : 'phone';
-  return trx
-    .selectFrom('voters')
-    .select(['id', 'language'])
-    .where('workspace_id', '=', workspaceId)
-    .where(column, '=', address)
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
+  return (await votersByAddress(trx, workspaceId, column, [address])).get(address);
 }
 
 /**
@@ -553,7 +426,7 @@ export async function surveyInbound(
   }
   // An answer only to a question the provider has: while it is queued (held, or waiting on the gateway) the
   // contact's message is their own, not an answer to what they have not read.
-  if (open && (await questionHandedOver(trx, open.id))) {
+  if (open && (await questionHandedOver(trx, open))) {
     const survey = await surveyOf(trx, open);
     const q = definitionOf(survey).questions[open.question];
     const withheld = q !== undefined && (await sensitiveQuestions(trx, workspaceId, [q])).has(q.key);
@@ -561,9 +434,9 @@ export async function surveyInbound(
     return { taken: true, withheld };
   }
   if (open) return none;
-  const survey = await keywordSurvey(trx, workspaceId, input.channel, input.body);
+  const survey = await keywordTrigger(trx, workspaceId, input.channel, input.body);
   // A keyword sent again within TRIGGER_REPEAT_HOURS is an ordinary message (stored and threaded).
-  if (!survey || !(await mayTrigger(trx, survey.id, input.from, now))) return none;
+  if (!survey || !(await mayTrigger(trx, survey, input.from, now))) return none;
   const voter = await voterByAddress(trx, workspaceId, input.channel, input.from);
   await startSession(trx, {
     survey,
@@ -598,29 +471,15 @@ export async function sensitiveQuestions(
 }
 
 /** Whether the session's latest message (its current question) was handed to the provider. */
-async function questionHandedOver(trx: Executor, responseId: number): Promise<boolean> {
-  const last = await trx
-    .selectFrom('messages')
-    .select('status')
-    .where('survey_response_id', '=', responseId)
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return last !== undefined && (last.status === 'sent' || last.status === 'delivered');
+async function questionHandedOver(trx: Executor, response: SurveyResponseRow): Promise<boolean> {
+  const status = await latestOfSession(trx, response.workspace_id, response.id);
+  return status === 'sent' || status === 'delivered';
 }
 
 /** Sessions idle for `hours` end as `partial` or `no_answer`, at most `limit` per call. */
 export async function expireIdle(db: Executor, hours: number, now: Date, limit = 1000): Promise<number> {
   const cutoff = new Date(now.getTime() - hours * 3_600_000).toISOString();
   const at = now.toISOString();
-  const ids = (
-    await db
-      .selectFrom('survey_responses')
-      .select('id')
-      .where('status', '=', 'open')
-      .where('updated_at', '<', cutoff)
-      .limit(limit)
-      .execute()
-  ).map((r) => r.id);
-  return endOpenSessions(db, ids, at, cutoff);
+  const ids = await sessionsIdle(db, cutoff, limit);
+  return endOpenSessions(db, ids, at, { idleBefore: cutoff });
 }

@@ -22,13 +22,15 @@ import {
   UpdateSurveyBody,
 } from './surveys.schemas.ts';
 import type { SurveysService } from './surveys.service.ts';
+import type { SurveyRunsService } from './survey-runs.service.ts';
 
 /** Surveys, their runs, results and responses (politicians and managers: `surveys:manage`). */
 export const surveysRoutes: FastifyPluginAsyncTypebox<{
   surveys: SurveysService;
+  runs: SurveyRunsService;
   results: SurveyResults;
   idleTimeoutMs: number;
-}> = async (app, { surveys, results, idleTimeoutMs }) => {
+}> = async (app, { surveys, runs, results, idleTimeoutMs }) => {
   const tags = ['Surveys'];
   const config = { permission: 'surveys:manage' as const };
 
@@ -139,7 +141,7 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
-      const data = await surveys.createRun(
+      const data = await runs.createRun(
         authOf(request).workspaceId,
         actorOf(request),
         request.params.id,
@@ -163,7 +165,7 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => ({
       success: true as const,
-      data: await surveys.runs(
+      data: await runs.runs(
         authOf(request).workspaceId,
         request.params.id,
         request.query.page,
@@ -185,7 +187,7 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => ({
       success: true as const,
-      data: await surveys.run(authOf(request).workspaceId, request.params.id),
+      data: await runs.run(authOf(request).workspaceId, request.params.id),
     }),
   );
 
@@ -205,7 +207,7 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
     async (request) => ({
       success: true as const,
       message: 'Survey run cancelled.',
-      data: await surveys.cancelRun(authOf(request).workspaceId, actorOf(request), request.params.id),
+      data: await runs.cancelRun(authOf(request).workspaceId, actorOf(request), request.params.id),
     }),
   );
 

@@ -135,3 +135,17 @@ export async function fieldValuesOf(
   }
   return out;
 }
+
+/** Adds one tag (by key, already named) to a voter; a tag it has already stays as it is. */
+export async function addTag(
+  db: Executor,
+  workspaceId: number,
+  voterId: number,
+  tagKey: string,
+): Promise<void> {
+  await db
+    .insertInto('voter_tags')
+    .values({ workspace_id: workspaceId, tag_key: tagKey, voter_id: voterId })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}

@@ -93,3 +93,72 @@ export async function householdOf(
     age: ageOf(r.birth_date, r.birth_key),
   }));
 }
+
+/** The first voter (lowest id) of each address among `addresses`, by phone or email: id and language. */
+export async function votersByAddress(
+  db: Executor,
+  workspaceId: number,
+  column: 'phone' | 'email',
+  addresses: readonly string[],
+): Promise<Map<string, { id: number; language: string | null }>> {
+  const out = new Map<string, { id: number; language: string | null }>();
+  if (addresses.length === 0) return out;
+  const rows = await db
+    .selectFrom('voters')
+    .select(['id', column, 'language'])
+    .where('workspace_id', '=', workspaceId)
+    .where(column, 'in', [...addresses])
+    .orderBy('id')
+    .execute();
+  for (const v of rows) {
+    const address = (v as Record<string, unknown>)[column] as string;
+    if (!out.has(address)) out.set(address, { id: Number(v.id), language: v.language });
+  }
+  return out;
+}
+
+/** A voter's places as they are now (a survey answer keeps them, to count results where the voter was). */
+export function voterPlaces(db: Executor, workspaceId: number, id: number) {
+  return db
+    .selectFrom('voters')
+    .select(['booth', 'ward', 'constituency', 'part_number'])
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The booths of these voters, by id. */
+export async function voterBooths(
+  db: Executor,
+  workspaceId: number,
+  ids: readonly number[],
+): Promise<Map<number, string | null>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('voters')
+    .select(['id', 'booth'])
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((v) => [Number(v.id), v.booth] as const));
+}
+
+/**
+ * Marks the voter changed before its tags or field values are written: the update holds the voter's row until
+ * the caller's transaction commits, so a delete waits and then takes the new rows with it (there is no foreign
+ * key to do it on PostgreSQL, migration 039). False when the voter is gone.
+ */
+export async function touchVoter(
+  db: Executor,
+  workspaceId: number,
+  id: number,
+  now: string,
+): Promise<boolean> {
+  const done = await db
+    .updateTable('voters')
+    .set({ updated_at: now })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(done.numUpdatedRows) > 0;
+}
