@@ -11,16 +11,32 @@ export const inboundRef = (id: number) => `in_${id}`;
 export const surveyRef = (id: number) => `svy_${id}`;
 export const runRef = (id: number) => `srun_${id}`;
 export const responseRef = (id: number) => `sres_${id}`;
+export const importJobRef = (id: number) => `imp_${id}`;
 
-/** `camp_12` or `12` -> 12; anything else -> undefined. */
+/** An id as the API writes it, `<prefix>_<n>` (the API document's pattern for ids in answers). */
+export const refPattern = (prefix: string) => `^${prefix}_[0-9]{1,15}$`;
+
+/**
+ * An id as a client may send it: `<prefix>_<n>` or just `<n>`, spaces around it ignored. The API document's
+ * pattern for ids in requests (RefInput), and what parseRef reads: the two cannot disagree.
+ */
+export const refInputPattern = (prefix: string) => `^\\s*(?:${prefix}_)?([0-9]{1,15})\\s*$`;
+
+const inputPatterns = new Map<string, RegExp>();
+
+/** `camp_12`, `12` or ` camp_12 ` -> 12; anything else -> undefined. */
 export function parseRef(prefix: string, value: string): number | undefined {
-  const match = new RegExp(`^(?:${prefix}_)?(\\d{1,15})$`).exec(value.trim());
+  let pattern = inputPatterns.get(prefix);
+  if (!pattern) inputPatterns.set(prefix, (pattern = new RegExp(refInputPattern(prefix))));
+  const match = pattern.exec(value);
   return match ? Number(match[1]) : undefined;
 }
 
+const templatePattern = new RegExp(refPattern('tpl'));
+
 /** Whether a value is a template's id (`tpl_<n>`), as a message's `template_id` holds one. */
 export function isTemplateRef(value: string | null | undefined): value is string {
-  return typeof value === 'string' && /^tpl_\d{1,15}$/.test(value);
+  return typeof value === 'string' && templatePattern.test(value);
 }
 
 /** The number of a template's id that isTemplateRef accepted (`tpl_12` -> 12). */

@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { type ErrorCode, errorStatus } from '../errors.ts';
+import { refInputPattern, refPattern } from '../refs.ts';
 
 /** Schemas every module shares: the two envelopes, the page envelope and its query. */
 
@@ -76,16 +77,17 @@ export const IdParams = Type.Object({ id: RowId });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 
 /** The pattern of a row's id as the API writes it: `<prefix>_<n>`. */
-export const refPattern = (prefix: string) => `^${prefix}_[0-9]{1,15}$`;
-
 /** A row's id in an answer, `<prefix>_<n>`. */
 export function Ref(prefix: string, description = `\`${prefix}_<n>\``) {
   return Type.String({ pattern: refPattern(prefix), description });
 }
 
-/** A row's id sent by a client: `<prefix>_<n>`, or just `<n>` (spaces around it are ignored). */
+/**
+ * A row's id sent by a client: `<prefix>_<n>`, or just `<n>` (spaces around it are ignored), as parseRef reads
+ * it. `x-id` carries the prefix to the validator's message ("must be an id such as msg_12.").
+ */
 export function RefInput(prefix: string, description = `\`${prefix}_<n>\` (or just \`<n>\`).`) {
-  return Type.String({ maxLength: 40, pattern: `^\\s*(${prefix}_)?[0-9]{1,15}\\s*$`, description });
+  return Type.String({ maxLength: 40, pattern: refInputPattern(prefix), 'x-id': prefix, description });
 }
 
 /** A date filter: an ISO 8601 date (its whole UTC day) or a date-time with its zone (that instant). */

@@ -11,7 +11,14 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 // `allErrors: false`: ajv stops at the first problem, so a hostile body (200,000 bad array items, 80,000
 // unknown fields) costs one error, not one per item. A failing body that is small is checked again in full
 // (below) so the caller learns every problem at once.
-const shared: Options = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false };
+// `verbose`: an error carries the schema that failed, so a RefInput's `x-id` can name the id it wanted.
+const shared: Options = {
+  allErrors: false,
+  useDefaults: true,
+  removeAdditional: false,
+  strict: false,
+  verbose: true,
+};
 
 /** The message of a phone that does not read as a possible number (as the voters' rules word it). */
 export const PHONE_MESSAGE =
@@ -212,9 +219,9 @@ function message(error: ErrorObject): string | undefined {
     case 'const':
       return `must be ${JSON.stringify(p.allowedValue)}.`;
     case 'pattern': {
-      // The ids' patterns (RefInput) name their prefix: say what an id looks like.
-      const ref = /(\w+)_\)?\??\[0-9\]/.exec(String(p.pattern));
-      return ref ? `must be an id such as ${ref[1]}_12.` : 'has an invalid format.';
+      // An id (RefInput) names its prefix in `x-id`: say what an id looks like.
+      const prefix = (error.parentSchema as Record<string, unknown> | undefined)?.['x-id'];
+      return typeof prefix === 'string' ? `must be an id such as ${prefix}_12.` : 'has an invalid format.';
     }
     case 'uniqueItems':
       return 'must not repeat items.';

@@ -25,7 +25,7 @@ import {
 import { adapterNamed } from '../../providers/registry.ts';
 import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { checkAccount, defaultChannels, type SettingValue } from './channel-accounts.rules.ts';
-import { accountRef, parseRef } from '../../refs.ts';
+import { accountRef, parseRef, templateRef } from '../../refs.ts';
 
 export interface CreateAccountInput {
   name: string;
@@ -145,7 +145,7 @@ export function templateForAccount(
   if (!(template && providerIdsOf(template)[name]))
     errors.template_id = [
       template
-        ? `is tpl_${template.id}, which has no provider_template_ids.${name}: ${who} sends SMS only through its own templates.`
+        ? `is ${templateRef(template.id)}, which has no provider_template_ids.${name}: ${who} sends SMS only through its own templates.`
         : `is required: ${who} sends SMS only through a tpl_<n> template with provider_template_ids.${name}.`,
     ];
 }

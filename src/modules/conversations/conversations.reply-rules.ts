@@ -6,6 +6,7 @@ import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import { channelCarrier } from '../channel-accounts/channel-accounts.service.ts';
 import { fittingTemplates } from '../templates/templates.service.ts';
+import { templateRef } from '../../refs.ts';
 
 /** How a reply on a conversation may go (contract, fifth part, "Replies"): free text, or a template only. */
 
@@ -36,7 +37,7 @@ export async function refuseFreeText(
   const named = fit.length
     ? `Templates that fit: ${fit
         .slice(0, 10)
-        .map((t) => `tpl_${t.id} ("${t.name}")`)
+        .map((t) => `${templateRef(t.id)} ("${t.name}")`)
         .join(', ')}${fit.length > 10 ? `, and ${fit.length - 10} more` : ''}.`
     : `No template of this workspace fits yet: add one (POST /api/templates) with ${adapter.templates ? `provider_template_ids.${provider}` : 'its dlt_template_id and sender_id'}.`;
   const why =

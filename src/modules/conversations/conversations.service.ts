@@ -20,7 +20,7 @@ import { voterVariables } from '../sending/render.ts';
 import { adapterNamed } from '../../providers/registry.ts';
 import { conversationItem, conversationView } from './conversations.view.ts';
 import { refuseFreeText, replyRules } from './conversations.reply-rules.ts';
-import { accountRef, conversationRef, inboundRef, messageRef, parseRef } from '../../refs.ts';
+import { accountRef, conversationRef, inboundRef, messageRef, parseRef, templateRef } from '../../refs.ts';
 
 export interface ConversationQuery {
   page: number;
@@ -142,7 +142,7 @@ export class ConversationsService {
         reason: rules.reason,
         provider: rules.provider,
         provider_label: adapterNamed(rules.provider).label,
-        template_ids: rules.fit.map((t) => `tpl_${t.id}`),
+        template_ids: rules.fit.map((t) => templateRef(t.id)),
         voter_values: voterVariables(voter),
       },
     };

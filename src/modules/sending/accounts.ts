@@ -5,6 +5,7 @@ import type { ChannelAccountRow } from '../../db/schema.ts';
 import { SecretBox } from '../../lib/secret-box.ts';
 import type { Channel, MessageProvider } from '../../providers/provider.ts';
 import { adapterNamed, buildProvider } from '../../providers/registry.ts';
+import { accountRef } from '../../refs.ts';
 
 export type AccountsConfig = Pick<
   Config,
@@ -18,7 +19,7 @@ export function publicBase(config: Pick<Config, 'publicBaseUrl' | 'port'>): stri
 
 /** The callback URL of kind `kind` (`status`, `inbound`, ...) of an account, as its provider is told it. */
 export function callbackUrl(base: string, row: ChannelAccountRow, token: string, kind: string): string {
-  return `${base}/api/providers/${row.provider}/cha_${row.id}/${token}/${kind}`;
+  return `${base}/api/providers/${row.provider}/${accountRef(row.id)}/${token}/${kind}`;
 }
 
 /** Seals and opens channel-account secrets (credentials, callback and verify tokens) under APP_KEY. */
@@ -150,7 +151,13 @@ export class AccountPace {
     if (redis) {
       try {
         wait = Number(
-          await redis.eval(RESERVE, 1, `${prefix}pace:cha_${accountId}`, String(cost), String(maxWaitMs)),
+          await redis.eval(
+            RESERVE,
+            1,
+            `${prefix}pace:${accountRef(accountId)}`,
+            String(cost),
+            String(maxWaitMs),
+          ),
         );
       } catch {
         throw new PaceUnavailable('redis');

@@ -3,7 +3,7 @@ import { type Db, nowIso } from '../../db/connect.ts';
 import type { ChannelAccountRow, MessageRow } from '../../db/schema.ts';
 import type { MessageErrorCode } from '../../domain.ts';
 import type { Channel, MessageProvider, OutgoingMessage, Providers } from '../../providers/provider.ts';
-import { messageRef } from '../../refs.ts';
+import { accountRef, messageRef } from '../../refs.ts';
 import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { accountsByIds } from '../channel-accounts/channel-accounts.repository.ts';
 import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
@@ -54,7 +54,7 @@ export async function callUnits(
     }
     const account = accounts.get(accountId);
     if (!account || account.disabled_at !== null) {
-      const ref = `cha_${accountId}`;
+      const ref = accountRef(accountId);
       if (!account)
         failure(
           `The channel account ${ref} was deleted before the message went out.`,
@@ -72,7 +72,7 @@ export async function callUnits(
     if (!deps.accounts.readable(account)) {
       sealedElsewhere.set(account.id, account);
       failure(
-        `The channel account cha_${accountId}'s credentials cannot be read: they were sealed under another APP_KEY.`,
+        `The channel account ${accountRef(accountId)}'s credentials cannot be read: they were sealed under another APP_KEY.`,
         'auth_failed',
         row.id,
       );

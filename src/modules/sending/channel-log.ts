@@ -4,6 +4,7 @@ import type { ChannelLogTable, Database } from '../../db/schema.ts';
 import type { ChannelLogRow } from '../../db/schema.outreach.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json.ts';
 import type { Exchange } from '../../providers/http.ts';
+import { messageRef } from '../../refs.ts';
 
 /** A body kept in the log is cut at this many characters. */
 export const LOG_BODY_CHARS = 4096;
@@ -218,7 +219,7 @@ export function logItem(row: ChannelLogRow) {
     duration_ms: row.duration_ms,
     request: row.request,
     response: row.response,
-    message_id: row.message_id === null ? null : `msg_${row.message_id}`,
+    message_id: row.message_id === null ? null : messageRef(row.message_id),
     error_code: row.error_code,
   };
 }

@@ -15,7 +15,7 @@ import {
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
 import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
-import { campaignRef, isTemplateRef, templateNumber } from '../../refs.ts';
+import { campaignRef, isTemplateRef, messageRef, templateNumber } from '../../refs.ts';
 
 export interface Screening {
   /** What may go to the provider now. */
@@ -162,7 +162,7 @@ export class DeliveryGate {
           for (const row of ofChannel) {
             const body = renderTemplate(row.body, voters.get(row.to));
             const cost = unitCost(channel, body);
-            const ref = row.campaign_id !== null ? campaignRef(row.campaign_id) : `msg_${row.id}`;
+            const ref = row.campaign_id !== null ? campaignRef(row.campaign_id) : messageRef(row.id);
             if (
               credit &&
               cost > row.cost &&

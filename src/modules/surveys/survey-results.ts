@@ -19,7 +19,7 @@ import {
 import { voterBooths } from '../voters/voters.repository.ts';
 import { textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
-import { surveyRef } from '../../refs.ts';
+import { responseRef, runRef, surveyRef } from '../../refs.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
 
@@ -183,8 +183,8 @@ export class SurveyResults {
         yield rows.map((r) => {
           const a = answers.get(r.id) ?? {};
           return [
-            `sres_${r.id}`,
-            r.run_id !== null ? `srun_${r.run_id}` : null,
+            responseRef(r.id),
+            r.run_id !== null ? runRef(r.run_id) : null,
             r.voter_id,
             r.address,
             r.channel,

@@ -1,12 +1,12 @@
 import type { SurveyResponseRow, SurveyRow, SurveyRunRow } from '../../db/schema.ts';
 import type { Question, SurveyChannel, Texts, Trigger } from './surveys.rules.ts';
-import { accountRef } from '../../refs.ts';
+import { accountRef, responseRef, runRef, surveyRef } from '../../refs.ts';
 
 /** How surveys, runs and responses look on the wire. */
 
 export function surveyView(row: SurveyRow) {
   return {
-    id: `svy_${row.id}`,
+    id: surveyRef(row.id),
     name: row.name,
     status: row.status,
     intro: JSON.parse(row.intro) as Texts,
@@ -32,8 +32,8 @@ export interface RunCounts {
 
 export function runView(row: SurveyRunRow, counts: RunCounts) {
   return {
-    id: `srun_${row.id}`,
-    survey_id: `svy_${row.survey_id}`,
+    id: runRef(row.id),
+    survey_id: surveyRef(row.survey_id),
     channel: row.channel as SurveyChannel, // a run goes out on one of these (createRun checks it)
     channel_account_id: row.channel_account_id !== null ? accountRef(row.channel_account_id) : null,
     status: row.status,
@@ -62,9 +62,9 @@ export function runView(row: SurveyRunRow, counts: RunCounts) {
 
 export function responseView(row: SurveyResponseRow, answers: Record<string, string | number | null>) {
   return {
-    id: `sres_${row.id}`,
-    survey_id: `svy_${row.survey_id}`,
-    run_id: row.run_id !== null ? `srun_${row.run_id}` : null,
+    id: responseRef(row.id),
+    survey_id: surveyRef(row.survey_id),
+    run_id: row.run_id !== null ? runRef(row.run_id) : null,
     voter_id: row.voter_id,
     address: row.address,
     channel: row.channel as SurveyChannel, // a session runs on one of these

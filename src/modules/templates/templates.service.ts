@@ -272,7 +272,7 @@ export async function withTemplate<T extends Content>(
     throw validationError({
       template_id: [
         lacking
-          ? `is tpl_${given.id}, which has no ${lacking.join(' and no ')}: DLT_ENFORCE needs a template registered with both.`
+          ? `is ${templateRef(given.id)}, which has no ${lacking.join(' and no ')}: DLT_ENFORCE needs a template registered with both.`
           : 'is required for SMS while DLT_ENFORCE is on: a tpl_<n> template with a dlt_template_id and a sender_id.',
       ],
     });

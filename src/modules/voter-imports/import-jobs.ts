@@ -28,19 +28,18 @@ import {
   VoterImporter,
   type ImportMapping,
 } from './voter-imports.ts';
-
-export const importJobId = (id: number) => `imp_${id}`;
+import { importJobRef, parseRef } from '../../refs.ts';
 
 /** `imp_<n>` -> n; anything else names no job (404). */
 function parseJobId(publicId: string): number {
-  const match = /^imp_([1-9]\d{0,14})$/.exec(publicId);
-  if (!match) throw notFound('Import job');
-  return Number(match[1]);
+  const id = parseRef('imp', publicId);
+  if (id === undefined) throw notFound('Import job');
+  return id;
 }
 
 export function importJobView(row: VoterImportRow) {
   return {
-    id: importJobId(Number(row.id)),
+    id: importJobRef(Number(row.id)),
     status: row.status,
     file_name: row.file_name,
     bytes: Number(row.bytes),
@@ -277,7 +276,7 @@ export class VoterImportJobs {
         workspaceId: Number(job.workspace_id),
         actor: { userId: job.user_id === null ? null : Number(job.user_id), ip: job.ip },
         action: 'voters.imported',
-        target: { type: 'voter_import', id: importJobId(id) },
+        target: { type: 'voter_import', id: importJobRef(id) },
         details: {
           file_name: job.file_name,
           imported: result.imported,
@@ -306,7 +305,7 @@ export class VoterImportJobs {
       return;
     }
     const refused = error instanceof AppError && error.statusCode < 500;
-    if (!refused) log?.error({ err: error, job: importJobId(id) }, 'voter import job failed');
+    if (!refused) log?.error({ err: error, job: importJobRef(id) }, 'voter import job failed');
     if (!refused && Number(job.attempts) < MAX_ATTEMPTS) {
       // Another try once the lease has run out (or at once by another round of this worker).
       await updateHeldJob(db.kysely, id, held.owner, {

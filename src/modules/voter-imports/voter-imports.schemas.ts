@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { UnknownPlaces } from '../places/places.schemas.ts';
 import { Ref } from '../../http/schemas.ts';
+import { refPattern } from '../../refs.ts';
 
 /** The voter import's request and answer shapes. */
 
@@ -102,9 +103,11 @@ export const ImportJob = Type.Object(
 );
 
 export const JobParams = Type.Object({
+  // Only `imp_<n>` (the contract's form of a job id), never a bare number.
   import_id: Type.String({
     maxLength: 40,
-    pattern: '^imp_[0-9]{1,15}$',
+    pattern: refPattern('imp'),
+    'x-id': 'imp',
     description: 'The job id, `imp_<n>`.',
   }),
 });
