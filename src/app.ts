@@ -83,7 +83,7 @@ import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
 import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
 import type { Providers } from './providers/provider.ts';
 import { adapterNamed, createProviders } from './providers/registry.ts';
-import { AccountPace, AccountProviders, publicBase } from './modules/sending/accounts.ts';
+import { AccountPace, AccountProviders, CALLBACK_TOKEN, publicBase } from './modules/sending/accounts.ts';
 import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
 import {
   ChannelAccountsService,
@@ -124,8 +124,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const SECRET_PATHS: Array<[RegExp, string]> = [
   // A channel account's callback URL: its token is the only authentication of unsigned providers' callbacks.
-  // The segment after the account is the token whatever follows it (a segment too many is a 404, logged too).
-  [/(\/providers\/[^/]+\/[^/]+\/)[^/]+/, '$1:token'],
+  [CALLBACK_TOKEN, '$1:token'],
   // A one-click unsubscribe link: its token carries the address.
   [/(\/unsubscribe\/)[^/]+/, '$1:token'],
 ];

@@ -1,5 +1,6 @@
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+/** RFC 3339's date-time, as the API document's `format: date-time` reads it: seconds and a zone required. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
 
 const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z');
 const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');

@@ -17,10 +17,19 @@ export function publicBase(config: Pick<Config, 'publicBaseUrl' | 'port'>): stri
   return config.publicBaseUrl ?? `http://localhost:${config.port}`;
 }
 
+/**
+ * The token in a callback URL (or path), as `$2`: the segment after `/providers/<provider>/<account>/`, whatever
+ * follows it (a segment too many is a 404, and logged too). Logs and the channel log hide it with this.
+ */
+export const CALLBACK_TOKEN = /(\/providers\/[^/]+\/[^/]+\/)([^/?#]+)/;
+
 /** The callback URL of kind `kind` (`status`, `inbound`, ...) of an account, as its provider is told it. */
 export function callbackUrl(base: string, row: ChannelAccountRow, token: string, kind: string): string {
   return `${base}/api/providers/${row.provider}/${accountRef(row.id)}/${token}/${kind}`;
 }
+
+/** How many accounts' providers and secret values a process keeps built (the most recently used). */
+const ACCOUNTS_CACHED = 500;
 
 /** Seals and opens channel-account secrets (credentials, callback and verify tokens) under APP_KEY. */
 export function accountSecretBox(appKey: Buffer): SecretBox {
@@ -33,6 +42,7 @@ export function accountSecretBox(appKey: Buffer): SecretBox {
  */
 export class AccountProviders {
   private readonly box: SecretBox;
+  /** Both caches keep the ACCOUNTS_CACHED accounts used last (a deleted account's entries age out). */
   private readonly built = new Map<string, { updatedAt: string; provider: MessageProvider }>();
   private readonly secretValues = new Map<number, { updatedAt: string; values: readonly string[] }>();
 
@@ -44,10 +54,19 @@ export class AccountProviders {
   providerFor(row: ChannelAccountRow, channel: Channel): MessageProvider {
     const key = `${row.id}:${channel}`;
     const known = this.built.get(key);
-    if (known && known.updatedAt === String(row.updated_at)) return known.provider;
+    this.built.delete(key);
+    if (known && known.updatedAt === String(row.updated_at)) {
+      this.built.set(key, known);
+      return known.provider;
+    }
     known?.provider.close?.();
     const provider = this.build(row, channel);
     this.built.set(key, { updatedAt: String(row.updated_at), provider });
+    for (const [oldest, entry] of this.built) {
+      if (this.built.size <= ACCOUNTS_CACHED) break;
+      entry.provider.close?.();
+      this.built.delete(oldest);
+    }
     return provider;
   }
 
@@ -76,9 +95,16 @@ export class AccountProviders {
    */
   secrets(row: ChannelAccountRow): readonly string[] {
     const known = this.secretValues.get(row.id);
-    if (known && known.updatedAt === String(row.updated_at)) return known.values;
-    const values = Object.values(this.credentials(row));
+    this.secretValues.delete(row.id);
+    const values =
+      known && known.updatedAt === String(row.updated_at)
+        ? known.values
+        : Object.values(this.credentials(row));
     this.secretValues.set(row.id, { updatedAt: String(row.updated_at), values });
+    for (const oldest of this.secretValues.keys()) {
+      if (this.secretValues.size <= ACCOUNTS_CACHED) break;
+      this.secretValues.delete(oldest);
+    }
     return values;
   }
 

@@ -5,6 +5,7 @@ import type { ChannelLogRow } from '../../db/schema.outreach.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json.ts';
 import type { Exchange } from '../../providers/http.ts';
 import { messageRef } from '../../refs.ts';
+import { CALLBACK_TOKEN } from './accounts.ts';
 
 /** A body kept in the log is cut at this many characters. */
 export const LOG_BODY_CHARS = 4096;
@@ -19,6 +20,38 @@ const PRUNE_MS = 60_000;
 
 export type LogKind = ChannelLogTable['kind'];
 type Entry = Omit<ChannelLogTable, 'id'>;
+
+/** An exchange as `add` keeps it: not yet redacted (flush does that, off the send's path). */
+interface Pending {
+  account: { id: number; workspace_id: number };
+  kind: LogKind;
+  exchange: Exchange;
+  at: string;
+  direction: 'out' | 'in';
+  messageId: number | null;
+  errorCode: string | null;
+  secrets: readonly string[];
+}
+
+/** A pending exchange as the log keeps it: secrets `***`, numbers and addresses masked, texts as their length. */
+function redacted(p: Pending): Entry {
+  const e = p.exchange;
+  return {
+    workspace_id: p.account.workspace_id,
+    channel_account_id: p.account.id,
+    at: p.at,
+    direction: p.direction,
+    kind: p.kind,
+    method: e.method.slice(0, 10),
+    url: redactUrl(e.url, p.secrets),
+    status: e.status,
+    duration_ms: e.durationMs === null ? null : Math.round(e.durationMs),
+    request: redactBody(e.request, p.secrets, true),
+    response: redactBody(e.response, p.secrets, p.direction === 'in'),
+    message_id: p.messageId,
+    error_code: p.errorCode,
+  };
+}
 
 /** Keys whose values are secrets wherever they stand (a body, a query string). */
 const SECRET_KEY =
@@ -94,7 +127,7 @@ export function redactBody(body: string, secrets: readonly string[], texts: bool
 export function redactUrl(url: string, secrets: readonly string[]): string {
   let text = url;
   for (const secret of secrets) if (secret.length >= 4) text = text.split(secret).join('***');
-  text = text.replace(/(\/providers\/[^/]+\/[^/]+\/)[^/?]+/, '$1***');
+  text = text.replace(CALLBACK_TOKEN, '$1***');
   text = text.replace(/([?&])([^=&]+)=([^&]*)/g, (m, sep: string, k: string) =>
     SECRET_KEY.test(decodeURIComponent(k)) ? `${sep}${k}=***` : m,
   );
@@ -106,7 +139,7 @@ export function redactUrl(url: string, secrets: readonly string[]): string {
  * them), then pruned to LOG_DAYS and LOG_PER_ACCOUNT. One per database handle (`channelLogFor`).
  */
 export class ChannelLog {
-  private buffer: Entry[] = [];
+  private buffer: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private prunedAt = 0;
@@ -114,7 +147,10 @@ export class ChannelLog {
 
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** One provider call's exchanges (or one callback), for the account; written within FLUSH_MS. */
+  /**
+   * One provider call's exchanges (or one callback), for the account; redacted and written within FLUSH_MS.
+   * Only kept here: nothing is parsed or masked on the send's path.
+   */
   add(
     account: { id: number; workspace_id: number },
     kind: LogKind,
@@ -127,21 +163,16 @@ export class ChannelLog {
     },
   ): void {
     const direction = facts.direction ?? 'out';
-    for (const e of exchanges)
+    for (const exchange of exchanges)
       this.buffer.push({
-        workspace_id: account.workspace_id,
-        channel_account_id: account.id,
-        at: e.at ?? nowIso(),
-        direction,
+        account,
         kind,
-        method: e.method.slice(0, 10),
-        url: redactUrl(e.url, facts.secrets),
-        status: e.status,
-        duration_ms: e.durationMs === null ? null : Math.round(e.durationMs),
-        request: redactBody(e.request, facts.secrets, true),
-        response: redactBody(e.response, facts.secrets, direction === 'in'),
-        message_id: facts.messageId,
-        error_code: facts.errorCode,
+        exchange,
+        at: exchange.at ?? nowIso(),
+        direction,
+        messageId: facts.messageId,
+        errorCode: facts.errorCode,
+        secrets: facts.secrets,
       });
     this.touched.add(account.id);
     if (this.buffer.length >= LOG_BATCH) void this.flush();
@@ -159,7 +190,7 @@ export class ChannelLog {
         for (let i = 0; i < batch.length; i += 100)
           await this.db
             .insertInto('channel_log')
-            .values(batch.slice(i, i + 100))
+            .values(batch.slice(i, i + 100).map(redacted))
             .execute();
         if (Date.now() - this.prunedAt >= PRUNE_MS) await this.prune();
       } catch {

@@ -33,7 +33,7 @@ import {
   type Unit,
 } from './calls.ts';
 import { Pace } from '../../providers/pace.ts';
-import { parseRef } from '../../refs.ts';
+import { accountRef } from '../../refs.ts';
 
 type WorkerConfig = Pick<
   Config,
@@ -87,8 +87,11 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private readonly wakers = new Set<() => void>();
   private readonly paces = new Map<string, Pace>();
-  /** The lanes sending now, by key (`cha_<id>`, or `<channel>:deployment`): the next claim skips them. */
-  private readonly lanes = new Map<string, Promise<void>>();
+  /**
+   * The lanes sending now: a channel account's by its id, a channel's deployment provider by the channel's name.
+   * The next claim skips them.
+   */
+  private readonly lanes = new Map<number | Channel, Promise<void>>();
   /** Per channel, the last workspace a claim served: the next scan starts after it (claimDueFairly). */
   private readonly fairCursor = new Map<Channel, number>();
   /** Per channel, the workspaces with due messages found by the last scan, and when. */
@@ -263,11 +266,8 @@ export class DeliveryWorker {
     const known = this.dueWorkspaces.get(channel);
     const fresh = known !== undefined && at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS;
     const busy = {
-      accounts: [...this.lanes.keys()].flatMap((key) => {
-        const id = key.startsWith('cha_') ? parseRef('cha', key) : undefined;
-        return id === undefined ? [] : [id];
-      }),
-      deployment: this.lanes.has(deploymentLane(channel)),
+      accounts: [...this.lanes.keys()].filter((key) => typeof key === 'number'),
+      deployment: this.lanes.has(channel),
     };
     const {
       rows: claimed,
@@ -305,16 +305,19 @@ export class DeliveryWorker {
       failures.add,
     );
     await failures.apply(this.messages);
-    const byLane = new Map<string, Unit[]>();
+    const byLane = new Map<number | Channel, Unit[]>();
     for (const unit of units) {
-      const key = unit.account ? `cha_${unit.account.id}` : deploymentLane(channel);
+      const key = unit.account ? unit.account.id : channel;
       byLane.set(key, [...(byLane.get(key) ?? []), unit]);
     }
     const started: Promise<void>[] = [];
     for (const [key, laneUnits] of byLane) {
       const run = this.runLane(laneUnits, leaseEnds)
         .catch((error: unknown) =>
-          this.deps.log.error({ err: error, worker: this.id, lane: key }, 'lane failed'),
+          this.deps.log.error(
+            { err: error, worker: this.id, lane: typeof key === 'number' ? accountRef(key) : key },
+            'lane failed',
+          ),
         )
         .finally(() => {
           this.lanes.delete(key);
@@ -481,6 +484,3 @@ export class DeliveryWorker {
     });
   }
 }
-
-/** The lane of a channel's deployment provider (a channel account's lane is `cha_<id>`). */
-const deploymentLane = (channel: Channel) => `${channel}:deployment`;
