@@ -1,4 +1,6 @@
 export type * from './schema.outreach.ts';
+export type * from './schema.voters.ts';
+export type * from './schema.surveys.ts';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type {
   CampaignStatus,
@@ -11,8 +13,29 @@ import type {
   MessageErrorCode,
   MessageStatus,
   Role,
-  VoterImportStatus,
 } from '../domain.ts';
+import type {
+  VoterBlockTable,
+  VoterCountTable,
+  VoterFieldTable,
+  VoterFieldValueTable,
+  VoterFtsTable,
+  VoterImportFileTable,
+  VoterImportTable,
+  VoterSearchTable,
+  VoterTable,
+  VoterTagJobTable,
+  VoterTagNameTable,
+  VoterTagTable,
+  VoterValueCountTable,
+} from './schema.voters.ts';
+import type {
+  SurveyAnswerTable,
+  SurveyKeywordTable,
+  SurveyResponseTable,
+  SurveyRunTable,
+  SurveyTable,
+} from './schema.surveys.ts';
 import type {
   OptOutTable,
   SilencePeriodTable,
@@ -80,159 +103,6 @@ export interface Database {
   survey_runs: SurveyRunTable;
   survey_responses: SurveyResponseTable;
   survey_answers: SurveyAnswerTable;
-}
-
-/** A workspace's custom voter field (migration 035); `choices` is a JSON array for a choice field. */
-export interface VoterFieldTable {
-  workspace_id: number;
-  key: string;
-  label: string;
-  type: string;
-  choices: string | null;
-  sensitive: number;
-  created_at: string;
-}
-
-/** One voter's value of one custom field: text, date, choice and boolean in value_text, numbers in value_number. */
-export interface VoterFieldValueTable {
-  voter_id: number;
-  workspace_id: number;
-  field_key: string;
-  value_text: string | null;
-  value_number: number | null;
-}
-
-/** The label a tag key was first written with. */
-export interface VoterTagNameTable {
-  workspace_id: number;
-  key: string;
-  label: string;
-}
-
-/** One tag of one voter, by key. */
-export interface VoterTagTable {
-  workspace_id: number;
-  tag_key: string;
-  voter_id: number;
-}
-
-/** A bulk tagging by filters, applied in chunks by the worker. */
-export interface VoterTagJobTable {
-  id: Generated<number>;
-  workspace_id: number;
-  status: string;
-  add_tags: string;
-  remove_tags: string;
-  filters: string;
-  total: Generated<number>;
-  changed: Generated<number>;
-  after_id: Generated<number>;
-  error: string | null;
-  created_by: number | null;
-  created_at: string;
-  updated_at: string;
-  /** JSON: the values a bulk edit sets (`{ language?, support_level?, fields? }`), or null (migration 041). */
-  set_values: ColumnType<string | null, string | null | undefined, string | null>;
-}
-export type VoterTagJobRow = Selectable<VoterTagJobTable>;
-
-/** A survey (migration 036): its texts, questions and triggers are JSON. */
-export interface SurveyTable {
-  id: Generated<number>;
-  workspace_id: number;
-  name: string;
-  status: 'draft' | 'active' | 'closed';
-  intro: string;
-  outro: string;
-  questions: string;
-  retries: number;
-  triggers: string;
-  has_run: Generated<number>;
-  created_by: number | null;
-  created_at: string;
-  updated_at: string;
-}
-export type SurveyRow = Selectable<SurveyTable>;
-
-/** A keyword trigger of an active survey. */
-export interface SurveyKeywordTable {
-  workspace_id: number;
-  channel: string;
-  keyword: string;
-  survey_id: number;
-}
-
-/** A survey's send to an audience. */
-export interface SurveyRunTable {
-  id: Generated<number>;
-  workspace_id: number;
-  survey_id: number;
-  channel: string;
-  channel_account_id: number | null;
-  status: 'scheduled' | 'running' | 'completed' | 'cancelled' | 'failed';
-  segment_id: number | null;
-  filters: string | null;
-  recipients: string | null;
-  recipients_total: Generated<number>;
-  unit_cost: Generated<number>;
-  reserved_credits: Generated<number>;
-  /** Contacts the fill skipped because they had opted out of the channel. */
-  opted_out: Generated<number>;
-  voter_id_limit: number | null;
-  filled: Generated<number>;
-  after_id: Generated<number>;
-  lease_until: string | null;
-  scheduled_at: string | null;
-  created_by: number | null;
-  created_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-  /** The latest refusal of its questions by the provider (migration 040). */
-  last_error_code: ColumnType<string | null, string | null | undefined, string | null>;
-  last_error_message: ColumnType<string | null, string | null | undefined, string | null>;
-  last_error_at: ColumnType<string | null, string | null | undefined, string | null>;
-}
-export type SurveyRunRow = Selectable<SurveyRunTable>;
-
-/** One contact's session of a survey (a response). */
-export interface SurveyResponseTable {
-  id: Generated<number>;
-  workspace_id: number;
-  survey_id: number;
-  run_id: number | null;
-  voter_id: number | null;
-  address: string;
-  channel: string;
-  channel_account_id: number | null;
-  language: string;
-  status: 'open' | 'completed' | 'partial' | 'no_answer' | 'failed';
-  question: Generated<number>;
-  tries: Generated<number>;
-  answered: Generated<number>;
-  opted_out: Generated<number>;
-  started_at: string;
-  updated_at: string;
-  completed_at: string | null;
-  /** IVR: the question the call's Gather asked, whose keys the Passthru brings (once); migration 040. */
-  ivr_question: ColumnType<number | null, number | null | undefined, number | null>;
-}
-export type SurveyResponseRow = Selectable<SurveyResponseTable>;
-
-/** One answer of a response. */
-export interface SurveyAnswerTable {
-  response_id: number;
-  question_key: string;
-  workspace_id: number;
-  survey_id: number;
-  voter_id: number | null;
-  choice_key: string | null;
-  number_value: number | null;
-  text_value: string | null;
-  booth: string | null;
-  ward: string | null;
-  constituency: string | null;
-  part_number: number | null;
-  answered_at: string;
 }
 
 /** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */
@@ -340,92 +210,6 @@ export interface CreditLedgerTable {
   created_at: string;
 }
 export type NewLedgerEntry = Insertable<CreditLedgerTable>;
-
-export interface VoterTable {
-  id: Generated<number>;
-  workspace_id: number;
-  name: string;
-  /** Lower-cased name with spaces collapsed; (workspace_id, phone, name_key) is unique. */
-  name_key: string;
-  /** E.164; null for a voter imported from the roll without one (migration 035). */
-  phone: string | null;
-  email: string | null;
-  constituency: string | null;
-  /** Lower-cased constituency, for the case-insensitive exact filter. */
-  constituency_key: string | null;
-  booth: string | null;
-  ward: string | null;
-  /** Case-folded ward and booth (migration 034), as constituency_key: what filters and coverage compare. */
-  ward_key: string | null;
-  booth_key: string | null;
-  address: string | null;
-  created_at: string;
-  updated_at: string;
-  /** The user who added the voter (migration 032); null by import or before. */
-  created_by: ColumnType<number | null, number | null | undefined, number | null>;
-  // The voter record (migration 035; voters/voter-record.rules.ts).
-  epic_number: ColumnType<string | null, string | null | undefined, string | null>;
-  part_number: ColumnType<number | null, number | null | undefined, number | null>;
-  serial_number: ColumnType<number | null, number | null | undefined, number | null>;
-  page_number: ColumnType<number | null, number | null | undefined, number | null>;
-  house_number: ColumnType<string | null, string | null | undefined, string | null>;
-  relation_name: ColumnType<string | null, string | null | undefined, string | null>;
-  relation_type: ColumnType<string | null, string | null | undefined, string | null>;
-  gender: ColumnType<string | null, string | null | undefined, string | null>;
-  name_local: ColumnType<string | null, string | null | undefined, string | null>;
-  language: ColumnType<string | null, string | null | undefined, string | null>;
-  /** A known birth date; null when only an age was given. */
-  birth_date: ColumnType<string | null, string | null | undefined, string | null>;
-  /** birth_date, or 1 January of the estimated birth year: what age filters compare. */
-  birth_key: ColumnType<string | null, string | null | undefined, string | null>;
-  support_level: ColumnType<number | null, number | null | undefined, number | null>;
-  /** `p:<part>:<house>` or `a:<address>` (voter-record.rules.ts householdKey). */
-  household_key: ColumnType<string | null, string | null | undefined, string | null>;
-}
-export type VoterRow = Selectable<VoterTable>;
-
-/** Kept by triggers: the exact number of voters of each workspace. */
-export interface VoterCountTable {
-  workspace_id: number;
-  total: number;
-}
-
-/** Kept by triggers (migration 007): how many of a workspace's voters have an id in each block of 4,096 ids. */
-export interface VoterBlockTable {
-  workspace_id: number;
-  /** id >> 12 */
-  block: number;
-  total: number;
-}
-
-/**
- * PostgreSQL only (migration 037): appended by triggers, one row per statement, tag or value; a count is the
- * sum of a group's deltas (voter-value-counts.ts).
- */
-export interface VoterValueCountTable {
-  workspace_id: number;
-  kind: 'tag' | 'field';
-  key: string;
-  value: string;
-  delta: number;
-}
-
-export interface VoterSearchTable {
-  voter_id: number;
-  workspace_id: number;
-  name: string;
-  email: string | null;
-  phone: string | null;
-  name_local: string | null;
-}
-
-export interface VoterFtsTable {
-  rowid: number;
-  name: string;
-  email: string | null;
-  phone: string | null;
-  name_local: string | null;
-}
 
 export interface SegmentTable {
   id: Generated<number>;
@@ -633,48 +417,3 @@ export interface AuditLogTable {
   created_at: string;
 }
 export type AuditLogRow = Selectable<AuditLogTable>;
-
-/** An import job (`Prefer: respond-async`); see migration 011. */
-export interface VoterImportTable {
-  id: Generated<number>;
-  workspace_id: number;
-  user_id: number | null;
-  /** The uploader's client address (for the audit entry). */
-  ip: string | null;
-  status: VoterImportStatus;
-  file_name: string;
-  /** Names the stored upload (and `<file_key>.errors`, its errors.csv). */
-  file_key: string;
-  bytes: number;
-  bytes_read: Generated<number>;
-  rows_read: Generated<number>;
-  imported: Generated<number>;
-  updated: Generated<number>;
-  failed: Generated<number>;
-  /** JSON text: the first IMPORT_MAX_ERRORS { row, field, message }. */
-  errors: Generated<string>;
-  /** JSON text: the file's values that match no place (migration 034). */
-  unknown_places: Generated<string>;
-  /** JSON array of the file's header names no field took (migration 035). */
-  ignored_columns: Generated<string>;
-  /** JSON: the heading -> field mapping the upload was sent with (migration 041). */
-  mapping: ColumnType<string | null, string | null | undefined, string | null>;
-  /** JSON text: the first IMPORT_MAX_ERRORS { line, field, value, reason } cells left out (migration 041). */
-  warnings: Generated<string>;
-  message: string | null;
-  attempts: Generated<number>;
-  lease_owner: string | null;
-  /** Epoch milliseconds. */
-  lease_until: number | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
-export type VoterImportRow = Selectable<VoterImportTable>;
-
-/** PostgreSQL's store of import files, in chunks. */
-export interface VoterImportFileTable {
-  file_key: string;
-  seq: number;
-  data: Buffer;
-}

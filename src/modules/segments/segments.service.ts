@@ -4,7 +4,8 @@ import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
-import { checkVoterFilters, countVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { checkVoterFilters, type VoterFilters } from '../voters/voters.search.ts';
+import { countVoters } from '../voters/voters.list.ts';
 import {
   deleteSegment,
   findSegment,

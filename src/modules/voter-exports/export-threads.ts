@@ -6,7 +6,8 @@ import { type SheetPiece, SHEET_MAX_ROWS } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './export-worker.ts';
 import { exportRangeStatement, type ExportShape, voterIdSpan } from './voter-exports.repository.ts';
-import { countVoters, hasExactFilters, type VoterFilters } from '../voters/voters.search.ts';
+import { hasExactFilters, type VoterFilters } from '../voters/voters.search.ts';
+import { countVoters } from '../voters/voters.list.ts';
 
 export interface ExportThreadSettings {
   /** Worker threads for one export; 0: every export runs in the request's thread. */

@@ -7,6 +7,7 @@ import type { BulkConnections, Db } from '../../db/connect.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
+import { integerRecordColumns, recordFields } from '../voters/voter-record.rules.ts';
 
 // The export's reads: keyset batches, COPY on PostgreSQL, and the id ranges the export threads split.
 
@@ -24,31 +25,9 @@ export const exportColumns = [
   'updated_at',
 ] as const;
 
-/** The voter record's columns that follow them (support_level only in a sensitive export). */
-const recordExportColumns = [
-  'epic_number',
-  'part_number',
-  'serial_number',
-  'page_number',
-  'house_number',
-  'relation_name',
-  'relation_type',
-  'gender',
-  'name_local',
-  'language',
-  'birth_date',
-  'age',
-  'support_level',
-  'tags',
-] as const;
-const numericColumns = new Set<string>([
-  'id',
-  'part_number',
-  'serial_number',
-  'page_number',
-  'age',
-  'support_level',
-]);
+/** The voter record's fields that follow them, and the tags (support_level only in a sensitive export). */
+const recordExportColumns = [...recordFields, 'tags'] as const;
+const numericColumns = new Set<string>(['id', 'age', ...integerRecordColumns]);
 
 /** One row of an export, as its columns (ExportShape.columns) say. */
 export type ExportRow = Array<string | number | null>;

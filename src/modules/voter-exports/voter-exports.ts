@@ -13,7 +13,8 @@ import {
   exportVoterBatches,
   type ExportRow,
 } from './voter-exports.repository.ts';
-import { checkVoterFilters, countVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
+import { checkVoterFilters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
+import { countVoters } from '../voters/voters.list.ts';
 import { VoterFiltersSchema } from '../voters/voters.schemas.ts';
 
 /** The file of an export. A chunk of `body` is the consumer's until it asks for the next (see Download). */

@@ -14,6 +14,7 @@ import {
   householdKey,
   type RecordColumns,
   type RecordField,
+  recordColumns,
   recordFields,
 } from '../voters/voter-record.rules.ts';
 import { checkFieldValues, fieldDefs, type VoterFieldDef } from '../voters/voter-fields.ts';
@@ -248,19 +249,8 @@ export class VoterImporter {
         ward: v.ward ?? null,
         ward_key: keys.ward_key ?? null,
         address: v.address ?? null,
-        epic_number: r.epic_number ?? null,
-        part_number: r.part_number ?? null,
-        serial_number: r.serial_number ?? null,
-        page_number: r.page_number ?? null,
-        house_number: r.house_number ?? null,
-        relation_name: r.relation_name ?? null,
-        relation_type: r.relation_type ?? null,
-        gender: r.gender ?? null,
-        name_local: r.name_local ?? null,
+        ...recordValues(r),
         language: r.language ?? options.language ?? null,
-        birth_date: r.birth_date ?? null,
-        birth_key: r.birth_key ?? null,
-        support_level: r.support_level ?? null,
         household_key: householdKey({
           part_number: r.part_number ?? null,
           house_number: r.house_number ?? null,
@@ -619,4 +609,9 @@ export function readError(error: unknown, maxBytes: number): Error {
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);
   return new AppError('bad_request', 'The uploaded file could not be read: the multipart body is malformed.');
+}
+
+/** Every column of the voter record, null where the row gave none. */
+function recordValues(r: Partial<RecordColumns>): RecordColumns {
+  return Object.fromEntries(recordColumns.map((c) => [c, r[c] ?? null])) as RecordColumns;
 }

@@ -1,5 +1,6 @@
 import type { FieldErrors } from '../../errors.ts';
 import { placeKey, placeText } from '../../lib/place.ts';
+import { type RecordValue, type VoterRecordColumn, voterRecordColumns } from '../../db/schema.voters.ts';
 
 /**
  * The voter record an office keeps (the contract's fourth part): the roll's identifiers, the family, age,
@@ -9,55 +10,18 @@ import { placeKey, placeText } from '../../lib/place.ts';
 export const relationTypes = ['father', 'mother', 'husband', 'wife', 'other'] as const;
 export const genders = ['male', 'female', 'third_gender'] as const;
 
-/** The record's fields as the API names them (age and birth_date are two inputs of one stored value). */
-export const recordFields = [
-  'epic_number',
-  'part_number',
-  'serial_number',
-  'page_number',
-  'house_number',
-  'relation_name',
-  'relation_type',
-  'gender',
-  'name_local',
-  'language',
-  'birth_date',
-  'age',
-  'support_level',
-] as const;
-export type RecordField = (typeof recordFields)[number];
+/** The record's columns on `voters`, as stored: db/schema.voters.ts lists them, once. */
+export const recordColumns = Object.keys(voterRecordColumns) as readonly VoterRecordColumn[];
+export type RecordColumns = { [C in VoterRecordColumn]: RecordValue<C> };
 
-/** The record's columns on `voters`, as stored. */
-export interface RecordColumns {
-  epic_number: string | null;
-  part_number: number | null;
-  serial_number: number | null;
-  page_number: number | null;
-  house_number: string | null;
-  relation_name: string | null;
-  relation_type: string | null;
-  gender: string | null;
-  name_local: string | null;
-  language: string | null;
-  birth_date: string | null;
-  birth_key: string | null;
-  support_level: number | null;
-}
-export const recordColumns = [
-  'epic_number',
-  'part_number',
-  'serial_number',
-  'page_number',
-  'house_number',
-  'relation_name',
-  'relation_type',
-  'gender',
-  'name_local',
-  'language',
-  'birth_date',
-  'birth_key',
-  'support_level',
-] as const satisfies ReadonlyArray<keyof RecordColumns>;
+/** The record's fields as the API names them: its columns, with `age` in birth_key's place (two inputs of one stored value). */
+export type RecordField = Exclude<VoterRecordColumn, 'birth_key'> | 'age';
+export const recordFields: readonly RecordField[] = recordColumns.map((c) => (c === 'birth_key' ? 'age' : c));
+
+/** The record's columns that hold integers (part, serial and page numbers, support level). */
+export const integerRecordColumns: readonly VoterRecordColumn[] = recordColumns.filter(
+  (c) => voterRecordColumns[c] === 'integer',
+);
 
 export const TAGS_MAX = 50;
 export const TAG_MAX_LENGTH = 40;

@@ -17,11 +17,11 @@ import {
 import {
   checkVoterFilters,
   filteredVoters,
-  listVoters,
   volunteerScope,
   type VoterFilters,
   type VoterScope,
 } from './voters.search.ts';
+import { listVoters } from './voters.list.ts';
 import { checkVoter, type VoterField, type VoterValues } from './voters.rules.ts';
 import {
   ageOf,
@@ -31,6 +31,7 @@ import {
   householdKey,
   type RecordColumns,
   type RecordField,
+  recordFields,
 } from './voter-record.rules.ts';
 import { checkFieldValues, fieldDefs, sensitiveKeys } from './voter-fields.ts';
 import { fieldValuesOf, setFieldValues, setTags, tagsOf } from './voter-record.repository.ts';
@@ -54,24 +55,21 @@ export function voterView(row: VoterRow) {
   };
 }
 
-/** The record's columns as the API shows them: age computed today, birth_date only when known. */
-export function recordView(row: VoterRow) {
-  return {
-    epic_number: row.epic_number,
-    part_number: row.part_number,
-    serial_number: row.serial_number,
-    page_number: row.page_number,
-    house_number: row.house_number,
-    relation_name: row.relation_name,
-    relation_type: row.relation_type,
-    // Stored only as one of `genders` (checkRecord reads M, F, T and the Hindi words into them).
-    gender: row.gender as (typeof genders)[number] | null,
-    name_local: row.name_local,
-    language: row.language,
-    birth_date: row.birth_date,
-    age: ageOf(row.birth_date, row.birth_key),
-    support_level: row.support_level,
-  };
+/** The record as the API shows it (gender only ever one of `genders`: checkRecord reads M, F, T and Hindi into them). */
+export type RecordView = {
+  [F in RecordField]: F extends 'age'
+    ? number | null
+    : F extends 'gender'
+      ? (typeof genders)[number] | null
+      : RecordColumns[Exclude<F, 'age'>];
+};
+
+/** The record's fields as the API shows them, in recordFields' order: age computed today, birth_date only when known. */
+export function recordView(row: VoterRow): RecordView {
+  const view: Record<string, unknown> = {};
+  for (const field of recordFields)
+    view[field] = field === 'age' ? ageOf(row.birth_date, row.birth_key) : row[field];
+  return view as RecordView;
 }
 
 /** Who may see sensitive data (support_level, sensitive custom fields): politicians and managers. */
