@@ -3,8 +3,9 @@
  * from its own schemas (path, query, JSON or multipart body) and bends them: wrong types, huge and unicode
  * strings, prototype keys, huge arrays, boundary numbers, unknown fields. Every answer must be a documented
  * status, an error in the envelope and of bounded size, never a 5xx, and the process must still answer.
- * FUZZ_RUNS (default 25) random requests per operation, besides the fixed hostile examples; FUZZ_SEED
- * replays a run.
+ * Upload bodies carry their `file` part among other parts in any order. The methods a path does not take are
+ * fuzzed too (405). FUZZ_RUNS (default 25) random requests per operation, besides the fixed hostile examples;
+ * FUZZ_SEED replays a run.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,7 @@ import {
 } from './helpers.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 /** An error answer longer than this is unbounded work done for a hostile caller. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -366,21 +368,34 @@ function requestFor(op: Operation): fc.Arbitrary<FuzzRequest> {
       },
     );
   } else if (op.body?.type === 'multipart') {
-    body = fc
-      .tuple(
-        fc.constantFrom('file', 'csv', ''),
-        fc.oneof(
-          fc.string({ unit: 'grapheme', maxLength: 300 }),
-          fc.constantFrom(
-            'name,phone\n',
-            'name,phone\nA,+919812345678\n',
-            '\ufeffname,phone\n"unterminated',
-            `name,phone\n${'x'.repeat(50_000)},1\n`,
-          ),
+    // The upload's `file` part (or one misnamed), with other parts in any order around it: more file parts, the
+    // schema's own fields (`mapping`, `dry_run`) and unknown ones, with hostile values.
+    const fields = Object.keys(op.body.schema.properties ?? {}).filter((k) => k !== 'file');
+    const content = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 300 }),
+      fc.constantFrom(
+        'name,phone\n',
+        'name,phone\nA,+919812345678\n',
+        '\ufeffname,phone\n"unterminated',
+        `name,phone\n${'x'.repeat(50_000)},1\n`,
+      ),
+    );
+    const extra = fc.oneof(
+      fc.record({ name: fc.constantFrom('other', 'file2', 'csv', ...fields), content }),
+      fc.record({
+        name: fc.constantFrom(...fields, 'unknown_field', '__proto__'),
+        value: fc.oneof(
+          fc.constantFrom(...hostileStrings),
+          fc.constantFrom('{}', '{"Name":"name"}', 'true', '[]'),
         ),
-      )
-      .map(([name, content]) => {
-        const { payload, contentType } = multipartBody([{ name: name || 'file', content }]);
+      }),
+    );
+    body = fc
+      .tuple(fc.constantFrom('file', 'csv', ''), content, fc.array(extra, { maxLength: 3 }), fc.nat(3))
+      .map(([name, main, extras, at]) => {
+        const parts = [...extras];
+        parts.splice(Math.min(at, parts.length), 0, { name: name || 'file', content: main });
+        const { payload, contentType } = multipartBody(parts);
         return { body: { text: payload.toString('latin1'), contentType }, unknown: [] };
       });
   }
@@ -554,6 +569,38 @@ for (const dialect of dialects) {
             `${request ? describeRequest(op, request) : '?'}\n  -> ${error}\n  (replay: FUZZ_SEED=${result.seed})`,
           );
         }
+      }, 60_000);
+    }
+
+    // Every method on every path: the methods a path does not take, sent with any token, query and body its own
+    // operations could get, are 405 naming the path's own methods.
+    const byPath = new Map<string, Operation[]>();
+    for (const op of operations) byPath.set(op.path, [...(byPath.get(op.path) ?? []), op]);
+    for (const [path, ops] of byPath) {
+      const own = METHODS.filter((m) => ops.some((o) => o.method === m));
+      const others = [...METHODS.filter((m) => !own.includes(m)), 'QUERY'];
+      it(`the other methods on ${path}: ${others.join(', ')}`, async () => {
+        await fc.assert(
+          fc.asyncProperty(requestFor(ops[0]!), fc.constantFrom(...others), async (r, method) => {
+            const headers: Record<string, string> = {};
+            if (r.signedIn) headers.authorization = `Bearer ${owner.token}`;
+            if (r.body) headers['content-type'] = r.body.contentType;
+            // Path values stay plain ids here: one such as `..` names another path (the operations' own runs
+            // fuzz path values).
+            const plain = { ...r, path: Object.fromEntries(Object.keys(r.path).map((k) => [k, '1'])) };
+            const res = await t.app.inject({
+              method: method as 'GET',
+              url: urlOf(ops[0]!, plain),
+              headers,
+              ...(r.body ? { payload: Buffer.from(r.body.text, 'latin1') } : {}),
+            });
+            const what = `${method} ${describeRequest(ops[0]!, plain)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
+            expect(res.statusCode, what).toBe(405);
+            expect(res.headers.allow, what).toBe(own.join(', '));
+            expect(res.json(), what).toMatchObject({ success: false, error_code: 'method_not_allowed' });
+          }),
+          { numRuns: RUNS, endOnFailure: true, ...(SEED !== undefined ? { seed: SEED } : {}) },
+        );
       }, 60_000);
     }
   });

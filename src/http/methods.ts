@@ -79,7 +79,14 @@ export function installMethodRules(
     if (!SERVED.has(request.method))
       return refuse(request, reply, methods.allowed(request.url.split('?')[0] ?? '/'));
     const pattern = request.routeOptions.url;
-    if (!pattern || !pattern.includes(':')) return done();
+    if (!pattern) {
+      // No route takes this method here: a path other methods take is a 405 now, before its body is parsed (a
+      // body the JSON parser refuses would otherwise be a 400 first).
+      const allowed = methods.allowed(request.url.split('?')[0] ?? '/');
+      if (allowed.length > 0 && !allowed.includes(request.method)) return refuse(request, reply, allowed);
+      return done();
+    }
+    if (!pattern.includes(':')) return done();
     const path = request.url.split('?')[0] ?? '/';
     if (!methods.isFixed(path)) return done();
     const allowed = methods.allowed(path);
