@@ -2,10 +2,10 @@ import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tan
 import { StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter';
-import { api, data, liveEvents, session, whenSignedOut } from './api.ts';
+import { api, liveEvents, session, whenSignedOut } from './api.ts';
 import { I18nProvider, type Lang, useI18n } from './i18n.tsx';
 import { type Me, MeContext, type Role } from './me.ts';
-import { useWorkspace } from './queries.ts';
+import { keys, queries, useWorkspace } from './queries.ts';
 import { Campaigns, CampaignPage } from './screens/campaigns.tsx';
 import { Compose } from './screens/compose.tsx';
 import { SurveyBuilder } from './screens/survey-builder.tsx';
@@ -72,8 +72,8 @@ function Shell({ me }: { me: Me }) {
     () =>
       liveEvents((type) => {
         if (type.startsWith('conversation.') || type.startsWith('message.')) {
-          void client.invalidateQueries({ queryKey: ['conversations'] });
-          void client.invalidateQueries({ queryKey: ['conversation'] });
+          void client.invalidateQueries({ queryKey: keys.conversations });
+          void client.invalidateQueries({ queryKey: keys.conversation });
         }
       }),
     [client],
@@ -214,11 +214,7 @@ function App() {
   const { t, setZone } = useI18n();
   const [token, setToken] = useState(session.token());
   useEffect(() => whenSignedOut(() => setToken(null)), []);
-  const me = useQuery({
-    queryKey: ['me', token],
-    queryFn: () => data(api.GET('/api/user')),
-    enabled: token !== null,
-  });
+  const me = useQuery({ ...queries.me(), enabled: token !== null });
   // The workspace's zone: every time the console shows is in it.
   const workspace = useWorkspace(token !== null);
   const zone = workspace.data?.timezone;

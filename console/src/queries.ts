@@ -1,29 +1,250 @@
-import { useQuery } from '@tanstack/react-query';
-import { api, data, session } from './api.ts';
+import { keepPreviousData, queryOptions, useQuery } from '@tanstack/react-query';
+import { allPages, api, data, session } from './api.ts';
+import type { paths } from './schema.d.ts';
 
 /**
- * The queries more than one screen reads, each under one key, so that a change made on one screen (a new time
- * zone, say) is seen on every other.
+ * Every query the console reads, as a `queryOptions` factory: one key and one reader per resource, so that two
+ * screens reading the same list share its cache, and a change made on one screen (a new template, a new time
+ * zone) is seen on every other. `keys` are the roots a change invalidates: every query of a resource starts
+ * with its root.
  */
+export const keys = {
+  me: ['me'],
+  workspace: ['workspace'],
+  providers: ['providers'],
+  team: ['team'],
+  audit: ['audit'],
+  places: ['places'],
+  surveys: ['surveys'],
+  survey: ['survey'],
+  optOuts: ['opt-outs'],
+  silencePeriods: ['silence-periods'],
+  templates: ['templates'],
+  voterFields: ['voter-fields'],
+  campaigns: ['campaigns'],
+  campaign: ['campaign'],
+  webhooks: ['webhooks'],
+  deliveries: ['deliveries'],
+  ledger: ['ledger'],
+  payments: ['payments'],
+  segments: ['segments'],
+  channelAccounts: ['channel-accounts'],
+  channelLog: ['channel-log'],
+  conversations: ['conversations'],
+  conversation: ['conversation'],
+  quickReplies: ['quick-replies'],
+  voters: ['voters'],
+  voter: ['voter'],
+  grievances: ['grievances'],
+  grievance: ['grievance'],
+  imports: ['imports'],
+  importColumns: ['import-columns'],
+  tagJob: ['tag-job'],
+  messages: ['messages'],
+  render: ['render'],
+  tokens: ['tokens'],
+} as const;
 
-/**
- * GET /api/workspace: its name, its time zone and what carries each channel. The key holds the session's
- * token, so that another member signing in on this tab never sees the last one's workspace.
- */
-export const workspaceKey = ['workspace'] as const;
+type Query<P extends keyof paths> = NonNullable<
+  paths[P] extends { get: { parameters: { query?: infer Q } } } ? Q : never
+>;
+
+/** A custom voter field, as GET /api/voter-fields lists it. */
+export type FieldDef = {
+  key: string;
+  label: string;
+  type: 'text' | 'number' | 'date' | 'choice' | 'boolean';
+  choices: string[] | null;
+  sensitive: boolean;
+};
+
+export const queries = {
+  /** GET /api/user: the signed-in user and their workspace's balances. The key holds the session's token. */
+  me: () =>
+    queryOptions({
+      queryKey: [...keys.me, session.token()],
+      queryFn: () => data(api.GET('/api/user')),
+    }),
+  /** GET /api/workspace: its name, time zone and channel carriers (the token in the key: see `me`). */
+  workspace: () =>
+    queryOptions({
+      queryKey: [...keys.workspace, session.token()],
+      queryFn: () => data(api.GET('/api/workspace')),
+    }),
+  /** The providers an account can be of, from the service (each provider's adapter declares its fields). */
+  providers: () =>
+    queryOptions({
+      queryKey: keys.providers,
+      queryFn: () => data(api.GET('/api/channel-accounts/providers')),
+      staleTime: Infinity,
+    }),
+  team: () =>
+    queryOptions({
+      queryKey: keys.team,
+      queryFn: () =>
+        allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
+    }),
+  audit: (page: number) =>
+    queryOptions({
+      queryKey: [...keys.audit, page],
+      queryFn: () => data(api.GET('/api/audit-log', { params: { query: { page, per_page: 25 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  places: (kind: Query<'/api/places'>['kind'], page: number) =>
+    queryOptions({
+      queryKey: [...keys.places, kind, page],
+      queryFn: () => data(api.GET('/api/places', { params: { query: { kind, page, per_page: 50 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  allPlaces: (kind: Query<'/api/places'>['kind']) =>
+    queryOptions({
+      queryKey: [...keys.places, kind, 'all'],
+      queryFn: () =>
+        allPages((page) =>
+          data(api.GET('/api/places', { params: { query: { kind, page, per_page: 100 } } })),
+        ),
+    }),
+  surveys: (page: number) =>
+    queryOptions({
+      queryKey: [...keys.surveys, page],
+      queryFn: () => data(api.GET('/api/surveys', { params: { query: { page, per_page: 25 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  optOuts: (page: number) =>
+    queryOptions({
+      queryKey: [...keys.optOuts, page],
+      queryFn: () => data(api.GET('/api/opt-outs', { params: { query: { page, per_page: 25 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  silencePeriods: () =>
+    queryOptions({
+      queryKey: keys.silencePeriods,
+      queryFn: () =>
+        allPages((page) =>
+          data(api.GET('/api/silence-periods', { params: { query: { page, per_page: 100 } } })),
+        ),
+    }),
+  /** Every template of the workspace, or of one channel. */
+  templates: (channel?: 'sms' | 'whatsapp' | 'email') =>
+    queryOptions({
+      queryKey: channel ? [...keys.templates, channel] : keys.templates,
+      queryFn: () =>
+        allPages((page) =>
+          data(
+            api.GET('/api/templates', {
+              params: { query: { page, per_page: 100, ...(channel ? { channel } : {}) } },
+            }),
+          ),
+        ),
+    }),
+  segments: () =>
+    queryOptions({
+      queryKey: keys.segments,
+      queryFn: () =>
+        allPages((page) => data(api.GET('/api/segments', { params: { query: { page, per_page: 100 } } }))),
+    }),
+  channelAccounts: () =>
+    queryOptions({
+      queryKey: keys.channelAccounts,
+      queryFn: () =>
+        allPages((page) =>
+          data(api.GET('/api/channel-accounts', { params: { query: { page, per_page: 100 } } })),
+        ),
+    }),
+  quickReplies: () =>
+    queryOptions({
+      queryKey: keys.quickReplies,
+      queryFn: () =>
+        allPages((page) =>
+          data(api.GET('/api/quick-replies', { params: { query: { page, per_page: 100 } } })),
+        ),
+    }),
+  webhooks: () =>
+    queryOptions({
+      queryKey: keys.webhooks,
+      queryFn: () =>
+        allPages((page) => data(api.GET('/api/webhooks', { params: { query: { page, per_page: 100 } } }))),
+    }),
+  deliveries: (id: number) =>
+    queryOptions({
+      queryKey: [...keys.deliveries, id],
+      queryFn: () =>
+        data(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id }, query: { per_page: 25 } } })),
+    }),
+  ledger: (page: number) =>
+    queryOptions({
+      queryKey: [...keys.ledger, page],
+      queryFn: () => data(api.GET('/api/credits/ledger', { params: { query: { page, per_page: 25 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  payments: () =>
+    queryOptions({
+      queryKey: keys.payments,
+      queryFn: () => data(api.GET('/api/payments', { params: { query: { per_page: 25 } } })),
+    }),
+  campaigns: (page: number) =>
+    queryOptions({
+      queryKey: [...keys.campaigns, page],
+      queryFn: () => data(api.GET('/api/campaigns', { params: { query: { page, per_page: 25 } } })),
+      placeholderData: keepPreviousData,
+    }),
+  campaign: (id: string) =>
+    queryOptions({
+      queryKey: [...keys.campaign, id],
+      queryFn: () => data(api.GET('/api/campaigns/{id}', { params: { path: { id } } })),
+    }),
+  /** The newest 50 failed messages of a campaign; `failed` (its count) in the key reads them again as it grows. */
+  campaignFailed: (id: string, failed: number | undefined) =>
+    queryOptions({
+      queryKey: [...keys.campaign, id, 'failed', failed],
+      queryFn: () =>
+        data(
+          api.GET('/api/campaigns/{id}/messages', {
+            params: { path: { id }, query: { status: 'failed', per_page: 50 } },
+          }),
+        ),
+    }),
+  grievance: (id: number) =>
+    queryOptions({
+      queryKey: [...keys.grievance, id],
+      queryFn: () => data(api.GET('/api/grievances/{id}', { params: { path: { id } } })),
+    }),
+  conversation: (id: string) =>
+    queryOptions({
+      queryKey: [...keys.conversation, id],
+      queryFn: () => data(api.GET('/api/conversations/{id}', { params: { path: { id } } })),
+    }),
+  voter: (id: number) =>
+    queryOptions({
+      queryKey: [...keys.voter, id],
+      queryFn: () => data(api.GET('/api/voters/{id}', { params: { path: { id } } })),
+    }),
+  survey: (id: string) =>
+    queryOptions({
+      queryKey: [...keys.survey, id],
+      queryFn: () => data(api.GET('/api/surveys/{id}', { params: { path: { id } } })),
+    }),
+  /** The workspace's custom voter fields, read again on every screen that shows them (staleTime 0). */
+  voterFields: () =>
+    queryOptions({
+      queryKey: keys.voterFields,
+      queryFn: () => data(api.GET('/api/voter-fields')) as Promise<FieldDef[]>,
+      staleTime: 0,
+    }),
+  tokens: () => queryOptions({ queryKey: keys.tokens, queryFn: () => data(api.GET('/api/user/tokens')) }),
+  importColumns: () =>
+    queryOptions({
+      queryKey: keys.importColumns,
+      queryFn: () => data(api.GET('/api/voters/import/columns')),
+    }),
+};
+
+/** The workspace (see queries.workspace); read only while `enabled`. */
 export function useWorkspace(enabled = true) {
-  return useQuery({
-    queryKey: [...workspaceKey, session.token()],
-    queryFn: () => data(api.GET('/api/workspace')),
-    enabled,
-  });
+  return useQuery({ ...queries.workspace(), enabled });
 }
 
-/** The providers an account can be of, from the service (each provider's adapter declares its fields). */
+/** The providers an account can be of (see queries.providers). */
 export function useProviders() {
-  return useQuery({
-    queryKey: ['providers'],
-    queryFn: () => data(api.GET('/api/channel-accounts/providers')),
-    staleTime: Infinity,
-  });
+  return useQuery(queries.providers());
 }

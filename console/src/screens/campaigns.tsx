@@ -1,10 +1,10 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
-import { useProviders } from '../queries.ts';
+import { keys, queries, useProviders } from '../queries.ts';
 
 export const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 export type Channel = (typeof channels)[number];
@@ -21,12 +21,7 @@ export function Campaigns() {
   const { t, n, d } = useI18n();
   const reports = useReports();
   const [page, setPage] = useState(1);
-  const list = useQuery({
-    queryKey: ['campaigns', page],
-    queryFn: () => data(api.GET('/api/campaigns', { params: { query: { page, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-    refetchInterval: 5_000,
-  });
+  const list = useQuery({ ...queries.campaigns(page), refetchInterval: 5_000 });
   return (
     <>
       <div className="page-head">
@@ -83,8 +78,7 @@ export function CampaignPage({ id }: { id: string }) {
   const client = useQueryClient();
   const reports = useReports();
   const campaign = useQuery({
-    queryKey: ['campaign', id],
-    queryFn: () => data(api.GET('/api/campaigns/{id}', { params: { path: { id } } })),
+    ...queries.campaign(id),
     // Every second while it sends; then every 2 s while messages still wait for their delivery reports.
     refetchInterval: (q) => {
       const c = q.state.data;
@@ -94,16 +88,10 @@ export function CampaignPage({ id }: { id: string }) {
   });
   const c = campaign.data;
   const failed = useQuery({
-    queryKey: ['campaign-failed', id, c?.stats.failed],
-    queryFn: () =>
-      data(
-        api.GET('/api/campaigns/{id}/messages', {
-          params: { path: { id }, query: { status: 'failed', per_page: 50 } },
-        }),
-      ),
+    ...queries.campaignFailed(id, c?.stats.failed),
     enabled: !!c && c.stats.failed > 0,
   });
-  const refresh = () => client.invalidateQueries({ queryKey: ['campaign', id] });
+  const refresh = () => client.invalidateQueries({ queryKey: [...keys.campaign, id] });
   const send = useMutation({
     mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id } } })),
     onSuccess: refresh,

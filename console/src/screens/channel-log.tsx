@@ -3,11 +3,12 @@ import { useState } from 'react';
 import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Loading, Table } from '../ui.tsx';
+import { keys } from '../queries.ts';
 
 /** GET /api/channel-accounts/{id}/log: the account's newest exchanges with its provider. */
 export const channelLogQuery = (id: string) =>
   queryOptions({
-    queryKey: ['channel-log', id],
+    queryKey: [...keys.channelLog, id],
     queryFn: () =>
       data(api.GET('/api/channel-accounts/{id}/log', { params: { path: { id }, query: { per_page: 25 } } })),
     // Open, it follows new exchanges without a reload.

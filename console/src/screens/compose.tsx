@@ -2,11 +2,11 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { ErrorNote, Field, Notice, Section } from '../ui.tsx';
-import { useWorkspace } from '../queries.ts';
+import { keys, queries, useWorkspace } from '../queries.ts';
 import { type Channel, channels } from './campaigns.tsx';
 
 /**
@@ -34,29 +34,14 @@ export function Compose() {
   // What carries each channel now (every member may read it); the accounts themselves only a politician lists.
   const workspace = useWorkspace();
   const politician = useMe().user.role === 'politician';
-  const accounts = useQuery({
-    queryKey: ['channel-accounts'],
-    queryFn: () =>
-      allPages((page) =>
-        data(api.GET('/api/channel-accounts', { params: { query: { page, per_page: 100 } } })),
-      ),
-    enabled: politician,
-  });
+  const accounts = useQuery({ ...queries.channelAccounts(), enabled: politician });
   const usable = (accounts.data?.data ?? []).filter((a) => a.active && a.channels.includes(channel));
   const carrier = workspace.data?.channels[channel];
-  const segments = useQuery({
-    queryKey: ['segments'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/segments', { params: { query: { page, per_page: 100 } } }))),
-  });
-  const templates = useQuery({
-    queryKey: ['templates'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
-  });
+  const segments = useQuery(queries.segments());
+  const templates = useQuery(queries.templates());
   const segment = segments.data?.data.find((s) => String(s.id) === segmentId);
   const sample = useQuery({
-    queryKey: ['sample-voter', segmentId],
+    queryKey: [...keys.voters, 'sample', segmentId],
     queryFn: () =>
       data(api.GET('/api/voters', { params: { query: { ...(segment?.filters ?? {}), per_page: 1 } } })),
     enabled: audience === 'segment' && !!segment,
@@ -71,7 +56,7 @@ export function Compose() {
   }, [message]);
   const voterId = sample.data?.data[0]?.id;
   const rendering = useQuery({
-    queryKey: ['render', template?.id ?? null, template ? null : typed, channel, voterId ?? null],
+    queryKey: [...keys.render, template?.id ?? null, template ? null : typed, channel, voterId ?? null],
     queryFn: () =>
       data(
         api.POST('/api/templates/render', {
@@ -155,14 +140,14 @@ export function Compose() {
         }),
       ),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['campaigns'] });
+      void client.invalidateQueries({ queryKey: keys.campaigns });
       navigate(`/campaigns/${draftId}`);
     },
   });
   const send = useMutation({
     mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id: draftId! } } })),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['campaigns'] });
+      void client.invalidateQueries({ queryKey: keys.campaigns });
       navigate(`/campaigns/${draftId}`);
     },
   });

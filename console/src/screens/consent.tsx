@@ -1,9 +1,9 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { allPages, api, data, download, envelope, uploadFile } from '../api.ts';
+import { api, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
-import { useProviders } from '../queries.ts';
+import { keys, queries, useProviders } from '../queries.ts';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
 type Channel = (typeof channels)[number];
@@ -30,12 +30,8 @@ function OptOuts() {
   const [address, setAddress] = useState('');
   const [channel, setChannel] = useState<Channel | 'all'>('all');
   const file = useRef<HTMLInputElement>(null);
-  const list = useQuery({
-    queryKey: ['opt-outs', page],
-    queryFn: () => data(api.GET('/api/opt-outs', { params: { query: { page, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: ['opt-outs'] });
+  const list = useQuery(queries.optOuts(page));
+  const refresh = () => client.invalidateQueries({ queryKey: keys.optOuts });
   const add = useMutation({
     mutationFn: () => envelope(api.POST('/api/opt-outs', { body: { address, channel } })),
     onSuccess: () => {
@@ -149,14 +145,8 @@ function SilencePeriods() {
   const [constituency, setConstituency] = useState('');
   const [startsAt, setStartsAt] = useState('');
   const [endsAt, setEndsAt] = useState('');
-  const list = useQuery({
-    queryKey: ['silence-periods'],
-    queryFn: () =>
-      allPages((page) =>
-        data(api.GET('/api/silence-periods', { params: { query: { page, per_page: 100 } } })),
-      ),
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: ['silence-periods'] });
+  const list = useQuery(queries.silencePeriods());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.silencePeriods });
   const add = useMutation({
     mutationFn: () =>
       envelope(
@@ -250,12 +240,8 @@ function Templates() {
   const [editing, setEditing] = useState<string | null>(null);
   const providers = useProviders();
   const keeping = (providers.data ?? []).filter((p) => p.templates);
-  const list = useQuery({
-    queryKey: ['templates'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: ['templates'] });
+  const list = useQuery(queries.templates());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.templates });
   const ids = Object.fromEntries(Object.entries(form.ids).filter(([, v]) => v));
   const fields = {
     name: form.name,

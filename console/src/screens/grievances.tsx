@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
+import { keys, queries } from '../queries.ts';
 
 const statuses = ['open', 'in_progress', 'resolved', 'closed'] as const;
 const priorities = ['low', 'normal', 'high', 'urgent'] as const;
@@ -18,7 +19,7 @@ export function Grievances() {
   const [selected, setSelected] = useState<number | null>(null);
   const [adding, setAdding] = useState(false);
   const list = useQuery({
-    queryKey: ['grievances', status, overdue, page],
+    queryKey: [...keys.grievances, status, overdue, page],
     queryFn: () =>
       data(
         api.GET('/api/grievances', {
@@ -130,7 +131,7 @@ function NewGrievance({ onDone }: { onDone(): void }) {
         }),
       ),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['grievances'] });
+      void client.invalidateQueries({ queryKey: keys.grievances });
       onDone();
     },
   });
@@ -181,17 +182,14 @@ function NewGrievance({ onDone }: { onDone(): void }) {
 function GrievancePanel({ id, onClose }: { id: number; onClose(): void }) {
   const { t, d } = useI18n();
   const client = useQueryClient();
-  const grievance = useQuery({
-    queryKey: ['grievance', id],
-    queryFn: () => data(api.GET('/api/grievances/{id}', { params: { path: { id } } })),
-  });
+  const grievance = useQuery(queries.grievance(id));
   const [note, setNote] = useState('');
   const update = useMutation({
     mutationFn: (body: { status?: Status; priority?: Priority; resolution_note?: string }) =>
       envelope(api.PATCH('/api/grievances/{id}', { params: { path: { id } }, body })),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['grievances'] });
-      void client.invalidateQueries({ queryKey: ['grievance', id] });
+      void client.invalidateQueries({ queryKey: keys.grievances });
+      void client.invalidateQueries({ queryKey: [...keys.grievance, id] });
     },
   });
   const g = grievance.data;

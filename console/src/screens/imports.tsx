@@ -6,6 +6,7 @@ import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from 
 import { UnknownPlaces } from './places.tsx';
 import { FilterForm, noFilters, setFilters } from './voters.tsx';
 import { useVoterFields } from './voter-shared.ts';
+import { keys, queries } from '../queries.ts';
 
 interface DryRun {
   imported: number;
@@ -72,10 +73,7 @@ export function Imports() {
   const [checked, setChecked] = useState<DryRun | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
   const [columns, setColumns] = useState<Column[] | null>(null);
-  const known = useQuery({
-    queryKey: ['import-columns'],
-    queryFn: () => data(api.GET('/api/voters/import/columns')),
-  });
+  const known = useQuery(queries.importColumns());
   /** The chosen file's headings, each with a sample and the field it will fill (the mapping step). */
   const readHeadings = async () => {
     const chosen = file.current?.files?.[0];
@@ -120,7 +118,7 @@ export function Imports() {
     },
     onSuccess: (result) => {
       // The mapping sent is the workspace's last now.
-      void client.invalidateQueries({ queryKey: ['import-columns'] });
+      void client.invalidateQueries({ queryKey: keys.importColumns });
       if (dryRun) setChecked(result);
       else {
         setChecked(null);
@@ -128,12 +126,12 @@ export function Imports() {
         setColumns(null);
         if (file.current) file.current.value = '';
         if (result.id) setSelected(result.id);
-        void client.invalidateQueries({ queryKey: ['imports'] });
+        void client.invalidateQueries({ queryKey: keys.imports });
       }
     },
   });
   const jobs = useQuery({
-    queryKey: ['imports'],
+    queryKey: keys.imports,
     queryFn: () => data(api.GET('/api/voters/imports', { params: { query: { per_page: 10 } } })),
     refetchInterval: (q) =>
       q.state.data?.data.some((j) => j.status === 'queued' || j.status === 'running') ? 1_000 : false,

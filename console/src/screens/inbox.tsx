@@ -5,6 +5,7 @@ import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Pager } from '../ui.tsx';
 import { Thread } from './thread.tsx';
+import { keys } from '../queries.ts';
 
 interface InboxFilters {
   status: '' | 'open' | 'closed';
@@ -29,7 +30,7 @@ export function Inbox({ id }: { id?: string }) {
   const [search, setSearch] = useState('');
   const [page, setPage] = useState(1);
   const list = useQuery({
-    queryKey: ['conversations', 'inbox', filters, page],
+    queryKey: [...keys.conversations, 'inbox', filters, page],
     queryFn: () =>
       data(
         api.GET('/api/conversations', {

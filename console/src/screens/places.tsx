@@ -1,9 +1,10 @@
-import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import type { components } from '../schema.d.ts';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import { keys, queries } from '../queries.ts';
 
 type Place = components['schemas']['Place'];
 type Kind = Place['kind'];
@@ -25,11 +26,7 @@ export function Places() {
   const { t } = useI18n();
   const [kind, setKind] = useState<Kind>('constituency');
   const [page, setPage] = useState(1);
-  const list = useQuery({
-    queryKey: ['places', kind, page],
-    queryFn: () => data(api.GET('/api/places', { params: { query: { kind, page, per_page: 50 } } })),
-    placeholderData: keepPreviousData,
-  });
+  const list = useQuery(queries.places(kind, page));
   const [editing, setEditing] = useState<Place | null>(null);
   return (
     <>
@@ -100,7 +97,7 @@ function PlaceForm({ kind, editing, onDone }: { kind: Kind; editing: Place | nul
     setShown(null);
     setForm({ name: '', aliases: '', code: '' });
     onDone();
-    void client.invalidateQueries({ queryKey: ['places'] });
+    void client.invalidateQueries({ queryKey: keys.places });
   };
   const save = useMutation({
     mutationFn: () => {
@@ -169,13 +166,7 @@ export function UnknownPlaces({ unknown }: { unknown: Partial<Record<Kind, strin
   const { t } = useI18n();
   const present = kinds.filter((kind) => (unknown[kind] ?? []).length > 0);
   const places = useQueries({
-    queries: present.map((kind) => ({
-      queryKey: ['places', kind, 'all'],
-      queryFn: () =>
-        allPages((page) =>
-          data(api.GET('/api/places', { params: { query: { kind, page, per_page: 100 } } })),
-        ),
-    })),
+    queries: present.map((kind) => queries.allPlaces(kind)),
   });
   const placesOf = (kind: Kind) => places[present.indexOf(kind)]?.data?.data ?? [];
   const known = (kind: Kind, value: string) =>
@@ -223,7 +214,7 @@ function AddAll({ left }: { left: Array<{ kind: Kind; value: string }> }) {
       for (const { kind, value } of left)
         await envelope(api.POST('/api/places', { body: { kind, name: value } }));
     },
-    onSettled: () => void client.invalidateQueries({ queryKey: ['places'] }),
+    onSettled: () => void client.invalidateQueries({ queryKey: keys.places }),
   });
   return (
     <>
@@ -240,7 +231,7 @@ function UnknownRow({ kind, value, places }: { kind: Kind; value: string; places
   const client = useQueryClient();
   const [target, setTarget] = useState('');
   const id = useId();
-  const finish = () => void client.invalidateQueries({ queryKey: ['places'] });
+  const finish = () => void client.invalidateQueries({ queryKey: keys.places });
   const addPlace = useMutation({
     mutationFn: () => envelope(api.POST('/api/places', { body: { kind, name: value } })),
     onSuccess: finish,

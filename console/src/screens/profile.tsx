@@ -1,19 +1,20 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
+import { keys, queries } from '../queries.ts';
 
 /** The member's own page: who they are, their sessions (sign one out), their password. */
 export function Profile() {
   const { t, d } = useI18n();
   const me = useMe();
   const client = useQueryClient();
-  const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => data(api.GET('/api/user/tokens')) });
+  const tokens = useQuery(queries.tokens());
   const revoke = useMutation({
     mutationFn: (id: number) => envelope(api.DELETE('/api/user/tokens/{id}', { params: { path: { id } } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['tokens'] }),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.tokens }),
   });
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');

@@ -2,10 +2,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ChannelLog } from './channel-log.tsx';
 import { useEffect, useState } from 'react';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import type { components, operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
-import { useProviders } from '../queries.ts';
+import { keys, queries, useProviders } from '../queries.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 
 type ProviderField = components['schemas']['ProviderField'];
@@ -68,14 +68,8 @@ function ProviderInput({
 export function ChannelAccounts() {
   const { t } = useI18n();
   const client = useQueryClient();
-  const accounts = useQuery({
-    queryKey: ['channel-accounts'],
-    queryFn: () =>
-      allPages((page) =>
-        data(api.GET('/api/channel-accounts', { params: { query: { page, per_page: 100 } } })),
-      ),
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: ['channel-accounts'] });
+  const accounts = useQuery(queries.channelAccounts());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.channelAccounts });
   const [name, setName] = useState('');
   const providers = useProviders();
   const [provider, setProvider] = useState<ProviderName>('sandbox');
@@ -371,11 +365,7 @@ function TestSend({ account, spec }: { account: Account; spec: Provider }) {
   const [to, setTo] = useState('');
   const [channel, setChannel] = useState(account.channels[0]!);
   const [template, setTemplate] = useState('');
-  const templates = useQuery({
-    queryKey: ['templates', 'all'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/templates', { params: { query: { page, per_page: 100 } } }))),
-  });
+  const templates = useQuery(queries.templates());
   // A provider that sends only its own templates needs one with its id there.
   const usable = (templates.data?.data ?? []).filter(
     (tpl) =>

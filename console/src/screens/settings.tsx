@@ -1,9 +1,9 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, data, envelope } from '../api.ts';
 import type { operations } from '../schema.d.ts';
 import { useI18n } from '../i18n.tsx';
-import { useWorkspace, workspaceKey } from '../queries.ts';
+import { keys, queries, useWorkspace } from '../queries.ts';
 import { Badge, Empty, ErrorNote, Field, Notice, Pager, Section, Table } from '../ui.tsx';
 import { VoterFieldsSettings } from './voter-fields.tsx';
 import { ChannelAccounts } from './settings-accounts.tsx';
@@ -49,7 +49,7 @@ function WorkspaceSettings() {
       setZone(null);
       setName(null);
       setLanguage(null);
-      void client.invalidateQueries({ queryKey: workspaceKey });
+      void client.invalidateQueries({ queryKey: keys.workspace });
     },
   });
   if (!workspace.data) return <ErrorNote error={workspace.error} />;
@@ -131,12 +131,8 @@ void everyEvent;
 function Webhooks() {
   const { t, d } = useI18n();
   const client = useQueryClient();
-  const hooks = useQuery({
-    queryKey: ['webhooks'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/webhooks', { params: { query: { page, per_page: 100 } } }))),
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: ['webhooks'] });
+  const hooks = useQuery(queries.webhooks());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.webhooks });
   const [url, setUrl] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [secret, setSecret] = useState<string | null>(null);
@@ -235,11 +231,7 @@ function Webhooks() {
 function Deliveries({ id, d }: { id: number; d(value: string | null): string }) {
   const { t } = useI18n();
   const client = useQueryClient();
-  const log = useQuery({
-    queryKey: ['deliveries', id],
-    queryFn: () =>
-      data(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id }, query: { per_page: 25 } } })),
-  });
+  const log = useQuery(queries.deliveries(id));
   const replay = useMutation({
     mutationFn: (deliveryId: number) =>
       envelope(
@@ -247,7 +239,7 @@ function Deliveries({ id, d }: { id: number; d(value: string | null): string }) 
           params: { path: { id, delivery_id: deliveryId } },
         }),
       ),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['deliveries', id] }),
+    onSuccess: () => client.invalidateQueries({ queryKey: [...keys.deliveries, id] }),
   });
   return (
     <div>
@@ -285,15 +277,8 @@ function Credits() {
   const { t, n, d } = useI18n();
   const client = useQueryClient();
   const [page, setPage] = useState(1);
-  const ledger = useQuery({
-    queryKey: ['ledger', page],
-    queryFn: () => data(api.GET('/api/credits/ledger', { params: { query: { page, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-  });
-  const payments = useQuery({
-    queryKey: ['payments'],
-    queryFn: () => data(api.GET('/api/payments', { params: { query: { per_page: 25 } } })),
-  });
+  const ledger = useQuery(queries.ledger(page));
+  const payments = useQuery(queries.payments());
   const [amounts, setAmounts] = useState({ sms_credits: '', whatsapp_credits: '', email_credits: '' });
   const buy = useMutation({
     mutationFn: () =>
@@ -309,8 +294,8 @@ function Credits() {
       ),
     onSuccess: () => {
       setAmounts({ sms_credits: '', whatsapp_credits: '', email_credits: '' });
-      void client.invalidateQueries({ queryKey: ['ledger'] });
-      void client.invalidateQueries({ queryKey: ['payments'] });
+      void client.invalidateQueries({ queryKey: keys.ledger });
+      void client.invalidateQueries({ queryKey: keys.payments });
     },
   });
   return (

@@ -2,11 +2,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Field, Table } from '../ui.tsx';
 import { commaList, useVoterFields } from './voter-shared.ts';
-import { useWorkspace } from '../queries.ts';
+import { keys, queries, useWorkspace } from '../queries.ts';
 import { channels, type Question, type Survey } from './surveys.tsx';
 
 interface ChoiceDraft {
@@ -79,14 +79,9 @@ function asQuestion(q: QuestionDraft): Question {
 
 /** The workspace's templates for SMS and WhatsApp, as the builder's pickers offer them. */
 function useChannelTemplates() {
-  const read = (channel: 'sms' | 'whatsapp') =>
-    allPages((page) =>
-      data(api.GET('/api/templates', { params: { query: { page, per_page: 100, channel } } })),
-    );
-  return useQuery({
-    queryKey: ['templates', 'survey-builder'],
-    queryFn: async () => ({ sms: (await read('sms')).data, whatsapp: (await read('whatsapp')).data }),
-  });
+  const sms = useQuery(queries.templates('sms'));
+  const whatsapp = useQuery(queries.templates('whatsapp'));
+  return { data: { sms: sms.data?.data ?? [], whatsapp: whatsapp.data?.data ?? [] } };
 }
 
 /**
@@ -175,7 +170,7 @@ export function SurveyBuilder() {
         }),
       ),
     onSuccess: (body) => {
-      void client.invalidateQueries({ queryKey: ['surveys'] });
+      void client.invalidateQueries({ queryKey: keys.surveys });
       navigate(`/surveys/${body.data.id}`);
     },
   });

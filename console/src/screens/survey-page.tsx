@@ -2,10 +2,11 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { allPages, api, data, download, envelope } from '../api.ts';
+import { api, data, download, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
 import { answersText, channels, groupings, inLang, type Results, type Survey } from './surveys.tsx';
+import { keys, queries } from '../queries.ts';
 
 /** One question's results: a bar chart and, beside it, the same numbers in a table. */
 function QuestionResults({
@@ -104,18 +105,15 @@ export function SurveyPage({ id }: { id: string }) {
   const [segment, setSegment] = useState('');
   const [groupBy, setGroupBy] = useState<(typeof groupings)[number]>('');
   const [page, setPage] = useState(1);
-  const survey = useQuery({
-    queryKey: ['survey', id],
-    queryFn: () => data(api.GET('/api/surveys/{id}', { params: { path: { id } } })),
-  });
+  const survey = useQuery(queries.survey(id));
   const runs = useQuery({
-    queryKey: ['survey-runs', id],
+    queryKey: [...keys.survey, id, 'runs'],
     queryFn: () =>
       data(api.GET('/api/surveys/{id}/runs', { params: { path: { id }, query: { page: 1, per_page: 20 } } })),
     refetchInterval: 3_000,
   });
   const results = useQuery({
-    queryKey: ['survey-results', id, groupBy],
+    queryKey: [...keys.survey, id, 'results', groupBy],
     queryFn: () =>
       data(
         api.GET('/api/surveys/{id}/results', {
@@ -125,7 +123,7 @@ export function SurveyPage({ id }: { id: string }) {
     refetchInterval: 5_000,
   });
   const responses = useQuery({
-    queryKey: ['survey-responses', id, page],
+    queryKey: [...keys.survey, id, 'responses', page],
     queryFn: () =>
       data(
         api.GET('/api/surveys/{id}/responses', { params: { path: { id }, query: { page, per_page: 25 } } }),
@@ -133,14 +131,9 @@ export function SurveyPage({ id }: { id: string }) {
     placeholderData: keepPreviousData,
     refetchInterval: 5_000,
   });
-  const segments = useQuery({
-    queryKey: ['segments', 'all'],
-    queryFn: () =>
-      allPages((p) => data(api.GET('/api/segments', { params: { query: { page: p, per_page: 100 } } }))),
-  });
+  const segments = useQuery(queries.segments());
   const refresh = () => {
-    for (const key of ['survey', 'survey-runs', 'survey-results', 'survey-responses'])
-      void client.invalidateQueries({ queryKey: [key, id] });
+    void client.invalidateQueries({ queryKey: [...keys.survey, id] });
   };
   const start = useMutation({
     mutationFn: () =>

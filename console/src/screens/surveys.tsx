@@ -1,10 +1,10 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import type { components } from '../schema.d.ts';
 import { Badge, Empty, ErrorNote, Loading, Pager, Table } from '../ui.tsx';
+import { queries } from '../queries.ts';
 
 export type Survey = components['schemas']['Survey'];
 export type Question = components['schemas']['SurveyQuestion'];
@@ -37,11 +37,7 @@ export function answersText(
 export function Surveys() {
   const { t, d } = useI18n();
   const [page, setPage] = useState(1);
-  const list = useQuery({
-    queryKey: ['surveys', page],
-    queryFn: () => data(api.GET('/api/surveys', { params: { query: { page, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-  });
+  const list = useQuery(queries.surveys(page));
   return (
     <>
       <div className="page-head">

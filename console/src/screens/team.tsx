@@ -1,9 +1,10 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
+import { keys, queries } from '../queries.ts';
 
 type Role = 'politician' | 'manager' | 'volunteer';
 const list = (text: string) =>
@@ -28,16 +29,12 @@ function Members() {
   const { t } = useI18n();
   const me = useMe();
   const client = useQueryClient();
-  const members = useQuery({
-    queryKey: ['team'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
-  });
+  const members = useQuery(queries.team());
   // A change to the team is an entry in the audit log below: both are read again at once.
   const refresh = () =>
     Promise.all([
-      client.invalidateQueries({ queryKey: ['team'] }),
-      client.invalidateQueries({ queryKey: ['audit'] }),
+      client.invalidateQueries({ queryKey: keys.team }),
+      client.invalidateQueries({ queryKey: keys.audit }),
     ]);
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
@@ -255,9 +252,7 @@ function AuditLog() {
   const { t, d } = useI18n();
   const [page, setPage] = useState(1);
   const log = useQuery({
-    queryKey: ['audit', page],
-    queryFn: () => data(api.GET('/api/audit-log', { params: { query: { page, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
+    ...queries.audit(page),
     // New entries (a member added elsewhere, a send) show without a reload.
     refetchInterval: 10_000,
   });

@@ -3,10 +3,11 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link } from 'wouter';
-import { allPages, api, data, envelope } from '../api.ts';
+import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, ErrorNote, Field, Loading, Notice, Section } from '../ui.tsx';
+import { keys, queries } from '../queries.ts';
 
 /** Messages per page of a thread. */
 const THREAD_PAGE = 100;
@@ -18,14 +19,11 @@ export function Thread({ id }: { id: string }) {
   const { t, d, code } = useI18n();
   const me = useMe();
   const client = useQueryClient();
-  const conversation = useQuery({
-    queryKey: ['conversation', id],
-    queryFn: () => data(api.GET('/api/conversations/{id}', { params: { path: { id } } })),
-  });
+  const conversation = useQuery(queries.conversation(id));
   // The thread from its newest page back: the newest messages first, then "Earlier messages" pages back to
   // the first one (a thread of 101 messages shows all 101, not the last page's one).
   const messages = useInfiniteQuery({
-    queryKey: ['conversation', id, 'messages'],
+    queryKey: [...keys.conversation, id, 'messages'],
     initialPageParam: 0,
     queryFn: async ({ pageParam }) => {
       const read = (page: number) =>
@@ -38,7 +36,7 @@ export function Thread({ id }: { id: string }) {
       let answer = await read(pageParam || 1);
       if (pageParam === 0 && answer.last_page > 1) answer = await read(answer.last_page);
       // Reading clears the assignee's unread count: the list shows it.
-      void client.invalidateQueries({ queryKey: ['conversations', 'inbox'] });
+      void client.invalidateQueries({ queryKey: [...keys.conversations, 'inbox'] });
       return answer;
     },
     getNextPageParam: (last) => (last.current_page > 1 ? last.current_page - 1 : undefined),
@@ -51,17 +49,8 @@ export function Thread({ id }: { id: string }) {
     if (pages.length === 1 && pages[0]!.data.length < 20 && hasNextPage && !isFetchingNextPage)
       void fetchNextPage();
   }, [pages, hasNextPage, isFetchingNextPage, fetchNextPage]);
-  const quick = useQuery({
-    queryKey: ['quick-replies'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/quick-replies', { params: { query: { page, per_page: 100 } } }))),
-  });
-  const team = useQuery({
-    queryKey: ['team'],
-    queryFn: () =>
-      allPages((page) => data(api.GET('/api/users', { params: { query: { page, per_page: 100 } } }))),
-    enabled: me.user.role === 'politician',
-  });
+  const quick = useQuery(queries.quickReplies());
+  const team = useQuery({ ...queries.team(), enabled: me.user.role === 'politician' });
   const [text, setTextState] = useState(() => drafts.get(id) ?? '');
   const setText = (value: string) => {
     drafts.set(id, value);
@@ -70,8 +59,8 @@ export function Thread({ id }: { id: string }) {
   const [templateId, setTemplateId] = useState('');
   const [variables, setVariables] = useState<Record<string, string>>({});
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: ['conversation', id] });
-    void client.invalidateQueries({ queryKey: ['conversations'] });
+    void client.invalidateQueries({ queryKey: [...keys.conversation, id] });
+    void client.invalidateQueries({ queryKey: keys.conversations });
   };
   const templated = conversation.data?.reply.templates_only === true;
   const reply = useMutation({
@@ -275,13 +264,7 @@ function TemplateReply(props: {
   const { t } = useI18n();
   const { reply, templateId, variables } = props;
   const channel = props.channel as 'sms' | 'whatsapp';
-  const templates = useQuery({
-    queryKey: ['templates', channel],
-    queryFn: () =>
-      allPages((page) =>
-        data(api.GET('/api/templates', { params: { query: { page, per_page: 100, channel } } })),
-      ),
-  });
+  const templates = useQuery(queries.templates(channel));
   const all = templates.data?.data ?? [];
   const fits = new Set(reply.template_ids);
   const usable = all.filter((tpl) => fits.has(tpl.id));
@@ -357,7 +340,7 @@ function LinkVoter({ id, onLinked }: { id: string; onLinked: () => void }) {
   const [search, setSearch] = useState('');
   const [term, setTerm] = useState('');
   const found = useQuery({
-    queryKey: ['voters', 'link', term],
+    queryKey: [...keys.voters, 'link', term],
     queryFn: () => data(api.GET('/api/voters', { params: { query: { search: term, per_page: 5 } } })),
     enabled: term !== '',
   });

@@ -4,6 +4,7 @@ import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Section, Table } from '../ui.tsx';
 import { commaList, useVoterFields } from './voter-shared.ts';
+import { keys } from '../queries.ts';
 
 const types = ['text', 'number', 'date', 'choice', 'boolean'] as const;
 
@@ -51,7 +52,7 @@ function EditField({ def, onDone }: { def: FieldDef; onDone(): void }) {
         }),
       ),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['voter-fields'] });
+      void client.invalidateQueries({ queryKey: keys.voterFields });
       onDone();
     },
   });
@@ -95,7 +96,7 @@ export function VoterFieldsSettings() {
   const [choices, setChoices] = useState('');
   const [sensitive, setSensitive] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
-  const refresh = () => void client.invalidateQueries({ queryKey: ['voter-fields'] });
+  const refresh = () => void client.invalidateQueries({ queryKey: keys.voterFields });
   const add = useMutation({
     mutationFn: () =>
       envelope(

@@ -7,6 +7,7 @@ import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { commaList, type FieldDef, genders, levels, relations, useVoterFields } from './voter-shared.ts';
+import { keys, queries } from '../queries.ts';
 
 type VoterFields = {
   name: string;
@@ -96,8 +97,8 @@ export function VoterForm({
       else await envelope(api.POST('/api/voters', { body: body as { name: string; phone: string } }));
     },
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['voters'] });
-      void client.invalidateQueries({ queryKey: ['voter'] });
+      void client.invalidateQueries({ queryKey: keys.voters });
+      void client.invalidateQueries({ queryKey: keys.voter });
       onDone();
     },
   });
@@ -201,33 +202,30 @@ export function VoterPage({ id }: { id: number }) {
     if (k === 'support_level') return t(`support.${String(value) as (typeof levels)[number]}`);
     return String(value);
   };
-  const voter = useQuery({
-    queryKey: ['voter', id],
-    queryFn: () => data(api.GET('/api/voters/{id}', { params: { path: { id } } })),
-  });
+  const voter = useQuery(queries.voter(id));
   const phone = voter.data?.phone;
   const staff = me.user.role !== 'volunteer';
   const messages = useQuery({
-    queryKey: ['voter-messages', phone],
+    queryKey: [...keys.messages, 'to', phone],
     queryFn: () =>
       data(api.GET('/api/messages/history', { params: { query: { to: phone!, per_page: 20 } } })),
     enabled: staff && !!phone,
   });
   const conversations = useQuery({
-    queryKey: ['conversations', 'voter', phone],
+    queryKey: [...keys.conversations, 'voter', phone],
     queryFn: () =>
       data(api.GET('/api/conversations', { params: { query: { search: phone!, per_page: 20 } } })),
     enabled: !!phone,
   });
   const grievances = useQuery({
-    queryKey: ['grievances', 'voter', phone],
+    queryKey: [...keys.grievances, 'voter', phone],
     queryFn: () => data(api.GET('/api/grievances', { params: { query: { search: phone!, per_page: 20 } } })),
     enabled: staff && !!phone,
   });
   const remove = useMutation({
     mutationFn: () => envelope(api.DELETE('/api/voters/{id}', { params: { path: { id } } })),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: ['voters'] });
+      void client.invalidateQueries({ queryKey: keys.voters });
       navigate('/voters');
     },
   });

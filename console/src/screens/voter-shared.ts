@@ -1,6 +1,6 @@
 // What the voter screens share: the gender, relation and support words, the custom fields, comma lists.
 import { useQuery } from '@tanstack/react-query';
-import { api, data } from '../api.ts';
+import { queries } from '../queries.ts';
 
 export const genders = ['male', 'female', 'third_gender'] as const;
 export const relations = ['father', 'mother', 'husband', 'wife', 'other'] as const;
@@ -15,20 +15,9 @@ export function commaList(text: string): string[] {
     .filter(Boolean);
 }
 
-export type FieldDef = {
-  key: string;
-  label: string;
-  type: 'text' | 'number' | 'date' | 'choice' | 'boolean';
-  choices: string[] | null;
-  sensitive: boolean;
-};
+export type { FieldDef } from '../queries.ts';
 
 /** The workspace's custom voter fields (everyone reads them). */
 export function useVoterFields() {
-  return useQuery({
-    queryKey: ['voter-fields'],
-    queryFn: () => data(api.GET('/api/voter-fields')) as Promise<FieldDef[]>,
-    // Read again on every screen that shows them: a field another member (or the API) added meanwhile shows.
-    staleTime: 0,
-  });
+  return useQuery(queries.voterFields());
 }

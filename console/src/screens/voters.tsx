@@ -7,6 +7,7 @@ import { useMe } from '../me.ts';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Table } from '../ui.tsx';
 import { commaList, type FieldDef, genders, levels, useVoterFields } from './voter-shared.ts';
 import { VoterForm } from './voter-page.tsx';
+import { keys } from '../queries.ts';
 
 /** The filters as the form holds them; `fields.<key>` (and `_min`/`_max`) for custom fields. */
 export interface VoterFilters {
@@ -238,7 +239,7 @@ export function Voters() {
   const [page, setPage] = useState(1);
   const [adding, setAdding] = useState(false);
   const list = useQuery({
-    queryKey: ['voters', filters, page],
+    queryKey: [...keys.voters, filters, page],
     queryFn: () =>
       data(api.GET('/api/voters', { params: { query: { ...setFilters(filters), page, per_page: 25 } } })),
     placeholderData: keepPreviousData,
@@ -325,7 +326,7 @@ function SaveSegment({ filters }: { filters: VoterFilters }) {
     mutationFn: () => envelope(api.POST('/api/segments', { body: { name, filters: setFilters(filters) } })),
     onSuccess: () => {
       setName('');
-      void client.invalidateQueries({ queryKey: ['segments'] });
+      void client.invalidateQueries({ queryKey: keys.segments });
     },
   });
   return (
@@ -363,7 +364,7 @@ function BulkTag({ filters, total }: { filters: VoterFilters; total: number }) {
     onSuccess: (job) => setJobId((job as unknown as { id: number }).id),
   });
   const job = useQuery({
-    queryKey: ['tag-job', jobId],
+    queryKey: [...keys.tagJob, jobId],
     queryFn: () => data(api.GET('/api/voters/tags/jobs/{job_id}', { params: { path: { job_id: jobId! } } })),
     enabled: jobId !== null,
     refetchInterval: (q) =>
@@ -371,7 +372,7 @@ function BulkTag({ filters, total }: { filters: VoterFilters; total: number }) {
   });
   const status = job.data?.status;
   useEffect(() => {
-    if (status === 'completed') void client.invalidateQueries({ queryKey: ['voters'] });
+    if (status === 'completed') void client.invalidateQueries({ queryKey: keys.voters });
   }, [status, client]);
   return (
     <form
