@@ -231,6 +231,86 @@ export const queries = {
       queryFn: () => data(api.GET('/api/voter-fields')) as Promise<FieldDef[]>,
       staleTime: 0,
     }),
+  /** A page of conversations, as the query asks (the inbox, a voter's, the dashboard's counts). */
+  conversationList: (query: Query<'/api/conversations'>) =>
+    queryOptions({
+      queryKey: [...keys.conversations, query],
+      queryFn: () => data(api.GET('/api/conversations', { params: { query } })),
+    }),
+  grievanceList: (query: Query<'/api/grievances'>) =>
+    queryOptions({
+      queryKey: [...keys.grievances, query],
+      queryFn: () => data(api.GET('/api/grievances', { params: { query } })),
+    }),
+  voterList: (query: Query<'/api/voters'>) =>
+    queryOptions({
+      queryKey: [...keys.voters, query],
+      queryFn: () => data(api.GET('/api/voters', { params: { query } })),
+    }),
+  messageHistory: (query: Query<'/api/messages/history'>) =>
+    queryOptions({
+      queryKey: [...keys.messages, query],
+      queryFn: () => data(api.GET('/api/messages/history', { params: { query } })),
+    }),
+  campaignList: (query: Query<'/api/campaigns'>) =>
+    queryOptions({
+      queryKey: [...keys.campaigns, query],
+      queryFn: () => data(api.GET('/api/campaigns', { params: { query } })),
+    }),
+  /** The last 24 hours' failures by error code, counted by the service (every one, not a sample). */
+  failures: () =>
+    queryOptions({
+      queryKey: [...keys.messages, 'failures'],
+      queryFn: () => data(api.GET('/api/messages/failures')),
+    }),
+  surveyRuns: (id: string) =>
+    queryOptions({
+      queryKey: [...keys.survey, id, 'runs'],
+      queryFn: () =>
+        data(
+          api.GET('/api/surveys/{id}/runs', { params: { path: { id }, query: { page: 1, per_page: 20 } } }),
+        ),
+    }),
+  surveyResults: (id: string, groupBy: Query<'/api/surveys/{id}/results'>['group_by'] | '') =>
+    queryOptions({
+      queryKey: [...keys.survey, id, 'results', groupBy],
+      queryFn: () =>
+        data(
+          api.GET('/api/surveys/{id}/results', {
+            params: { path: { id }, query: groupBy ? { group_by: groupBy } : {} },
+          }),
+        ),
+    }),
+  surveyResponses: (id: string, page: number) =>
+    queryOptions({
+      queryKey: [...keys.survey, id, 'responses', page],
+      queryFn: () =>
+        data(
+          api.GET('/api/surveys/{id}/responses', { params: { path: { id }, query: { page, per_page: 25 } } }),
+        ),
+      placeholderData: keepPreviousData,
+    }),
+  tagJob: (jobId: number | null) =>
+    queryOptions({
+      queryKey: [...keys.tagJob, jobId],
+      queryFn: () =>
+        data(api.GET('/api/voters/tags/jobs/{job_id}', { params: { path: { job_id: jobId! } } })),
+      enabled: jobId !== null,
+    }),
+  /** The newest import jobs. */
+  imports: () =>
+    queryOptions({
+      queryKey: keys.imports,
+      queryFn: () => data(api.GET('/api/voters/imports', { params: { query: { per_page: 10 } } })),
+    }),
+  /** The text as the service renders it (a template, or a typed body), for a voter where one is given. */
+  render: (
+    body: NonNullable<paths['/api/templates/render']['post']['requestBody']>['content']['application/json'],
+  ) =>
+    queryOptions({
+      queryKey: [...keys.render, body],
+      queryFn: () => data(api.POST('/api/templates/render', { body })),
+    }),
   tokens: () => queryOptions({ queryKey: keys.tokens, queryFn: () => data(api.GET('/api/user/tokens')) }),
   importColumns: () =>
     queryOptions({

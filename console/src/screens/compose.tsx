@@ -41,9 +41,7 @@ export function Compose() {
   const templates = useQuery(queries.templates());
   const segment = segments.data?.data.find((s) => String(s.id) === segmentId);
   const sample = useQuery({
-    queryKey: [...keys.voters, 'sample', segmentId],
-    queryFn: () =>
-      data(api.GET('/api/voters', { params: { query: { ...(segment?.filters ?? {}), per_page: 1 } } })),
+    ...queries.voterList({ ...(segment?.filters ?? {}), per_page: 1 }),
     enabled: audience === 'segment' && !!segment,
   });
   const template = templates.data?.data.find((tpl) => tpl.id === templateId);
@@ -56,16 +54,10 @@ export function Compose() {
   }, [message]);
   const voterId = sample.data?.data[0]?.id;
   const rendering = useQuery({
-    queryKey: [...keys.render, template?.id ?? null, template ? null : typed, channel, voterId ?? null],
-    queryFn: () =>
-      data(
-        api.POST('/api/templates/render', {
-          body: {
-            ...(template ? { template_id: template.id } : { body: typed, channel }),
-            ...(voterId !== undefined ? { voter_id: Number(voterId) } : {}),
-          },
-        }),
-      ),
+    ...queries.render({
+      ...(template ? { template_id: template.id } : { body: typed, channel }),
+      ...(voterId !== undefined ? { voter_id: Number(voterId) } : {}),
+    }),
     enabled: template !== undefined || typed.trim() !== '',
     placeholderData: keepPreviousData,
   });

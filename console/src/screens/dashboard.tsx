@@ -1,51 +1,21 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
-import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Loading, Notice, Section } from '../ui.tsx';
-import { keys, queries, useWorkspace } from '../queries.ts';
+import { queries, useWorkspace } from '../queries.ts';
 
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
   const { t, n, code } = useI18n();
   // The shell's own query of the signed-in user (same key): refreshed every 10 s while the dashboard is open.
   const me = useQuery({ ...queries.me(), refetchInterval: 10_000 });
-  const campaigns = useQuery({
-    queryKey: [...keys.campaigns, 'dashboard'],
-    queryFn: () => data(api.GET('/api/campaigns', { params: { query: { per_page: 50 } } })),
-    refetchInterval: 5_000,
-  });
-  const failures = useQuery({
-    queryKey: [...keys.messages, 'failures'],
-    // The last 24 hours' failures by error code, counted by the service (every one, not a sample).
-    queryFn: () => data(api.GET('/api/messages/failures')),
-    // New failures show while the office watches, as the campaigns' progress does.
-    refetchInterval: 10_000,
-  });
-  const open = useQuery({
-    queryKey: [...keys.grievances, 'open-count'],
-    queryFn: () => data(api.GET('/api/grievances', { params: { query: { status: 'open', per_page: 1 } } })),
-  });
-  const overdue = useQuery({
-    queryKey: [...keys.grievances, 'overdue-count'],
-    queryFn: () => data(api.GET('/api/grievances', { params: { query: { overdue: true, per_page: 1 } } })),
-  });
-  const unassigned = useQuery({
-    queryKey: [...keys.conversations, 'unassigned-count'],
-    queryFn: () =>
-      data(
-        api.GET('/api/conversations', {
-          params: { query: { status: 'open', assigned_to: 'none', per_page: 1 } },
-        }),
-      ),
-  });
-  const unread = useQuery({
-    queryKey: [...keys.conversations, 'unread-count'],
-    queryFn: () =>
-      data(
-        api.GET('/api/conversations', { params: { query: { status: 'open', unread: true, per_page: 1 } } }),
-      ),
-  });
+  const campaigns = useQuery({ ...queries.campaignList({ per_page: 50 }), refetchInterval: 5_000 });
+  // New failures show while the office watches, as the campaigns' progress does.
+  const failures = useQuery({ ...queries.failures(), refetchInterval: 10_000 });
+  const open = useQuery(queries.grievanceList({ status: 'open', per_page: 1 }));
+  const overdue = useQuery(queries.grievanceList({ overdue: true, per_page: 1 }));
+  const unassigned = useQuery(queries.conversationList({ status: 'open', assigned_to: 'none', per_page: 1 }));
+  const unread = useQuery(queries.conversationList({ status: 'open', unread: true, per_page: 1 }));
   const workspace = useWorkspace();
   // Channels only the sandbox carries: their messages reach nobody (Compose and a campaign's page say so too).
   const simulated = workspace.data

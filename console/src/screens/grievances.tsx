@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
 import { keys, queries } from '../queries.ts';
@@ -19,20 +19,12 @@ export function Grievances() {
   const [selected, setSelected] = useState<number | null>(null);
   const [adding, setAdding] = useState(false);
   const list = useQuery({
-    queryKey: [...keys.grievances, status, overdue, page],
-    queryFn: () =>
-      data(
-        api.GET('/api/grievances', {
-          params: {
-            query: {
-              page,
-              per_page: 25,
-              ...(status ? { status } : {}),
-              ...(overdue ? { overdue: true } : {}),
-            },
-          },
-        }),
-      ),
+    ...queries.grievanceList({
+      page,
+      per_page: 25,
+      ...(status ? { status } : {}),
+      ...(overdue ? { overdue: true } : {}),
+    }),
     placeholderData: keepPreviousData,
   });
   const now = Date.now();

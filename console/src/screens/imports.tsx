@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { api, data, download, uploadFile } from '../api.ts';
+import { download, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { UnknownPlaces } from './places.tsx';
@@ -131,8 +131,7 @@ export function Imports() {
     },
   });
   const jobs = useQuery({
-    queryKey: keys.imports,
-    queryFn: () => data(api.GET('/api/voters/imports', { params: { query: { per_page: 10 } } })),
+    ...queries.imports(),
     refetchInterval: (q) =>
       q.state.data?.data.some((j) => j.status === 'queued' || j.status === 'running') ? 1_000 : false,
   });

@@ -1,11 +1,10 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Pager } from '../ui.tsx';
 import { Thread } from './thread.tsx';
-import { keys } from '../queries.ts';
+import { queries } from '../queries.ts';
 
 interface InboxFilters {
   status: '' | 'open' | 'closed';
@@ -30,22 +29,14 @@ export function Inbox({ id }: { id?: string }) {
   const [search, setSearch] = useState('');
   const [page, setPage] = useState(1);
   const list = useQuery({
-    queryKey: [...keys.conversations, 'inbox', filters, page],
-    queryFn: () =>
-      data(
-        api.GET('/api/conversations', {
-          params: {
-            query: {
-              page,
-              per_page: 25,
-              ...(filters.status ? { status: filters.status } : {}),
-              ...(filters.assigned_to ? { assigned_to: filters.assigned_to } : {}),
-              ...(filters.unread ? { unread: true } : {}),
-              ...(filters.search ? { search: filters.search } : {}),
-            },
-          },
-        }),
-      ),
+    ...queries.conversationList({
+      page,
+      per_page: 25,
+      ...(filters.status ? { status: filters.status } : {}),
+      ...(filters.assigned_to ? { assigned_to: filters.assigned_to } : {}),
+      ...(filters.unread ? { unread: true } : {}),
+      ...(filters.search ? { search: filters.search } : {}),
+    }),
     placeholderData: keepPreviousData,
   });
   const selected = id;

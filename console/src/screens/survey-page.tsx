@@ -1,8 +1,8 @@
 // A survey's page: its runs, its results as charts by question and group, and its responses.
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { api, data, download, envelope } from '../api.ts';
+import { api, download, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
 import { answersText, channels, groupings, inLang, type Results, type Survey } from './surveys.tsx';
@@ -106,31 +106,9 @@ export function SurveyPage({ id }: { id: string }) {
   const [groupBy, setGroupBy] = useState<(typeof groupings)[number]>('');
   const [page, setPage] = useState(1);
   const survey = useQuery(queries.survey(id));
-  const runs = useQuery({
-    queryKey: [...keys.survey, id, 'runs'],
-    queryFn: () =>
-      data(api.GET('/api/surveys/{id}/runs', { params: { path: { id }, query: { page: 1, per_page: 20 } } })),
-    refetchInterval: 3_000,
-  });
-  const results = useQuery({
-    queryKey: [...keys.survey, id, 'results', groupBy],
-    queryFn: () =>
-      data(
-        api.GET('/api/surveys/{id}/results', {
-          params: { path: { id }, query: groupBy ? { group_by: groupBy } : {} },
-        }),
-      ),
-    refetchInterval: 5_000,
-  });
-  const responses = useQuery({
-    queryKey: [...keys.survey, id, 'responses', page],
-    queryFn: () =>
-      data(
-        api.GET('/api/surveys/{id}/responses', { params: { path: { id }, query: { page, per_page: 25 } } }),
-      ),
-    placeholderData: keepPreviousData,
-    refetchInterval: 5_000,
-  });
+  const runs = useQuery({ ...queries.surveyRuns(id), refetchInterval: 3_000 });
+  const results = useQuery({ ...queries.surveyResults(id, groupBy), refetchInterval: 5_000 });
+  const responses = useQuery({ ...queries.surveyResponses(id, page), refetchInterval: 5_000 });
   const segments = useQuery(queries.segments());
   const refresh = () => {
     void client.invalidateQueries({ queryKey: [...keys.survey, id] });

@@ -36,7 +36,7 @@ export function Thread({ id }: { id: string }) {
       let answer = await read(pageParam || 1);
       if (pageParam === 0 && answer.last_page > 1) answer = await read(answer.last_page);
       // Reading clears the assignee's unread count: the list shows it.
-      void client.invalidateQueries({ queryKey: [...keys.conversations, 'inbox'] });
+      void client.invalidateQueries({ queryKey: keys.conversations });
       return answer;
     },
     getNextPageParam: (last) => (last.current_page > 1 ? last.current_page - 1 : undefined),
@@ -339,11 +339,7 @@ function LinkVoter({ id, onLinked }: { id: string; onLinked: () => void }) {
   const { t } = useI18n();
   const [search, setSearch] = useState('');
   const [term, setTerm] = useState('');
-  const found = useQuery({
-    queryKey: [...keys.voters, 'link', term],
-    queryFn: () => data(api.GET('/api/voters', { params: { query: { search: term, per_page: 5 } } })),
-    enabled: term !== '',
-  });
+  const found = useQuery({ ...queries.voterList({ search: term, per_page: 5 }), enabled: term !== '' });
   const link = useMutation({
     mutationFn: (voterId: number) =>
       envelope(

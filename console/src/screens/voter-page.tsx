@@ -2,7 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, data, envelope } from '../api.ts';
+import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
@@ -206,20 +206,15 @@ export function VoterPage({ id }: { id: number }) {
   const phone = voter.data?.phone;
   const staff = me.user.role !== 'volunteer';
   const messages = useQuery({
-    queryKey: [...keys.messages, 'to', phone],
-    queryFn: () =>
-      data(api.GET('/api/messages/history', { params: { query: { to: phone!, per_page: 20 } } })),
+    ...queries.messageHistory({ to: phone!, per_page: 20 }),
     enabled: staff && !!phone,
   });
   const conversations = useQuery({
-    queryKey: [...keys.conversations, 'voter', phone],
-    queryFn: () =>
-      data(api.GET('/api/conversations', { params: { query: { search: phone!, per_page: 20 } } })),
+    ...queries.conversationList({ search: phone!, per_page: 20 }),
     enabled: !!phone,
   });
   const grievances = useQuery({
-    queryKey: [...keys.grievances, 'voter', phone],
-    queryFn: () => data(api.GET('/api/grievances', { params: { query: { search: phone!, per_page: 20 } } })),
+    ...queries.grievanceList({ search: phone!, per_page: 20 }),
     enabled: staff && !!phone,
   });
   const remove = useMutation({

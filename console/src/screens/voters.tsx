@@ -7,7 +7,7 @@ import { useMe } from '../me.ts';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Table } from '../ui.tsx';
 import { commaList, type FieldDef, genders, levels, useVoterFields } from './voter-shared.ts';
 import { VoterForm } from './voter-page.tsx';
-import { keys } from '../queries.ts';
+import { keys, queries } from '../queries.ts';
 
 /** The filters as the form holds them; `fields.<key>` (and `_min`/`_max`) for custom fields. */
 export interface VoterFilters {
@@ -239,9 +239,7 @@ export function Voters() {
   const [page, setPage] = useState(1);
   const [adding, setAdding] = useState(false);
   const list = useQuery({
-    queryKey: [...keys.voters, filters, page],
-    queryFn: () =>
-      data(api.GET('/api/voters', { params: { query: { ...setFilters(filters), page, per_page: 25 } } })),
+    ...queries.voterList({ ...setFilters(filters), page, per_page: 25 }),
     placeholderData: keepPreviousData,
   });
   return (
@@ -364,9 +362,7 @@ function BulkTag({ filters, total }: { filters: VoterFilters; total: number }) {
     onSuccess: (job) => setJobId((job as unknown as { id: number }).id),
   });
   const job = useQuery({
-    queryKey: [...keys.tagJob, jobId],
-    queryFn: () => data(api.GET('/api/voters/tags/jobs/{job_id}', { params: { path: { job_id: jobId! } } })),
-    enabled: jobId !== null,
+    ...queries.tagJob(jobId),
     refetchInterval: (q) =>
       q.state.data && ['completed', 'failed'].includes(q.state.data.status) ? false : 1000,
   });
