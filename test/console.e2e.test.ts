@@ -419,6 +419,13 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
       await page.getByLabel('Label (हिन्दी)').nth(1).fill('नहीं');
       await page.getByLabel('Save the answer to').selectOption('support_level');
       await accessible(page, 'survey builder');
+      // At 360 px the choices stack, each cell under its heading: nothing is cut off at the screen's edge.
+      await page.setViewportSize({ width: 360, height: 740 });
+      const choices = page.getByRole('region', { name: 'Choices' });
+      expect(await choices.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+      const hindi = await page.getByLabel('Label (हिन्दी)').nth(1).boundingBox();
+      expect(hindi!.x + hindi!.width).toBeLessThanOrEqual(360);
+      await page.setViewportSize({ width: 1280, height: 800 });
       await shoot(page, 'survey-builder');
       await page.getByRole('button', { name: 'Create survey' }).click();
       await page.getByRole('heading', { name: /Ward opinion/ }).waitFor();

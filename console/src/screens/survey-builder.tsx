@@ -247,6 +247,7 @@ export function SurveyBuilder() {
             {q.type === 'choice' && (
               <Table
                 caption={t('surveys.choices')}
+                stacked
                 head={[
                   t('surveys.choiceKey'),
                   `${t('surveys.label')} (English)`,
@@ -257,7 +258,7 @@ export function SurveyBuilder() {
               >
                 {q.choices.map((c, k) => (
                   <tr key={k}>
-                    <td>
+                    <td data-label={t('surveys.choiceKey')}>
                       <input
                         aria-label={t('surveys.choiceKey')}
                         required
@@ -266,7 +267,7 @@ export function SurveyBuilder() {
                         onChange={(e) => changeChoice(i, k, { key: e.target.value })}
                       />
                     </td>
-                    <td>
+                    <td data-label={`${t('surveys.label')} (English)`}>
                       <input
                         aria-label={`${t('surveys.label')} (English)`}
                         required
@@ -274,7 +275,7 @@ export function SurveyBuilder() {
                         onChange={(e) => changeChoice(i, k, { en: e.target.value })}
                       />
                     </td>
-                    <td>
+                    <td data-label={`${t('surveys.label')} (हिन्दी)`}>
                       <input
                         aria-label={`${t('surveys.label')} (हिन्दी)`}
                         lang="hi"
@@ -282,7 +283,7 @@ export function SurveyBuilder() {
                         onChange={(e) => changeChoice(i, k, { hi: e.target.value })}
                       />
                     </td>
-                    <td>
+                    <td data-label={t('surveys.keywords')}>
                       <input
                         aria-label={t('surveys.keywords')}
                         value={c.keywords}
