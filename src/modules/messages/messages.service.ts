@@ -3,13 +3,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { Database } from '../../db/schema.ts';
+import type { ChannelAccountRow, Database } from '../../db/schema.ts';
 import type { MessageChannel, MessageStatus } from '../../domain.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
 import { pageResult } from '../../domain.ts';
 import type { Providers } from '../../providers/provider.ts';
 import { channelLogFor } from '../sending/channel-log.ts';
-import { finalCode, handOver } from '../sending/hand-over.ts';
+import { finalCode, handOver, type HandOverResult } from '../sending/hand-over.ts';
 import { balances, reserveCredits } from '../credits/credits.repository.ts';
 import { failureCounts, findMessage, insertMessage, listHistory } from './messages.repository.ts';
 import {
@@ -71,6 +71,17 @@ export interface HistoryInput {
  * Single sends and history. A message's life after it is handed over (sent, delivered, failed, refunded) is
  * the outbox's (`sending/lifecycle.ts`), shared with the delivery worker and providers' callbacks.
  */
+export interface SendOptions {
+  /** A channel account's test send: a refusal is 422 provider_rejected with the provider's code and text. */
+  test?: boolean;
+  /** The member who sent it (replies, sends by a signed-in user). */
+  sentBy?: number | undefined;
+  /** Values for the template's variables, instead of the voter's (a conversation's template reply). */
+  variables?: Readonly<Record<string, string>> | undefined;
+  /** The conversation it answers (a reply): known to the caller, not looked up again. */
+  conversationId?: number | undefined;
+}
+
 export class MessagesService {
   constructor(
     private readonly deps: {
@@ -93,21 +104,56 @@ export class MessagesService {
    * credits are reserved before the provider sees it; should this process die before recording the
    * provider's answer, the delivery worker picks the row up when the lease ends.
    */
-  async send(
-    workspaceId: number,
-    given: SendInput,
-    options: {
-      /** A channel account's test send: a refusal is 422 provider_rejected with the provider's code and text. */
-      test?: boolean;
-      /** The member who sent it (replies, sends by a signed-in user). */
-      sentBy?: number | undefined;
-      /** Values for the template's variables, instead of the voter's (a conversation's template reply). */
-      variables?: Readonly<Record<string, string>> | undefined;
-      /** The conversation it answers (a reply): known to the caller, not looked up again. */
-      conversationId?: number | undefined;
-    } = {},
-  ) {
+  async send(workspaceId: number, given: SendInput, options: SendOptions = {}) {
     const { db, config, providers, accounts } = this.deps;
+    const send = await this.prepare(workspaceId, given, options);
+    const { account, template, input, to, conversationId } = send;
+    const claimedBy = `api:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const row = await this.queueClaimed(workspaceId, send, options, claimedBy);
+    const provider = account ? accounts.providerFor(account, input.channel) : providers[input.channel];
+    const answer = () =>
+      this.sentOrQueued(workspaceId, row.id, input.channel, to, account?.id ?? null, provider.name);
+    if (account && !(await this.holdTurn(account, row.id, claimedBy))) return answer();
+    // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
+    const message = {
+      channel: input.channel,
+      to,
+      body: input.message,
+      subject: input.subject,
+      mediaUrl: input.media_url,
+      templateId: input.template_id,
+      reference: messageRef(row.id),
+      ...dltFields(template),
+      ...providerTemplateOf(template, send.voter, options.variables),
+    };
+    // The worker's hand-over and its reading of the answer; a single send is not tried again.
+    const [result] = await handOver(
+      provider,
+      [row.id],
+      message,
+      config.delivery.providerTimeoutMs,
+      account && {
+        log: channelLogFor(db),
+        account,
+        kind: options.test ? 'test' : 'send',
+        secrets: accounts.secrets(account),
+      },
+    );
+    if (result!.kind === 'refused')
+      throw await this.refused(row.id, result!, provider.name, account, input.channel, options.test);
+    // The provider has it: the hand-over is recorded, tried again while the database refuses, never failed.
+    await this.recordHandover(result!.handover);
+    if (conversationId !== undefined) await touchOutbound(db, conversationId, input.message, nowIso());
+    return answer();
+  }
+
+  /**
+   * A send checked before anything is stored: the account (its credentials readable), the address, the content
+   * and the template the channel needs (422 with every problem), the opt-out (422), the text rendered for the
+   * voter, and the conversation it joins.
+   */
+  private async prepare(workspaceId: number, given: SendInput, options: SendOptions) {
+    const { db, config, accounts } = this.deps;
     const errors: FieldErrors = {};
     const account = await accountForSend(db, workspaceId, given.channel, given.channel_account_id);
     if (account && !accounts.readable(account)) {
@@ -146,13 +192,26 @@ export class MessagesService {
     // A send to a contact with a conversation joins its thread.
     const conversationId =
       options.conversationId ?? (await conversationFor(db, workspaceId, input.channel, to))?.id;
+    return { account, template, input, to, voter, conversationId };
+  }
 
+  /**
+   * The message stored, claimed by this request for a lease (a worker takes it over if the request dies), with
+   * its credits reserved in the same transaction (402 when short).
+   */
+  private async queueClaimed(
+    workspaceId: number,
+    send: Awaited<ReturnType<MessagesService['prepare']>>,
+    options: SendOptions,
+    claimedBy: string,
+  ) {
+    const { db, config } = this.deps;
+    const { account, input, to, conversationId } = send;
     const cost = unitCost(input.channel, input.message);
     const credit = creditChannel(input.channel);
     const now = nowIso();
     const leaseUntil = new Date(Date.now() + config.delivery.leaseSeconds * 1000).toISOString();
-    const claimedBy = `api:${process.pid}:${randomUUID().slice(0, 8)}`;
-    const row = await db.transaction().execute(async (trx) => {
+    return db.transaction().execute(async (trx) => {
       const row = await insertMessage(trx, workspaceId, {
         campaign_id: null,
         channel: input.channel,
@@ -179,76 +238,59 @@ export class MessagesService {
       }
       return row;
     });
+  }
 
-    const provider = account ? accounts.providerFor(account, input.channel) : providers[input.channel];
-    if (account) {
-      try {
-        // At most a quarter of the lease: beyond that the message is left to the delivery worker's lane.
-        await this.deps.pace.take(
-          account.id,
-          account.send_rate_per_second,
-          1,
-          config.delivery.leaseSeconds * 250,
-        );
-      } catch (error) {
-        if (!(error instanceof PaceUnavailable)) throw error;
-        await releaseUnsent(db, [row.id], claimedBy, nowIso());
-        return this.sentOrQueued(workspaceId, row.id, input.channel, to, account.id, provider.name);
-      }
-      // The wait for the account's pace may have run past the lease: the call is made only while this request
-      // still holds the message (renewed now), never beside a worker that took it meanwhile.
-      if (!(await renewClaim(db, row.id, claimedBy, config.delivery.leaseSeconds)))
-        return this.sentOrQueued(workspaceId, row.id, input.channel, to, account?.id ?? null, provider.name);
-    }
-    // Bounded by PROVIDER_TIMEOUT_MS (well within the lease): a provider that hangs gets a 502, not a hung request.
-    const message = {
-      channel: input.channel,
-      to,
-      body: input.message,
-      subject: input.subject,
-      mediaUrl: input.media_url,
-      templateId: input.template_id,
-      reference: messageRef(row.id),
-      ...dltFields(template),
-      ...providerTemplateOf(template, voter, options.variables),
-    };
-    // The worker's hand-over and its reading of the answer; a single send is not tried again.
-    const [result] = await handOver(
-      provider,
-      [row.id],
-      message,
-      config.delivery.providerTimeoutMs,
-      account && {
-        log: channelLogFor(db),
-        account,
-        kind: options.test ? 'test' : 'send',
-        secrets: accounts.secrets(account),
-      },
-    );
-    if (result!.kind === 'refused') {
-      const { reason } = result!;
-      const code = finalCode(result!);
-      await this.lifecycle.fail([row.id], reason, code);
-      if (account && code === 'auth_failed') await disableForAuth(db, account, reason);
-      this.deps.log.warn({ message_id: row.id, provider: provider.name, err: reason }, 'send refused');
-      if (options.test)
-        throw new AppError('provider_rejected', `${provider.name} refused the test message: ${reason}`, {
-          id: messageRef(row.id),
-          provider: provider.name,
-          error_code: code,
-          error_message: reason,
-        });
-      throw new AppError(
-        'provider_error',
-        `The ${input.channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
-        { id: messageRef(row.id), status: 'failed', provider: provider.name },
+  /**
+   * Waits for the account's pace (at most a quarter of the lease) and renews the claim; false when the message is
+   * left to the delivery worker's lane: the pace is not to be had, or the wait ran past the lease (the call is made
+   * only while this request still holds the message, never beside a worker that took it meanwhile).
+   */
+  private async holdTurn(account: ChannelAccountRow, id: number, claimedBy: string): Promise<boolean> {
+    const { db, config } = this.deps;
+    try {
+      await this.deps.pace.take(
+        account.id,
+        account.send_rate_per_second,
+        1,
+        config.delivery.leaseSeconds * 250,
       );
+    } catch (error) {
+      if (!(error instanceof PaceUnavailable)) throw error;
+      await releaseUnsent(db, [id], claimedBy, nowIso());
+      return false;
     }
-    const handover = result!.handover;
-    // The provider has it: the hand-over is recorded, tried again while the database refuses, never failed.
-    await this.recordHandover(handover);
-    if (conversationId !== undefined) await touchOutbound(db, conversationId, input.message, nowIso());
-    return this.sentOrQueued(workspaceId, row.id, input.channel, to, account?.id ?? null, provider.name);
+    return renewClaim(db, id, claimedBy, config.delivery.leaseSeconds);
+  }
+
+  /**
+   * A refused single send: failed and refunded, the account disabled when the provider refused its credentials,
+   * and the error to answer (a test send's says what the provider said).
+   */
+  private async refused(
+    id: number,
+    result: Extract<HandOverResult, { kind: 'refused' }>,
+    provider: string,
+    account: ChannelAccountRow | undefined,
+    channel: string,
+    test: boolean | undefined,
+  ): Promise<AppError> {
+    const { reason } = result;
+    const code = finalCode(result);
+    await this.lifecycle.fail([id], reason, code);
+    if (account && code === 'auth_failed') await disableForAuth(this.deps.db, account, reason);
+    this.deps.log.warn({ message_id: id, provider, err: reason }, 'send refused');
+    if (test)
+      return new AppError('provider_rejected', `${provider} refused the test message: ${reason}`, {
+        id: messageRef(id),
+        provider,
+        error_code: code,
+        error_message: reason,
+      });
+    return new AppError(
+      'provider_error',
+      `The ${channel} provider did not accept the message; it is recorded as failed and its credits were refunded.`,
+      { id: messageRef(id), status: 'failed', provider },
+    );
   }
 
   /** The answer of a send: the message as it now is (sent, or queued when a worker took it over). */
