@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import { nowIso } from '../../db/connect.ts';
-import type { Database, SurveyRunRow } from '../../db/schema.ts';
+import type { ChannelAccountRow, Database, SurveyRunRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { pageResult } from '../../domain.ts';
 import { AppError, type FieldErrors, notFound, validationError } from '../../errors.ts';
@@ -73,69 +73,16 @@ export class SurveyRunsService {
     if (survey.status === 'closed')
       throw new AppError('conflict', 'The survey is closed: it cannot run again.');
     const def = definitionOf(survey);
-    const errors: FieldErrors = {};
-    const channel = body.channel as SurveyChannel;
-    if (!surveyChannels.includes(channel)) errors.channel = [`must be one of ${surveyChannels.join(', ')}.`];
-    const given = ['segment_id', 'recipients', 'filters'].filter(
-      (k) => body[k as keyof RunBody] !== undefined,
-    );
-    if (given.length !== 1) errors.recipients = ['give exactly one of segment_id, recipients or filters.'];
-    let scheduledAt: string | undefined;
-    if (body.scheduled_at !== undefined) {
-      const at = new Date(body.scheduled_at);
-      if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
-      else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
-      else scheduledAt = at.toISOString();
-    }
-    const recipients: string[] = [];
-    if (body.recipients !== undefined && surveyChannels.includes(channel)) {
-      if (body.recipients.length === 0 || body.recipients.length > RUN_RECIPIENTS_MAX)
-        errors.recipients = [`must hold 1 to ${RUN_RECIPIENTS_MAX} addresses.`];
-      else {
-        const seen = new Set<string>();
-        body.recipients.forEach((raw, i) => {
-          const address = recipientAddress(channel, raw, config.defaultCountry);
-          if (!address) errors[`recipients.${i}`] = [addressProblem(channel)];
-          else if (!seen.has(address)) {
-            seen.add(address);
-            recipients.push(address);
-          }
-        });
-      }
-    }
-    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const { channel, recipients, scheduledAt } = checkRunBody(body, config.defaultCountry);
     const account = await accountForSend(db, workspaceId, channel, body.channel_account_id);
     await this.refuseWhatGatewaysRefuse(workspaceId, def, channel, account?.provider);
-    if (channel === 'ivr') {
-      const settings = account ? (JSON.parse(account.settings) as Record<string, unknown>) : {};
-      const setting = account ? adapterOf(account.provider)?.surveyFlowSetting : undefined;
-      if (!account || !setting || typeof settings[setting] !== 'string')
-        throw validationError({
-          channel_account_id: [
-            'an IVR survey goes through an account whose provider runs survey call flows, with that flow in its settings (docs/providers.md, "IVR surveys and missed calls").',
-          ],
-        });
-    }
-    let filters: VoterFilters | undefined;
-    let segmentId: number | null = null;
-    if (body.segment_id !== undefined) {
-      segmentId = parseRef('seg', String(body.segment_id)) ?? null;
-      if (segmentId === null) throw validationError({ segment_id: ['must be a segment id.'] });
-      filters = await segmentFilters(db, workspaceId, segmentId);
-    } else if (body.filters !== undefined)
-      filters = await checkVoterFilters(db, workspaceId, body.filters, true, 'filters.');
+    if (channel === 'ivr') refuseWithoutFlow(account);
+    const { filters, segmentId } = await this.audience(workspaceId, body);
     // The first question's cost in its longest language (an SMS's segments), reserved for every recipient.
-    const languages = Object.keys(def.questions[0]!.text);
     let unit = 0;
-    for (const language of languages) {
-      const m = await questionMessage(
-        db,
-        workspaceId,
-        def,
-        def.questions[0]!,
-        { channel, language },
-        { first: true },
-      );
+    for (const language of Object.keys(def.questions[0]!.text)) {
+      const q = def.questions[0]!;
+      const m = await questionMessage(db, workspaceId, def, q, { channel, language }, { first: true });
       unit = Math.max(unit, unitCost(channel, m.body));
     }
     const now = nowIso();
@@ -184,6 +131,25 @@ export class SurveyRunsService {
       return row;
     });
     return runView(run, await runCounts(db, run));
+  }
+
+  /** A run's audience given as a segment or as filters (recipients are checkRunBody's). */
+  private async audience(
+    workspaceId: number,
+    body: RunBody,
+  ): Promise<{ filters: VoterFilters | undefined; segmentId: number | null }> {
+    const { db } = this.deps;
+    if (body.segment_id !== undefined) {
+      const segmentId = parseRef('seg', String(body.segment_id));
+      if (segmentId === undefined) throw validationError({ segment_id: ['must be a segment id.'] });
+      return { filters: await segmentFilters(db, workspaceId, segmentId), segmentId };
+    }
+    if (body.filters !== undefined)
+      return {
+        filters: await checkVoterFilters(db, workspaceId, body.filters, true, 'filters.'),
+        segmentId: null,
+      };
+    return { filters: undefined, segmentId: null };
   }
 
   /**
@@ -315,4 +281,56 @@ export async function runCounts(
     if (r.status in counts) counts[r.status as keyof RunCounts] += n;
   }
   return counts;
+}
+
+/**
+ * A run's body checked (422 with every problem): the channel, exactly one audience, a future scheduled_at, and
+ * the recipients given read as addresses of the channel (repeats dropped).
+ */
+function checkRunBody(
+  body: RunBody,
+  defaultCountry: string,
+): { channel: SurveyChannel; recipients: string[]; scheduledAt: string | undefined } {
+  const errors: FieldErrors = {};
+  const channel = body.channel as SurveyChannel;
+  if (!surveyChannels.includes(channel)) errors.channel = [`must be one of ${surveyChannels.join(', ')}.`];
+  const given = ['segment_id', 'recipients', 'filters'].filter((k) => body[k as keyof RunBody] !== undefined);
+  if (given.length !== 1) errors.recipients = ['give exactly one of segment_id, recipients or filters.'];
+  let scheduledAt: string | undefined;
+  if (body.scheduled_at !== undefined) {
+    const at = new Date(body.scheduled_at);
+    if (Number.isNaN(at.getTime())) errors.scheduled_at = ['must be an ISO 8601 date-time.'];
+    else if (at.getTime() <= Date.now()) errors.scheduled_at = ['must be in the future.'];
+    else scheduledAt = at.toISOString();
+  }
+  const recipients: string[] = [];
+  if (body.recipients !== undefined && surveyChannels.includes(channel)) {
+    if (body.recipients.length === 0 || body.recipients.length > RUN_RECIPIENTS_MAX)
+      errors.recipients = [`must hold 1 to ${RUN_RECIPIENTS_MAX} addresses.`];
+    else {
+      const seen = new Set<string>();
+      body.recipients.forEach((raw, i) => {
+        const address = recipientAddress(channel, raw, defaultCountry);
+        if (!address) errors[`recipients.${i}`] = [addressProblem(channel)];
+        else if (!seen.has(address)) {
+          seen.add(address);
+          recipients.push(address);
+        }
+      });
+    }
+  }
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  return { channel, recipients, scheduledAt };
+}
+
+/** An IVR run goes through an account whose provider runs survey call flows, with that flow in its settings. */
+function refuseWithoutFlow(account: ChannelAccountRow | undefined): void {
+  const settings = account ? (JSON.parse(account.settings) as Record<string, unknown>) : {};
+  const setting = account ? adapterOf(account.provider)?.surveyFlowSetting : undefined;
+  if (!account || !setting || typeof settings[setting] !== 'string')
+    throw validationError({
+      channel_account_id: [
+        'an IVR survey goes through an account whose provider runs survey call flows, with that flow in its settings (docs/providers.md, "IVR surveys and missed calls").',
+      ],
+    });
 }
