@@ -31,7 +31,6 @@ import {
   householdKey,
   type RecordColumns,
   type RecordField,
-  recordFields,
 } from './voter-record.rules.ts';
 import { checkFieldValues, fieldDefs, sensitiveKeys } from './voter-fields.ts';
 import { fieldValuesOf, setFieldValues, setTags, tagsOf } from './voter-record.repository.ts';
@@ -64,12 +63,27 @@ export type RecordView = {
       : RecordColumns[Exclude<F, 'age'>];
 };
 
-/** The record's fields as the API shows them, in recordFields' order: age computed today, birth_date only when known. */
+/**
+ * The record's fields as the API shows them: age computed today, birth_date only when known. Written out, not
+ * looped over recordFields: this runs on every voter read (a literal is one object shape, built at once); the
+ * RecordView type lists the fields from db/schema.voters.ts, so a field added there is a type error here.
+ */
 export function recordView(row: VoterRow): RecordView {
-  const view: Record<string, unknown> = {};
-  for (const field of recordFields)
-    view[field] = field === 'age' ? ageOf(row.birth_date, row.birth_key) : row[field];
-  return view as RecordView;
+  return {
+    epic_number: row.epic_number,
+    part_number: row.part_number,
+    serial_number: row.serial_number,
+    page_number: row.page_number,
+    house_number: row.house_number,
+    relation_name: row.relation_name,
+    relation_type: row.relation_type,
+    gender: row.gender as (typeof genders)[number] | null,
+    name_local: row.name_local,
+    language: row.language,
+    birth_date: row.birth_date,
+    age: ageOf(row.birth_date, row.birth_key),
+    support_level: row.support_level,
+  };
 }
 
 /** Who may see sensitive data (support_level, sensitive custom fields): politicians and managers. */
