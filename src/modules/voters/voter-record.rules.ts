@@ -157,20 +157,7 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
   };
   const given = (field: RecordField) => input[field] !== undefined;
 
-  if (given('epic_number')) {
-    const text = textOf(input.epic_number);
-    if (text === undefined) fail('epic_number', 'must be a string.');
-    else if (text === null) values.epic_number = null;
-    else {
-      const epic = text.replace(/\s+/g, '').toUpperCase();
-      if (EPIC.test(epic)) values.epic_number = epic;
-      else
-        fail(
-          'epic_number',
-          'must be an EPIC number: 3 letters and 7 digits (ABC1234567), or an older form of letters, digits, / and - (6 to 20 characters, e.g. UP/74/381/354053).',
-        );
-    }
-  }
+  if (given('epic_number')) checkEpic(input.epic_number, values, fail);
   for (const field of integerFields) {
     if (!given(field)) continue;
     const n = integerOf(input[field]);
@@ -191,22 +178,14 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
       fail(field, `must be at most ${limits[field]} characters.`);
     else values[field] = text;
   }
-  if (given('relation_type')) {
-    const text = textOf(input.relation_type);
-    if (text === null) values.relation_type = null;
+  for (const [field, read] of Object.entries(wordFields) as [keyof typeof wordFields, WordField][]) {
+    if (!given(field)) continue;
+    const text = textOf(input[field]);
+    if (text === null) values[field] = null;
     else {
-      const word = typeof text === 'string' ? RELATION_WORDS[text.toLowerCase()] : undefined;
-      if (word) values.relation_type = word;
-      else fail('relation_type', `must be one of ${relationTypes.join(', ')}.`);
-    }
-  }
-  if (given('gender')) {
-    const text = textOf(input.gender);
-    if (text === null) values.gender = null;
-    else {
-      const word = typeof text === 'string' ? GENDER_WORDS[text.toLowerCase().replace(/-/g, ' ')] : undefined;
-      if (word) values.gender = word;
-      else fail('gender', `must be one of ${genders.join(', ')} (or M, F, T; पुरुष, महिला, तृतीय लिंग).`);
+      const word = typeof text === 'string' ? read.words[read.key(text)] : undefined;
+      if (word) values[field] = word;
+      else fail(field, read.problem);
     }
   }
   if (given('language')) {
@@ -215,32 +194,75 @@ export function checkRecord(input: Partial<Record<RecordField, unknown>>): {
     else if (typeof text === 'string' && /^[a-z]{2}$/i.test(text)) values.language = text.toLowerCase();
     else fail('language', 'must be a two-letter ISO 639-1 code, e.g. hi or en.');
   }
-  // A known birth date wins over an age given beside it (an export carries both; the age is computed from it).
-  if (given('birth_date') && input.birth_date !== null && input.birth_date !== '') {
+  checkBirth(input, values, fail);
+  return { values, errors };
+}
+
+type Fail = (field: string, message: string) => void;
+
+function checkEpic(value: unknown, values: Partial<RecordColumns>, fail: Fail): void {
+  const text = textOf(value);
+  if (text === undefined) return fail('epic_number', 'must be a string.');
+  if (text === null) {
+    values.epic_number = null;
+    return;
+  }
+  const epic = text.replace(/\s+/g, '').toUpperCase();
+  if (EPIC.test(epic)) values.epic_number = epic;
+  else
+    fail(
+      'epic_number',
+      'must be an EPIC number: 3 letters and 7 digits (ABC1234567), or an older form of letters, digits, / and - (6 to 20 characters, e.g. UP/74/381/354053).',
+    );
+}
+
+/** A field stored as one of a few words, read from the ways a roll writes them. */
+interface WordField {
+  words: Record<string, string>;
+  key: (text: string) => string;
+  problem: string;
+}
+
+const wordFields: Record<'relation_type' | 'gender', WordField> = {
+  relation_type: {
+    words: RELATION_WORDS,
+    key: (text) => text.toLowerCase(),
+    problem: `must be one of ${relationTypes.join(', ')}.`,
+  },
+  gender: {
+    words: GENDER_WORDS,
+    key: (text) => text.toLowerCase().replace(/-/g, ' '),
+    problem: `must be one of ${genders.join(', ')} (or M, F, T; पुरुष, महिला, तृतीय लिंग).`,
+  },
+};
+
+/**
+ * A birth date or an age: a known birth date wins over an age given beside it (an export carries both; the age
+ * is computed from it); either cleared clears both.
+ */
+function checkBirth(
+  input: Partial<Record<RecordField, unknown>>,
+  values: Partial<RecordColumns>,
+  fail: Fail,
+): void {
+  if (input.birth_date !== undefined && input.birth_date !== null && input.birth_date !== '') {
     const text = textOf(input.birth_date);
-    const now = today();
-    if (typeof text !== 'string' || !isRealDate(text)) fail('birth_date', 'must be a date, YYYY-MM-DD.');
-    else {
-      const age = ageOf(text, text, now)!;
-      if (age < 18 || age > 120) fail('birth_date', 'must make the voter 18 to 120 years old today.');
-      else {
-        values.birth_date = text;
-        values.birth_key = text;
-      }
-    }
-  } else if (given('age') && input.age !== null && input.age !== '') {
+    if (typeof text !== 'string' || !isRealDate(text))
+      return fail('birth_date', 'must be a date, YYYY-MM-DD.');
+    const age = ageOf(text, text, today())!;
+    if (age < 18 || age > 120) return fail('birth_date', 'must make the voter 18 to 120 years old today.');
+    values.birth_date = text;
+    values.birth_key = text;
+  } else if (input.age !== undefined && input.age !== null && input.age !== '') {
     const n = integerOf(input.age);
     if (n === undefined || n === null || n < 18 || n > 120)
-      fail('age', 'must be a whole number from 18 to 120.');
-    else {
-      values.birth_date = null;
-      values.birth_key = `${Number(today().slice(0, 4)) - n}-01-01`;
-    }
-  } else if (given('age') || given('birth_date')) {
+      return fail('age', 'must be a whole number from 18 to 120.');
+    values.birth_date = null;
+    values.birth_key = `${Number(today().slice(0, 4)) - n}-01-01`;
+  } else if (input.age !== undefined || input.birth_date !== undefined) {
     values.birth_date = null;
     values.birth_key = null;
   }
-  return { values, errors };
 }
 
 /** A tag as shown (the first-written form) and its key (what is compared). */
