@@ -318,53 +318,14 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       whatsapp: int(env, 'SIGNUP_CREDITS_WHATSAPP', 100),
       email: int(env, 'SIGNUP_CREDITS_EMAIL', 100),
     },
-    rateLimits: {
-      public: int(env, 'RATE_LIMIT_PUBLIC_PER_MIN', 60, 1),
-      authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
-      auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
-      authIp: int(env, 'RATE_LIMIT_AUTH_IP_PER_MIN', 60, 1),
-      otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
-      callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
-      failedAuth: int(env, 'RATE_LIMIT_AUTH_FAILED_PER_MIN', 30, 1),
-    },
+    rateLimits: rateLimits(env),
     apiDeprecation: apiDeprecation(env),
     providers,
     sandboxDeliveryDelayMs: int(env, 'SANDBOX_DELIVERY_DELAY_MS', 500),
-    import: {
-      maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
-      maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
-      jobRetentionDays: int(env, 'IMPORT_JOB_RETENTION_DAYS', 30, 1, 36_500),
-    },
-    export: {
-      threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),
-      minVoters: int(env, 'EXPORT_THREADS_MIN_VOTERS', 100_000, 1),
-      maxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1000),
-      idleTimeoutMs: int(env, 'EXPORT_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
-    },
-    webhooks: {
-      retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),
-      allowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
-      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
-      pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 60_000),
-      batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 20, 1, 500),
-      maxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 32, 1, 1000),
-      maxInFlightPerEndpoint: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 2, 1, 100),
-      maxInFlightPerWorkspace: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', 8, 1, 1000),
-    },
+    ...importExportSettings(env),
+    webhooks: webhookSettings(env),
     broadcastMaxRecipients: int(env, 'BROADCAST_MAX_RECIPIENTS', 10_000, 1, 1_000_000),
-    delivery: {
-      inProcess: bool(env, 'WORKER_IN_PROCESS', true),
-      batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
-      leaseSeconds,
-      providerTimeoutMs: providerTimeout(env, leaseSeconds),
-      unconfirmedAfterMs: int(env, 'UNCONFIRMED_AFTER_HOURS', 48, 1, 24 * 30) * 3_600_000,
-      pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
-      retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
-      // <PREFIX>_SEND_RATE of each deployment provider (SANDBOX_SEND_RATE, ...).
-      sendRate: Object.fromEntries(
-        deploymentAdapters.map((a) => [a.name, int(env, `${a.deployment!.prefix}_SEND_RATE`, 0)]),
-      ),
-    },
+    delivery: deliverySettings(env, leaseSeconds),
     providerEnv: providerEnv(env),
     deployment: Object.fromEntries(
       deploymentAdapters
@@ -379,6 +340,67 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     dltEnforce: bool(env, 'DLT_ENFORCE', false),
   };
   return Object.freeze(config);
+}
+
+/** IMPORT_* and EXPORT_*: upload limits, error rows kept, job retention, export threads and limits. */
+function importExportSettings(env: Env): Pick<Config, 'import' | 'export'> {
+  return {
+    import: {
+      maxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1),
+      maxErrors: int(env, 'IMPORT_MAX_ERRORS', 1000, 0, 1_000_000),
+      jobRetentionDays: int(env, 'IMPORT_JOB_RETENTION_DAYS', 30, 1, 36_500),
+    },
+    export: {
+      threads: int(env, 'EXPORT_THREADS', Math.min(2, availableParallelism()), 0, 64),
+      minVoters: int(env, 'EXPORT_THREADS_MIN_VOTERS', 100_000, 1),
+      maxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1000),
+      idleTimeoutMs: int(env, 'EXPORT_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    },
+  };
+}
+
+/** RATE_LIMIT_*_PER_MIN: requests a minute per client, token or address (docs/configuration.md). */
+function rateLimits(env: Env): Config['rateLimits'] {
+  return {
+    public: int(env, 'RATE_LIMIT_PUBLIC_PER_MIN', 60, 1),
+    authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED_PER_MIN', 120, 1),
+    auth: int(env, 'RATE_LIMIT_AUTH_PER_MIN', 5, 1),
+    authIp: int(env, 'RATE_LIMIT_AUTH_IP_PER_MIN', 60, 1),
+    otp: int(env, 'RATE_LIMIT_OTP_PER_MIN', 3, 1),
+    callback: int(env, 'RATE_LIMIT_CALLBACK_PER_MIN', 6000, 1),
+    failedAuth: int(env, 'RATE_LIMIT_AUTH_FAILED_PER_MIN', 30, 1),
+  };
+}
+
+/** WEBHOOK_*: retries, timeouts and how many deliveries run at once. */
+function webhookSettings(env: Env): Config['webhooks'] {
+  return {
+    retrySchedule: retrySchedule(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18000, 36000, 36000]),
+    allowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
+    pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 20, 1, 500),
+    maxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 32, 1, 1000),
+    maxInFlightPerEndpoint: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 2, 1, 100),
+    maxInFlightPerWorkspace: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', 8, 1, 1000),
+  };
+}
+
+/** WORKER_* and the deployment providers' send rates: how the delivery worker claims, sends and retries. */
+function deliverySettings(env: Env, leaseSeconds: number): Config['delivery'] {
+  return {
+    inProcess: bool(env, 'WORKER_IN_PROCESS', true),
+    batchSize: int(env, 'WORKER_BATCH_SIZE', 500, 1, 5000),
+    leaseSeconds,
+    providerTimeoutMs: providerTimeout(env, leaseSeconds),
+    unconfirmedAfterMs: int(env, 'UNCONFIRMED_AFTER_HOURS', 48, 1, 24 * 30) * 3_600_000,
+    pollMs: int(env, 'WORKER_POLL_MS', 200, 1),
+    retrySchedule: retrySchedule(env, 'DELIVERY_RETRY_SCHEDULE', [5, 30, 120, 600]),
+    // <PREFIX>_SEND_RATE of each deployment provider (SANDBOX_SEND_RATE, ...).
+    sendRate: Object.fromEntries(
+      deploymentAdapters.map((a) => [a.name, int(env, `${a.deployment!.prefix}_SEND_RATE`, 0)]),
+    ),
+  };
 }
 
 /** QUIET_HOURS ("21:00-10:00" by default; empty turns it off) in QUIET_HOURS_TZ (Asia/Kolkata by default). */
