@@ -9,7 +9,9 @@ import { accountsByIds } from '../channel-accounts/channel-accounts.repository.t
 import { listUnsubscribeHeaders, unsubscribeFooter, unsubscribeUrl } from '../opt-outs/unsubscribe.ts';
 import type { AccountProviders } from './accounts.ts';
 import type { MessageLifecycle } from './lifecycle.ts';
-import { beginCalls } from './outbox.repository.ts';
+import { beginCalls, type Handover, scheduleRetry } from './outbox.repository.ts';
+import { finalCode, type HandOverResult } from './hand-over.ts';
+import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 
 /**
  * How the delivery worker's claimed batch becomes provider calls (delivery-worker.ts runs them): the calls
@@ -199,4 +201,49 @@ function outgoing(row: MessageRow) {
     reference: messageRef(row.id),
     ...(row.channel === 'ivr' && row.survey_response_id !== null ? { surveyCall: true } : {}),
   };
+}
+
+/**
+ * A call's answer, message by message: handed over (kept in `handovers` to record), retried on the retry
+ * schedule, or failed (in `failures`). A refusal of the account's credentials disables it; the reason is
+ * returned, and the lane fails its other messages without a call. A refusal of the whole call is noted on the
+ * campaign at once, even while its messages wait for their retries.
+ */
+export async function applyResults(
+  deps: { db: Db['kysely']; retrySchedule: readonly number[]; workerId: string },
+  unit: Unit,
+  results: HandOverResult[],
+  lane: { handovers: Handover[]; failures: Failures; refused: string | undefined },
+): Promise<string | undefined> {
+  const { db, retrySchedule, workerId } = deps;
+  const { handovers, failures } = lane;
+  let { refused } = lane;
+  const { account } = unit;
+  for (const [i, row] of unit.rows.entries()) {
+    const result = results[i]!;
+    if (result.kind === 'handed') {
+      handovers.push(result.handover);
+      continue;
+    }
+    const { reason, code, retryable } = result;
+    if (account && !retryable && code === 'auth_failed' && refused === undefined) {
+      refused = reason;
+      await disableForAuth(db, account, reason);
+    }
+    if (retryable && row.attempts <= retrySchedule.length) {
+      // Never sooner than a 429's or 503's Retry-After.
+      const delay = Math.max((retrySchedule[row.attempts - 1] ?? 0) * 1000, result.retryAfterMs);
+      await scheduleRetry(db, row.id, workerId, new Date(Date.now() + delay).toISOString(), reason, nowIso());
+    } else failures.add(reason, finalCode(result), row.id);
+  }
+  const whole = results.every((r) => r.kind === 'refused') ? results[0] : undefined;
+  if (whole?.kind === 'refused' && whole.code !== 'invalid_recipient')
+    await noteCampaignError(
+      db,
+      unit.rows.flatMap((r) => (r.campaign_id !== null ? [Number(r.campaign_id)] : [])),
+      whole.code,
+      whole.reason,
+      nowIso(),
+    );
+  return refused;
 }

@@ -5,9 +5,7 @@ import type { Config } from '../../config.ts';
 import { type Db, nowIso } from '../../db/connect.ts';
 import type { Redis } from 'ioredis';
 import { AccountPace, AccountProviders, PaceUnavailable } from './accounts.ts';
-import { disableForAuth } from '../channel-accounts/channel-accounts.service.ts';
 import { CampaignDispatch } from '../campaigns/campaigns.dispatch.ts';
-import { noteCampaignError } from '../campaigns/campaigns.repository.ts';
 import { MessageLifecycle, settleSimulated } from './lifecycle.ts';
 import { pruneAuditLog } from '../audit/audit.repository.ts';
 import { DeliveryGate } from './gate.ts';
@@ -16,14 +14,14 @@ import {
   type Handover,
   releaseClaims,
   releaseUnsent,
-  scheduleRetry,
   unconfirmedBefore,
   anyDue,
 } from './outbox.repository.ts';
 import { type Channel, channels, type Providers } from '../../providers/provider.ts';
 import { channelLogFor } from './channel-log.ts';
-import { finalCode, handOver } from './hand-over.ts';
+import { handOver } from './hand-over.ts';
 import {
+  applyResults,
   CallTimes,
   callUnits,
   CHECK_AHEAD_MAX,
@@ -334,7 +332,7 @@ export class DeliveryWorker {
   /** One lane's share of a claim: its provider calls one after another, at its pace, within the lease. */
   private async runLane(units: Unit[], leaseEnds: number): Promise<void> {
     const { db, config } = this.deps;
-    const { leaseSeconds, providerTimeoutMs, retrySchedule } = config.delivery;
+    const { leaseSeconds, providerTimeoutMs } = config.delivery;
     let handovers: Handover[] = [];
     let markedAt = performance.now();
     const mark = async () => {
@@ -378,18 +376,7 @@ export class DeliveryWorker {
       // shared pace may wait: record first whenever it has a rate).
       const waits = pace ? pace.waitMs() : account?.send_rate_per_second ? 1000 : 0;
       if (handovers.length > 0 && performance.now() + waits - markedAt >= MARK_AFTER_MS) await mark();
-      try {
-        // The wait is bounded: a call that could not be made (and recorded) within the lease is not made.
-        if (account)
-          await this.accountPace.take(
-            account.id,
-            account.send_rate_per_second,
-            unit.rows.length,
-            Math.max(0, lastCall - Date.now()),
-          );
-        else await pace!.take();
-      } catch (error) {
-        if (!(error instanceof PaceUnavailable)) throw error;
+      if (!(await this.takeTurn(unit, pace, lastCall))) {
         // No room in the account's rate within the lease (or Redis away): given back, due in a second.
         await giveBack(index, new Date(Date.now() + 1000).toISOString());
         break;
@@ -412,54 +399,58 @@ export class DeliveryWorker {
         unit.rows.map((r) => r.id),
         message,
         providerTimeoutMs,
-        account && this.deps.channelLog !== false
-          ? {
-              log: channelLogFor(db.kysely),
-              account,
-              kind: unit.rows[0]?.survey_response_id != null ? 'survey' : 'send',
-              secrets: this.accounts.secrets(account),
-            }
-          : undefined,
+        this.logOf(unit),
       );
       callTimes.add(performance.now() - callStarted);
-      for (const [i, row] of unit.rows.entries()) {
-        const result = results[i]!;
-        if (result.kind === 'handed') {
-          handovers.push(result.handover);
-          continue;
-        }
-        const { reason, code, retryable } = result;
-        if (account && !retryable && code === 'auth_failed' && refused === undefined) {
-          refused = reason;
-          await disableForAuth(db.kysely, account, reason);
-        }
-        if (retryable && row.attempts <= retrySchedule.length) {
-          // Never sooner than a 429's or 503's Retry-After.
-          const delay = Math.max((retrySchedule[row.attempts - 1] ?? 0) * 1000, result.retryAfterMs);
-          await scheduleRetry(
-            db.kysely,
-            row.id,
-            this.id,
-            new Date(Date.now() + delay).toISOString(),
-            reason,
-            nowIso(),
-          );
-        } else failures.add(reason, finalCode(result), row.id);
-      }
-      // The campaign shows a refusal of the whole call at once, even while its messages wait for their retries.
-      const whole = results.every((r) => r.kind === 'refused') ? results[0] : undefined;
-      if (whole?.kind === 'refused' && whole.code !== 'invalid_recipient')
-        await noteCampaignError(
-          db.kysely,
-          unit.rows.flatMap((r) => (r.campaign_id !== null ? [Number(r.campaign_id)] : [])),
-          whole.code,
-          whole.reason,
-          nowIso(),
-        );
+      refused = await applyResults(this.resultDeps(), unit, results, { handovers, failures, refused });
       if (handovers.length >= MARK_EVERY || performance.now() - markedAt >= MARK_AFTER_MS) await mark();
     }
     await mark();
     await failures.apply(this.messages);
+  }
+
+  /** What applyResults writes with. */
+  private resultDeps() {
+    return {
+      db: this.deps.db.kysely,
+      retrySchedule: this.deps.config.delivery.retrySchedule,
+      workerId: this.id,
+    };
+  }
+
+  /** Where a unit's call is kept in its account's channel log (the deployment's providers keep none). */
+  private logOf(unit: Unit) {
+    const { account } = unit;
+    if (!account || this.deps.channelLog === false) return undefined;
+    return {
+      log: channelLogFor(this.deps.db.kysely),
+      account,
+      kind: unit.rows[0]?.survey_response_id != null ? ('survey' as const) : ('send' as const),
+      secrets: this.accounts.secrets(account),
+    };
+  }
+
+  /**
+   * Waits for the unit's turn at its pace: the deployment provider's in this process, or the account's shared
+   * one, bounded so that a call that could not be made (and recorded) within the lease is not made. False when
+   * the account's rate has no room before `lastCall` (or Redis is away).
+   */
+  private async takeTurn(unit: Unit, pace: Pace | undefined, lastCall: number): Promise<boolean> {
+    const { account } = unit;
+    try {
+      if (account)
+        await this.accountPace.take(
+          account.id,
+          account.send_rate_per_second,
+          unit.rows.length,
+          Math.max(0, lastCall - Date.now()),
+        );
+      else await pace!.take();
+      return true;
+    } catch (error) {
+      if (!(error instanceof PaceUnavailable)) throw error;
+      return false;
+    }
   }
 
   /** Simulated providers settle by age: their sent messages are delivered or failed once due. */
