@@ -184,27 +184,7 @@ export async function threadInbound(
       .returningAll()
       .executeTakeFirst();
     if (created) {
-      // The message they answered (the last one sent to them) and the single sends before it join the thread.
-      const last = await trx
-        .selectFrom('messages')
-        .select('id')
-        .where('workspace_id', '=', workspaceId)
-        .where('to', '=', inbound.from)
-        .where('channel', '=', inbound.channel)
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
-      if (last) {
-        await trx
-          .updateTable('messages')
-          .set({ conversation_id: created.id })
-          .where('workspace_id', '=', workspaceId)
-          .where('to', '=', inbound.from)
-          .where('channel', '=', inbound.channel)
-          .where('conversation_id', 'is', null)
-          .where((eb) => eb.or([eb('campaign_id', 'is', null), eb('id', '=', last.id)]))
-          .execute();
-      }
+      await joinEarlierSends(trx, workspaceId, inbound, created.id);
       await linkInbound(trx, inbound.id, created.id);
       const view = await conversationView(trx, created);
       const live = { assignedTo: assignee };
@@ -233,6 +213,34 @@ export async function threadInbound(
     .executeTakeFirstOrThrow();
   await linkInbound(trx, inbound.id, conversation.id);
   return updated;
+}
+
+/** The message a new conversation's first reply answered (the last one sent) and the single sends before it join the thread. */
+async function joinEarlierSends(
+  trx: Executor,
+  workspaceId: number,
+  inbound: Pick<InboundMessageRow, 'channel' | 'from'>,
+  conversationId: number,
+): Promise<void> {
+  const last = await trx
+    .selectFrom('messages')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('to', '=', inbound.from)
+    .where('channel', '=', inbound.channel)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!last) return;
+  await trx
+    .updateTable('messages')
+    .set({ conversation_id: conversationId })
+    .where('workspace_id', '=', workspaceId)
+    .where('to', '=', inbound.from)
+    .where('channel', '=', inbound.channel)
+    .where('conversation_id', 'is', null)
+    .where((eb) => eb.or([eb('campaign_id', 'is', null), eb('id', '=', last.id)]))
+    .execute();
 }
 
 async function linkInbound(trx: Executor, inboundId: number, conversationId: number) {

@@ -142,6 +142,30 @@ export function cleanRecordFilters(
       fail(key, 'must be a comma list of 1 to 50 tags, each at most 40 characters.');
     else out[key] = tags;
   }
+  const sensitive = cleanFieldFilters(raw, defs, out, fail);
+  if (out.serial_from !== undefined && out.serial_to !== undefined && out.serial_from > out.serial_to)
+    fail('serial_to', 'must not be below serial_from.');
+  if (out.age_min !== undefined && out.age_max !== undefined && out.age_min > out.age_max)
+    fail('age_max', 'must not be below age_min.');
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  if (!canSeeSensitive && (sensitive || out.support_level))
+    throw new AppError(
+      'forbidden',
+      'Filters on support_level and sensitive custom fields are for politicians and managers.',
+    );
+  return out;
+}
+
+/**
+ * The custom-field filters of `raw` (`fields.<key>`, `fields.<key>_min`, `fields.<key>_max`) into `out`, each
+ * read as its field stores it; problems go to `fail`. True when one names a sensitive field.
+ */
+function cleanFieldFilters(
+  raw: Record<string, unknown>,
+  defs: readonly VoterFieldDef[],
+  out: RecordFilters,
+  fail: (field: string, message: string) => void,
+): boolean {
   const byKey = new Map(defs.map((d) => [d.key, d]));
   let sensitive = false;
   for (const [name, value] of Object.entries(raw)) {
@@ -169,17 +193,7 @@ export function cleanRecordFilters(
           ? stored.value_text === 'true'
           : stored.value_text!;
   }
-  if (out.serial_from !== undefined && out.serial_to !== undefined && out.serial_from > out.serial_to)
-    fail('serial_to', 'must not be below serial_from.');
-  if (out.age_min !== undefined && out.age_max !== undefined && out.age_min > out.age_max)
-    fail('age_max', 'must not be below age_min.');
-  if (Object.keys(errors).length > 0) throw validationError(errors);
-  if (!canSeeSensitive && (sensitive || out.support_level))
-    throw new AppError(
-      'forbidden',
-      'Filters on support_level and sensitive custom fields are for politicians and managers.',
-    );
-  return out;
+  return sensitive;
 }
 
 /** The stored value a cleaned custom-field filter compares with. */

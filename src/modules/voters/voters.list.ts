@@ -74,15 +74,7 @@ async function voterPage(
   if (offset >= total) return []; // past the end (or past the capped total of a search)
   const term = filters.search?.trim();
   const match = term && !isPostgres(db) ? ftsMatch(term) : undefined;
-  if (match) {
-    let query = db
-      .selectFrom('voters_fts')
-      .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
-      .where(sql<boolean>`voters_fts MATCH ${match}`)
-      .where('voters.workspace_id', '=', workspaceId);
-    if (hasExactFilters(filters)) query = query.where(exactFilters(filters, workspaceId) as never);
-    return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
-  }
+  if (match) return ftsPage(db, workspaceId, filters, match, offset, perPage);
   const side = term ? undefined : sideTableIds(db, workspaceId, filters);
   if (side)
     return db
@@ -94,27 +86,8 @@ async function voterPage(
       .execute();
   if (!term && !hasExactFilters(filters) && offset >= DEFERRED_JOIN_OFFSET)
     return blockPage(db, workspaceId, offset, perPage);
-  if (!term && offset >= DEFERRED_JOIN_OFFSET) {
-    // A deep page: skip rows inside an index that holds the filter columns and the id, then read only the
-    // page's rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever
-    // end is nearer (the total is exact).
-    const fromEnd = total - offset - perPage;
-    let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
-    ids =
-      fromEnd < offset
-        ? ids
-            .orderBy('voters.workspace_id', 'desc')
-            .orderBy('voters.id', 'desc')
-            .limit(perPage + Math.min(0, fromEnd))
-            .offset(Math.max(0, fromEnd))
-        : ids.orderBy('voters.workspace_id').orderBy('voters.id').limit(perPage).offset(offset);
-    return db
-      .selectFrom('voters')
-      .select(listColumns)
-      .where('voters.id', 'in', ids)
-      .orderBy('voters.id')
-      .execute();
-  }
+  if (!term && offset >= DEFERRED_JOIN_OFFSET)
+    return deepPage(db, workspaceId, filters, total, offset, perPage);
   if (count.ids) {
     // A PostgreSQL search with at most 10,000 matches: their ids are known, so a page is a lookup by id.
     const ids = count.ids.slice(offset, offset + perPage);
@@ -150,6 +123,55 @@ async function voterPage(
   // voters within 15,000 rows of the workspace's index and walked it: 50-150 ms, against about 1 ms.
   if (total <= SORT_ROWS) return sorted();
   return query.execute();
+}
+
+/** SQLite: a page of a search through the full-text index, in its rowid (the voter id) order. */
+function ftsPage(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  match: string,
+  offset: number,
+  perPage: number,
+): Promise<ListRow[]> {
+  let query = db
+    .selectFrom('voters_fts')
+    .innerJoin('voters', 'voters.id', 'voters_fts.rowid')
+    .where(sql<boolean>`voters_fts MATCH ${match}`)
+    .where('voters.workspace_id', '=', workspaceId);
+  if (hasExactFilters(filters)) query = query.where(exactFilters(filters, workspaceId) as never);
+  return query.select(listColumns).orderBy('voters_fts.rowid').limit(perPage).offset(offset).execute();
+}
+
+/**
+ * A deep page: skip rows inside an index that holds the filter columns and the id, then read only the page's
+ * rows (reading every skipped row from the table is what makes OFFSET slow). Skip from whichever end is nearer
+ * (the total is exact).
+ */
+function deepPage(
+  db: Executor,
+  workspaceId: number,
+  filters: VoterFilters,
+  total: number,
+  offset: number,
+  perPage: number,
+): Promise<ListRow[]> {
+  const fromEnd = total - offset - perPage;
+  let ids = filteredVoters(db, workspaceId, filters).select('voters.id');
+  ids =
+    fromEnd < offset
+      ? ids
+          .orderBy('voters.workspace_id', 'desc')
+          .orderBy('voters.id', 'desc')
+          .limit(perPage + Math.min(0, fromEnd))
+          .offset(Math.max(0, fromEnd))
+      : ids.orderBy('voters.workspace_id').orderBy('voters.id').limit(perPage).offset(offset);
+  return db
+    .selectFrom('voters')
+    .select(listColumns)
+    .where('voters.id', 'in', ids)
+    .orderBy('voters.id')
+    .execute();
 }
 
 /** At most this many matches are read and sorted for a page of a sparse filter (above). */
