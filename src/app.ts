@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
@@ -28,80 +27,24 @@ import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { webhookEventsOpenApi } from './webhooks.openapi.ts';
-import { consoleRoutes } from './http/console.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { closeEmptyBody, closeQueryString, refuseNul, validatorCompilerFor } from './http/validation.ts';
 import { installDeprecationHeaders, rewriteVersionedUrl } from './http/versioning.ts';
-import { auditRoutes } from './modules/audit/audit.routes.ts';
-import { AuditService } from './modules/audit/audit.service.ts';
-import { authRoutes } from './modules/auth/auth.routes.ts';
 import { AuthService } from './modules/auth/auth.service.ts';
 import { authChannel, TokenOwners } from './modules/auth/token-owners.ts';
-import { grievancesRoutes } from './modules/grievances/grievances.routes.ts';
 import { GrievancesService } from './modules/grievances/grievances.service.ts';
-import { healthRoutes } from './modules/health/health.routes.ts';
-import { paymentsRoutes } from './modules/payments/payments.routes.ts';
 import { PaymentsService } from './modules/payments/payments.service.ts';
-import { campaignsRoutes } from './modules/campaigns/campaigns.routes.ts';
-import { creditsRoutes } from './modules/credits/credits.routes.ts';
-import { CreditsService } from './modules/credits/credits.service.ts';
-import { CampaignsService } from './modules/campaigns/campaigns.service.ts';
-import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
-import { messagesRoutes } from './modules/messages/messages.routes.ts';
-import { MessagesService } from './modules/messages/messages.service.ts';
-import { optOutsRoutes } from './modules/opt-outs/opt-outs.routes.ts';
-import { OptOutsService } from './modules/opt-outs/opt-outs.service.ts';
-import { placesRoutes } from './modules/places/places.routes.ts';
-import { PlacesService } from './modules/places/places.service.ts';
-import { silencePeriodsRoutes } from './modules/silence-periods/silence-periods.routes.ts';
-import { SilencePeriodsService } from './modules/silence-periods/silence-periods.service.ts';
-import { inboundRoutes } from './modules/inbound/inbound.routes.ts';
-import { InboundService } from './modules/inbound/inbound.service.ts';
-import { unsubscribeRoutes } from './modules/opt-outs/unsubscribe.routes.ts';
-import { templatesRoutes } from './modules/templates/templates.routes.ts';
-import { TemplatesService } from './modules/templates/templates.service.ts';
-import { CampaignPreview } from './modules/sending/preview.ts';
-import { previewRoutes } from './modules/sending/preview.routes.ts';
-import { usersRoutes } from './modules/users/users.routes.ts';
 import { messageChannels, type MessageChannel } from './domain.ts';
-import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
-import { segmentsRoutes } from './modules/segments/segments.routes.ts';
-import { SegmentsService } from './modules/segments/segments.service.ts';
 import { UsersService } from './modules/users/users.service.ts';
-import { buildVoterImports } from './modules/voter-imports/import-jobs.ts';
-import { VoterExports } from './modules/voter-exports/voter-exports.ts';
-import { voterRecordRoutes } from './modules/voters/voter-record.routes.ts';
-import { VoterFieldsService } from './modules/voters/voter-fields.ts';
-import { VoterTagging } from './modules/voters/voter-tags.ts';
-import { votersRoutes } from './modules/voters/voters.routes.ts';
-import { voterImportsRoutes } from './modules/voter-imports/voter-imports.routes.ts';
-import { voterExportsRoutes } from './modules/voter-exports/voter-exports.routes.ts';
 import { VotersService } from './modules/voters/voters.service.ts';
-import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
 import { type Resolver, systemResolver } from './modules/webhooks/webhooks.ssrf.ts';
-import type { Providers } from './providers/provider.ts';
+import type { MessageProvider, Providers } from './providers/provider.ts';
 import { adapterNamed, createProviders } from './providers/registry.ts';
-import { AccountPace, AccountProviders, CALLBACK_TOKEN, publicBase } from './modules/sending/accounts.ts';
-import { channelAccountsRoutes } from './modules/channel-accounts/channel-accounts.routes.ts';
-import {
-  ChannelAccountsService,
-  channelCarrier,
-} from './modules/channel-accounts/channel-accounts.service.ts';
-import { providerCallbackRoutes } from './modules/channel-accounts/provider-callbacks.routes.ts';
-import { conversationsRoutes } from './modules/conversations/conversations.routes.ts';
-import { ConversationsService } from './modules/conversations/conversations.service.ts';
-import { quickRepliesRoutes } from './modules/conversations/quick-replies.ts';
-import { eventsRoutes } from './modules/events/events.routes.ts';
-import { EventHub } from './modules/events/live.ts';
-import { SurveyCalls } from './modules/surveys/survey-calls.ts';
-import { ProviderCallbacks } from './modules/sending/callbacks.ts';
-import { MessageLifecycle } from './modules/sending/lifecycle.ts';
-import { SurveyResults } from './modules/surveys/survey-results.ts';
-import { surveysRoutes } from './modules/surveys/surveys.routes.ts';
-import { SurveysService } from './modules/surveys/surveys.service.ts';
-import { SurveyRunsService } from './modules/surveys/survey-runs.service.ts';
+import { AccountProviders, CALLBACK_TOKEN } from './modules/sending/accounts.ts';
+import { channelCarrier } from './modules/channel-accounts/channel-accounts.service.ts';
+import { registerInboxRoutes, registerMessagingRoutes, registerPeopleRoutes } from './app.routes.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -190,7 +133,64 @@ class OneLinePerRequest extends LogController {
 /** Builds the whole application on the given database. Never listens: server.ts and the tests do that. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
-  const app = Fastify({
+  const app = createFastify(deps);
+  const methods = await installRequestRules(app, deps);
+  const redis = connectRedis(config, app.log);
+  const rateLimits = new RateLimits(
+    config,
+    redis,
+    deps.rateLimitPrefix ?? `${config.redisPrefix}rl`,
+    app.log,
+  );
+
+  const providers = deps.providers ?? createProviders(config, app.log);
+  const tokenOwners = new TokenOwners(db, redis, authChannel(config.redisPrefix), app.log);
+  const users = new UsersService({ db: db.kysely, config, authChanges: tokenOwners });
+  const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  const grievances = new GrievancesService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  const payments = new PaymentsService({ db: db.kysely });
+  // The deployment's provider of each channel, by name: what carries a channel with no account of the workspace.
+  const deploymentNames = Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
+    MessageChannel,
+    string
+  >;
+  const webhooks = new WebhooksService({
+    db: db.kysely,
+    appKey: config.appKey,
+    settings: config.webhooks,
+    resolver: deps.webhookResolver ?? systemResolver,
+  });
+  // Created here (before the routes that use it) so that sign-in codes can go through a workspace's own gateway.
+  const accountProviders = new AccountProviders({ config, log: app.log });
+  const auth = buildAuth(deps, app.log, { users, sms: providers.sms, accountProviders, tokenOwners });
+  installErrorHandling(app, methods);
+  installDeprecationHeaders(app, config.apiDeprecation);
+  installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
+  await installOpenApi(app, webhookEventsOpenApi);
+
+  const shared = { redis, rateLimits, auth, users, voters, grievances, payments, webhooks, deploymentNames };
+  const idempotency = await registerPeopleRoutes(app, deps, shared);
+  const { messages, inbound } = await registerMessagingRoutes(app, deps, {
+    ...shared,
+    providers,
+    accountProviders,
+    idempotency,
+  });
+  await registerInboxRoutes(app, deps, { ...shared, accountProviders, messages, inbound });
+  app.addHook('onClose', async () => {
+    app.databaseOutage.close();
+    await auth.settled();
+    tokenOwners.close();
+    redis?.disconnect();
+    accountProviders.close();
+  });
+  return app;
+}
+
+/** The Fastify instance with the service's options: logging, proxies, body limit, request ids, the router. */
+function createFastify(deps: AppDeps) {
+  const { config } = deps;
+  return Fastify({
     ...(deps.loggerInstance
       ? { loggerInstance: deps.loggerInstance }
       : { logger: deps.logger ?? loggerOptions(config.logLevel) }),
@@ -213,7 +213,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler,
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
+}
 
+type App = ReturnType<typeof createFastify>;
+
+/**
+ * What every request goes through before its route: validation, the JSON parser, request ids and security
+ * headers, 405s before the body is read, CORS, and the NUL refusal. Returns the route table of methods.
+ */
+async function installRequestRules(app: App, deps: AppDeps): Promise<RouteMethods> {
+  const { config, db } = deps;
   app.setValidatorCompiler(validatorCompilerFor(config.defaultCountry));
   const methods = new RouteMethods();
   app.addHook('onRoute', methods.record);
@@ -258,6 +267,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
+  return methods;
+}
+
+/** The Redis client where REDIS_URL is set: commands fail fast rather than queue while it is away. */
+function connectRedis(config: Config, log: FastifyBaseLogger): Redis | undefined {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, {
         enableOfflineQueue: false,
@@ -269,38 +283,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     : undefined;
   // RateLimits logs once when Redis stops answering and once when it is back; each reconnection error would
   // otherwise be a line (and an unhandled 'error' event without a listener).
-  redis?.on('error', (error) => app.log.debug({ err: error }, 'redis error'));
-  const rateLimits = new RateLimits(
-    config,
-    redis,
-    deps.rateLimitPrefix ?? `${config.redisPrefix}rl`,
-    app.log,
-  );
+  redis?.on('error', (error) => log.debug({ err: error }, 'redis error'));
+  return redis;
+}
 
-  const providers = deps.providers ?? createProviders(config, app.log);
-  const tokenOwners = new TokenOwners(db, redis, authChannel(config.redisPrefix), app.log);
-  const users = new UsersService({ db: db.kysely, config, authChanges: tokenOwners });
-  const voters = new VotersService({ db: db.kysely, defaultCountry: config.defaultCountry });
-  const grievances = new GrievancesService({ db: db.kysely, defaultCountry: config.defaultCountry });
-  const payments = new PaymentsService({ db: db.kysely });
-  // The deployment's provider of each channel, by name: what carries a channel with no account of the workspace.
-  const deploymentNames = Object.fromEntries(messageChannels.map((c) => [c, providers[c].name])) as Record<
-    MessageChannel,
-    string
-  >;
-  const webhooks = new WebhooksService({
-    db: db.kysely,
-    appKey: config.appKey,
-    settings: config.webhooks,
-    resolver: deps.webhookResolver ?? systemResolver,
-  });
-  // Created here (before the routes that use it) so that sign-in codes can go through a workspace's own gateway.
-  const accountProviders = new AccountProviders({ config, log: app.log });
-  const auth = new AuthService({
+/** Sign-in: a workspace's sign-in codes go through its own SMS gateway where it has one that can carry them. */
+function buildAuth(
+  deps: AppDeps,
+  log: FastifyBaseLogger,
+  parts: {
+    users: UsersService;
+    sms: MessageProvider;
+    accountProviders: AccountProviders;
+    tokenOwners: TokenOwners;
+  },
+): AuthService {
+  const { config, db } = deps;
+  const { users, sms, accountProviders, tokenOwners } = parts;
+  return new AuthService({
     db: db.kysely,
     config,
     users,
-    sms: providers.sms,
+    sms,
     otpRoute: async (workspaceId) => {
       const { account } = await channelCarrier(db.kysely, workspaceId, 'sms');
       if (!account || !accountProviders.readable(account)) return undefined;
@@ -315,142 +319,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         ...(typeof templateId === 'string' ? { templateIds: { [adapter.name]: templateId } } : {}),
       };
     },
-    log: app.log,
+    log,
     tokenOwners,
   });
-
-  installErrorHandling(app, methods);
-  installDeprecationHeaders(app, config.apiDeprecation);
-  installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
-  await installOpenApi(app, webhookEventsOpenApi);
-
-  await app.register(consoleRoutes, { dir: fileURLToPath(new URL('../dist/console', import.meta.url)) });
-  await app.register(healthRoutes, { prefix: '/api', db, redis, redisTimeoutMs: config.redisTimeoutMs });
-  await app.register(authRoutes, { prefix: '/api', auth, rateLimits, defaultCountry: config.defaultCountry });
-  await app.register(usersRoutes, { prefix: '/api', users });
-  await app.register(workspacesRoutes, {
-    prefix: '/api',
-    db: db.kysely,
-    deployment: deploymentNames,
-    defaultTimeZone: config.defaultTimeZone,
-    dltEnforce: config.dltEnforce,
-  });
-  await app.register(auditRoutes, { prefix: '/api', audit: new AuditService({ db: db.kysely }) });
-  const { importer, jobs } = buildVoterImports({ db, config, log: app.log });
-  await app.register(voterImportsRoutes, {
-    prefix: '/api',
-    importer,
-    jobs,
-    maxImportBytes: config.import.maxBytes,
-    idleTimeoutMs: config.export.idleTimeoutMs,
-  });
-  await app.register(voterExportsRoutes, {
-    prefix: '/api',
-    exports: new VoterExports({ db, settings: config.export }),
-    idleTimeoutMs: config.export.idleTimeoutMs,
-  });
-  await app.register(votersRoutes, { prefix: '/api', voters });
-  await app.register(voterRecordRoutes, {
-    prefix: '/api',
-    fields: new VoterFieldsService({ db: db.kysely }),
-    tagging: new VoterTagging({ db: db.kysely }),
-  });
-  await app.register(segmentsRoutes, { prefix: '/api', segments: new SegmentsService({ db: db.kysely }) });
-  await app.register(grievancesRoutes, { prefix: '/api', grievances });
-  const idempotency = new IdempotencyService({ db: db.kysely });
-  await app.register(paymentsRoutes, { prefix: '/api', payments, idempotency });
-  await app.register(webhooksRoutes, { prefix: '/api', webhooks });
-
-  const messages = new MessagesService({
-    db: db.kysely,
-    config,
-    providers,
-    log: app.log,
-    accounts: accountProviders,
-    pace: new AccountPace({ redis, prefix: config.redisPrefix }),
-  });
-  const campaigns = new CampaignsService({
-    db: db.kysely,
-    config,
-    log: app.log,
-    deployment: deploymentNames,
-  });
-  await app.register(messagesRoutes, { prefix: '/api', messages, campaigns, idempotency });
-  await app.register(campaignsRoutes, { prefix: '/api', campaigns, idempotency });
-  await app.register(creditsRoutes, { prefix: '/api', credits: new CreditsService({ db: db.kysely }) });
-  const optOuts = new OptOutsService({ db: db.kysely, defaultCountry: config.defaultCountry });
-  await app.register(optOutsRoutes, { prefix: '/api', optOuts, idleTimeoutMs: config.export.idleTimeoutMs });
-  await app.register(unsubscribeRoutes, { prefix: '/api', db: db.kysely, appKey: config.appKey });
-  const silencePeriods = new SilencePeriodsService({ db: db.kysely });
-  await app.register(silencePeriodsRoutes, { prefix: '/api', silencePeriods });
-  await app.register(placesRoutes, { prefix: '/api', places: new PlacesService({ db: db.kysely }) });
-  await app.register(previewRoutes, {
-    prefix: '/api',
-    preview: new CampaignPreview({ db: db.kysely, quietHours: config.quietHours }),
-  });
-  await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
-  const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
-  await app.register(inboundRoutes, { prefix: '/api', inbound });
-  await app.register(channelAccountsRoutes, {
-    prefix: '/api',
-    accounts: new ChannelAccountsService({
-      db: db.kysely,
-      appKey: config.appKey,
-      publicBaseUrl: publicBase(config),
-      dltEnforce: config.dltEnforce,
-    }),
-    messages,
-  });
-  await app.register(conversationsRoutes, {
-    prefix: '/api',
-    conversations: new ConversationsService({
-      db: db.kysely,
-      messages,
-      grievances,
-      deployment: deploymentNames,
-      dltEnforce: config.dltEnforce,
-    }),
-  });
-  await app.register(quickRepliesRoutes, { prefix: '/api', db: db.kysely });
-  // Started now, not at the first stream: it prunes live_events whether or not any stream or worker runs.
-  const hub = new EventHub(db.kysely, config.databaseUrl);
-  hub.start();
-  await app.register(eventsRoutes, {
-    prefix: '/api',
-    hub,
-    authenticate: (header) => auth.authenticate(header),
-    perUser: config.eventStreamsPerUser,
-    bufferBytes: config.eventStreamBufferBytes,
-  });
-  const surveys = new SurveysService({ db: db.kysely });
-  await app.register(surveysRoutes, {
-    prefix: '/api',
-    surveys,
-    runs: new SurveyRunsService({ db: db.kysely, config, surveys }),
-    results: new SurveyResults({ db: db.kysely, surveys }),
-    idleTimeoutMs: config.export.idleTimeoutMs,
-  });
-  await app.register(providerCallbackRoutes, {
-    prefix: '/api',
-    db: db.kysely,
-    accounts: accountProviders,
-    callbacks: new ProviderCallbacks({
-      db: db.kysely,
-      lifecycle: new MessageLifecycle(db.kysely),
-      inbound,
-      surveyCalls: new SurveyCalls({ db: db.kysely, defaultCountry: config.defaultCountry }),
-    }),
-    publicBaseUrl: config.publicBaseUrl,
-    port: config.port,
-    deployment: config.deployment,
-  });
-
-  app.addHook('onClose', async () => {
-    app.databaseOutage.close();
-    await auth.settled();
-    tokenOwners.close();
-    redis?.disconnect();
-    accountProviders.close();
-  });
-  return app;
 }
