@@ -21,7 +21,7 @@ import {
   installErrorHandling,
   methodNotAllowed,
 } from './http/error-handler.ts';
-import { installMethodRules, RouteMethods } from './http/methods.ts';
+import { installEarlyMethodRefusal, installMethodRules, RouteMethods } from './http/methods.ts';
 import { installCors } from './http/cors.ts';
 import { installGuard } from './http/guard.ts';
 import { trackHandlers } from './http/in-flight.ts';
@@ -166,6 +166,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandling(app, methods);
   installDeprecationHeaders(app, config.apiDeprecation);
   installGuard(app, { rateLimits, authenticate: (header) => auth.authenticate(header) });
+  installEarlyMethodRefusal(
+    app,
+    methods,
+    (request, reply, allowed) => void methodNotAllowed(request, reply, allowed),
+  );
   await installOpenApi(app, webhookEventsOpenApi);
 
   const shared = { redis, rateLimits, auth, users, voters, grievances, payments, webhooks, deploymentNames };

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
-import { DEFAULT_DATABASE_URL, defaultKeyFile, loadConfig } from './config.ts';
-import { connect, nowIso } from './db/connect.ts';
+import { type Config, DEFAULT_DATABASE_URL, defaultKeyFile, loadConfig } from './config.ts';
+import { connect, type Db, nowIso } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { type Database, type UserRow } from './db/schema.ts';
 import { roles, type Role } from './domain.ts';
@@ -127,13 +127,152 @@ async function userNamed(
   return user;
 }
 
+/** What each command runs with: the migrated database, the settings, the team service and the token announcer. */
+interface Cli {
+  db: Db;
+  config: Readonly<Config>;
+  users: UsersService;
+  authChanges: ReturnType<typeof announcer>;
+}
+
+/** create-workspace and create-user: a user (a politician by default), in a new workspace or a given one. */
+async function createUser({ db, config, users }: Cli, command: string, rest: string[]): Promise<void> {
+  const values = options(command, rest, {
+    name: { type: 'string' },
+    email: { type: 'string' },
+    password: { type: 'string' },
+    phone: { type: 'string' },
+    'workspace-name': { type: 'string' },
+    ...(command === 'create-user' ? { role: { type: 'string' }, workspace: { type: 'string' } } : {}),
+  });
+  const role = values.role ?? 'politician';
+  const password = values.password ?? process.env.CES_PASSWORD;
+  if (!values.name || !values.email || !password)
+    fail(`${command} needs --name, --email and --password (or CES_PASSWORD).`);
+  if (!(roles as readonly string[]).includes(role)) fail(`--role must be one of ${roles.join(', ')}.`);
+  const prepared = await users.prepare({
+    name: values.name,
+    email: values.email,
+    password,
+    phone: values.phone,
+  });
+  const now = nowIso();
+  const row = await db.kysely.transaction().execute(async (trx) => {
+    let workspaceId: number;
+    if (values.workspace) {
+      workspaceId = wholeNumber(values.workspace, 'workspace');
+      if (!(await workspaceExists(trx, workspaceId))) fail(`Workspace ${workspaceId} does not exist.`);
+    } else {
+      workspaceId = await insertWorkspace(
+        trx,
+        values['workspace-name'] ?? defaultWorkspaceName(prepared.name),
+        now,
+      );
+      await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
+    }
+    const row = await users.insert(trx, workspaceId, prepared, role as Role, now);
+    await recordCreated(trx, row, OPERATOR);
+    return row;
+  });
+  console.log(
+    JSON.stringify(
+      command === 'create-workspace'
+        ? { workspace_id: row.workspace_id, user: userView(row) }
+        : userView(row),
+    ),
+  );
+}
+
+/** deactivate-user: the user can no longer sign in (audited, without an actor). */
+async function deactivateUser({ db, users }: Cli, command: string, rest: string[]): Promise<void> {
+  const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
+  const row = await users.update(user.workspace_id, user.id, { active: false }, OPERATOR);
+  console.log(JSON.stringify(row));
+}
+
+/** reset-password: a new password (checked as the API checks it); every token of the user is revoked. */
+async function resetPassword({ db, authChanges }: Cli, command: string, rest: string[]): Promise<void> {
+  const values = options(command, rest, { ...userOptions, password: { type: 'string' as const } });
+  const password = values.password ?? process.env.CES_PASSWORD;
+  if (!password) fail('reset-password needs --password (or CES_PASSWORD).');
+  const user = await userNamed(db.kysely, command, values);
+  const weak = passwordProblem(password, account(user));
+  if (weak) fail(`The password ${weak}`);
+  const passwordHash = await hashPassword(password);
+  await db.kysely.transaction().execute((trx) =>
+    setPassword(trx, user, passwordHash, nowIso(), {
+      actor: OPERATOR,
+      action: 'auth.password_reset',
+      details: { via: 'cli' },
+    }),
+  );
+  await authChanges.forgetUser(user.id);
+  console.log(JSON.stringify({ user_id: user.id, password_reset: true, tokens_revoked: true }));
+}
+
+/** revoke-tokens: every token of the user is revoked, at once in every process. */
+async function revokeTokens({ db, authChanges }: Cli, command: string, rest: string[]): Promise<void> {
+  const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
+  const revoked = await db.kysely.transaction().execute(async (trx) => {
+    const revoked = await revokeUserTokens(trx, user.id, nowIso());
+    await recordAudit(trx, {
+      workspaceId: user.workspace_id,
+      actor: OPERATOR,
+      action: 'auth.tokens_revoked',
+      target: { type: 'user', id: user.id },
+      details: { tokens_revoked: revoked },
+    });
+    return revoked;
+  });
+  await authChanges.forgetUser(user.id);
+  console.log(JSON.stringify({ user_id: user.id, tokens_revoked: revoked }));
+}
+
+/** grant-credits: credits added to a workspace, printed as its balance. */
+async function grantCredits({ db }: Cli, command: string, rest: string[]): Promise<void> {
+  const values = options(command, rest, {
+    workspace: { type: 'string' },
+    sms: { type: 'string' },
+    whatsapp: { type: 'string' },
+    email: { type: 'string' },
+  });
+  const workspaceId = wholeNumber(values.workspace, 'workspace');
+  if (!workspaceId || !(await workspaceExists(db.kysely, workspaceId)))
+    fail('--workspace must name an existing workspace id.');
+  const amounts = {
+    sms: wholeNumber(values.sms, 'sms'),
+    whatsapp: wholeNumber(values.whatsapp, 'whatsapp'),
+    email: wholeNumber(values.email, 'email'),
+  };
+  await db.kysely
+    .transaction()
+    .execute((trx) => addCredits(trx, workspaceId, amounts, 'grant', 'cli', nowIso()));
+  // The balance in the API's own names (GET /api/credits): sms_credits, whatsapp_credits, email_credits.
+  console.log(
+    JSON.stringify({
+      workspace_id: workspaceId,
+      balance: creditsView(await balances(db.kysely, workspaceId)),
+    }),
+  );
+}
+
+const commands: Record<string, (cli: Cli, command: string, rest: string[]) => Promise<void>> = {
+  migrate: async ({ db }) => console.log(`Migrations applied (${db.dialect}).`),
+  'create-workspace': createUser,
+  'create-user': createUser,
+  'deactivate-user': deactivateUser,
+  'reset-password': resetPassword,
+  'revoke-tokens': revokeTokens,
+  'grant-credits': grantCredits,
+};
+
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
   if (!command || command === 'help' || command === '--help' || command === '-h') {
     console.log(usage);
     return;
   }
-  if (!(command in help)) fail(`Unknown command "${command}".\n\n${usage}`);
+  if (!Object.hasOwn(commands, command)) fail(`Unknown command "${command}".\n\n${usage}`);
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(`Usage: ces ${help[command]}`);
     return;
@@ -157,128 +296,7 @@ async function main(): Promise<void> {
   try {
     await migrateToLatest(db);
     const users = new UsersService({ db: db.kysely, config, authChanges });
-    switch (command) {
-      case 'migrate':
-        console.log(`Migrations applied (${db.dialect}).`);
-        break;
-      case 'create-workspace':
-      case 'create-user': {
-        const values = options(command, rest, {
-          name: { type: 'string' },
-          email: { type: 'string' },
-          password: { type: 'string' },
-          phone: { type: 'string' },
-          'workspace-name': { type: 'string' },
-          ...(command === 'create-user' ? { role: { type: 'string' }, workspace: { type: 'string' } } : {}),
-        });
-        const role = values.role ?? 'politician';
-        const password = values.password ?? process.env.CES_PASSWORD;
-        if (!values.name || !values.email || !password)
-          fail(`${command} needs --name, --email and --password (or CES_PASSWORD).`);
-        if (!(roles as readonly string[]).includes(role)) fail(`--role must be one of ${roles.join(', ')}.`);
-        const prepared = await users.prepare({
-          name: values.name,
-          email: values.email,
-          password,
-          phone: values.phone,
-        });
-        const now = nowIso();
-        const row = await db.kysely.transaction().execute(async (trx) => {
-          let workspaceId: number;
-          if (values.workspace) {
-            workspaceId = wholeNumber(values.workspace, 'workspace');
-            if (!(await workspaceExists(trx, workspaceId))) fail(`Workspace ${workspaceId} does not exist.`);
-          } else {
-            workspaceId = await insertWorkspace(
-              trx,
-              values['workspace-name'] ?? defaultWorkspaceName(prepared.name),
-              now,
-            );
-            await addCredits(trx, workspaceId, config.signupCredits, 'grant', 'signup', now);
-          }
-          const row = await users.insert(trx, workspaceId, prepared, role as Role, now);
-          await recordCreated(trx, row, OPERATOR);
-          return row;
-        });
-        console.log(
-          JSON.stringify(
-            command === 'create-workspace'
-              ? { workspace_id: row.workspace_id, user: userView(row) }
-              : userView(row),
-          ),
-        );
-        break;
-      }
-      case 'deactivate-user': {
-        const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
-        const row = await users.update(user.workspace_id, user.id, { active: false }, OPERATOR);
-        console.log(JSON.stringify(row));
-        break;
-      }
-      case 'reset-password': {
-        const values = options(command, rest, { ...userOptions, password: { type: 'string' as const } });
-        const password = values.password ?? process.env.CES_PASSWORD;
-        if (!password) fail('reset-password needs --password (or CES_PASSWORD).');
-        const user = await userNamed(db.kysely, command, values);
-        const weak = passwordProblem(password, account(user));
-        if (weak) fail(`The password ${weak}`);
-        const passwordHash = await hashPassword(password);
-        await db.kysely.transaction().execute((trx) =>
-          setPassword(trx, user, passwordHash, nowIso(), {
-            actor: OPERATOR,
-            action: 'auth.password_reset',
-            details: { via: 'cli' },
-          }),
-        );
-        await authChanges.forgetUser(user.id);
-        console.log(JSON.stringify({ user_id: user.id, password_reset: true, tokens_revoked: true }));
-        break;
-      }
-      case 'revoke-tokens': {
-        const user = await userNamed(db.kysely, command, options(command, rest, userOptions));
-        const revoked = await db.kysely.transaction().execute(async (trx) => {
-          const revoked = await revokeUserTokens(trx, user.id, nowIso());
-          await recordAudit(trx, {
-            workspaceId: user.workspace_id,
-            actor: OPERATOR,
-            action: 'auth.tokens_revoked',
-            target: { type: 'user', id: user.id },
-            details: { tokens_revoked: revoked },
-          });
-          return revoked;
-        });
-        await authChanges.forgetUser(user.id);
-        console.log(JSON.stringify({ user_id: user.id, tokens_revoked: revoked }));
-        break;
-      }
-      case 'grant-credits': {
-        const values = options(command, rest, {
-          workspace: { type: 'string' },
-          sms: { type: 'string' },
-          whatsapp: { type: 'string' },
-          email: { type: 'string' },
-        });
-        const workspaceId = wholeNumber(values.workspace, 'workspace');
-        if (!workspaceId || !(await workspaceExists(db.kysely, workspaceId)))
-          fail('--workspace must name an existing workspace id.');
-        const amounts = {
-          sms: wholeNumber(values.sms, 'sms'),
-          whatsapp: wholeNumber(values.whatsapp, 'whatsapp'),
-          email: wholeNumber(values.email, 'email'),
-        };
-        await db.kysely
-          .transaction()
-          .execute((trx) => addCredits(trx, workspaceId, amounts, 'grant', 'cli', nowIso()));
-        // The balance in the API's own names (GET /api/credits): sms_credits, whatsapp_credits, email_credits.
-        console.log(
-          JSON.stringify({
-            workspace_id: workspaceId,
-            balance: creditsView(await balances(db.kysely, workspaceId)),
-          }),
-        );
-        break;
-      }
-    }
+    await commands[command]!({ db, config, users, authChanges }, command, rest);
   } catch (error) {
     if (error instanceof AppError)
       fail(`${error.message} ${error.details ? JSON.stringify(error.details) : ''}`);

@@ -79,18 +79,29 @@ export function installMethodRules(
     if (!SERVED.has(request.method))
       return refuse(request, reply, methods.allowed(request.url.split('?')[0] ?? '/'));
     const pattern = request.routeOptions.url;
-    if (!pattern) {
-      // No route takes this method here: a path other methods take is a 405 now, before its body is parsed (a
-      // body the JSON parser refuses would otherwise be a 400 first).
-      const allowed = methods.allowed(request.url.split('?')[0] ?? '/');
-      if (allowed.length > 0 && !allowed.includes(request.method)) return refuse(request, reply, allowed);
-      return done();
-    }
-    if (!pattern.includes(':')) return done();
+    if (!pattern || !pattern.includes(':')) return done();
     const path = request.url.split('?')[0] ?? '/';
     if (!methods.isFixed(path)) return done();
     const allowed = methods.allowed(path);
     if (allowed.includes(request.method)) return done();
     refuse(request, reply, allowed);
+  });
+}
+
+/**
+ * A request no route takes (the not-found route) on a path that other methods take: 405 at once, before its body
+ * is parsed (a body the JSON parser refuses would otherwise be a 400 first). Installed after the guard, whose
+ * own hook counts such a request in the public bucket first.
+ */
+export function installEarlyMethodRefusal(
+  app: FastifyInstance,
+  methods: RouteMethods,
+  refuse: (request: FastifyRequest, reply: FastifyReply, allowed: string[]) => void,
+): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.is404) return done();
+    const allowed = methods.allowed(request.url.split('?')[0] ?? '/');
+    if (allowed.length > 0 && !allowed.includes(request.method)) return refuse(request, reply, allowed);
+    done();
   });
 }
