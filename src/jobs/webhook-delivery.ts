@@ -175,34 +175,7 @@ export class WebhookDeliveryWorker {
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const { db, config, log } = this.deps;
-    let outcome: AttemptOutcome;
-    // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
-    const secret = this.secrets.openOr(delivery.secret_encrypted);
-    try {
-      if (secret === undefined)
-        throw new Error('the signing secret cannot be decrypted: was APP_KEY changed?');
-      outcome = await sendSigned(
-        {
-          url: delivery.url,
-          secret,
-          messageId: eventMessageId(delivery.event_id),
-          body: eventBody(delivery.event_type, delivery.event_created_at, delivery.payload),
-          timestamp: new Date(),
-        },
-        {
-          resolver: this.resolver,
-          allowPrivate: config.webhooks.allowPrivateUrls,
-          timeoutMs: config.webhooks.timeoutMs,
-        },
-      );
-    } catch (error) {
-      outcome = {
-        ok: false,
-        statusCode: null,
-        error: error instanceof Error ? error.message.slice(0, 500) : 'delivery error',
-        gone: false,
-      };
-    }
+    const outcome = await this.send(delivery);
     const finished = new Date();
     const attempts = delivery.attempts + 1;
     const schedule = config.webhooks.retrySchedule;
@@ -253,6 +226,38 @@ export class WebhookDeliveryWorker {
       },
       'webhook delivery attempt',
     );
+  }
+
+  /** One signed POST of the delivery's event; any failure (the secret unreadable included) is an outcome. */
+  private async send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+    const { config } = this.deps;
+    // Sealed under another APP_KEY (or altered): nothing can be signed; the schedule runs out as usual.
+    const secret = this.secrets.openOr(delivery.secret_encrypted);
+    try {
+      if (secret === undefined)
+        throw new Error('the signing secret cannot be decrypted: was APP_KEY changed?');
+      return await sendSigned(
+        {
+          url: delivery.url,
+          secret,
+          messageId: eventMessageId(delivery.event_id),
+          body: eventBody(delivery.event_type, delivery.event_created_at, delivery.payload),
+          timestamp: new Date(),
+        },
+        {
+          resolver: this.resolver,
+          allowPrivate: config.webhooks.allowPrivateUrls,
+          timeoutMs: config.webhooks.timeoutMs,
+        },
+      );
+    } catch (error) {
+      return {
+        ok: false,
+        statusCode: null,
+        error: error instanceof Error ? error.message.slice(0, 500) : 'delivery error',
+        gone: false,
+      };
+    }
   }
 }
 
