@@ -107,31 +107,8 @@ export class OptOutsService {
    * rest. One audit entry records the counts.
    */
   async import(workspaceId: number, actor: AuditActor, text: string) {
-    let header: string[] | undefined;
-    // Pass 1: the file's shape alone, so a file refused as a whole writes nothing.
-    try {
-      const shape = new CsvReader((fields) => {
-        header ??= fields.map((f) =>
-          f
-            .trim()
-            .toLowerCase()
-            .replace(/^\uFEFF/, ''),
-        );
-      });
-      for (let at = 0; at < text.length; at += PARSE_SLICE) {
-        shape.push(text.slice(at, at + PARSE_SLICE));
-        await yieldToOthers();
-      }
-      shape.end();
-    } catch (error) {
-      if (error instanceof CsvError) throw validationError({ file: [error.message] });
-      throw error;
-    }
-    if (!header || !header.includes('address')) {
-      throw validationError({ file: ['must be a CSV whose header names an `address` column.'] });
-    }
-    const columns = header;
-    const column = (name: string) => columns.indexOf(name);
+    const header = await headerOf(text);
+    const column = (name: string) => header.indexOf(name);
     const [addressAt, channelAt, reasonAt] = [column('address'), column('channel'), column('reason')];
 
     // Pass 2: check each row and add the valid ones, a chunk at a time.
@@ -306,3 +283,32 @@ export async function optOutByProvider(db: Kysely<Database>, messageId: number):
 }
 
 export { optedOutAddresses };
+
+/**
+ * Pass 1 of an import: the file's shape alone (its header, lower-cased), so that a file refused as a whole writes
+ * nothing. 422 unless it is CSV with an `address` column.
+ */
+async function headerOf(text: string): Promise<string[]> {
+  let header: string[] | undefined;
+  try {
+    const shape = new CsvReader((fields) => {
+      header ??= fields.map((f) =>
+        f
+          .trim()
+          .toLowerCase()
+          .replace(/^\uFEFF/, ''),
+      );
+    });
+    for (let at = 0; at < text.length; at += PARSE_SLICE) {
+      shape.push(text.slice(at, at + PARSE_SLICE));
+      await yieldToOthers();
+    }
+    shape.end();
+  } catch (error) {
+    if (error instanceof CsvError) throw validationError({ file: [error.message] });
+    throw error;
+  }
+  if (!header || !header.includes('address'))
+    throw validationError({ file: ['must be a CSV whose header names an `address` column.'] });
+  return header;
+}
