@@ -122,55 +122,64 @@ function pgPool(databaseUrl: string, options: pg.PoolConfig): pg.Pool {
  * whole process), then the request fails with SQLITE_BUSY. Either way the API answers 503.
  */
 export function connect(databaseUrl: string, settings: DatabaseSettings = databaseSettings({})): Db {
-  if (databaseUrl.startsWith('postgres://') || databaseUrl.startsWith('postgresql://')) {
-    const timeouts = { connectionTimeoutMillis: settings.acquireTimeoutMs };
-    const pool = pgPool(databaseUrl, {
-      ...timeouts,
-      max: 10,
-      statement_timeout: settings.statementTimeoutMs,
-      query_timeout: settings.statementTimeoutMs + READ_TIMEOUT_MARGIN_MS,
-    });
-    const bulk = pgPool(databaseUrl, { ...timeouts, max: settings.bulkPoolSize });
-    const gate = new FairGate(
-      settings.bulkPoolSize,
-      settings.bulkPerWorkspace,
-      settings.bulkQueueTimeoutMs,
-      'The connections for imports and exports (DB_BULK_POOL_SIZE)',
-    );
-    const bulkFor: BulkConnections = async (workspaceId) => {
-      const leave = await gate.acquire(workspaceId);
-      let client: pg.PoolClient;
-      try {
-        client = await bulk.connect();
-      } catch (error) {
-        leave();
-        throw error;
-      }
-      const release = client.release.bind(client);
-      client.release = (error?: Error | boolean) => {
-        leave();
-        release(error);
-      };
-      return client;
+  return databaseUrl.startsWith('postgres://') || databaseUrl.startsWith('postgresql://')
+    ? connectPostgres(databaseUrl, settings)
+    : connectSqlite(databaseUrl, settings);
+}
+
+/** PostgreSQL: the API's pool, and a pool of its own for imports and exports, shared fairly between workspaces. */
+function connectPostgres(databaseUrl: string, settings: DatabaseSettings): Db {
+  const timeouts = { connectionTimeoutMillis: settings.acquireTimeoutMs };
+  const pool = pgPool(databaseUrl, {
+    ...timeouts,
+    max: 10,
+    statement_timeout: settings.statementTimeoutMs,
+    query_timeout: settings.statementTimeoutMs + READ_TIMEOUT_MARGIN_MS,
+  });
+  const bulk = pgPool(databaseUrl, { ...timeouts, max: settings.bulkPoolSize });
+  const gate = new FairGate(
+    settings.bulkPoolSize,
+    settings.bulkPerWorkspace,
+    settings.bulkQueueTimeoutMs,
+    'The connections for imports and exports (DB_BULK_POOL_SIZE)',
+  );
+  const bulkFor: BulkConnections = async (workspaceId) => {
+    const leave = await gate.acquire(workspaceId);
+    let client: pg.PoolClient;
+    try {
+      client = await bulk.connect();
+    } catch (error) {
+      leave();
+      throw error;
+    }
+    const release = client.release.bind(client);
+    client.release = (error?: Error | boolean) => {
+      leave();
+      release(error);
     };
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    const pingWithin = Math.min(PING_TIMEOUT_MS, settings.acquireTimeoutMs);
-    return {
-      kysely,
-      dialect: 'postgres',
-      raw: { dialect: 'postgres', pool, bulk, bulkFor },
-      ping: async (timeoutMs = pingWithin) => {
-        await within(sql`select 1`.execute(kysely), timeoutMs, () => {
-          throw Object.assign(new Error('the database health check timed out'), { code: 'ETIMEDOUT' });
-        });
-      },
-      close: async () => {
-        await Promise.all([kysely.destroy(), bulk.end()]);
-        // Kysely ends the pool only if it ever ran a query through it: a Db closed unused would keep it.
-        if (!pool.ending) await pool.end();
-      },
-    };
-  }
+    return client;
+  };
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const pingWithin = Math.min(PING_TIMEOUT_MS, settings.acquireTimeoutMs);
+  return {
+    kysely,
+    dialect: 'postgres',
+    raw: { dialect: 'postgres', pool, bulk, bulkFor },
+    ping: async (timeoutMs = pingWithin) => {
+      await within(sql`select 1`.execute(kysely), timeoutMs, () => {
+        throw Object.assign(new Error('the database health check timed out'), { code: 'ETIMEDOUT' });
+      });
+    },
+    close: async () => {
+      await Promise.all([kysely.destroy(), bulk.end()]);
+      // Kysely ends the pool only if it ever ran a query through it: a Db closed unused would keep it.
+      if (!pool.ending) await pool.end();
+    },
+  };
+}
+
+/** SQLite: one connection, in WAL mode, with a page cache sized for copying a segment into the outbox. */
+function connectSqlite(databaseUrl: string, settings: DatabaseSettings): Db {
   const path = databaseUrl.slice('sqlite:'.length) || ':memory:';
   if (path !== ':memory:') keepPrivate(path);
   const sqlite = new SQLite(path);
