@@ -359,11 +359,10 @@ for (const dialect of dialects) {
       const [version, iv, tag, body] = token.split('.') as [string, string, string, string];
       const forged = Buffer.from(`${owner.user.workspace_id}:someone.else@example.com`).toString('base64url');
       expectError(await post(`/api/unsubscribe/${version}.${iv}.${tag}.${forged}`), 404, 'not_found');
-      expectError(
-        await post(`/api/unsubscribe/${version}.${iv}.${tag.slice(0, -2)}AA.${body}`),
-        404,
-        'not_found',
-      );
+      // The tag altered in its first character (six whole bits: its last ones may be padding, and a tag that
+      // ended in "AA" was once left as it was).
+      const altered = `${tag[0] === 'A' ? 'B' : 'A'}${tag.slice(1)}`;
+      expectError(await post(`/api/unsubscribe/${version}.${iv}.${altered}.${body}`), 404, 'not_found');
       expectError(await post('/api/unsubscribe/nonsense'), 404, 'not_found');
       // The page is in Hindi for a browser that asks for it.
       const hindi = await call(t.app, 'GET', path, {
