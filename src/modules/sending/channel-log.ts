@@ -15,6 +15,8 @@ export const LOG_DAYS = 7;
 /** The buffer is written after this long, or once it holds LOG_BATCH entries. */
 const FLUSH_MS = 500;
 const LOG_BATCH = 200;
+/** ...or once its bodies hold this many characters: unredacted answers may be up to MAX_ANSWER_BYTES each. */
+const LOG_BATCH_CHARS = 4_000_000;
 /** Pruning (older than LOG_DAYS, beyond LOG_PER_ACCOUNT) runs at most this often. */
 const PRUNE_MS = 60_000;
 
@@ -140,6 +142,7 @@ export function redactUrl(url: string, secrets: readonly string[]): string {
  */
 export class ChannelLog {
   private buffer: Pending[] = [];
+  private bufferedChars = 0;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private prunedAt = 0;
@@ -163,7 +166,8 @@ export class ChannelLog {
     },
   ): void {
     const direction = facts.direction ?? 'out';
-    for (const exchange of exchanges)
+    for (const exchange of exchanges) {
+      this.bufferedChars += exchange.request.length + exchange.response.length;
       this.buffer.push({
         account,
         kind,
@@ -174,8 +178,9 @@ export class ChannelLog {
         errorCode: facts.errorCode,
         secrets: facts.secrets,
       });
+    }
     this.touched.add(account.id);
-    if (this.buffer.length >= LOG_BATCH) void this.flush();
+    if (this.buffer.length >= LOG_BATCH || this.bufferedChars >= LOG_BATCH_CHARS) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS).unref();
   }
 
@@ -185,6 +190,7 @@ export class ChannelLog {
     this.timer = undefined;
     const batch = this.buffer;
     this.buffer = [];
+    this.bufferedChars = 0;
     this.writing = this.writing.then(async () => {
       try {
         for (let i = 0; i < batch.length; i += 100)
