@@ -4,9 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, spawnNpmStart, waitUntilUp } from '../bench/server.ts';
-import { TOKEN_OWNER_MAX_AGE_MS } from '../src/modules/auth/token-owners.ts';
+import { TOKEN_OWNER_MAX_AGE_MS, authChannel } from '../src/modules/auth/token-owners.ts';
 import { addMember, buildTestApp, buildTwoApps, call, expectError, redisUrl, register } from './helpers.ts';
 
 /**
@@ -96,6 +97,19 @@ describe.skipIf(!pgUrl || !redisUrl)('two real API processes on PostgreSQL + Red
       servers.push(server);
       bases.push(`http://127.0.0.1:${port}`);
       await waitUntilUp(`http://127.0.0.1:${port}/api/healthz`);
+    }
+    // Up is not yet subscribed: until a process hears changes it keeps no owner, and "B keeps the owner" would
+    // fail by chance on a loaded machine (CI did). Both processes are on the channel before any test starts.
+    const redis = new Redis(redisUrl ?? '');
+    try {
+      for (const started = Date.now(); ; await new Promise((resolve) => setTimeout(resolve, 20))) {
+        const [, listeners] = (await redis.pubsub('NUMSUB', authChannel(prefix))) as [string, number];
+        if (Number(listeners) >= 2) break;
+        if (Date.now() - started > 30_000)
+          throw new Error('the API processes never subscribed to auth changes');
+      }
+    } finally {
+      redis.disconnect();
     }
   }, 120_000);
 
