@@ -24,36 +24,38 @@ export interface AuthRoutesOptions {
   defaultCountry: string;
 }
 
-export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
-  app,
-  { auth, rateLimits, defaultCountry },
-) => {
-  const tags = ['Authentication'];
-
-  // Sign-in and sign-up: 60 a minute per client address (in the guard: an office behind one address is not
-  // locked out by one person's mistakes) and RATE_LIMIT_AUTH_PER_MIN per email, here.
-  const limitPerAccount = async (
-    request: { body: { email?: string } },
-    reply: Parameters<typeof limitRequest>[1],
-  ) => {
+/**
+ * Sign-in and sign-up: 60 a minute per client address (in the guard: an office behind one address is not locked
+ * out by one person's mistakes) and RATE_LIMIT_AUTH_PER_MIN per email, here.
+ */
+function limitPerAccount({ rateLimits }: AuthRoutesOptions) {
+  return async (request: { body: { email?: string } }, reply: Parameters<typeof limitRequest>[1]) => {
     const email = typeof request.body.email === 'string' ? request.body.email.trim().toLowerCase() : '';
     await limitRequest(rateLimits, reply, 'auth', `email:${email}`);
   };
+}
 
-  // OTP routes are limited per client address (in the guard) and, here, per phone number as well.
-  const limitPerPhone = async (
-    request: { body: { phone: string } },
-    reply: Parameters<typeof limitRequest>[1],
-  ) => {
+/** OTP routes are limited per client address (in the guard) and, here, per phone number as well. */
+function limitPerPhone({ rateLimits, defaultCountry }: AuthRoutesOptions) {
+  return async (request: { body: { phone: string } }, reply: Parameters<typeof limitRequest>[1]) => {
     const phone = toE164(request.body.phone, defaultCountry) ?? request.body.phone.trim().toLowerCase();
     await limitRequest(rateLimits, reply, 'otp', `phone:${phone}`);
   };
+}
 
+const tags = ['Authentication'];
+
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, deps) => {
+  for (const routes of [signInRoutes, otpRoutes, currentUserRoutes]) await routes(app, deps);
+};
+
+const signInRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, deps) => {
+  const { auth } = deps;
   app.post(
     '/auth/register',
     {
       config: { permission: 'public', rateLimit: 'authIp' },
-      preHandler: limitPerAccount,
+      preHandler: limitPerAccount(deps),
       schema: {
         tags,
         summary: 'Create a workspace and its first user (role politician), and sign in',
@@ -73,7 +75,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     '/auth/login',
     {
       config: { permission: 'public', rateLimit: 'authIp' },
-      preHandler: limitPerAccount,
+      preHandler: limitPerAccount(deps),
       schema: {
         tags,
         summary: 'Sign in with email and password',
@@ -102,12 +104,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       return { success: true as const, message: 'Logged out; this token no longer works.' };
     },
   );
+};
 
+const otpRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, deps) => {
+  const { auth } = deps;
   app.post(
     '/auth/send-otp',
     {
       config: { permission: 'public', rateLimit: 'otp' },
-      preHandler: limitPerPhone,
+      preHandler: limitPerPhone(deps),
       schema: {
         tags,
         summary: 'Send a 6-digit sign-in code by SMS',
@@ -132,7 +137,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     '/auth/verify-otp',
     {
       config: { permission: 'public', rateLimit: 'otp' },
-      preHandler: limitPerPhone,
+      preHandler: limitPerPhone(deps),
       schema: {
         tags,
         summary: 'Sign in with the code sent by send-otp',
@@ -150,7 +155,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     '/auth/reset-password',
     {
       config: { permission: 'public', rateLimit: 'otp' },
-      preHandler: limitPerPhone,
+      preHandler: limitPerPhone(deps),
       schema: {
         tags,
         summary: 'Set a new password with the code sent by send-otp, and sign in',
@@ -167,7 +172,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       return { success: true as const, message: 'Password changed; you are signed in.', data };
     },
   );
+};
 
+const currentUserRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { auth }) => {
   app.post(
     '/user/password',
     {

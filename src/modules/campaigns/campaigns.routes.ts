@@ -15,13 +15,21 @@ import { answerOnce, IdempotencyHeaders } from '../idempotency/idempotency.route
 import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import type { CampaignsService } from './campaigns.service.ts';
 
-export const campaignsRoutes: FastifyPluginAsyncTypebox<{
+interface CampaignsRouteDeps {
   campaigns: CampaignsService;
   idempotency: IdempotencyService;
-}> = async (app, { campaigns, idempotency }) => {
-  const tags = ['Campaigns'];
-  const config = { permission: 'campaigns:manage' as const };
+}
 
+const tags = ['Campaigns'];
+
+const config = { permission: 'campaigns:manage' as const };
+
+export const campaignsRoutes: FastifyPluginAsyncTypebox<CampaignsRouteDeps> = async (app, deps) => {
+  for (const routes of [campaignReadingRoutes, campaignSendingRoutes, campaignFollowUpRoutes])
+    await routes(app, deps);
+};
+
+const campaignReadingRoutes: FastifyPluginAsyncTypebox<CampaignsRouteDeps> = async (app, { campaigns }) => {
   app.get(
     '/campaigns',
     {
@@ -80,7 +88,9 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{
       };
     },
   );
+};
 
+const campaignSendingRoutes: FastifyPluginAsyncTypebox<CampaignsRouteDeps> = async (app, { campaigns }) => {
   app.post(
     '/campaigns/:id/send',
     {
@@ -144,7 +154,12 @@ export const campaignsRoutes: FastifyPluginAsyncTypebox<{
       data: await campaigns.update(authOf(request).workspaceId, request.params.id, request.body),
     }),
   );
+};
 
+const campaignFollowUpRoutes: FastifyPluginAsyncTypebox<CampaignsRouteDeps> = async (
+  app,
+  { campaigns, idempotency },
+) => {
   app.delete(
     '/campaigns/:id',
     {

@@ -24,14 +24,28 @@ import { adapterNamed } from '../../providers/registry.ts';
 
 const TEST_TEXT = 'A test message from the Campaign Engagement Service: this channel account works.';
 
-/** `/api/channel-accounts`: the workspace's own provider accounts (politicians only). */
-export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
+interface ChannelAccountsRouteDeps {
   accounts: ChannelAccountsService;
   messages: MessagesService;
-}> = async (app, { accounts, messages }) => {
-  const tags = ['Channel accounts'];
-  const config = { permission: 'channels:manage' as const };
+}
 
+const tags = ['Channel accounts'];
+
+const config = { permission: 'channels:manage' as const };
+
+/** `/api/channel-accounts`: the workspace's own provider accounts (politicians only). */
+export const channelAccountsRoutes: FastifyPluginAsyncTypebox<ChannelAccountsRouteDeps> = async (
+  app,
+  deps,
+) => {
+  for (const routes of [accountReadingRoutes, accountChangingRoutes, accountTestRoutes])
+    await routes(app, deps);
+};
+
+const accountReadingRoutes: FastifyPluginAsyncTypebox<ChannelAccountsRouteDeps> = async (
+  app,
+  { accounts },
+) => {
   app.post(
     '/channel-accounts',
     {
@@ -103,7 +117,12 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
       data: await accounts.get(authOf(request).workspaceId, request.params.id),
     }),
   );
+};
 
+const accountChangingRoutes: FastifyPluginAsyncTypebox<ChannelAccountsRouteDeps> = async (
+  app,
+  { accounts },
+) => {
   app.get(
     '/channel-accounts/:id/log',
     {
@@ -172,7 +191,12 @@ export const channelAccountsRoutes: FastifyPluginAsyncTypebox<{
       return { success: true as const, message: 'Channel account deleted.' };
     },
   );
+};
 
+const accountTestRoutes: FastifyPluginAsyncTypebox<ChannelAccountsRouteDeps> = async (
+  app,
+  { accounts, messages },
+) => {
   app.post(
     '/channel-accounts/:id/test',
     {

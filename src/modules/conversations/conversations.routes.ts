@@ -60,14 +60,24 @@ const ListQuery = Type.Object({
   ),
 });
 
+interface ConversationsRouteDeps {
+  conversations: ConversationsService;
+}
+
+const tags = ['Conversations'];
+
+const config = { permission: 'conversations:handle' as const };
+
 /** `/api/conversations`: replies reach a person (volunteers: only the conversations assigned to them). */
-export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationsService }> = async (
+export const conversationsRoutes: FastifyPluginAsyncTypebox<ConversationsRouteDeps> = async (app, deps) => {
+  for (const routes of [conversationReadingRoutes, conversationReplyRoutes, conversationLinkRoutes])
+    await routes(app, deps);
+};
+
+const conversationReadingRoutes: FastifyPluginAsyncTypebox<ConversationsRouteDeps> = async (
   app,
   { conversations },
 ) => {
-  const tags = ['Conversations'];
-  const config = { permission: 'conversations:handle' as const };
-
   app.get(
     '/conversations',
     {
@@ -126,7 +136,12 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       ),
     }),
   );
+};
 
+const conversationReplyRoutes: FastifyPluginAsyncTypebox<ConversationsRouteDeps> = async (
+  app,
+  { conversations },
+) => {
   app.post(
     '/conversations/:id/reply',
     {
@@ -189,7 +204,12 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       data: await conversations.update(authOf(request), actorOf(request), request.params.id, request.body),
     }),
   );
+};
 
+const conversationLinkRoutes: FastifyPluginAsyncTypebox<ConversationsRouteDeps> = async (
+  app,
+  { conversations },
+) => {
   app.post(
     '/conversations/:id/voter',
     {

@@ -44,38 +44,49 @@ function view(row: QuickReplyRow) {
   };
 }
 
+/** A quick reply of the workspace, or 404. */
+async function findQuickReply(db: Kysely<Database>, workspaceId: number, ref: string) {
+  const id = parseRef('qr', ref);
+  const row =
+    id === undefined
+      ? undefined
+      : await db
+          .selectFrom('quick_replies')
+          .selectAll()
+          .where('workspace_id', '=', workspaceId)
+          .where('id', '=', id)
+          .executeTakeFirst();
+  if (!row) throw notFound('Quick reply');
+  return row;
+}
+
+/** 422 for a title or body of blanks. */
+function refuseBlank(body: { title?: string; body?: string }) {
+  const errors: Record<string, string[]> = {};
+  if (body.title !== undefined && body.title.trim() === '') errors.title = ['must not be empty.'];
+  if (body.body !== undefined && body.body.trim() === '') errors.body = ['must not be empty.'];
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+}
+
+interface QuickRepliesRouteDeps {
+  db: Kysely<Database>;
+}
+
+const tags = ['Conversations'];
+
+const read = { permission: 'conversations:handle' as const };
+
+const manage = { permission: 'quick_replies:manage' as const };
+
 /**
  * Canned replies for conversations: every member reads them; politicians and managers create, change and
  * delete them. Small enough to live in one file (service and routes).
  */
-export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database> }> = async (
-  app,
-  { db },
-) => {
-  const tags = ['Conversations'];
-  const read = { permission: 'conversations:handle' as const };
-  const manage = { permission: 'quick_replies:manage' as const };
-  const find = async (workspaceId: number, ref: string) => {
-    const id = parseRef('qr', ref);
-    const row =
-      id === undefined
-        ? undefined
-        : await db
-            .selectFrom('quick_replies')
-            .selectAll()
-            .where('workspace_id', '=', workspaceId)
-            .where('id', '=', id)
-            .executeTakeFirst();
-    if (!row) throw notFound('Quick reply');
-    return row;
-  };
-  const blank = (body: { title?: string; body?: string }) => {
-    const errors: Record<string, string[]> = {};
-    if (body.title !== undefined && body.title.trim() === '') errors.title = ['must not be empty.'];
-    if (body.body !== undefined && body.body.trim() === '') errors.body = ['must not be empty.'];
-    if (Object.keys(errors).length > 0) throw validationError(errors);
-  };
+export const quickRepliesRoutes: FastifyPluginAsyncTypebox<QuickRepliesRouteDeps> = async (app, deps) => {
+  for (const routes of [quickReplyCreationRoutes, quickReplyChangingRoutes]) await routes(app, deps);
+};
 
+const quickReplyCreationRoutes: FastifyPluginAsyncTypebox<QuickRepliesRouteDeps> = async (app, { db }) => {
   app.get(
     '/quick-replies',
     {
@@ -114,7 +125,7 @@ export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database
       },
     },
     async (request, reply) => {
-      blank(request.body);
+      refuseBlank(request.body);
       const { workspaceId } = authOf(request);
       const now = nowIso();
       const row = await db.transaction().execute(async (trx) => {
@@ -142,7 +153,9 @@ export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database
       return reply.code(201).send({ success: true, message: 'Quick reply created.', data: view(row) });
     },
   );
+};
 
+const quickReplyChangingRoutes: FastifyPluginAsyncTypebox<QuickRepliesRouteDeps> = async (app, { db }) => {
   app.patch(
     '/quick-replies/:id',
     {
@@ -163,9 +176,9 @@ export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database
       },
     },
     async (request) => {
-      blank(request.body);
+      refuseBlank(request.body);
       const { workspaceId } = authOf(request);
-      const existing = await find(workspaceId, request.params.id);
+      const existing = await findQuickReply(db, workspaceId, request.params.id);
       const row = await db
         .updateTable('quick_replies')
         .set({
@@ -195,7 +208,7 @@ export const quickRepliesRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database
     },
     async (request) => {
       const { workspaceId } = authOf(request);
-      const existing = await find(workspaceId, request.params.id);
+      const existing = await findQuickReply(db, workspaceId, request.params.id);
       await db.transaction().execute(async (trx) => {
         await trx
           .deleteFrom('quick_replies')

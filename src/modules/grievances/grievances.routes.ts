@@ -9,12 +9,20 @@ import {
 import type { GrievancesService } from './grievances.service.ts';
 import { authOf } from '../../http/guard.ts';
 
-export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: GrievancesService }> = async (
+interface GrievancesRouteDeps {
+  grievances: GrievancesService;
+}
+
+const tags = ['Grievances'];
+
+export const grievancesRoutes: FastifyPluginAsyncTypebox<GrievancesRouteDeps> = async (app, deps) => {
+  for (const routes of [grievanceReadingRoutes, grievanceChangingRoutes]) await routes(app, deps);
+};
+
+const grievanceReadingRoutes: FastifyPluginAsyncTypebox<GrievancesRouteDeps> = async (
   app,
   { grievances },
 ) => {
-  const tags = ['Grievances'];
-
   app.get(
     '/grievances',
     {
@@ -77,7 +85,12 @@ export const grievancesRoutes: FastifyPluginAsyncTypebox<{ grievances: Grievance
       return reply.code(201).send({ success: true, message: 'Grievance created.', data });
     },
   );
+};
 
+const grievanceChangingRoutes: FastifyPluginAsyncTypebox<GrievancesRouteDeps> = async (
+  app,
+  { grievances },
+) => {
   app.patch(
     '/grievances/:id',
     {

@@ -24,12 +24,16 @@ export interface MessagesRoutesOptions {
   idempotency: IdempotencyService;
 }
 
-export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = async (
+const tags = ['Messaging'];
+
+export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = async (app, deps) => {
+  for (const routes of [messageSendingRoutes, messageReadingRoutes]) await routes(app, deps);
+};
+
+const messageSendingRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = async (
   app,
   { messages, campaigns, idempotency },
 ) => {
-  const tags = ['Messaging'];
-
   app.post(
     '/messages/send',
     {
@@ -81,7 +85,9 @@ export const messagesRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = 
         (workspaceId) => campaigns.broadcast(workspaceId, request.body, actorOf(request)),
       ),
   );
+};
 
+const messageReadingRoutes: FastifyPluginAsyncTypebox<MessagesRoutesOptions> = async (app, { messages }) => {
   app.get(
     '/messages/history',
     {

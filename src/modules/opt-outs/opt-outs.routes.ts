@@ -18,17 +18,25 @@ const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
 const IMPORTS_AT_ONCE = 2;
 const IMPORT_TURN_WAIT_MS = 30_000;
 
-export const optOutsRoutes: FastifyPluginAsyncTypebox<{
+interface OptOutsRouteDeps {
   optOuts: OptOutsService;
   idleTimeoutMs: number;
-}> = async (app, { optOuts, idleTimeoutMs }) => {
-  const importTurns = new FairGate(IMPORTS_AT_ONCE, 1, IMPORT_TURN_WAIT_MS, 'Opt-out imports');
-  const tags = ['Consent'];
-  const config = { permission: 'consent:manage' as const };
+}
+
+const importTurns = new FairGate(IMPORTS_AT_ONCE, 1, IMPORT_TURN_WAIT_MS, 'Opt-out imports');
+
+const tags = ['Consent'];
+
+const config = { permission: 'consent:manage' as const };
+
+export const optOutsRoutes: FastifyPluginAsyncTypebox<OptOutsRouteDeps> = async (app, deps) => {
   await app.register(multipart, {
     limits: { fileSize: MAX_IMPORT_BYTES, files: MAX_FILE_PARTS, fields: 5, parts: 5, headerPairs: 100 },
   });
+  for (const routes of [optOutRoutes, optOutImportRoutes, optOutExportRoutes]) await routes(app, deps);
+};
 
+const optOutRoutes: FastifyPluginAsyncTypebox<OptOutsRouteDeps> = async (app, { optOuts }) => {
   app.get(
     '/opt-outs',
     {
@@ -91,7 +99,9 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
       return { success: true as const, message: 'Opt-out removed.' };
     },
   );
+};
 
+const optOutImportRoutes: FastifyPluginAsyncTypebox<OptOutsRouteDeps> = async (app, { optOuts }) => {
   app.post(
     '/opt-outs/import',
     {
@@ -154,7 +164,12 @@ export const optOutsRoutes: FastifyPluginAsyncTypebox<{
       };
     },
   );
+};
 
+const optOutExportRoutes: FastifyPluginAsyncTypebox<OptOutsRouteDeps> = async (
+  app,
+  { optOuts, idleTimeoutMs },
+) => {
   app.get(
     '/opt-outs/export',
     {

@@ -5,14 +5,25 @@ import { actorOf } from '../audit/audit.repository.ts';
 import { CreatePlaceBody, ListPlacesQuery, PlaceItem, UpdatePlaceBody } from './places.schemas.ts';
 import type { PlacesService } from './places.service.ts';
 
-/** `/api/places`: everyone reads; politicians and managers keep them. */
-export const placesRoutes: FastifyPluginAsyncTypebox<{ places: PlacesService }> = async (app, { places }) => {
-  const tags = ['Places'];
-  const manage = { permission: 'places:manage' as const };
-  const read = { permission: 'authenticated' as const };
-  const matching =
-    'Wherever a place is compared (voter filters, segments, silence periods, coverage), a value matches a place when it equals its name or any alias in the place-name normal form (NFKC, spaces collapsed, invisible characters dropped, case folded); values no place holds are compared in that form.';
+interface PlacesRouteDeps {
+  places: PlacesService;
+}
 
+const tags = ['Places'];
+
+const manage = { permission: 'places:manage' as const };
+
+const read = { permission: 'authenticated' as const };
+
+const matching =
+  'Wherever a place is compared (voter filters, segments, silence periods, coverage), a value matches a place when it equals its name or any alias in the place-name normal form (NFKC, spaces collapsed, invisible characters dropped, case folded); values no place holds are compared in that form.';
+
+/** `/api/places`: everyone reads; politicians and managers keep them. */
+export const placesRoutes: FastifyPluginAsyncTypebox<PlacesRouteDeps> = async (app, deps) => {
+  for (const routes of [placeEditingRoutes, placeDeletionRoutes]) await routes(app, deps);
+};
+
+const placeEditingRoutes: FastifyPluginAsyncTypebox<PlacesRouteDeps> = async (app, { places }) => {
   app.get(
     '/places',
     {
@@ -80,7 +91,9 @@ export const placesRoutes: FastifyPluginAsyncTypebox<{ places: PlacesService }> 
       return { success: true as const, message: 'Place updated.', data };
     },
   );
+};
 
+const placeDeletionRoutes: FastifyPluginAsyncTypebox<PlacesRouteDeps> = async (app, { places }) => {
   app.delete(
     '/places/:id',
     {

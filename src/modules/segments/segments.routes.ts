@@ -4,13 +4,19 @@ import { Done, IdParams, Page, PageQuery, Success } from '../../http/schemas.ts'
 import { CreateSegmentBody, Segment, SegmentWithCount, UpdateSegmentBody } from './segments.schemas.ts';
 import type { SegmentsService } from './segments.service.ts';
 
-export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsService }> = async (
-  app,
-  { segments },
-) => {
-  const tags = ['Segments'];
-  const config = { permission: 'segments:manage' as const };
+interface SegmentsRouteDeps {
+  segments: SegmentsService;
+}
 
+const tags = ['Segments'];
+
+const config = { permission: 'segments:manage' as const };
+
+export const segmentsRoutes: FastifyPluginAsyncTypebox<SegmentsRouteDeps> = async (app, deps) => {
+  for (const routes of [segmentEditingRoutes, segmentDeletionRoutes]) await routes(app, deps);
+};
+
+const segmentEditingRoutes: FastifyPluginAsyncTypebox<SegmentsRouteDeps> = async (app, { segments }) => {
   app.post(
     '/segments',
     {
@@ -81,7 +87,9 @@ export const segmentsRoutes: FastifyPluginAsyncTypebox<{ segments: SegmentsServi
       data: await segments.update(authOf(request).workspaceId, request.params.id, request.body),
     }),
   );
+};
 
+const segmentDeletionRoutes: FastifyPluginAsyncTypebox<SegmentsRouteDeps> = async (app, { segments }) => {
   app.delete(
     '/segments/:id',
     {

@@ -24,16 +24,29 @@ import {
 import type { SurveysService } from './surveys.service.ts';
 import type { SurveyRunsService } from './survey-runs.service.ts';
 
-/** Surveys, their runs, results and responses (politicians and managers: `surveys:manage`). */
-export const surveysRoutes: FastifyPluginAsyncTypebox<{
+interface SurveysRouteDeps {
   surveys: SurveysService;
   runs: SurveyRunsService;
   results: SurveyResults;
   idleTimeoutMs: number;
-}> = async (app, { surveys, runs, results, idleTimeoutMs }) => {
-  const tags = ['Surveys'];
-  const config = { permission: 'surveys:manage' as const };
+}
 
+const tags = ['Surveys'];
+
+const config = { permission: 'surveys:manage' as const };
+
+/** Surveys, their runs, results and responses (politicians and managers: `surveys:manage`). */
+export const surveysRoutes: FastifyPluginAsyncTypebox<SurveysRouteDeps> = async (app, deps) => {
+  for (const routes of [
+    surveyEditingRoutes,
+    surveyDeletionAndRunRoutes,
+    surveyRunAndResultRoutes,
+    surveyResponseRoutes,
+  ])
+    await routes(app, deps);
+};
+
+const surveyEditingRoutes: FastifyPluginAsyncTypebox<SurveysRouteDeps> = async (app, { surveys }) => {
   app.post(
     '/surveys',
     {
@@ -107,7 +120,12 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
       ),
     }),
   );
+};
 
+const surveyDeletionAndRunRoutes: FastifyPluginAsyncTypebox<SurveysRouteDeps> = async (
+  app,
+  { surveys, runs },
+) => {
   app.delete(
     '/surveys/:id',
     {
@@ -173,7 +191,12 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
       ),
     }),
   );
+};
 
+const surveyRunAndResultRoutes: FastifyPluginAsyncTypebox<SurveysRouteDeps> = async (
+  app,
+  { runs, results },
+) => {
   app.get(
     '/survey-runs/:id',
     {
@@ -233,7 +256,12 @@ export const surveysRoutes: FastifyPluginAsyncTypebox<{
       ),
     }),
   );
+};
 
+const surveyResponseRoutes: FastifyPluginAsyncTypebox<SurveysRouteDeps> = async (
+  app,
+  { surveys, results, idleTimeoutMs },
+) => {
   app.get(
     '/surveys/:id/responses',
     {

@@ -12,13 +12,19 @@ import {
 } from './templates.schemas.ts';
 import type { TemplatesService } from './templates.service.ts';
 
-export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesService }> = async (
-  app,
-  { templates },
-) => {
-  const tags = ['Consent'];
-  const config = { permission: 'consent:manage' as const };
+interface TemplatesRouteDeps {
+  templates: TemplatesService;
+}
 
+const tags = ['Consent'];
+
+const config = { permission: 'consent:manage' as const };
+
+export const templatesRoutes: FastifyPluginAsyncTypebox<TemplatesRouteDeps> = async (app, deps) => {
+  for (const routes of [templateCreationRoutes, templateEditingRoutes]) await routes(app, deps);
+};
+
+const templateCreationRoutes: FastifyPluginAsyncTypebox<TemplatesRouteDeps> = async (app, { templates }) => {
   app.post(
     '/templates',
     {
@@ -80,7 +86,9 @@ export const templatesRoutes: FastifyPluginAsyncTypebox<{ templates: TemplatesSe
       data: await templates.render(authOf(request).workspaceId, request.body),
     }),
   );
+};
 
+const templateEditingRoutes: FastifyPluginAsyncTypebox<TemplatesRouteDeps> = async (app, { templates }) => {
   app.get(
     '/templates',
     {

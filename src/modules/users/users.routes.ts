@@ -9,10 +9,19 @@ import type { UsersService } from './users.service.ts';
 const LAST_POLITICIAN =
   'A change that would leave the workspace without an active politician is 409 `conflict`.';
 
-export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
-  const tags = ['Users'];
-  const config = { permission: 'team:manage' as const };
+interface UsersRouteDeps {
+  users: UsersService;
+}
 
+const tags = ['Users'];
+
+const config = { permission: 'team:manage' as const };
+
+export const usersRoutes: FastifyPluginAsyncTypebox<UsersRouteDeps> = async (app, deps) => {
+  for (const routes of [userCreationRoutes, userChangingRoutes]) await routes(app, deps);
+};
+
+const userCreationRoutes: FastifyPluginAsyncTypebox<UsersRouteDeps> = async (app, { users }) => {
   app.post(
     '/users',
     {
@@ -75,7 +84,9 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
       data: await users.get(authOf(request).workspaceId, request.params.id),
     }),
   );
+};
 
+const userChangingRoutes: FastifyPluginAsyncTypebox<UsersRouteDeps> = async (app, { users }) => {
   app.patch(
     '/users/:id',
     {

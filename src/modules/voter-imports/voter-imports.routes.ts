@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { filePart, MAX_FILE_PARTS } from '../../http/multipart.ts';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -27,15 +28,83 @@ function prefersAsync(header: string | string[] | undefined): boolean {
   );
 }
 
-/** Voter import (multipart CSV, at once or as a background job) and the jobs' progress and failed rows. */
-export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
+const ImportUpload = Type.Object(
+  {
+    mapping: Type.Optional(
+      Type.String({
+        description:
+          'JSON `{ "<heading of the file>": "<field>" | "ignore" }`, sent before the file part: the office\'s own headings, ' +
+          'beside the roll headings the import knows (GET /api/voters/import/columns lists the fields). Remembered as ' +
+          "the workspace's last mapping.",
+      }),
+    ),
+    language: Type.Optional(
+      Type.Union([Type.Literal('en'), Type.Literal('hi')], {
+        description: 'Sent before the file part: the language of the rows that give none.',
+      }),
+    ),
+    file: Type.String({ format: 'binary', description: 'The CSV file.' }),
+  },
+  { required: ['file'] },
+);
+
+const PreferHeader = Type.Object({
+  prefer: Type.Optional(
+    Type.String({
+      description:
+        '`respond-async` (RFC 7240): the upload is stored and the answer is 202 with an import job, run in the background (see `GET /api/voters/imports/{id}`).',
+    }),
+  ),
+});
+
+/** The upload's `file` part, with the `mapping` and `language` fields sent before it; 400/422 otherwise. */
+async function readUpload(request: FastifyRequest) {
+  if (!request.isMultipart()) {
+    throw new AppError(
+      'bad_request',
+      'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
+    );
+  }
+  let part;
+  try {
+    part = await filePart(request);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw new AppError('bad_request', 'The multipart body could not be read.');
+  }
+  if (!part || part.fieldname !== 'file') {
+    part?.file.resume();
+    throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });
+  }
+  const file = part.file;
+  // The `mapping` field, sent before the file part (the fields before it are read with it).
+  const given = part.fields.mapping;
+  const mappingText =
+    given && !Array.isArray(given) && given.type === 'field' ? String(given.value) : undefined;
+  const languageField = part.fields.language;
+  const language =
+    languageField && !Array.isArray(languageField) && languageField.type === 'field'
+      ? String(languageField.value)
+      : undefined;
+  if (language !== undefined && language !== 'en' && language !== 'hi') {
+    file.resume();
+    throw validationError({ language: ['must be en or hi: the language of the rows that give none.'] });
+  }
+  return { part, file, mappingText, language };
+}
+
+interface VoterImportsRouteDeps {
   importer: VoterImporter;
   jobs: VoterImportJobs;
   maxImportBytes: number;
   idleTimeoutMs: number;
-}> = async (app, { importer, jobs, maxImportBytes, idleTimeoutMs }) => {
-  const tags = ['Voters'];
+}
 
+const tags = ['Voters'];
+
+/** Voter import (multipart CSV, at once or as a background job) and the jobs' progress and failed rows. */
+export const voterImportsRoutes: FastifyPluginAsyncTypebox<VoterImportsRouteDeps> = async (app, deps) => {
+  const { maxImportBytes } = deps;
   await app.register(multipart, {
     limits: { fileSize: maxImportBytes, files: MAX_FILE_PARTS, fields: 20, parts: 20, headerPairs: 100 },
   });
@@ -48,7 +117,10 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       ),
     );
   });
+  for (const routes of [importRoutes, importJobRoutes, importErrorRoutes]) await routes(app, deps);
+};
 
+const importRoutes: FastifyPluginAsyncTypebox<VoterImportsRouteDeps> = async (app, { importer, jobs }) => {
   app.post(
     '/voters/import',
     {
@@ -62,33 +134,8 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
         description: importDescription,
         consumes: ['multipart/form-data'],
         querystring: ImportQuery,
-        body: Type.Object(
-          {
-            mapping: Type.Optional(
-              Type.String({
-                description:
-                  'JSON `{ "<heading of the file>": "<field>" | "ignore" }`, sent before the file part: the office\'s own headings, ' +
-                  'beside the roll headings the import knows (GET /api/voters/import/columns lists the fields). Remembered as ' +
-                  "the workspace's last mapping.",
-              }),
-            ),
-            language: Type.Optional(
-              Type.Union([Type.Literal('en'), Type.Literal('hi')], {
-                description: 'Sent before the file part: the language of the rows that give none.',
-              }),
-            ),
-            file: Type.String({ format: 'binary', description: 'The CSV file.' }),
-          },
-          { required: ['file'] },
-        ),
-        headers: Type.Object({
-          prefer: Type.Optional(
-            Type.String({
-              description:
-                '`respond-async` (RFC 7240): the upload is stored and the answer is 202 with an import job, run in the background (see `GET /api/voters/imports/{id}`).',
-            }),
-          ),
-        }),
+        body: ImportUpload,
+        headers: PreferHeader,
         response: {
           200: Success(ImportResultSchema),
           202: Success(ImportJob, 'The import job, queued. `Location` names it.'),
@@ -97,38 +144,8 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const auth = authOf(request);
-      if (!request.isMultipart()) {
-        throw new AppError(
-          'bad_request',
-          'Unsupported Content-Type: send the CSV as multipart/form-data in a part named "file".',
-        );
-      }
-      let part;
-      try {
-        part = await filePart(request);
-      } catch (error) {
-        if (error instanceof AppError) throw error;
-        throw new AppError('bad_request', 'The multipart body could not be read.');
-      }
-      if (!part || part.fieldname !== 'file') {
-        part?.file.resume();
-        throw validationError({ file: ['is required: send the CSV in a multipart part named "file".'] });
-      }
-      const file = part.file;
       const dryRun = request.query.dry_run;
-      // The `mapping` field, sent before the file part (the fields before it are read with it).
-      const given = part.fields.mapping;
-      const mappingText =
-        given && !Array.isArray(given) && given.type === 'field' ? String(given.value) : undefined;
-      const languageField = part.fields.language;
-      const language =
-        languageField && !Array.isArray(languageField) && languageField.type === 'field'
-          ? String(languageField.value)
-          : undefined;
-      if (language !== undefined && language !== 'en' && language !== 'hi') {
-        file.resume();
-        throw validationError({ language: ['must be en or hi: the language of the rows that give none.'] });
-      }
+      const { part, file, mappingText, language } = await readUpload(request);
       let mapping: ImportMapping | undefined;
       try {
         mapping =
@@ -174,7 +191,9 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       };
     },
   );
+};
 
+const importJobRoutes: FastifyPluginAsyncTypebox<VoterImportsRouteDeps> = async (app, { importer, jobs }) => {
   app.get(
     '/voters/import/columns',
     {
@@ -228,7 +247,12 @@ export const voterImportsRoutes: FastifyPluginAsyncTypebox<{
       data: await jobs.get(authOf(request).workspaceId, request.params.import_id),
     }),
   );
+};
 
+const importErrorRoutes: FastifyPluginAsyncTypebox<VoterImportsRouteDeps> = async (
+  app,
+  { jobs, idleTimeoutMs },
+) => {
   app.get(
     '/voters/imports/:import_id/errors.csv',
     {

@@ -155,14 +155,21 @@ const TagJob = Type.Object(
   { title: 'VoterTagJob' },
 );
 
-/** `/api/voter-fields` (custom fields) and `/api/voters/tags` (bulk tagging). */
-export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
+interface VoterRecordRouteDeps {
   fields: VoterFieldsService;
   tagging: VoterTagging;
-}> = async (app, { fields, tagging }) => {
-  const tags = ['Voters'];
-  const manage = { permission: 'voter_fields:manage' as const };
+}
 
+const tags = ['Voters'];
+
+const manage = { permission: 'voter_fields:manage' as const };
+
+/** `/api/voter-fields` (custom fields) and `/api/voters/tags` (bulk tagging). */
+export const voterRecordRoutes: FastifyPluginAsyncTypebox<VoterRecordRouteDeps> = async (app, deps) => {
+  for (const routes of [voterFieldRoutes, voterTaggingRoutes]) await routes(app, deps);
+};
+
+const voterFieldRoutes: FastifyPluginAsyncTypebox<VoterRecordRouteDeps> = async (app, { fields }) => {
   app.get(
     '/voter-fields',
     {
@@ -232,7 +239,9 @@ export const voterRecordRoutes: FastifyPluginAsyncTypebox<{
       return { success: true as const, message: 'Field deleted.' };
     },
   );
+};
 
+const voterTaggingRoutes: FastifyPluginAsyncTypebox<VoterRecordRouteDeps> = async (app, { tagging }) => {
   app.post(
     '/voters/tags',
     {

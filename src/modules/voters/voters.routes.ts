@@ -13,9 +13,17 @@ import {
 } from './voters.schemas.ts';
 import { seesSensitive, type VotersService } from './voters.service.ts';
 
-export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> = async (app, { voters }) => {
-  const tags = ['Voters'];
+interface VotersRouteDeps {
+  voters: VotersService;
+}
 
+const tags = ['Voters'];
+
+export const votersRoutes: FastifyPluginAsyncTypebox<VotersRouteDeps> = async (app, deps) => {
+  for (const routes of [voterReadingRoutes, voterChangingRoutes]) await routes(app, deps);
+};
+
+const voterReadingRoutes: FastifyPluginAsyncTypebox<VotersRouteDeps> = async (app, { voters }) => {
   app.get(
     '/voters',
     {
@@ -82,7 +90,9 @@ export const votersRoutes: FastifyPluginAsyncTypebox<{ voters: VotersService }> 
       return reply.code(201).send({ success: true, message: 'Voter created.', data });
     },
   );
+};
 
+const voterChangingRoutes: FastifyPluginAsyncTypebox<VotersRouteDeps> = async (app, { voters }) => {
   app.put(
     '/voters/:id',
     {

@@ -13,13 +13,20 @@ import {
 import { actorOf } from '../audit/audit.repository.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
-export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksService }> = async (
-  app,
-  { webhooks },
-) => {
-  const tags = ['Webhooks'];
-  const config = { permission: 'webhooks:manage' as const };
+interface WebhooksRouteDeps {
+  webhooks: WebhooksService;
+}
 
+const tags = ['Webhooks'];
+
+const config = { permission: 'webhooks:manage' as const };
+
+export const webhooksRoutes: FastifyPluginAsyncTypebox<WebhooksRouteDeps> = async (app, deps) => {
+  for (const routes of [webhookEditingRoutes, webhookDeliveryRoutes, webhookTestRoutes])
+    await routes(app, deps);
+};
+
+const webhookEditingRoutes: FastifyPluginAsyncTypebox<WebhooksRouteDeps> = async (app, { webhooks }) => {
   app.post(
     '/webhooks',
     {
@@ -93,7 +100,9 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
       ),
     }),
   );
+};
 
+const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<WebhooksRouteDeps> = async (app, { webhooks }) => {
   app.delete(
     '/webhooks/:id',
     {
@@ -156,7 +165,9 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
       return reply.code(202).send({ success: true, message: 'Delivery queued.', data });
     },
   );
+};
 
+const webhookTestRoutes: FastifyPluginAsyncTypebox<WebhooksRouteDeps> = async (app, { webhooks }) => {
   app.post(
     '/webhooks/:id/test',
     {
