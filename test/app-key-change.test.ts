@@ -80,6 +80,28 @@ for (const dialect of dialects) {
       expectError(res, 409, 'conflict');
       expect(res.body.message).toContain('APP_KEY');
       expect(res.body.message).toContain(`PATCH /api/channel-accounts/${accountId}`);
+      // So do the account's own test send and a reply in a conversation, which go through it.
+      const tested = await call(after.app, 'POST', `/api/channel-accounts/${accountId}/test`, {
+        token: owner.token,
+        body: { to: uniquePhone() },
+      });
+      expectError(tested, 409, 'conflict');
+      const from = uniquePhone();
+      await call(after.app, 'POST', '/api/inbound', {
+        token: owner.token,
+        body: { channel: 'sms', from, body: 'When is the meeting?' },
+      });
+      const conversation = (
+        await call(after.app, 'GET', '/api/conversations', { token: owner.token })
+      ).body.data.data.find((c: { address: string }) => c.address === from);
+      expectError(
+        await call(after.app, 'POST', `/api/conversations/${conversation.id as string}/reply`, {
+          token: owner.token,
+          body: { message: 'At 5, at the office.' },
+        }),
+        409,
+        'conflict',
+      );
       expect((await call(after.app, 'GET', '/api/user', { token: owner.token })).body.data.credits).toEqual(
         credits,
       );

@@ -151,6 +151,12 @@ describe.skipIf(!pgUrl)('PostgreSQL under faults (through a TCP proxy)', () => {
       expectError(answer, 503, 'service_unavailable');
       expect(answer.headers['retry-after']).toBe('1');
     }
+    // Even a sign-in code, which is sent in the background (its answer never tells whether it went).
+    expectError(
+      await call(t.app, 'POST', '/api/auth/send-otp', { body: { phone: '+919812345678' } }),
+      503,
+      'service_unavailable',
+    );
     // What needs no database is still served.
     expect((await call(t.app, 'GET', '/api')).status).toBe(200);
     proxy.set('pass');

@@ -11,6 +11,7 @@ import { connect, type Db, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { channels, type Channel } from '../src/providers/provider.ts';
 import { SandboxProvider } from '../src/providers/sandbox/index.ts';
+import { recordStatuses } from './status-recorder.ts';
 
 /** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
 /**
@@ -63,6 +64,7 @@ export async function buildTestApp(
     channels.map((c) => [c, new SandboxProvider(c, silent, config.sandboxDeliveryDelayMs, true)]),
   ) as Record<Channel, SandboxProvider>;
   const app = await buildApp({ config, db, providers, rateLimitPrefix: `test:${randomUUID()}`, ...deps });
+  recordStatuses(app);
   return {
     app,
     config,

@@ -7,6 +7,7 @@ import { connect, type DialectName } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createProviders } from '../src/providers/registry.ts';
 import type { TestApp } from './helpers.ts';
+import { recordStatuses } from './status-recorder.ts';
 
 /**
  * Test files that run delivery workers get a database of their own on PostgreSQL: a worker claims every due
@@ -106,6 +107,7 @@ export async function buildProviderTestApp(
     rateLimitPrefix: `test:${randomUUID()}`,
     ...(logger ? { loggerInstance: logger } : {}),
   });
+  recordStatuses(app);
   return {
     app,
     db,

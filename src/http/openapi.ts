@@ -175,6 +175,7 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
     }
   }
   document.tags = (document.tags ?? []).filter((tag) => used.has(tag.name));
+  dropUnreachable405(document.paths ?? {});
   closePatterned(document);
   // The events this service sends: they carry webhook-signature, not a bearer token, and have ids like operations.
   for (const [event, operations] of Object.entries(document.webhooks ?? {})) {
@@ -184,6 +185,28 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
     }
   }
   return componentize(document);
+}
+
+/**
+ * The 405 of a path ending in a parameter, kept only where it can be answered: with the parameter left empty
+ * (`/api/campaigns/`) the path is its collection's, 405 where the collection takes other methods but not this
+ * one (where it takes this one it answers as itself; where there is none, 404); and a fixed path beside it
+ * (`/api/messages/send`) is 405 to the methods it does not take.
+ */
+function dropUnreachable405(paths: NonNullable<OpenApiDocument['paths']>): void {
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!/\/\{[^}]+\}$/.test(path)) continue;
+    const prefix = path.replace(/\/\{[^}]+\}$/, '');
+    const collection = paths[prefix] as Record<string, unknown> | undefined;
+    const fixed = Object.entries(paths)
+      .filter(([other]) => other.startsWith(`${prefix}/`) && /^[^/{]+$/.test(other.slice(prefix.length + 1)))
+      .map(([, item]) => item as Record<string, unknown>);
+    for (const [method, operation] of Object.entries(operations as Record<string, unknown>)) {
+      const responses = (operation as { responses?: Record<string, unknown> } | null)?.responses;
+      const reachable = (collection && !collection[method]) || fixed.some((item) => !item[method]);
+      if (responses && !reachable) delete responses['405'];
+    }
+  }
 }
 
 /** The error envelope, once per status, each with what that status means here (then shared by `$ref`). */
@@ -232,7 +255,12 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/conversations/:id/reply': [402, 409, 502],
   'POST /api/channel-accounts/:id/test': [402, 409],
   'POST /api/conversations/:id/grievance': [409],
-  'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 403, 405, 413],
+  // A volunteer: filters on support_level or a sensitive field; assigning a conversation.
+  'GET /api/voters': [403],
+  'PATCH /api/conversations/:id': [403],
+  // No 403: a wrong signature on an account's URL is 401 (the account's own credentials), and the IVR steps
+  // that need the call's id are GETs.
+  'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 405, 413],
   'POST /api/survey-runs/:id/cancel': [409],
   // A place name or alias taken; a custom field's key taken; a survey's keyword taken by an active survey, a
   // survey that has runs, a closed survey run again.
@@ -242,7 +270,18 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'POST /api/surveys': [409],
   'PATCH /api/surveys/:id': [409],
   'DELETE /api/surveys/:id': [409],
-  'POST /api/surveys/:id/runs': [409],
+  'POST /api/surveys/:id/runs': [402, 409],
+};
+
+/**
+ * Statuses of its kind an operation never answers: the index needs no database; the health checks answer 503 for
+ * any failure; a sign-in code is sent in the background (its answer never says whether it went, so never 500).
+ */
+const neverAnswered: Record<string, ErrorStatus[]> = {
+  'GET /api': [500, 503],
+  'GET /api/healthz': [500],
+  'GET /api/readyz': [500],
+  'POST /api/auth/send-otp': [500],
 };
 
 const successDescriptions: Record<string, string> = {
@@ -268,10 +307,19 @@ function annotateResponses(
   if (['POST', 'PUT', 'PATCH'].includes(method) && schema.body)
     [400, 413].forEach((c) => statuses.add(c as ErrorStatus));
   if (permission && permission !== 'public') statuses.add(401);
-  if (permission && permission !== 'public' && permission !== 'authenticated') statuses.add(403);
-  // A path parameter may be unknown (404), absurdly long (400) or left empty (405 or 404).
-  if (url.includes('/:')) [400, 404, 405].forEach((c) => statuses.add(c as ErrorStatus));
+  // 403 where a role lacks the permission; where every role holds it, only the operation's own rules say 403.
+  if (
+    permission &&
+    permission !== 'public' &&
+    !Object.values(rolePermissions).every((held) => held.has(permission))
+  )
+    statuses.add(403);
+  // A path parameter may be unknown (404), absurdly long (400) or, the last one, left empty (405 or 404; an
+  // empty one before it is 422). finishDocument keeps the 405 only where the collection answers it.
+  if (url.includes('/:')) [400, 404].forEach((c) => statuses.add(c as ErrorStatus));
+  if (/\/:[^/]+$/.test(url)) statuses.add(405);
   for (const status of extraStatuses[`${method} ${url}`] ?? []) statuses.add(status);
+  for (const status of neverAnswered[`${method} ${url}`] ?? []) statuses.delete(status);
   for (const status of [...statuses].sort()) response[status] ??= errorEnvelopes[status];
 }
 

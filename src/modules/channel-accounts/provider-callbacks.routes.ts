@@ -26,6 +26,7 @@ import {
   DeploymentParams,
   Params,
   Query,
+  SurveyOver,
   Text,
 } from './provider-callbacks.schemas.ts';
 import { parseRef } from '../../refs.ts';
@@ -201,7 +202,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
           .join(', ') +
         '.',
       produces: ['text/plain'],
-      response: { 200: Text },
+      response: { 200: Text, 302: SurveyOver },
     },
     handler: accountRoute,
   });

@@ -29,6 +29,12 @@ export const Text = {
     'application/json': { schema: { type: 'object', additionalProperties: true } },
   },
 };
+/** The last answer of an IVR survey, to a call flow that goes on by the status of its answer. */
+export const SurveyOver = {
+  description:
+    "An IVR survey's last answer taken, to a call flow that moves on by the answer's status: the flow goes on to its goodbye (while questions remain the answer is 200).",
+  content: { 'text/plain': { schema: { type: 'string' } } },
+};
 // Each provider's own fields (its call ids, a webhook's challenge, a forwarded reply's text) are its adapter's to
 // read (docs/providers.md); the route bounds them only.
 export const Query = Type.Object(

@@ -309,12 +309,8 @@ export class ConversationsService {
   async linkVoter(auth: AuthContext, actor: AuditActor, ref: string, voterId: number) {
     const { db } = this.deps;
     return db.transaction().execute(async (trx) => {
+      // A volunteer finds only the conversations assigned to them (404 for the others): only the assignee links.
       const row = await this.find(trx, auth, ref);
-      if (isVolunteer(auth) && row.assigned_to !== auth.userId)
-        throw new AppError(
-          'forbidden',
-          "Only the conversation's assignee, a manager or a politician links it.",
-        );
       const scope = await volunteerScope(trx, auth);
       const voter = await filteredVoters(trx, auth.workspaceId, scope ? { scope } : {})
         .where('voters.id', '=', voterId)

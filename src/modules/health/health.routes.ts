@@ -59,23 +59,33 @@ async function pingWhenReady(redis: Redis, ms: number): Promise<boolean> {
   return true;
 }
 
-export const healthRoutes: FastifyPluginAsyncTypebox<{
+/** The databases whose migrations this build knows have all been found applied (then they stay so). */
+const migrated = new WeakSet<Db>();
+
+/** True once every migration this build knows is recorded as applied in `db`. */
+async function migrationsApplied(db: Db): Promise<boolean> {
+  if (migrated.has(db)) return true;
+  const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(db.kysely);
+  const names = new Set(applied.rows.map((row) => row.name));
+  const all = Object.keys(migrations).every((name) => names.has(name));
+  if (all) migrated.add(db);
+  return all;
+}
+
+const unavailable = (message: string, details: Record<string, string>) =>
+  new AppError('service_unavailable', message, details);
+
+interface HealthRouteDeps {
   db: Db;
   redis: Redis | undefined;
   redisTimeoutMs: number;
-}> = async (app, { db, redis, redisTimeoutMs }) => {
-  let migrated = false;
-  /** True once every migration this build knows is recorded as applied (then it stays true). */
-  const migrationsApplied = async () => {
-    if (migrated) return true;
-    const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(db.kysely);
-    const names = new Set(applied.rows.map((row) => row.name));
-    migrated = Object.keys(migrations).every((name) => names.has(name));
-    return migrated;
-  };
-  const unavailable = (message: string, details: Record<string, string>) =>
-    new AppError('service_unavailable', message, details);
+}
 
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthRouteDeps> = async (app, deps) => {
+  for (const routes of [indexAndHealthRoutes, readinessRoutes]) await routes(app, deps);
+};
+
+const indexAndHealthRoutes: FastifyPluginAsyncTypebox<HealthRouteDeps> = async (app, { db }) => {
   app.get(
     '/',
     {
@@ -127,7 +137,12 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
       };
     },
   );
+};
 
+const readinessRoutes: FastifyPluginAsyncTypebox<HealthRouteDeps> = async (
+  app,
+  { db, redis, redisTimeoutMs },
+) => {
   app.get(
     '/readyz',
     {
@@ -150,7 +165,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
       }
       let applied = false;
       try {
-        applied = await migrationsApplied();
+        applied = await migrationsApplied(db);
       } catch {
         // no migration table yet
       }

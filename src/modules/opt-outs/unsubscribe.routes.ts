@@ -97,20 +97,28 @@ button:focus{outline:3px solid #1a73e8;outline-offset:2px}</style></head>
 <body><main><h1>${html(title)}</h1>${body}</main></body></html>`;
 }
 
+interface UnsubscribeRouteDeps {
+  db: Kysely<Database>;
+  appKey: Buffer;
+}
+
 /**
  * The one-click unsubscribe endpoint every campaign email's List-Unsubscribe header and footer point at. Mail
  * clients POST `List-Unsubscribe=One-Click` (RFC 8058: multipart/form-data or a form); any body of any type is
  * accepted and ignored. The address is opted out of email with source `unsubscribe_link`, without signing in.
  * A GET changes nothing (link scanners follow links): it shows the person a page with a button that posts.
  */
-export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>; appKey: Buffer }> = async (
-  app,
-  { db, appKey },
-) => {
+export const unsubscribeRoutes: FastifyPluginAsyncTypebox<UnsubscribeRouteDeps> = async (app, deps) => {
   // Any body, of any content type (multipart/form-data, a form, text/plain, JSON, none): read and ignored.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
+  for (const routes of [unsubscribePageRoutes, unsubscribeRequestRoutes]) await routes(app, deps);
+};
 
+const unsubscribePageRoutes: FastifyPluginAsyncTypebox<UnsubscribeRouteDeps> = async (
+  app,
+  { db, appKey },
+) => {
   app.get(
     '/unsubscribe/:token',
     {
@@ -154,7 +162,12 @@ export const unsubscribeRoutes: FastifyPluginAsyncTypebox<{ db: Kysely<Database>
       );
     },
   );
+};
 
+const unsubscribeRequestRoutes: FastifyPluginAsyncTypebox<UnsubscribeRouteDeps> = async (
+  app,
+  { db, appKey },
+) => {
   app.post(
     '/unsubscribe/:token',
     {
