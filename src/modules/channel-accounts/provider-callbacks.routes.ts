@@ -1,5 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** The app the routes are registered on. */
+type CallbackApp = Parameters<FastifyPluginAsyncTypebox>[0];
 import type { Kysely } from 'kysely';
 import type { DeploymentAccount } from '../../config.ts';
 import type { ChannelAccountRow, Database } from '../../db/schema.ts';
@@ -42,17 +45,16 @@ const CALLBACK_WAIT_MS = 30_000;
 /** A body at least this long (a batch of reports) takes its workspace's turn; a shorter one goes at once. */
 const HEAVY_BODY = 8 * 1024;
 
-/**
- * The callbacks of providers, dispatched to each provider's adapter (`callback`), with no branch per provider:
- * - a channel account's URLs, `/api/providers/<provider>/cha_<n>/<token>/<kind>`, as its `callback_urls` lists
- *   them: the token (a secret per account) is checked in constant time, then the adapter checks the provider's
- *   signature where it signs. A wrong token or signature is 401 and changes nothing.
- * - the deployment's, `/api/providers/<provider>/<kind>`, for a deployment provider a channel uses (its
- *   `deployment.callbacks`), checked with the deployment's credentials: a wrong signature is 403.
- * Reports go through the message lifecycle's conditional updates, so a repeated or late report never moves a
- * message back; replies join conversations, and STOP works as for any reply.
- */
-export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
+/** A channel account's callback URL: `/api/providers/<provider>/cha_<n>/<token>/<kind>`. */
+interface AccountParams {
+  provider: string;
+  account: string;
+  token: string;
+  kind: string;
+}
+
+/** What the callback routes are built from. */
+interface CallbackRouteDeps {
   db: Kysely<Database>;
   accounts: AccountProviders;
   /** Applies what the adapter read: reports, replies, a call's steps. */
@@ -61,18 +63,29 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   port: number;
   /** The deployment providers in use (config.deployment), whose callbacks are served. */
   deployment: Readonly<Record<string, DeploymentAccount>>;
-}> = async (app, deps) => {
-  const { db, accounts, callbacks } = deps;
-  const log = logCallbacks(app, { db, accounts, base: publicBase(deps) });
-  await installCallbackParsers(app);
-  const turns = new FairGate(CALLBACKS_AT_ONCE, CALLBACKS_PER_WORKSPACE, CALLBACK_WAIT_MS, 'Callback turns');
+}
+
+/** The handlers of the callback routes: find the account or the deployment provider, ask its adapter, answer. */
+class CallbackHandlers {
+  private readonly turns = new FairGate(
+    CALLBACKS_AT_ONCE,
+    CALLBACKS_PER_WORKSPACE,
+    CALLBACK_WAIT_MS,
+    'Callback turns',
+  );
+
+  constructor(
+    private readonly deps: CallbackRouteDeps,
+    private readonly log: ReturnType<typeof logCallbacks>,
+  ) {}
+
   /** The account the URL names, when its token (and provider and kind) match; 401 otherwise. */
-  async function accountOf(params: { provider: string; account: string; token: string; kind: string }) {
+  private async accountOf(params: AccountParams) {
     const id = parseRef('cha', params.account);
-    const row = id === undefined ? undefined : await accountById(db, id);
+    const row = id === undefined ? undefined : await accountById(this.deps.db, id);
     const adapter = row ? adapterOf(row.provider) : undefined;
     // Undefined when the token was sealed under another APP_KEY: no URL of the account is valid then.
-    const token = row ? accounts.callbackToken(row) : undefined;
+    const token = row ? this.deps.accounts.callbackToken(row) : undefined;
     if (
       !row ||
       !adapter ||
@@ -86,9 +99,9 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /** The deployment provider the URL names, where a channel uses it and it has that callback; 404 otherwise. */
-  function deploymentOf(params: { provider: string; kind: string }) {
+  private deploymentOf(params: { provider: string; kind: string }) {
     const adapter = adapterOf(params.provider);
-    const own = adapter ? deps.deployment[adapter.name] : undefined;
+    const own = adapter ? this.deps.deployment[adapter.name] : undefined;
     if (
       !adapter ||
       !own ||
@@ -105,10 +118,10 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
    * Runs `work` in the workspace's turn when the body is large (read, parsed and applied one at a time per
    * workspace); a small body (a single report, an IVR step with a caller waiting) goes at once.
    */
-  async function inTurn<T>(request: FastifyRequest, key: number, work: () => Promise<T>): Promise<T> {
+  private async inTurn<T>(request: FastifyRequest, key: number, work: () => Promise<T>): Promise<T> {
     const raw = (request.body as Parsed | undefined)?.raw ?? '';
     if (raw.length < HEAVY_BODY) return work();
-    const release = await turns.acquire(key);
+    const release = await this.turns.acquire(key);
     try {
       return await work();
     } finally {
@@ -116,49 +129,49 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  const accountRoute = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { row, adapter, kind } = await accountOf(request.params as Parameters<typeof accountOf>[0]);
-    // Logged once the answer is sent (onSend below): only a call whose URL token was right.
-    log.note(request, row, kind);
-    return inTurn(request, row.workspace_id, () => accountCall(request, reply, row, adapter, kind));
-  };
+  async account(request: FastifyRequest, reply: FastifyReply) {
+    const { row, adapter, kind } = await this.accountOf(request.params as AccountParams);
+    // Logged once the answer is sent (logCallbacks' onSend): only a call whose URL token was right.
+    this.log.note(request, row, kind);
+    return this.inTurn(request, row.workspace_id, () => this.accountCall(request, reply, row, adapter, kind));
+  }
 
-  const accountCall = async (
+  private async accountCall(
     request: FastifyRequest,
     reply: FastifyReply,
     row: ChannelAccountRow,
     adapter: ProviderAdapter,
     kind: CallbackKind,
-  ) => {
+  ) {
     const result = await readCallback(
       adapter,
       kind,
       request,
       {
-        credentials: accounts.credentials(row),
-        verifyToken: accounts.verifyToken(row),
-        base: publicBase(deps),
+        credentials: this.deps.accounts.credentials(row),
+        verifyToken: this.deps.accounts.verifyToken(row),
+        base: publicBase(this.deps),
       },
       'unauthorized',
     );
     if (result.speak || result.survey) {
       // A call's step: the service says what, the adapter says it in its provider's format.
       if (!adapter.answerCall) throw invalidUrl();
-      return sendAnswer(reply, adapter.answerCall(await callbacks.call(row, result)));
+      return sendAnswer(reply, adapter.answerCall(await this.deps.callbacks.call(row, result)));
     }
-    const applied = await callbacks.settle(result, {
+    const applied = await this.deps.callbacks.settle(result, {
       provider: row.provider,
       workspaceId: row.workspace_id,
       accountId: row.id,
       ip: request.ip ?? null,
     });
     return sendAnswer(reply, result.answer, applied);
-  };
+  }
 
-  const deploymentRoute = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { adapter, own, kind } = deploymentOf(request.params as { provider: string; kind: string });
+  async deployment(request: FastifyRequest, reply: FastifyReply) {
+    const { adapter, own, kind } = this.deploymentOf(request.params as { provider: string; kind: string });
     // The deployment's own callbacks (signed by its provider) take turns under key 0.
-    return inTurn(request, 0, async () => {
+    return this.inTurn(request, 0, async () => {
       const result = await readCallback(
         adapter,
         kind,
@@ -166,11 +179,11 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         {
           credentials: own.credentials,
           verifyToken: undefined,
-          base: deps.publicBaseUrl ?? `${request.protocol}://${request.host}`,
+          base: this.deps.publicBaseUrl ?? `${request.protocol}://${request.host}`,
         },
         'forbidden',
       );
-      const applied = await callbacks.settle(result, {
+      const applied = await this.deps.callbacks.settle(result, {
         provider: adapter.name,
         workspaceId: null,
         accountId: null,
@@ -178,8 +191,29 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       });
       return sendAnswer(reply, result.answer, applied);
     });
-  };
+  }
+}
 
+/**
+ * The callbacks of providers, dispatched to each provider's adapter (`callback`), with no branch per provider:
+ * - a channel account's URLs, `/api/providers/<provider>/cha_<n>/<token>/<kind>`, as its `callback_urls` lists
+ *   them: the token (a secret per account) is checked in constant time, then the adapter checks the provider's
+ *   signature where it signs. A wrong token or signature is 401 and changes nothing.
+ * - the deployment's, `/api/providers/<provider>/<kind>`, for a deployment provider a channel uses (its
+ *   `deployment.callbacks`), checked with the deployment's credentials: a wrong signature is 403.
+ * Reports go through the message lifecycle's conditional updates, so a repeated or late report never moves a
+ * message back; replies join conversations, and STOP works as for any reply.
+ */
+export const providerCallbackRoutes: FastifyPluginAsyncTypebox<CallbackRouteDeps> = async (app, deps) => {
+  const log = logCallbacks(app, { db: deps.db, accounts: deps.accounts, base: publicBase(deps) });
+  await installCallbackParsers(app);
+  const handlers = new CallbackHandlers(deps, log);
+  accountCallbackRoutes(app, handlers);
+  deploymentCallbackRoutes(app, handlers, deps);
+};
+
+/** A channel account's callbacks. */
+function accountCallbackRoutes(app: CallbackApp, handlers: CallbackHandlers): void {
   app.get('/providers/:provider/:account/:token/:kind', {
     config,
     schema: {
@@ -204,7 +238,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
       produces: ['text/plain'],
       response: { 200: Text, 302: SurveyOver },
     },
-    handler: accountRoute,
+    handler: (request, reply) => handlers.account(request, reply),
   });
 
   app.post('/providers/:provider/:account/:token/:kind', {
@@ -220,9 +254,16 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         'most 1,000 messages and reports (more is 413, and nothing is applied).',
       response: { 200: Applied },
     },
-    handler: accountRoute,
+    handler: (request, reply) => handlers.account(request, reply),
   });
+}
 
+/** The deployment provider's callbacks, where a channel uses one that has them. */
+function deploymentCallbackRoutes(
+  app: CallbackApp,
+  handlers: CallbackHandlers,
+  deps: CallbackRouteDeps,
+): void {
   if (Object.keys(deps.deployment).some((name) => adapterOf(name)?.deployment?.callbacks.length)) {
     const description =
       "The callbacks of the deployment's provider of a channel (SMS_PROVIDER and the like), signed with its " +
@@ -239,7 +280,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         description,
         response: { 200: Text },
       },
-      handler: deploymentRoute,
+      handler: (request, reply) => handlers.deployment(request, reply),
     });
     app.post('/providers/:provider/:kind', {
       config,
@@ -252,7 +293,7 @@ export const providerCallbackRoutes: FastifyPluginAsyncTypebox<{
         produces: ['application/json', 'text/xml'],
         response: { 200: Applied },
       },
-      handler: deploymentRoute,
+      handler: (request, reply) => handlers.deployment(request, reply),
     });
   }
-};
+}
