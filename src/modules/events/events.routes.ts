@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 import { AppError } from '../../errors.ts';
@@ -10,6 +11,93 @@ import { type EventHub, type Listener, liveEventTypes, RESUME_LIMIT } from './li
 const HEARTBEAT_MS = 15_000;
 /** How often a stream checks that its token still works (logout, revocation, deactivation end it). */
 const TOKEN_CHECK_MS = 5_000;
+
+/** What a stream shares with the others of the process. */
+interface Streams {
+  hub: EventHub;
+  authenticate: (authorization: string | undefined) => Promise<AuthContext | null>;
+  bufferBytes: number;
+  /** Open streams by user. */
+  open: Map<number, number>;
+  /** Ends each open stream (at shutdown). */
+  enders: Set<() => void>;
+}
+
+/**
+ * Takes the connection over and streams the workspace's events the caller may see, after `after`, until the
+ * client goes, its token stops working, it leaves too much unread, or the process shuts down.
+ */
+async function streamEvents(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { hub, authenticate, bufferBytes, open, enders }: Streams,
+  auth: AuthContext,
+  after: number | undefined,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.write('retry: 3000\n\n');
+  let ended = false;
+  // Never buffered without bound: a client that leaves bufferBytes unread is closed, and resumes with
+  // Last-Event-ID (the console's reader does).
+  const write = (text: string) => {
+    if (ended) return;
+    raw.write(text);
+    if (raw.writableLength > bufferBytes) {
+      request.log.warn({ buffered: raw.writableLength }, 'event stream: the client does not read; closed');
+      end(true);
+    }
+  };
+  const listener: Listener = {
+    workspaceId: auth.workspaceId,
+    viewer: { userId: auth.userId, role: auth.role },
+    send: (event: LiveEventRow) => write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.data}\n\n`),
+  };
+  const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const check = setInterval(() => {
+    authenticate(request.headers.authorization)
+      .then((still) => {
+        if (!still) end();
+        // The role is read again: a demotion narrows an open stream within TOKEN_CHECK_MS.
+        else listener.viewer = { userId: still.userId, role: still.role };
+      })
+      .catch((error: unknown) => {
+        // The database is away: keep the stream and check again later. Anything else ends it, logged.
+        if (isDatabaseUnavailable(error as { code?: unknown })) return;
+        request.log.error({ err: error }, 'event stream: the token check failed');
+        end();
+      });
+  }, TOKEN_CHECK_MS);
+  const end = (stuck = false) => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    clearInterval(check);
+    hub.remove(listener);
+    enders.delete(end);
+    const left = (open.get(auth.userId) ?? 1) - 1;
+    if (left > 0) open.set(auth.userId, left);
+    else open.delete(auth.userId);
+    // A client that does not read would never take the end either: its socket is dropped with what waits.
+    if (stuck) raw.destroy();
+    else raw.end();
+  };
+  enders.add(end);
+  request.raw.on('close', () => end());
+  raw.on('error', () => end());
+  try {
+    await hub.add(listener, after);
+  } catch {
+    end();
+  }
+}
 
 /**
  * `GET /api/events/stream`: Server-Sent Events of the workspace's events that the caller may see, each with its
@@ -70,73 +158,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{
       const after =
         typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header) : undefined;
       open.set(auth.userId, (open.get(auth.userId) ?? 0) + 1);
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      raw.write('retry: 3000\n\n');
-      let ended = false;
-      // Never buffered without bound: a client that leaves bufferBytes unread is closed, and resumes with
-      // Last-Event-ID (the console's reader does).
-      const write = (text: string) => {
-        if (ended) return;
-        raw.write(text);
-        if (raw.writableLength > bufferBytes) {
-          request.log.warn(
-            { buffered: raw.writableLength },
-            'event stream: the client does not read; closed',
-          );
-          end(true);
-        }
-      };
-      const listener: Listener = {
-        workspaceId: auth.workspaceId,
-        viewer: { userId: auth.userId, role: auth.role },
-        send: (event: LiveEventRow) =>
-          write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.data}\n\n`),
-      };
-      const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
-      const check = setInterval(() => {
-        authenticate(request.headers.authorization)
-          .then((still) => {
-            if (!still) end();
-            // The role is read again: a demotion narrows an open stream within TOKEN_CHECK_MS.
-            else listener.viewer = { userId: still.userId, role: still.role };
-          })
-          .catch((error: unknown) => {
-            // The database is away: keep the stream and check again later. Anything else ends it, logged.
-            if (isDatabaseUnavailable(error as { code?: unknown })) return;
-            request.log.error({ err: error }, 'event stream: the token check failed');
-            end();
-          });
-      }, TOKEN_CHECK_MS);
-      const end = (stuck = false) => {
-        if (ended) return;
-        ended = true;
-        clearInterval(heartbeat);
-        clearInterval(check);
-        hub.remove(listener);
-        enders.delete(end);
-        const left = (open.get(auth.userId) ?? 1) - 1;
-        if (left > 0) open.set(auth.userId, left);
-        else open.delete(auth.userId);
-        // A client that does not read would never take the end either: its socket is dropped with what waits.
-        if (stuck) raw.destroy();
-        else raw.end();
-      };
-      enders.add(end);
-      request.raw.on('close', () => end());
-      raw.on('error', () => end());
-      try {
-        await hub.add(listener, after);
-      } catch {
-        end();
-      }
+      await streamEvents(request, reply, { hub, authenticate, bufferBytes, open, enders }, auth, after);
     },
   );
 };
