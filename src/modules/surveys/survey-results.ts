@@ -17,9 +17,9 @@ import {
   responseTotals,
 } from './survey-responses.repository.ts';
 import { voterBooths } from '../voters/voters.repository.ts';
-import { textIn } from './surveys.rules.ts';
+import { type Question, textIn } from './surveys.rules.ts';
 import type { SurveysService } from './surveys.service.ts';
-import { responseRef, runRef, surveyRef } from '../../refs.ts';
+import { parseRef, responseRef, runRef, surveyRef } from '../../refs.ts';
 
 /** A survey's results (exact counts by question and choice, optionally by place) and its responses' export. */
 
@@ -142,9 +142,8 @@ export class SurveyResults {
       ? new Set<string>()
       : await sensitiveQuestions(db, workspaceId, def.questions);
     const questions = def.questions.filter((q) => !hidden.has(q.key));
-    const runId =
-      runRefText !== undefined ? Number(/^(?:srun_)?(\d{1,15})$/.exec(runRefText)?.[1] ?? NaN) : undefined;
-    if (runId !== undefined && !Number.isFinite(runId))
+    const runId = runRefText !== undefined ? parseRef('srun', runRefText) : undefined;
+    if (runRefText !== undefined && runId === undefined)
       throw validationError({ run_id: ['must be a run id such as srun_3.'] });
     await recordAudit(db, {
       workspaceId,
@@ -153,72 +152,90 @@ export class SurveyResults {
       target: { type: 'survey', id: surveyRef(survey.id) },
       details: { exported: format, ...(includeSensitive ? { include_sensitive: true } : {}) },
     });
-    const columns = [
-      'id',
-      'run_id',
-      'voter_id',
-      'address',
-      'channel',
-      'language',
-      'status',
-      'booth',
-      'started_at',
-      'completed_at',
-      ...questions.map((q) => q.key),
-    ];
-    const rowsOf = async function* (): AsyncGenerator<Cell[][]> {
-      let after = 0;
-      for (;;) {
-        const rows = await responsesAfter(db, workspaceId, survey.id, after, runId, 1000);
-        if (rows.length === 0) return;
-        after = rows[rows.length - 1]!.id;
-        const answers = await answersOf(
-          db,
-          workspaceId,
-          rows.map((r) => r.id),
-        );
-        // The voters' booths as they are now (results by booth count the answers where the voter was).
-        const voterIds = [...new Set(rows.flatMap((r) => (r.voter_id !== null ? [r.voter_id] : [])))];
-        const booths = await voterBooths(db, workspaceId, voterIds);
-        yield rows.map((r) => {
-          const a = answers.get(r.id) ?? {};
-          return [
-            responseRef(r.id),
-            r.run_id !== null ? runRef(r.run_id) : null,
-            r.voter_id,
-            r.address,
-            r.channel,
-            r.language,
-            r.status,
-            r.voter_id !== null ? (booths.get(Number(r.voter_id)) ?? null) : null,
-            r.started_at,
-            r.completed_at,
-            // A choice as the voter was asked it (its label in their language), not its key.
-            ...questions.map((q) => {
-              const value = a[q.key] ?? null;
-              const choice = q.choices?.find((c) => c.key === value);
-              return choice ? textIn(choice.label, r.language) : value;
-            }),
-          ];
-        });
-      }
-    };
+    const columns = [...RESPONSE_COLUMNS, ...questions.map((q) => q.key)];
+    const rows = this.responseRows(workspaceId, survey.id, runId, questions);
     const { contentType, extension } = exportFormats[format];
-    const filename = `survey-${survey.id}-responses.${extension}`;
-    if (format === 'excel') {
-      const runs = async function* () {
-        for await (const batch of rowsOf()) yield xlsxRun(batch);
-      };
-      return { contentType, filename, body: xlsxStream(columns, runs()) };
-    }
-    const body = async function* (): AsyncGenerator<Buffer> {
-      yield Buffer.from(columns.join(',') + '\n', 'utf8');
-      for await (const batch of rowsOf())
-        yield Buffer.from(
-          batch.map((cells) => cells.map((c) => csvField(c)).join(',') + '\n').join(''),
-          'utf8',
-        );
+    return {
+      contentType,
+      filename: `survey-${survey.id}-responses.${extension}`,
+      body: fileOf(format, columns, rows),
     };
-    return { contentType, filename, body: body() };
   }
+
+  /** The responses, a thousand at a time, as the export's rows: a choice as the voter was asked it. */
+  private async *responseRows(
+    workspaceId: number,
+    surveyId: number,
+    runId: number | undefined,
+    questions: Question[],
+  ): AsyncGenerator<Cell[][]> {
+    const { db } = this.deps;
+    let after = 0;
+    for (;;) {
+      const rows = await responsesAfter(db, workspaceId, surveyId, after, runId, 1000);
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.id;
+      const answers = await answersOf(
+        db,
+        workspaceId,
+        rows.map((r) => r.id),
+      );
+      // The voters' booths as they are now (results by booth count the answers where the voter was).
+      const voterIds = [...new Set(rows.flatMap((r) => (r.voter_id !== null ? [r.voter_id] : [])))];
+      const booths = await voterBooths(db, workspaceId, voterIds);
+      yield rows.map((r) => {
+        const a = answers.get(r.id) ?? {};
+        return [
+          responseRef(r.id),
+          r.run_id !== null ? runRef(r.run_id) : null,
+          r.voter_id,
+          r.address,
+          r.channel,
+          r.language,
+          r.status,
+          r.voter_id !== null ? (booths.get(Number(r.voter_id)) ?? null) : null,
+          r.started_at,
+          r.completed_at,
+          // A choice as the voter was asked it (its label in their language), not its key.
+          ...questions.map((q) => {
+            const value = a[q.key] ?? null;
+            const choice = q.choices?.find((c) => c.key === value);
+            return choice ? textIn(choice.label, r.language) : value;
+          }),
+        ];
+      });
+    }
+  }
+}
+
+/** The export's columns before one per question. */
+const RESPONSE_COLUMNS = [
+  'id',
+  'run_id',
+  'voter_id',
+  'address',
+  'channel',
+  'language',
+  'status',
+  'booth',
+  'started_at',
+  'completed_at',
+];
+
+/** `rows` under `columns` as a CSV or Excel file, streamed. */
+function fileOf(format: ExportFormat, columns: string[], rows: AsyncGenerator<Cell[][]>): Download['body'] {
+  if (format === 'excel') {
+    const runs = async function* () {
+      for await (const batch of rows) yield xlsxRun(batch);
+    };
+    return xlsxStream(columns, runs());
+  }
+  return (async function* (): AsyncGenerator<Buffer> {
+    yield Buffer.from(columns.join(',') + '\n', 'utf8');
+    for await (const batch of rows)
+      yield Buffer.from(
+        batch.map((cells) => cells.map((c) => csvField(c)).join(',') + '\n').join(''),
+        'utf8',
+      );
+  })();
 }
