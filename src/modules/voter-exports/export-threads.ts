@@ -149,60 +149,23 @@ async function* orderedChunks<T>(
   out: (chunk: ExportChunk & { bytes: Uint8Array }) => T,
   done: () => void,
 ): AsyncGenerator<T> {
-  const queues = new Map<number, ExportChunk[]>();
-  let failure: unknown;
-  let finished = false;
-  let wake: (() => void) | undefined;
-  const signal = () => {
-    const resolve = wake;
-    wake = undefined;
-    resolve?.();
-  };
+  const chunks = new ChunkQueues();
   const workers: Worker[] = [];
   const exits: Promise<unknown>[] = [];
   try {
     for (let first = 0; first < threads; first += 1) {
-      const data: ExportWorkerData = { ...plan, first, step: threads };
-      const worker = new Worker(entry, {
-        workerData: data,
-        execArgv: [],
-        resourceLimits: WORKER_LIMITS,
-      });
-      threadCounts.started += 1;
-      threadCounts.running += 1;
+      const worker = chunks.start(
+        { ...plan, first, step: threads },
+        Math.ceil((plan.count - first) / threads),
+      );
       workers.push(worker);
       // Waited for at the end; a worker's error is handled by its 'error' listener, not here.
       exits.push(once(worker, 'exit').catch(() => {}));
-      let rangesLeft = Math.ceil((plan.count - first) / threads);
-      worker.on('message', (chunk: ExportChunk) => {
-        let queue = queues.get(chunk.range);
-        if (!queue) queues.set(chunk.range, (queue = []));
-        queue.push(chunk);
-        if (chunk.last) rangesLeft -= 1;
-        signal();
-      });
-      worker.on('error', (error) => {
-        failure ??= error;
-        signal();
-      });
-      worker.once('exit', (code) => {
-        threadCounts.running -= 1;
-        if (rangesLeft > 0 && !finished) {
-          failure ??= new Error(`an export worker stopped (exit code ${code}) before its last range`);
-        }
-        signal();
-      });
     }
-
     for (let range = 0; range < plan.count; range += 1) {
       const worker = workers[range % threads]!;
       for (;;) {
-        let chunk = queues.get(range)?.shift();
-        while (!chunk) {
-          if (failure !== undefined) throw failure;
-          await new Promise<void>((resolve) => (wake = resolve));
-          chunk = queues.get(range)?.shift();
-        }
+        const chunk = await chunks.next(range);
         if (chunk.bytes) {
           yield out({ ...chunk, bytes: chunk.bytes });
           // Asked for the next chunk: this one is on the socket. Its memory goes back to its worker (freed
@@ -214,25 +177,92 @@ async function* orderedChunks<T>(
         }
         if (chunk.last) break;
       }
-      queues.delete(range);
+      chunks.drop(range);
     }
   } finally {
-    finished = true;
-    // Ask the workers to stop (those done have ended already) and wake any waiting for a credit; they
-    // close their connections and end between two reads. Terminating one inside a better-sqlite3 call can
-    // abort the process, so terminate() is only the last resort for a worker that never ends by itself.
-    Atomics.store(new Int32Array(plan.stop), 0, 1);
-    for (const worker of workers) worker.postMessage(null);
-    await Promise.all(
-      workers.map(async (worker, i) => {
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<'late'>(
-          (resolve) => (timer = setTimeout(() => resolve('late'), STOP_WAIT_MS)),
-        );
-        if ((await Promise.race([exits[i], late])) === 'late') await worker.terminate();
-        clearTimeout(timer);
-      }),
-    );
+    chunks.finished = true;
+    await stopWorkers(plan, workers, exits);
     done();
   }
+}
+
+/** The chunks the workers of one export have sent, by range, and the first error among them. */
+class ChunkQueues {
+  private readonly queues = new Map<number, ExportChunk[]>();
+  private failure: unknown;
+  private wake: (() => void) | undefined;
+  /** Set once the consumer is done: a worker that ends early then is no failure. */
+  finished = false;
+
+  /** Starts a worker on `data`, whose `ranges` ranges' chunks it queues. */
+  start(data: ExportWorkerData, ranges: number): Worker {
+    const worker = new Worker(entry, { workerData: data, execArgv: [], resourceLimits: WORKER_LIMITS });
+    threadCounts.started += 1;
+    threadCounts.running += 1;
+    let rangesLeft = ranges;
+    worker.on('message', (chunk: ExportChunk) => {
+      let queue = this.queues.get(chunk.range);
+      if (!queue) this.queues.set(chunk.range, (queue = []));
+      queue.push(chunk);
+      if (chunk.last) rangesLeft -= 1;
+      this.signal();
+    });
+    worker.on('error', (error) => {
+      this.failure ??= error;
+      this.signal();
+    });
+    worker.once('exit', (code) => {
+      threadCounts.running -= 1;
+      if (rangesLeft > 0 && !this.finished) {
+        this.failure ??= new Error(`an export worker stopped (exit code ${code}) before its last range`);
+      }
+      this.signal();
+    });
+    return worker;
+  }
+
+  /** The next chunk of `range`, once it has come; a worker's error instead, once there is one. */
+  async next(range: number): Promise<ExportChunk> {
+    let chunk = this.queues.get(range)?.shift();
+    while (!chunk) {
+      if (this.failure !== undefined) throw this.failure;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      chunk = this.queues.get(range)?.shift();
+    }
+    return chunk;
+  }
+
+  drop(range: number): void {
+    this.queues.delete(range);
+  }
+
+  private signal(): void {
+    const resolve = this.wake;
+    this.wake = undefined;
+    resolve?.();
+  }
+}
+
+/**
+ * Asks the workers to stop (those done have ended already) and wakes any waiting for a credit; they close
+ * their connections and end between two reads. Terminating one inside a better-sqlite3 call can abort the
+ * process, so terminate() is only the last resort for a worker that never ends by itself within STOP_WAIT_MS.
+ */
+async function stopWorkers(
+  plan: ExportWorkerData,
+  workers: Worker[],
+  exits: Promise<unknown>[],
+): Promise<void> {
+  Atomics.store(new Int32Array(plan.stop), 0, 1);
+  for (const worker of workers) worker.postMessage(null);
+  await Promise.all(
+    workers.map(async (worker, i) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>(
+        (resolve) => (timer = setTimeout(() => resolve('late'), STOP_WAIT_MS)),
+      );
+      if ((await Promise.race([exits[i], late])) === 'late') await worker.terminate();
+      clearTimeout(timer);
+    }),
+  );
 }

@@ -253,8 +253,22 @@ export class VoterImportJobs {
       await this.interrupted(job, held, error);
       return;
     }
+    const finished = await this.complete(job, held, result, rowsRead);
+    // Only once `completed` is committed, and only by the job's holder: a worker that lost the lease leaves the
+    // upload to the one now running the job. A crash in between leaves a leftover that prune() removes.
+    if (finished) await this.removeUpload(job.file_key);
+  }
+
+  /** Marks the job completed and audits it, if this worker still holds it; false when another took it over. */
+  private async complete(
+    job: VoterImportRow,
+    held: HeldJob,
+    result: ImportResult,
+    rowsRead: number,
+  ): Promise<boolean> {
+    const id = Number(job.id);
     const done = nowIso();
-    const finished = await db.kysely.transaction().execute(async (trx) => {
+    return this.deps.db.kysely.transaction().execute(async (trx) => {
       const stillHeld = await updateHeldJob(trx, id, held.owner, {
         status: 'completed',
         bytes_read: Number(job.bytes),
@@ -286,9 +300,6 @@ export class VoterImportJobs {
       });
       return true;
     });
-    // Only once `completed` is committed, and only by the job's holder: a worker that lost the lease leaves the
-    // upload to the one now running the job. A crash in between leaves a leftover that prune() removes.
-    if (finished) await this.removeUpload(job.file_key);
   }
 
   /** A job that did not finish: failed (the file is refused, or retries are spent), or handed back. */
