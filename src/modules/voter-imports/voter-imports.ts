@@ -1,54 +1,25 @@
-import { placeKeyColumns } from '../../lib/place.ts';
 import { yieldToOthers } from '../../lib/pacing.ts';
 import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
-import { AppError, type FieldErrors } from '../../errors.ts';
-import { CsvError, CsvReader, unguardFormula } from '../../lib/csv.ts';
+import { AppError } from '../../errors.ts';
+import { CsvError, CsvReader } from '../../lib/csv.ts';
+import { type FailedRowSink, type ImportRowError, ImportRows, type ImportWarning } from './import-rows.ts';
 import type { AuditActor } from '../audit/audit.repository.ts';
-import { startVoterImport, type StagedVoter, type VoterImport } from './voter-imports.repository.ts';
-import { nameKey } from '../voters/voters.repository.ts';
-import { checkVoter, type VoterField } from '../voters/voters.rules.ts';
-import {
-  checkRecord,
-  checkTags,
-  householdKey,
-  type RecordColumns,
-  type RecordField,
-} from '../voters/voter-record.rules.ts';
-import { checkFieldValues, fieldDefs } from '../voters/voter-fields.ts';
+import { startVoterImport, type VoterImport } from './voter-imports.repository.ts';
+import { fieldDefs } from '../voters/voter-fields.ts';
 import { linkNewVoters } from '../conversations/conversations.thread.ts';
-import { PlacesSeen, type UnknownPlaces } from '../places/places.service.ts';
+import { type UnknownPlaces } from '../places/places.service.ts';
 import {
   checkMapping,
   fallbackAliases,
-  type FileColumns,
   fileError,
   headerAliases,
-  headerColumns,
   type ImportMapping,
   mappableFields,
 } from './import-headings.ts';
 
-export interface ImportRowError {
-  row: number;
-  field: string;
-  message: string;
-}
-
-/** Why a phone cell was left out, in the office's words (not the API's: no setting names in it). */
-const PHONE_WORDS =
-  'it is not a phone number the import can read: give a 10-digit mobile number (9812345678) or one with its country code (+919812345678).';
-
-/** A cell left out of a row that was kept (contract, fifth part: "Imports keep every voter"). */
-export interface ImportWarning {
-  line: number;
-  field: string;
-  /** The cell as the file had it (at most 100 characters). */
-  value: string;
-  reason: string;
-}
-
 export type { ImportMapping } from './import-headings.ts';
+export type { FailedRowSink, ImportRowError, ImportWarning } from './import-rows.ts';
 
 export interface ImportResult {
   /** Voters this import created. */
@@ -70,12 +41,6 @@ export interface ImportResult {
 export interface ImportProgress {
   bytes_read: number;
   rows_read: number;
-}
-
-/** Receives the header and every refused row as the file had them (an import job's errors.csv). */
-export interface FailedRowSink {
-  header(fields: string[]): void;
-  row(fields: string[], error: string): void;
 }
 
 export interface ImportOptions {
@@ -141,231 +106,25 @@ export class VoterImporter {
   }
 
   async run(workspaceId: number, source: ImportSource, options: ImportOptions = {}): Promise<ImportResult> {
-    const { maxBytes, maxErrors, defaultCountry } = this.deps;
-    const { failures } = options;
-    let rowsRead = 0;
-    const errors: ImportRowError[] = [];
-    const warnings: ImportWarning[] = [];
-    let failed = 0;
-    let valid = 0;
-    let columns: FileColumns | undefined;
-    let sawHeader = false;
-    let batch: StagedVoter[] = [];
-    const places = new PlacesSeen();
-    const defs = await fieldDefs(this.deps.db.kysely, workspaceId);
-
-    const onRecord = (fields: string[], line: number) => {
-      if (!sawHeader) {
-        sawHeader = true;
-        columns = headerColumns(fields, defs, options.mapping);
-        failures?.header(fields);
-        return;
-      }
-      rowsRead += 1;
-      const { base, record, tags, custom } = columns!;
-      const input: Partial<Record<VoterField, string>> = {};
-      let blank = true;
-      for (const [field, index] of base) {
-        const raw = fields[index] ?? '';
-        if (blank && raw.trim() !== '') blank = false;
-        input[field] = unguardFormula(raw);
-      }
-      const recordInput: Partial<Record<RecordField, string>> = {};
-      for (const [field, index] of record) {
-        const raw = (fields[index] ?? '').trim();
-        if (raw === '') continue; // an empty cell keeps what the voter has
-        blank = false;
-        recordInput[field] = unguardFormula(raw);
-      }
-      const tagCell = tags === undefined ? '' : unguardFormula((fields[tags] ?? '').trim());
-      if (tagCell !== '') blank = false;
-      const customInput: Record<string, string> = {};
-      for (const [key, index] of custom) {
-        const raw = (fields[index] ?? '').trim();
-        if (raw === '') continue;
-        blank = false;
-        customInput[key] = unguardFormula(raw);
-      }
-      if (blank) return; // a row of empty cells, as spreadsheets leave behind
-      const checked = checkVoter(input, { partial: false, defaultCountry });
-      const rolled = record.length > 0 ? checkRecord(recordInput) : undefined;
-      // The roll has no phones: a row without one is kept (by its EPIC number, or as a voter of its own).
-      if ((input.phone ?? '').trim() === '') delete checked.errors.phone;
-      const tagged = tagCell !== '' ? checkTags(tagCell) : undefined;
-      const valued = custom.length > 0 ? checkFieldValues(defs, customInput, true) : undefined;
-      const all = mergedErrors(checked.errors, rolled?.errors, tagged?.errors, valued?.errors);
-      // A bad optional cell is left out of its row, and the row is kept: only a row without a name is refused.
-      const problems: FieldErrors | undefined = all?.name ? { name: all.name } : undefined;
-      if (all && !problems) {
-        for (const field in all) {
-          if (warnings.length >= maxErrors) break;
-          const raw =
-            field === 'tags'
-              ? tagCell
-              : field.startsWith('fields.')
-                ? customInput[field.slice(7)]
-                : ((input as Record<string, string | undefined>)[field] ??
-                  (recordInput as Record<string, string | undefined>)[field]);
-          const alone =
-            field === 'phone' && !rolled?.values.epic_number
-              ? ' The row has no EPIC number either: it is a voter of its own, added again if the row is imported again.'
-              : '';
-          warnings.push({
-            line,
-            field,
-            value: String(raw ?? '').slice(0, 100),
-            reason: `left out: ${field === 'phone' ? PHONE_WORDS : `it ${all[field]!.join(' ')}`}${alone}`,
-          });
-        }
-      }
-      if (problems) {
-        for (const field in problems) {
-          for (const message of problems[field]!) {
-            if (errors.length < maxErrors) errors.push({ row: line, field, message });
-          }
-        }
-        failed += 1;
-        failures?.row(
-          fields,
-          Object.entries(problems)
-            .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
-            .join('; '),
-        );
-        return;
-      }
-      const v = checked.values;
-      const r: Partial<RecordColumns> = rolled?.values ?? {};
-      valid += 1;
-      places.add(v);
-      const keys = placeKeyColumns({ constituency: v.constituency, ward: v.ward, booth: v.booth });
-      // Every row an object of one shape, its properties written out (spreads of a few objects per row were a
-      // fifth of a million-row file's checks).
-      batch.push({
-        line,
-        name: v.name!,
-        name_key: nameKey(v.name!),
-        phone: v.phone ?? null,
-        email: v.email ?? null,
-        constituency: v.constituency ?? null,
-        constituency_key: keys.constituency_key ?? null,
-        booth: v.booth ?? null,
-        booth_key: keys.booth_key ?? null,
-        ward: v.ward ?? null,
-        ward_key: keys.ward_key ?? null,
-        address: v.address ?? null,
-        // The record's columns written out too (StagedVoter's type lists them from db/schema.voters.ts: a column
-        // added there is a type error here until it is written).
-        epic_number: r.epic_number ?? null,
-        part_number: r.part_number ?? null,
-        serial_number: r.serial_number ?? null,
-        page_number: r.page_number ?? null,
-        house_number: r.house_number ?? null,
-        relation_name: r.relation_name ?? null,
-        relation_type: r.relation_type ?? null,
-        gender: r.gender ?? null,
-        name_local: r.name_local ?? null,
-        language: r.language ?? options.language ?? null,
-        birth_date: r.birth_date ?? null,
-        birth_key: r.birth_key ?? null,
-        support_level: r.support_level ?? null,
-        household_key: householdKey({
-          part_number: r.part_number ?? null,
-          house_number: r.house_number ?? null,
-          address: v.address ?? null,
-        }),
-        tags: tagged?.tags ? JSON.stringify(tagged.tags.map((t) => [t.key, t.label])) : null,
-        fields:
-          valued && valued.values.size > 0
-            ? JSON.stringify(
-                [...valued.values].map(([key, value]) => [key, value!.value_text, value!.value_number]),
-              )
-            : null,
-      });
-    };
-
-    const reader = new CsvReader(onRecord);
-    const decoder = new TextDecoder('utf-8', { fatal: true });
-    let staging: VoterImport | undefined;
-    let bytes = 0;
-    let sawText = false;
+    const { maxErrors, defaultCountry } = this.deps;
+    const rows = new ImportRows(await fieldDefs(this.deps.db.kysely, workspaceId), {
+      defaultCountry,
+      maxErrors,
+      mapping: options.mapping,
+      language: options.language,
+      failures: options.failures,
+    });
+    const reader = new CsvReader((fields, line) => rows.onRecord(fields, line));
+    const staged: { staging?: VoterImport } = {};
     try {
-      const feed = (text: string) => {
-        if (text.includes('\u0000')) throw fileError('it is not a CSV text file (it holds binary data).');
-        if (!sawText && text.trim() !== '') sawText = true;
-        reader.push(text);
-      };
-      const iterator = source.stream[Symbol.asyncIterator]();
-      for (;;) {
-        let next: IteratorResult<Buffer>;
-        try {
-          next = await iterator.next();
-        } catch (error) {
-          throw readError(error, maxBytes);
-        }
-        if (next.done) break;
-        bytes += next.value.length;
-        if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
-        feed(decoder.decode(next.value, { stream: true }));
-        await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
-        if (batch.length >= STAGE_BATCH) {
-          staging ??= await startVoterImport(this.deps.db, workspaceId);
-          const rows = batch;
-          batch = [];
-          await staging.stage(rows);
-          // A file already buffered streams without a wait for I/O: let other requests in between batches.
-          await yieldToOthers();
-        }
-      }
-      if (source.truncated()) throw tooLarge(maxBytes);
-      feed(decoder.decode());
-      reader.end();
-      if (!sawText || !sawHeader)
-        throw fileError('it is empty: send a CSV with a header row and voter rows.');
-      if (valid === 0 && failed === 0) throw fileError('it has a header row but no voter rows.');
-      staging ??= await startVoterImport(this.deps.db, workspaceId);
-      await staging.stage(batch);
-      batch = [];
-      await options.progress?.({ bytes_read: bytes, rows_read: rowsRead });
-      const audit = options.audit;
-      const current = staging;
-      const { imported } = options.dryRun
-        ? await current.preview()
-        : await current.apply(
-            nowIso(),
-            audit &&
-              ((created) => {
-                const left = current.skipped().length;
-                return {
-                  workspaceId,
-                  actor: audit.actor,
-                  action: 'voters.imported',
-                  details: {
-                    file_name: audit.fileName,
-                    imported: created,
-                    updated: valid - created - left,
-                    failed: failed + left,
-                  },
-                };
-              }),
-          );
-      staging = undefined;
-      if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
-      const unknown_places = await places.unknown(this.deps.db.kysely, workspaceId);
-      const skipped = current.skipped();
-      for (const problem of skipped) {
-        if (errors.length < maxErrors) errors.push(problem);
-      }
-      return {
-        imported,
-        updated: valid - imported - skipped.length,
-        failed: failed + skipped.length,
-        errors,
-        warnings,
-        unknown_places,
-        ignored_columns: columns?.ignored ?? [],
-      };
+      const bytes = await this.readAll(workspaceId, source, reader, rows, staged, options);
+      if (rows.valid === 0 && rows.failed === 0) throw fileError('it has a header row but no voter rows.');
+      staged.staging ??= await startVoterImport(this.deps.db, workspaceId);
+      await staged.staging.stage(rows.take());
+      await options.progress?.({ bytes_read: bytes, rows_read: rows.rowsRead });
+      return await this.finish(workspaceId, staged, rows, options);
     } catch (error) {
-      await staging?.abort();
+      await staged.staging?.abort();
       if (error instanceof CsvError) throw fileError(error.message);
       if ((error as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') {
         throw fileError('it is not UTF-8 text: save it as "CSV UTF-8".');
@@ -373,16 +132,105 @@ export class VoterImporter {
       throw error;
     }
   }
-}
 
-/** The problems of a row's checks in one object (a later check's field replaces an earlier's), or undefined. */
-function mergedErrors(...all: Array<FieldErrors | undefined>): FieldErrors | undefined {
-  let merged: FieldErrors | undefined;
-  for (const errors of all) {
-    if (!errors) continue;
-    for (const field in errors) (merged ??= {})[field] = errors[field]!;
+  /**
+   * Reads the whole upload into `reader`, staging the rows in batches (a staging started in `staged` at the
+   * first). The number of bytes read; a file too large, not text or without a header is refused.
+   */
+  private async readAll(
+    workspaceId: number,
+    source: ImportSource,
+    reader: CsvReader,
+    rows: ImportRows,
+    staged: { staging?: VoterImport },
+    options: ImportOptions,
+  ): Promise<number> {
+    const { maxBytes } = this.deps;
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    let bytes = 0;
+    let sawText = false;
+    const feed = (text: string) => {
+      if (text.includes('\u0000')) throw fileError('it is not a CSV text file (it holds binary data).');
+      if (!sawText && text.trim() !== '') sawText = true;
+      reader.push(text);
+    };
+    const iterator = source.stream[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        throw readError(error, maxBytes);
+      }
+      if (next.done) break;
+      bytes += next.value.length;
+      if (bytes > maxBytes || source.truncated()) throw tooLarge(maxBytes);
+      feed(decoder.decode(next.value, { stream: true }));
+      await options.progress?.({ bytes_read: bytes, rows_read: rows.rowsRead });
+      if (rows.batch.length >= STAGE_BATCH) {
+        staged.staging ??= await startVoterImport(this.deps.db, workspaceId);
+        await staged.staging.stage(rows.take());
+        // A file already buffered streams without a wait for I/O: let other requests in between batches.
+        await yieldToOthers();
+      }
+    }
+    if (source.truncated()) throw tooLarge(maxBytes);
+    feed(decoder.decode());
+    reader.end();
+    if (!sawText || !rows.sawHeader)
+      throw fileError('it is empty: send a CSV with a header row and voter rows.');
+    return bytes;
   }
-  return merged;
+
+  /** Applies the staged rows (or previews them, on a dry run), and says what the import did. */
+  private async finish(
+    workspaceId: number,
+    staged: { staging?: VoterImport },
+    rows: ImportRows,
+    options: ImportOptions,
+  ): Promise<ImportResult> {
+    const staging = staged.staging!;
+    const { maxErrors } = this.deps;
+    const { valid, failed, errors } = rows;
+    const audit = options.audit;
+    const { imported } = options.dryRun
+      ? await staging.preview()
+      : await staging.apply(
+          nowIso(),
+          audit &&
+            ((created) => {
+              const left = staging.skipped().length;
+              return {
+                workspaceId,
+                actor: audit.actor,
+                action: 'voters.imported',
+                details: {
+                  file_name: audit.fileName,
+                  imported: created,
+                  updated: valid - created - left,
+                  failed: failed + left,
+                },
+              };
+            }),
+        );
+    // Applied (or previewed): nothing is left to abort.
+    staged.staging = undefined;
+    if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
+    const unknown_places = await rows.places.unknown(this.deps.db.kysely, workspaceId);
+    const skipped = staging.skipped();
+    for (const problem of skipped) {
+      if (errors.length < maxErrors) errors.push(problem);
+    }
+    return {
+      imported,
+      updated: valid - imported - skipped.length,
+      failed: failed + skipped.length,
+      errors,
+      warnings: rows.warnings,
+      unknown_places,
+      ignored_columns: rows.columns?.ignored ?? [],
+    };
+  }
 }
 
 export function tooLarge(maxBytes: number): AppError {
