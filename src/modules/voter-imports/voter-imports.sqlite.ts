@@ -2,7 +2,7 @@ import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
-import { recordAudit } from '../audit/audit.repository.ts';
+import { type AuditEntry, recordAudit } from '../audit/audit.repository.ts';
 
 import {
   type StagedVoter,
@@ -41,128 +41,175 @@ export async function startSqliteImport(
   sqlite: SQLite.Database,
   workspaceId: number,
 ): Promise<VoterImport> {
-  const table = `temp.voters_import_${++stagingSeq}`;
-  const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
-  const insert = await locked(() => {
-    sqlite.exec(
-      `CREATE TABLE ${table} (${stagingColumnsSql.replace('line INTEGER', 'line INTEGER PRIMARY KEY')})`,
-    );
-    return sqlite.prepare(
-      `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
-    );
-  });
-  let lastLine = 0;
-  const seen = new StagedKinds();
-  const values = new Array<unknown>(stagedColumns.length);
-  const stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
-    for (const r of rows) {
-      for (let i = 0; i < stagedColumns.length; i++) values[i] = r[stagedColumns[i]!];
-      insert.run(values);
-    }
-  });
-  const drop = () =>
-    locked(() => {
-      sqlite.exec(`DROP TABLE IF EXISTS ${table}`);
+  const staging = new SqliteImport(kysely, sqlite, workspaceId);
+  await staging.create();
+  return staging;
+}
+
+class SqliteImport implements VoterImport {
+  private readonly table = `temp.voters_import_${++stagingSeq}`;
+  private readonly ws: string;
+  private readonly seen = new StagedKinds();
+  private lastLine = 0;
+  private problems: ImportProblem[] = [];
+  private stageAll: ((rows: readonly StagedVoter[]) => void) | undefined;
+
+  constructor(
+    private readonly kysely: Kysely<Database>,
+    private readonly sqlite: SQLite.Database,
+    private readonly workspaceId: number,
+  ) {
+    this.ws = String(Math.trunc(workspaceId));
+  }
+
+  /** `fn` on the app's one SQLite connection, in its turn. */
+  private locked<T>(fn: () => T): Promise<T> {
+    return this.kysely.connection().execute(async () => fn());
+  }
+
+  /** The staging table, and the transaction that stages a batch into it. */
+  async create(): Promise<void> {
+    const { sqlite, table } = this;
+    const insert = await this.locked(() => {
+      sqlite.exec(
+        `CREATE TABLE ${table} (${stagingColumnsSql.replace('line INTEGER', 'line INTEGER PRIMARY KEY')})`,
+      );
+      return sqlite.prepare(
+        `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
+      );
     });
-  const ws = String(Math.trunc(workspaceId));
-  let skipped: ImportProblem[] = [];
+    const values = new Array<unknown>(stagedColumns.length);
+    this.stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
+      for (const r of rows) {
+        for (let i = 0; i < stagedColumns.length; i++) values[i] = r[stagedColumns[i]!];
+        insert.run(values);
+      }
+    });
+  }
+
+  skipped(): ImportProblem[] {
+    return this.problems;
+  }
+
+  async stage(rows: readonly StagedVoter[]): Promise<void> {
+    if (rows.length === 0) return;
+    this.seen.add(rows);
+    await this.locked(() => this.stageAll!(rows));
+    this.lastLine = rows[rows.length - 1]!.line;
+  }
+
+  async apply(now: string, audit?: (imported: number) => AuditEntry): Promise<{ imported: number }> {
+    await this.settle();
+    let imported: number;
+    const restore = await this.locked(() =>
+      bulkSettings(this.sqlite, this.lastLine >= SQLITE_APPLY_FIRST_CHUNK),
+    );
+    try {
+      imported = await this.applyChunks(now);
+    } finally {
+      await this.locked(restore);
+      await this.abort();
+    }
+    // An import changes the shape of the tables (the voters, their tags and custom field values): fresh
+    // statistics keep the planner on the right indexes.
+    // A large one is analyzed in full, one index at a time with other requests served between two (ANALYZE
+    // of the whole table held the process for about a second at a million voters); after any other,
+    // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
+    // import into a new database: without them every search took 1.3-2.6 s until a restart).
+    if (audit) await recordAudit(this.kysely, audit(imported));
+    if (this.lastLine >= ANALYZE_AFTER_ROWS)
+      for (const analyzed of ['voters', 'voter_tags', 'voter_field_values'])
+        await analyzeByIndex(this.sqlite, (fn) => this.locked(fn), analyzed);
+    else await this.locked(() => this.sqlite.pragma('optimize = 0x10002'));
+    return { imported };
+  }
+
+  async preview(): Promise<{ imported: number }> {
+    try {
+      await this.settle();
+      const count = this.sqlite.prepare(newIdentities(this.table, this.ws)).pluck();
+      return { imported: await this.locked(() => count.get() as number) };
+    } finally {
+      await this.abort();
+    }
+  }
+
+  /** Drops the staging table (also once the rows are applied). */
+  async abort(): Promise<void> {
+    await this.locked(() => {
+      this.sqlite.exec(`DROP TABLE IF EXISTS ${this.table}`);
+    });
+  }
+
+  /**
+   * The staged rows into the voters, chunk by chunk by line, each chunk sized to hold the process about 100 ms,
+   * other requests running between two. The number of voters created.
+   */
+  private async applyChunks(now: string): Promise<number> {
+    // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
+    // highest id before the chunk are the ones it created (counted over those rows only, not the table).
+    // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
+    // b-tree instead of a scan of the whole table in every chunk.
+    const maxId = this.sqlite.prepare('SELECT max(id) FROM voters').pluck();
+    const createdSince = this.sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
+    const upsert = this.sqlite.prepare(
+      `INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
+       SELECT ?, ${voterColumns.join(', ')}, ?, ? FROM ${this.table} s
+       WHERE line >= ? AND line < ?${this.seen.roll ? ` AND NOT ${epicHeld('s', this.ws)}` : ''} ORDER BY line
+       ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
+       WHERE ${changedCondition('IS NOT')}`,
+    );
+    const lines = ' AND s.line >= ? AND s.line < ?';
+    const roll = this.seen.roll
+      ? this.sqlite.prepare(rollUpdate(this.table, this.ws, '?', lines))
+      : undefined;
+    const side = this.seen.side
+      ? sideWrites(this.table, this.ws, lines, false).map((text) => this.sqlite.prepare(text))
+      : [];
+    const chunk = this.sqlite.transaction((from: number, to: number) => {
+      const before = (maxId.get() as number | null) ?? 0;
+      roll?.run(now, from, to, from, to);
+      upsert.run(this.workspaceId, now, now, from, to);
+      for (const statement of side) statement.run(from, to);
+      return createdSince.get(before) as number;
+    });
+    let imported = 0;
+    const pacer = new ChunkPacer(SQLITE_APPLY_FIRST_CHUNK, 100, SQLITE_APPLY_MAX_CHUNK);
+    for (let from = 0; from <= this.lastLine;) {
+      const size = pacer.size;
+      const { result, ms } = await this.locked(() => timed(() => chunk(from, from + size)));
+      imported += result;
+      from += size;
+      await pacer.pause(size, ms);
+    }
+    return imported;
+  }
+
   /** The roll numbers settled before anything is applied (see settleRollNumbers). */
-  const settle = async () => {
-    if (seen.side)
-      await locked(() =>
+  private async settle(): Promise<void> {
+    const { sqlite, table } = this;
+    if (this.seen.side)
+      await this.locked(() =>
         sqlite.exec(`CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`),
       );
-    if (!seen.roll) return;
-    await locked(() => {
+    if (!this.seen.roll) return;
+    await this.locked(() => {
       sqlite.exec(`CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number)`);
       sqlite.exec(`CREATE INDEX ${table}_serial ON ${table.slice(5)} (part_number, serial_number)`);
     });
-    skipped = await settleRollNumbers(
+    this.problems = await settleRollNumbers(
       (text) =>
-        locked(() => {
+        this.locked(() => {
           const statement = sqlite.prepare(text);
           if (statement.reader) return statement.all() as Array<Record<string, unknown>>;
           statement.run();
           return [];
         }),
       table,
-      ws,
+      this.ws,
       [],
     );
-  };
-  return {
-    skipped: () => skipped,
-    stage: async (rows) => {
-      if (rows.length === 0) return;
-      seen.add(rows);
-      await locked(() => stageAll(rows));
-      lastLine = rows[rows.length - 1]!.line;
-    },
-    apply: async (now, audit) => {
-      await settle();
-      // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
-      // highest id before the chunk are the ones it created (counted over those rows only, not the table).
-      // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
-      // b-tree instead of a scan of the whole table in every chunk.
-      const maxId = sqlite.prepare('SELECT max(id) FROM voters').pluck();
-      const createdSince = sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
-      const upsert = sqlite.prepare(
-        `INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
-         SELECT ?, ${voterColumns.join(', ')}, ?, ? FROM ${table} s
-         WHERE line >= ? AND line < ?${seen.roll ? ` AND NOT ${epicHeld('s', ws)}` : ''} ORDER BY line
-         ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
-         WHERE ${changedCondition('IS NOT')}`,
-      );
-      const lines = ' AND s.line >= ? AND s.line < ?';
-      const roll = seen.roll ? sqlite.prepare(rollUpdate(table, ws, '?', lines)) : undefined;
-      const side = seen.side ? sideWrites(table, ws, lines, false).map((text) => sqlite.prepare(text)) : [];
-      const chunk = sqlite.transaction((from: number, to: number) => {
-        const before = (maxId.get() as number | null) ?? 0;
-        roll?.run(now, from, to, from, to);
-        upsert.run(workspaceId, now, now, from, to);
-        for (const statement of side) statement.run(from, to);
-        return createdSince.get(before) as number;
-      });
-      let imported = 0;
-      // Chunks are sized to hold the process about 100 ms each, and other requests run between two.
-      const pacer = new ChunkPacer(SQLITE_APPLY_FIRST_CHUNK, 100, SQLITE_APPLY_MAX_CHUNK);
-      const restore = await locked(() => bulkSettings(sqlite, lastLine >= SQLITE_APPLY_FIRST_CHUNK));
-      try {
-        for (let from = 0; from <= lastLine;) {
-          const size = pacer.size;
-          const { result, ms } = await locked(() => timed(() => chunk(from, from + size)));
-          imported += result;
-          from += size;
-          await pacer.pause(size, ms);
-        }
-      } finally {
-        await locked(restore);
-        await drop();
-      }
-      // An import changes the shape of the tables (the voters, their tags and custom field values): fresh
-      // statistics keep the planner on the right indexes.
-      // A large one is analyzed in full, one index at a time with other requests served between two (ANALYZE
-      // of the whole table held the process for about a second at a million voters); after any other,
-      // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
-      // import into a new database: without them every search took 1.3-2.6 s until a restart).
-      if (audit) await recordAudit(kysely, audit(imported));
-      if (lastLine >= ANALYZE_AFTER_ROWS)
-        for (const analyzed of ['voters', 'voter_tags', 'voter_field_values'])
-          await analyzeByIndex(sqlite, locked, analyzed);
-      else await locked(() => sqlite.pragma('optimize = 0x10002'));
-      return { imported };
-    },
-    preview: async () => {
-      try {
-        await settle();
-        const count = sqlite.prepare(newIdentities(table, ws)).pluck();
-        return { imported: await locked(() => count.get() as number) };
-      } finally {
-        await drop();
-      }
-    },
-    abort: drop,
-  };
+  }
 }
 
 /** FTS5's default `automerge`: a level of the search index is merged once it holds this many segments. */
