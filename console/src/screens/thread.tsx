@@ -8,6 +8,7 @@ import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, ErrorNote, Field, Loading, Notice, Section } from '../ui.tsx';
 import { keys, queries } from '../queries.ts';
+import type { components } from '../schema.d.ts';
 
 /** Messages per page of a thread. */
 const THREAD_PAGE = 100;
@@ -16,10 +17,57 @@ const THREAD_PAGE = 100;
 const drafts = new Map<string, string>();
 
 export function Thread({ id }: { id: string }) {
-  const { t, d, code } = useI18n();
-  const me = useMe();
+  const { t } = useI18n();
   const client = useQueryClient();
   const conversation = useQuery(queries.conversation(id));
+  const { thread, hasNextPage, isFetchingNextPage, fetchNextPage } = useThreadMessages(id);
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: [...keys.conversation, id] });
+    void client.invalidateQueries({ queryKey: keys.conversations });
+  };
+  const c = conversation.data;
+  if (conversation.isPending) return <Loading />;
+  if (!c) return <ErrorNote error={conversation.error} />;
+  return (
+    <Section
+      title={c.voter_name ?? c.address}
+      actions={
+        <Link href="/inbox" className="button back">
+          {t('inbox.back')}
+        </Link>
+      }
+    >
+      <p className="muted">
+        {t(`channel.${c.channel}`)} · {c.address} · <Badge value={c.status} />{' '}
+        {c.assigned_to_name ? t('inbox.assignedTo', { name: c.assigned_to_name }) : t('inbox.unassigned')}
+        {c.voter_id && (
+          <>
+            {' · '}
+            <Link href={`/voters/${c.voter_id}`}>{t('inbox.voter')}</Link>
+          </>
+        )}
+      </p>
+      {hasNextPage && (
+        <button type="button" disabled={isFetchingNextPage} onClick={() => void fetchNextPage()}>
+          {t('inbox.earlier')}
+        </button>
+      )}
+      <MessageList thread={thread} channel={c.channel} />
+      {c.opted_out && (
+        <Notice>{t('inbox.optedOut', { address: c.address, channel: t(`channel.${c.channel}`) })}</Notice>
+      )}
+      {c.voter_id === null && <LinkVoter id={id} onLinked={refresh} />}
+      <ReplyForm id={id} c={c} refresh={refresh} />
+    </Section>
+  );
+}
+
+type Conversation = components['schemas']['ConversationDetail'];
+type ThreadMessage = ReturnType<typeof useThreadMessages>['thread'][number];
+
+/** The thread's messages, oldest first, a page of THREAD_PAGE at a time from the newest back. */
+function useThreadMessages(id: string) {
+  const client = useQueryClient();
   // The thread from its newest page back: the newest messages first, then "Earlier messages" pages back to
   // the first one (a thread of 101 messages shows all 101, not the last page's one).
   const messages = useInfiniteQuery({
@@ -49,8 +97,37 @@ export function Thread({ id }: { id: string }) {
     if (pages.length === 1 && pages[0]!.data.length < 20 && hasNextPage && !isFetchingNextPage)
       void fetchNextPage();
   }, [pages, hasNextPage, isFetchingNextPage, fetchNextPage]);
-  const quick = useQuery(queries.quickReplies());
-  const team = useQuery({ ...queries.team(), enabled: me.user.role === 'politician' });
+  return { thread, hasNextPage, isFetchingNextPage, fetchNextPage };
+}
+
+function MessageList({ thread, channel }: { thread: ThreadMessage[]; channel: Conversation['channel'] }) {
+  const { t, d, code } = useI18n();
+  return (
+    <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite" tabIndex={0}>
+      {thread.map((m) => (
+        <li key={m.id} className={m.direction}>
+          {m.withheld && m.body === '' ? <p className="muted">{t('inbox.withheld')}</p> : <p>{m.body}</p>}
+          {m.keyword && (
+            <p className="event" data-testid="consent-event">
+              {t(m.keyword === 'stop' ? 'inbox.event.stop' : 'inbox.event.start', {
+                channel: t(`channel.${channel}`),
+              })}
+            </p>
+          )}
+          <small>
+            {d(m.created_at)}
+            {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}
+            {m.error_code ? ` · ${code(m.error_code)}` : ''}
+          </small>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** The reply (free text, a quick reply or a template where the gateway needs one) and the conversation's actions. */
+function ReplyForm({ id, c, refresh }: { id: string; c: Conversation; refresh: () => void }) {
+  const { t } = useI18n();
   const [text, setTextState] = useState(() => drafts.get(id) ?? '');
   const setText = (value: string) => {
     drafts.set(id, value);
@@ -58,11 +135,7 @@ export function Thread({ id }: { id: string }) {
   };
   const [templateId, setTemplateId] = useState('');
   const [variables, setVariables] = useState<Record<string, string>>({});
-  const refresh = () => {
-    void client.invalidateQueries({ queryKey: [...keys.conversation, id] });
-    void client.invalidateQueries({ queryKey: keys.conversations });
-  };
-  const templated = conversation.data?.reply.templates_only === true;
+  const templated = c.reply.templates_only === true;
   const reply = useMutation({
     mutationFn: () =>
       envelope(
@@ -85,152 +158,148 @@ export function Thread({ id }: { id: string }) {
       refresh();
     },
   });
+  const [actionError, setActionError] = useState<unknown>(null);
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        reply.mutate();
+      }}
+    >
+      {templated && !c.opted_out && (
+        <TemplateReply
+          channel={c.channel}
+          reply={c.reply}
+          templateId={templateId}
+          onTemplate={(id) => {
+            setTemplateId(id);
+            setVariables({});
+          }}
+          variables={variables}
+          onVariables={setVariables}
+        />
+      )}
+      {!templated && <FreeTextReply text={text} setText={setText} optedOut={c.opted_out} />}
+      <ErrorNote error={reply.error ?? actionError} />
+      <div className="actions">
+        {!c.opted_out && (
+          <button className="primary" disabled={reply.isPending || (templated && !templateId)}>
+            {t('inbox.send')}
+          </button>
+        )}
+        <ConversationActions id={id} c={c} refresh={refresh} onError={setActionError} />
+      </div>
+      {c.grievance_id && <Notice>{t('inbox.hasGrievance')}</Notice>}
+    </form>
+  );
+}
+
+/** A reply in the office's own words, or a quick reply to start from. */
+function FreeTextReply({
+  text,
+  setText,
+  optedOut,
+}: {
+  text: string;
+  setText: (text: string) => void;
+  optedOut: boolean;
+}) {
+  const { t } = useI18n();
+  const quick = useQuery(queries.quickReplies());
+  return (
+    <>
+      {quick.data && quick.data.data.length > 0 && (
+        <Field label={t('inbox.quick')}>
+          <select value="" onChange={(e) => setText(e.target.value)}>
+            <option value="">{t('compose.choose')}</option>
+            {quick.data.data.map((q) => (
+              <option key={q.id} value={q.body}>
+                {q.title}
+              </option>
+            ))}
+          </select>
+        </Field>
+      )}
+      {!optedOut && (
+        <Field label={t('inbox.reply')}>
+          <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
+        </Field>
+      )}
+    </>
+  );
+}
+
+/** Close or reopen, assign, open a grievance. */
+function ConversationActions({
+  id,
+  c,
+  refresh,
+  onError,
+}: {
+  id: string;
+  c: Conversation;
+  refresh: () => void;
+  onError: (error: unknown) => void;
+}) {
+  const { t } = useI18n();
+  const me = useMe();
+  const team = useQuery({ ...queries.team(), enabled: me.user.role === 'politician' });
+  const done = () => {
+    onError(null);
+    refresh();
+  };
   const patch = useMutation({
     mutationFn: (body: { status?: 'open' | 'closed'; assigned_to?: number | null }) =>
       envelope(api.PATCH('/api/conversations/{id}', { params: { path: { id } }, body })),
-    onSuccess: refresh,
+    onSuccess: done,
+    onError,
   });
   const grievance = useMutation({
     mutationFn: () =>
       envelope(api.POST('/api/conversations/{id}/grievance', { params: { path: { id } }, body: {} })),
-    onSuccess: refresh,
+    onSuccess: done,
+    onError,
   });
-  const c = conversation.data;
-  if (conversation.isPending) return <Loading />;
-  if (!c) return <ErrorNote error={conversation.error} />;
   return (
-    <Section
-      title={c.voter_name ?? c.address}
-      actions={
-        <Link href="/inbox" className="button back">
-          {t('inbox.back')}
-        </Link>
-      }
-    >
-      <p className="muted">
-        {t(`channel.${c.channel}`)} · {c.address} · <Badge value={c.status} />{' '}
-        {c.assigned_to_name ? t('inbox.assignedTo', { name: c.assigned_to_name }) : t('inbox.unassigned')}
-        {c.voter_id && (
-          <>
-            {' · '}
-            <Link href={`/voters/${c.voter_id}`}>{t('inbox.voter')}</Link>
-          </>
-        )}
-      </p>
-      {hasNextPage && (
-        <button type="button" disabled={isFetchingNextPage} onClick={() => void fetchNextPage()}>
-          {t('inbox.earlier')}
+    <>
+      {c.status === 'open' ? (
+        <button type="button" onClick={() => patch.mutate({ status: 'closed' })}>
+          {t('inbox.close')}
+        </button>
+      ) : (
+        <button type="button" onClick={() => patch.mutate({ status: 'open' })}>
+          {t('inbox.reopen')}
         </button>
       )}
-      <ol className="thread" aria-label={t('inbox.thread')} aria-live="polite" tabIndex={0}>
-        {thread.map((m) => (
-          <li key={m.id} className={m.direction}>
-            {m.withheld && m.body === '' ? <p className="muted">{t('inbox.withheld')}</p> : <p>{m.body}</p>}
-            {m.keyword && (
-              <p className="event" data-testid="consent-event">
-                {t(m.keyword === 'stop' ? 'inbox.event.stop' : 'inbox.event.start', {
-                  channel: t(`channel.${c.channel}`),
-                })}
-              </p>
-            )}
-            <small>
-              {d(m.created_at)}
-              {m.status ? ` · ${t(`status.${m.status}` as 'status.sent')}` : ''}
-              {m.error_code ? ` · ${code(m.error_code)}` : ''}
-            </small>
-          </li>
-        ))}
-      </ol>
-      {c.opted_out && (
-        <Notice>{t('inbox.optedOut', { address: c.address, channel: t(`channel.${c.channel}`) })}</Notice>
+      {c.assigned_to !== me.user.id && me.user.role !== 'volunteer' && (
+        <button type="button" onClick={() => patch.mutate({ assigned_to: me.user.id })}>
+          {t('inbox.assignMe')}
+        </button>
       )}
-      {c.voter_id === null && <LinkVoter id={id} onLinked={refresh} />}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          reply.mutate();
-        }}
-      >
-        {templated && !c.opted_out && (
-          <TemplateReply
-            channel={c.channel}
-            reply={c.reply}
-            templateId={templateId}
-            onTemplate={(id) => {
-              setTemplateId(id);
-              setVariables({});
-            }}
-            variables={variables}
-            onVariables={setVariables}
-          />
-        )}
-        {!templated && quick.data && quick.data.data.length > 0 && (
-          <Field label={t('inbox.quick')}>
-            <select value="" onChange={(e) => setText(e.target.value)}>
-              <option value="">{t('compose.choose')}</option>
-              {quick.data.data.map((q) => (
-                <option key={q.id} value={q.body}>
-                  {q.title}
+      {team.data && (
+        <label className="inline">
+          <span>{t('inbox.assignTo')}</span>
+          <select
+            value={c.assigned_to ?? ''}
+            onChange={(e) => patch.mutate({ assigned_to: e.target.value ? Number(e.target.value) : null })}
+          >
+            <option value="">{t('inbox.unassigned')}</option>
+            {team.data.data
+              .filter((u) => u.active)
+              .map((u) => (
+                <option key={u.id} value={u.id}>
+                  {u.name}
                 </option>
               ))}
-            </select>
-          </Field>
-        )}
-        {!templated && !c.opted_out && (
-          <Field label={t('inbox.reply')}>
-            <textarea rows={3} required value={text} onChange={(e) => setText(e.target.value)} />
-          </Field>
-        )}
-        <ErrorNote error={reply.error ?? patch.error ?? grievance.error} />
-        <div className="actions">
-          {!c.opted_out && (
-            <button className="primary" disabled={reply.isPending || (templated && !templateId)}>
-              {t('inbox.send')}
-            </button>
-          )}
-          {c.status === 'open' ? (
-            <button type="button" onClick={() => patch.mutate({ status: 'closed' })}>
-              {t('inbox.close')}
-            </button>
-          ) : (
-            <button type="button" onClick={() => patch.mutate({ status: 'open' })}>
-              {t('inbox.reopen')}
-            </button>
-          )}
-          {c.assigned_to !== me.user.id && me.user.role !== 'volunteer' && (
-            <button type="button" onClick={() => patch.mutate({ assigned_to: me.user.id })}>
-              {t('inbox.assignMe')}
-            </button>
-          )}
-          {team.data && (
-            <label className="inline">
-              <span>{t('inbox.assignTo')}</span>
-              <select
-                value={c.assigned_to ?? ''}
-                onChange={(e) =>
-                  patch.mutate({ assigned_to: e.target.value ? Number(e.target.value) : null })
-                }
-              >
-                <option value="">{t('inbox.unassigned')}</option>
-                {team.data.data
-                  .filter((u) => u.active)
-                  .map((u) => (
-                    <option key={u.id} value={u.id}>
-                      {u.name}
-                    </option>
-                  ))}
-              </select>
-            </label>
-          )}
-          {!c.grievance_id && (
-            <button type="button" onClick={() => grievance.mutate()}>
-              {t('inbox.openGrievance')}
-            </button>
-          )}
-        </div>
-        {c.grievance_id && <Notice>{t('inbox.hasGrievance')}</Notice>}
-      </form>
-    </Section>
+          </select>
+        </label>
+      )}
+      {!c.grievance_id && (
+        <button type="button" onClick={() => grievance.mutate()}>
+          {t('inbox.openGrievance')}
+        </button>
+      )}
+    </>
   );
 }
 
