@@ -66,43 +66,68 @@ interface Column {
 
 /** Upload a roll (a dry run first, if wished), watch its job, download its failed rows; export the roll. */
 export function Imports() {
-  const { t, n, d } = useI18n();
+  const { t } = useI18n();
+  /** The job the page shows (the newest, until another is chosen or uploaded). */
+  const [selected, setSelected] = useState<string | null>(null);
+  return (
+    <>
+      <h1>{t('nav.imports')}</h1>
+      <ImportForm onJob={setSelected} />
+      <ImportJobs selected={selected} onSelect={setSelected} />
+      <ExportForm />
+    </>
+  );
+}
+
+type Known = NonNullable<ReturnType<typeof useImportColumns>['data']>;
+
+function useImportColumns() {
+  return useQuery(queries.importColumns());
+}
+
+/**
+ * The file's headings, each with a sample and the field it will fill (the mapping step): the workspace's last
+ * mapping, then the headings the import knows, then a fallback not yet taken; else ignored.
+ */
+function mappingOf(text: string, known: Known): Column[] {
+  const [header = [], sample = []] = firstRecords(text, 2);
+  const { headings, fallbacks, last_mapping: last, fields } = known;
+  const taken = new Set<string>();
+  const picked = header.map((heading) => {
+    const key = headingKey(heading);
+    const custom = /^field ?: ?(.+)$/.exec(key);
+    const field =
+      last?.[key] ??
+      headings[key] ??
+      (custom && fields.includes(`field:${custom[1]!.replace(/ /g, '_')}`)
+        ? `field:${custom[1]!.replace(/ /g, '_')}`
+        : undefined);
+    if (field && field !== 'ignore') taken.add(field);
+    return { heading, key, field };
+  });
+  return picked.map(({ heading, key, field }, i) => {
+    const fallback = fallbacks[key];
+    const chosenField = field ?? (fallback && !taken.has(fallback) ? fallback : 'ignore');
+    if (chosenField !== 'ignore') taken.add(chosenField);
+    return { heading, sample: sample[i] ?? '', field: chosenField };
+  });
+}
+
+/** A file, its mapping, a dry run or the upload (a background job). */
+function ImportForm({ onJob }: { onJob: (id: string) => void }) {
+  const { t } = useI18n();
   const client = useQueryClient();
   const file = useRef<HTMLInputElement>(null);
   const [dryRun, setDryRun] = useState(false);
   const [checked, setChecked] = useState<DryRun | null>(null);
-  const [selected, setSelected] = useState<string | null>(null);
   const [columns, setColumns] = useState<Column[] | null>(null);
-  const known = useQuery(queries.importColumns());
-  /** The chosen file's headings, each with a sample and the field it will fill (the mapping step). */
+  const known = useImportColumns();
   const readHeadings = async () => {
     const chosen = file.current?.files?.[0];
     setChecked(null);
     if (!chosen || !known.data) return setColumns(null);
     const text = (await chosen.slice(0, 65_536).text()).replace(/^\ufeff/, '');
-    const [header = [], sample = []] = firstRecords(text, 2);
-    const { headings, fallbacks, last_mapping: last, fields } = known.data;
-    const taken = new Set<string>();
-    const picked = header.map((heading) => {
-      const key = headingKey(heading);
-      const custom = /^field ?: ?(.+)$/.exec(key);
-      const field =
-        last?.[key] ??
-        headings[key] ??
-        (custom && fields.includes(`field:${custom[1]!.replace(/ /g, '_')}`)
-          ? `field:${custom[1]!.replace(/ /g, '_')}`
-          : undefined);
-      if (field && field !== 'ignore') taken.add(field);
-      return { heading, key, field };
-    });
-    setColumns(
-      picked.map(({ heading, key, field }, i) => {
-        const fallback = fallbacks[key];
-        const chosenField = field ?? (fallback && !taken.has(fallback) ? fallback : 'ignore');
-        if (chosenField !== 'ignore') taken.add(chosenField);
-        return { heading, sample: sample[i] ?? '', field: chosenField };
-      }),
-    );
+    setColumns(mappingOf(text, known.data));
   };
   const upload = useMutation({
     mutationFn: async () => {
@@ -125,17 +150,144 @@ export function Imports() {
         // The upload is a job now: the form is ready for the next file.
         setColumns(null);
         if (file.current) file.current.value = '';
-        if (result.id) setSelected(result.id);
+        if (result.id) onJob(result.id);
         void client.invalidateQueries({ queryKey: keys.imports });
       }
     },
   });
+  return (
+    <Section title={t('import.title')}>
+      <p className="muted">{t('import.help')}</p>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          upload.mutate();
+        }}
+      >
+        <Field label={t('import.file')}>
+          <input
+            ref={file}
+            type="file"
+            accept=".csv,text/csv"
+            required
+            onChange={() => void readHeadings()}
+          />
+        </Field>
+        {columns && columns.length > 0 && (
+          <MappingStep
+            columns={columns}
+            fields={known.data?.fields ?? []}
+            onChange={(i, field) => setColumns(columns.map((c, j) => (j === i ? { ...c, field } : c)))}
+          />
+        )}
+        <label className="check">
+          <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} />
+          {t('import.dryRun')}
+        </label>
+        <ErrorNote error={upload.error} />
+        <button className="primary" disabled={upload.isPending}>
+          {dryRun ? t('import.check') : t('import.upload')}
+        </button>
+      </form>
+      {checked && <DryRunResult checked={checked} />}
+    </Section>
+  );
+}
+
+/** What a dry run found: the counts, the refused rows, the cells left out, ignored columns, unknown places. */
+function DryRunResult({ checked }: { checked: DryRun }) {
+  const { t, n } = useI18n();
+  return (
+    <>
+      <Notice>
+        {t('import.dryResult', {
+          created: n(checked.imported),
+          updated: n(checked.updated),
+          failed: n(checked.failed),
+        })}{' '}
+        {checked.warnings.length > 0 &&
+          t('import.warned', { count: checked.warnings.length, cells: n(checked.warnings.length) })}
+      </Notice>
+      <RowErrors errors={checked.errors} />
+      <RowWarnings warnings={checked.warnings} />
+      <Ignored columns={checked.ignored_columns} />
+      <UnknownPlaces unknown={checked.unknown_places} />
+    </>
+  );
+}
+
+/** The import jobs: the chosen one (the newest by default) in full, and the list. */
+function ImportJobs({ selected, onSelect }: { selected: string | null; onSelect: (id: string) => void }) {
+  const { t, n, d } = useI18n();
   const jobs = useQuery({
     ...queries.imports(),
     refetchInterval: (q) =>
       q.state.data?.data.some((j) => j.status === 'queued' || j.status === 'running') ? 1_000 : false,
   });
   const job = jobs.data?.data.find((j) => j.id === selected) ?? jobs.data?.data[0];
+  return (
+    <Section title={t('import.jobs')}>
+      <ErrorNote error={jobs.error} />
+      {jobs.isPending ? (
+        <Loading />
+      ) : !job ? (
+        <Empty>{t('none')}</Empty>
+      ) : (
+        <>
+          <div className="job" data-testid="import-job">
+            <p>
+              <strong>{job.file_name}</strong> <Badge value={job.status} />
+            </p>
+            <progress
+              max={Math.max(1, job.bytes)}
+              value={job.status === 'completed' ? job.bytes : job.progress.bytes_read}
+              aria-label={t('import.progress')}
+            />
+            <p>
+              {t('import.counts', {
+                created: n(job.imported),
+                updated: n(job.updated),
+                failed: n(job.failed),
+              })}
+            </p>
+            {job.message && <p>{job.message}</p>}
+            <RowErrors errors={job.errors} />
+            <RowWarnings warnings={job.warnings} />
+            {job.status === 'completed' && <Ignored columns={job.ignored_columns} />}
+            {job.status === 'completed' && <UnknownPlaces key={job.id} unknown={job.unknown_places} />}
+            {job.status === 'completed' && job.failed > 0 && (
+              <button
+                type="button"
+                onClick={() => void download(`/api/voters/imports/${job.id}/errors.csv`, 'errors.csv')}
+              >
+                {t('import.downloadErrors')}
+              </button>
+            )}
+          </div>
+          <Table caption={t('import.jobs')} head={[t('import.file'), t('field.status'), t('field.created')]}>
+            {jobs.data?.data.map((j) => (
+              <tr key={j.id}>
+                <td>
+                  <button type="button" className="link" onClick={() => onSelect(j.id)}>
+                    {j.file_name}
+                  </button>
+                </td>
+                <td>
+                  <Badge value={j.status} />
+                </td>
+                <td>{d(j.created_at)}</td>
+              </tr>
+            ))}
+          </Table>
+        </>
+      )}
+    </Section>
+  );
+}
+
+/** The voters (all, or those of a filter) as CSV or Excel. */
+function ExportForm() {
+  const { t } = useI18n();
   const [exportFilters, setExportFilters] = useState(noFilters);
   const [format, setFormat] = useState<'csv' | 'excel'>('csv');
   const exporting = useMutation({
@@ -147,137 +299,24 @@ export function Imports() {
     },
   });
   return (
-    <>
-      <h1>{t('nav.imports')}</h1>
-      <Section title={t('import.title')}>
-        <p className="muted">{t('import.help')}</p>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            upload.mutate();
-          }}
-        >
-          <Field label={t('import.file')}>
-            <input
-              ref={file}
-              type="file"
-              accept=".csv,text/csv"
-              required
-              onChange={() => void readHeadings()}
-            />
-          </Field>
-          {columns && columns.length > 0 && (
-            <MappingStep
-              columns={columns}
-              fields={known.data?.fields ?? []}
-              onChange={(i, field) => setColumns(columns.map((c, j) => (j === i ? { ...c, field } : c)))}
-            />
-          )}
-          <label className="check">
-            <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} />
-            {t('import.dryRun')}
-          </label>
-          <ErrorNote error={upload.error} />
-          <button className="primary" disabled={upload.isPending}>
-            {dryRun ? t('import.check') : t('import.upload')}
-          </button>
-        </form>
-        {checked && (
-          <>
-            <Notice>
-              {t('import.dryResult', {
-                created: n(checked.imported),
-                updated: n(checked.updated),
-                failed: n(checked.failed),
-              })}{' '}
-              {checked.warnings.length > 0 &&
-                t('import.warned', { count: checked.warnings.length, cells: n(checked.warnings.length) })}
-            </Notice>
-            <RowErrors errors={checked.errors} />
-            <RowWarnings warnings={checked.warnings} />
-            <Ignored columns={checked.ignored_columns} />
-            <UnknownPlaces unknown={checked.unknown_places} />
-          </>
-        )}
-      </Section>
-      <Section title={t('import.jobs')}>
-        <ErrorNote error={jobs.error} />
-        {jobs.isPending ? (
-          <Loading />
-        ) : !job ? (
-          <Empty>{t('none')}</Empty>
-        ) : (
-          <>
-            <div className="job" data-testid="import-job">
-              <p>
-                <strong>{job.file_name}</strong> <Badge value={job.status} />
-              </p>
-              <progress
-                max={Math.max(1, job.bytes)}
-                value={job.status === 'completed' ? job.bytes : job.progress.bytes_read}
-                aria-label={t('import.progress')}
-              />
-              <p>
-                {t('import.counts', {
-                  created: n(job.imported),
-                  updated: n(job.updated),
-                  failed: n(job.failed),
-                })}
-              </p>
-              {job.message && <p>{job.message}</p>}
-              <RowErrors errors={job.errors} />
-              <RowWarnings warnings={job.warnings} />
-              {job.status === 'completed' && <Ignored columns={job.ignored_columns} />}
-              {job.status === 'completed' && <UnknownPlaces key={job.id} unknown={job.unknown_places} />}
-              {job.status === 'completed' && job.failed > 0 && (
-                <button
-                  type="button"
-                  onClick={() => void download(`/api/voters/imports/${job.id}/errors.csv`, 'errors.csv')}
-                >
-                  {t('import.downloadErrors')}
-                </button>
-              )}
-            </div>
-            <Table
-              caption={t('import.jobs')}
-              head={[t('import.file'), t('field.status'), t('field.created')]}
-            >
-              {jobs.data?.data.map((j) => (
-                <tr key={j.id}>
-                  <td>
-                    <button type="button" className="link" onClick={() => setSelected(j.id)}>
-                      {j.file_name}
-                    </button>
-                  </td>
-                  <td>
-                    <Badge value={j.status} />
-                  </td>
-                  <td>{d(j.created_at)}</td>
-                </tr>
-              ))}
-            </Table>
-          </>
-        )}
-      </Section>
-      <Section title={t('export.title')}>
-        <FilterForm value={exportFilters} onApply={setExportFilters} live />
-        <Field label={t('export.format')}>
-          <select value={format} onChange={(e) => setFormat(e.target.value as 'csv' | 'excel')}>
-            <option value="csv">CSV</option>
-            <option value="excel">Excel (.xlsx)</option>
-          </select>
-        </Field>
-        <ErrorNote error={exporting.error} />
-        <button
-          type="button"
-          className="primary"
-          disabled={exporting.isPending}
-          onClick={() => exporting.mutate()}
-        >
-          {t('export.download')}
-        </button>
-      </Section>
-    </>
+    <Section title={t('export.title')}>
+      <FilterForm value={exportFilters} onApply={setExportFilters} live />
+      <Field label={t('export.format')}>
+        <select value={format} onChange={(e) => setFormat(e.target.value as 'csv' | 'excel')}>
+          <option value="csv">CSV</option>
+          <option value="excel">Excel (.xlsx)</option>
+        </select>
+      </Field>
+      <ErrorNote error={exporting.error} />
+      <button
+        type="button"
+        className="primary"
+        disabled={exporting.isPending}
+        onClick={() => exporting.mutate()}
+      >
+        {t('export.download')}
+      </button>
+    </Section>
   );
 }
 

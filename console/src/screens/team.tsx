@@ -25,51 +25,34 @@ export function Team() {
   );
 }
 
-function Members() {
-  const { t } = useI18n();
-  const me = useMe();
+/** A change to the team is an entry in the audit log below: both are read again at once. */
+function useTeamRefresh() {
   const client = useQueryClient();
-  const members = useQuery(queries.team());
-  // A change to the team is an entry in the audit log below: both are read again at once.
-  const refresh = () =>
+  return () =>
     Promise.all([
       client.invalidateQueries({ queryKey: keys.team }),
       client.invalidateQueries({ queryKey: keys.audit }),
     ]);
-  const [name, setName] = useState('');
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
-  const [phone, setPhone] = useState('');
-  const [role, setRole] = useState<Role>('volunteer');
-  const add = useMutation({
-    mutationFn: () =>
-      envelope(
-        api.POST('/api/users', { body: { name, email, password, role, ...(phone ? { phone } : {}) } }),
-      ),
-    onSuccess: () => {
-      setName('');
-      setEmail('');
-      setPassword('');
-      setPhone('');
-      void refresh();
-    },
-  });
+}
+
+type Member = NonNullable<ReturnType<typeof useTeam>['data']>['data'][number];
+type Coverage = { wards: string[]; booths: string[]; constituencies: string[] };
+type MemberPatch = { id: number; body: { role?: Role; active?: boolean; coverage?: Coverage } };
+
+function useTeam() {
+  return useQuery(queries.team());
+}
+
+function Members() {
+  const { t } = useI18n();
+  const members = useTeam();
+  const refresh = useTeamRefresh();
   const patch = useMutation({
-    mutationFn: ({
-      id,
-      body,
-    }: {
-      id: number;
-      body: {
-        role?: Role;
-        active?: boolean;
-        coverage?: { wards: string[]; booths: string[]; constituencies: string[] };
-      };
-    }) => envelope(api.PATCH('/api/users/{id}', { params: { path: { id } }, body })),
+    mutationFn: ({ id, body }: MemberPatch) =>
+      envelope(api.PATCH('/api/users/{id}', { params: { path: { id } }, body })),
     onSuccess: refresh,
   });
-  const [editing, setEditing] = useState<number | null>(null);
-  const [coverage, setCoverage] = useState({ wards: '', booths: '', constituencies: '' });
+  const [editing, setEditing] = useState<Member | null>(null);
   return (
     <Section title={t('team.members')}>
       <ErrorNote error={members.error ?? patch.error} />
@@ -88,122 +71,177 @@ function Members() {
           ]}
         >
           {members.data?.data.map((u) => (
-            <tr key={u.id}>
-              <td>{u.name}</td>
-              <td>{'email' in u ? u.email : ''}</td>
-              <td>
-                {u.id === me.user.id ? (
-                  t(`role.${u.role}`)
-                ) : (
-                  <select
-                    aria-label={t('team.roleOf', { name: u.name })}
-                    value={u.role}
-                    onChange={(e) => patch.mutate({ id: u.id, body: { role: e.target.value as Role } })}
-                  >
-                    {(['politician', 'manager', 'volunteer'] as const).map((r) => (
-                      <option key={r} value={r}>
-                        {t(`role.${r}`)}
-                      </option>
-                    ))}
-                  </select>
-                )}
-              </td>
-              <td>
-                {[
-                  ...u.coverage.constituencies,
-                  ...u.coverage.wards.map((w) => `${t('field.ward')} ${w}`),
-                  ...u.coverage.booths.map((b) => `${t('field.booth')} ${b}`),
-                ].join(', ') || '—'}{' '}
-                {u.role === 'volunteer' && (
-                  <button
-                    type="button"
-                    className="link"
-                    onClick={() => {
-                      setEditing(u.id);
-                      setCoverage({
-                        wards: u.coverage.wards.join(', '),
-                        booths: u.coverage.booths.join(', '),
-                        constituencies: u.coverage.constituencies.join(', '),
-                      });
-                    }}
-                  >
-                    {t('edit')}
-                  </button>
-                )}
-              </td>
-              <td>
-                <Badge value={u.active ? 'active' : 'inactive'} />
-              </td>
-              <td>
-                {u.id !== me.user.id &&
-                  (u.active ? (
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() =>
-                        window.confirm(t('team.confirmDeactivate', { name: u.name })) &&
-                        patch.mutate({ id: u.id, body: { active: false } })
-                      }
-                    >
-                      {t('team.deactivate')}
-                    </button>
-                  ) : (
-                    <button type="button" onClick={() => patch.mutate({ id: u.id, body: { active: true } })}>
-                      {t('team.reactivate')}
-                    </button>
-                  ))}
-              </td>
-            </tr>
+            <MemberRow
+              key={u.id}
+              u={u}
+              change={(body) => patch.mutate({ id: u.id, body })}
+              edit={() => setEditing(u)}
+            />
           ))}
         </Table>
       )}
       {editing && (
-        <form
-          className="form-grid"
-          onSubmit={(e) => {
-            e.preventDefault();
-            patch.mutate(
-              {
-                id: editing,
-                body: {
-                  coverage: {
-                    wards: list(coverage.wards),
-                    booths: list(coverage.booths),
-                    constituencies: list(coverage.constituencies),
-                  },
-                },
-              },
-              { onSuccess: () => setEditing(null) },
-            );
-          }}
-        >
-          <h3>{t('team.coverage')}</h3>
-          <Field label={t('team.constituencies')} hint={t('team.commaHint')}>
-            <input
-              value={coverage.constituencies}
-              onChange={(e) => setCoverage({ ...coverage, constituencies: e.target.value })}
-            />
-          </Field>
-          <Field label={t('team.wards')}>
-            <input
-              value={coverage.wards}
-              onChange={(e) => setCoverage({ ...coverage, wards: e.target.value })}
-            />
-          </Field>
-          <Field label={t('team.booths')}>
-            <input
-              value={coverage.booths}
-              onChange={(e) => setCoverage({ ...coverage, booths: e.target.value })}
-            />
-          </Field>
-          <div className="actions">
-            <button className="primary">{t('save')}</button>
-            <button type="button" onClick={() => setEditing(null)}>
-              {t('cancel')}
-            </button>
-          </div>
-        </form>
+        <CoverageForm
+          key={editing.id}
+          member={editing}
+          save={(coverage) =>
+            patch.mutate({ id: editing.id, body: { coverage } }, { onSuccess: () => setEditing(null) })
+          }
+          cancel={() => setEditing(null)}
+        />
       )}
+      <AddMember refresh={refresh} />
+    </Section>
+  );
+}
+
+/** A member: their role (changeable but one's own), coverage, status, and (de)activation. */
+function MemberRow({
+  u,
+  change,
+  edit,
+}: {
+  u: Member;
+  change: (body: MemberPatch['body']) => void;
+  edit: () => void;
+}) {
+  const { t } = useI18n();
+  const me = useMe();
+  return (
+    <tr key={u.id}>
+      <td>{u.name}</td>
+      <td>{'email' in u ? u.email : ''}</td>
+      <td>
+        {u.id === me.user.id ? (
+          t(`role.${u.role}`)
+        ) : (
+          <select
+            aria-label={t('team.roleOf', { name: u.name })}
+            value={u.role}
+            onChange={(e) => change({ role: e.target.value as Role })}
+          >
+            {(['politician', 'manager', 'volunteer'] as const).map((r) => (
+              <option key={r} value={r}>
+                {t(`role.${r}`)}
+              </option>
+            ))}
+          </select>
+        )}
+      </td>
+      <td>
+        {[
+          ...u.coverage.constituencies,
+          ...u.coverage.wards.map((w) => `${t('field.ward')} ${w}`),
+          ...u.coverage.booths.map((b) => `${t('field.booth')} ${b}`),
+        ].join(', ') || '—'}{' '}
+        {u.role === 'volunteer' && (
+          <button type="button" className="link" onClick={edit}>
+            {t('edit')}
+          </button>
+        )}
+      </td>
+      <td>
+        <Badge value={u.active ? 'active' : 'inactive'} />
+      </td>
+      <td>
+        {u.id !== me.user.id &&
+          (u.active ? (
+            <button
+              type="button"
+              className="danger"
+              onClick={() =>
+                window.confirm(t('team.confirmDeactivate', { name: u.name })) && change({ active: false })
+              }
+            >
+              {t('team.deactivate')}
+            </button>
+          ) : (
+            <button type="button" onClick={() => change({ active: true })}>
+              {t('team.reactivate')}
+            </button>
+          ))}
+      </td>
+    </tr>
+  );
+}
+
+/** A volunteer's coverage: the constituencies, wards and booths whose voters and conversations they see. */
+function CoverageForm({
+  member,
+  save,
+  cancel,
+}: {
+  member: Member;
+  save: (coverage: Coverage) => void;
+  cancel: () => void;
+}) {
+  const { t } = useI18n();
+  const [coverage, setCoverage] = useState({
+    wards: member.coverage.wards.join(', '),
+    booths: member.coverage.booths.join(', '),
+    constituencies: member.coverage.constituencies.join(', '),
+  });
+  return (
+    <form
+      className="form-grid"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save({
+          wards: list(coverage.wards),
+          booths: list(coverage.booths),
+          constituencies: list(coverage.constituencies),
+        });
+      }}
+    >
+      <h3>{t('team.coverage')}</h3>
+      <Field label={t('team.constituencies')} hint={t('team.commaHint')}>
+        <input
+          value={coverage.constituencies}
+          onChange={(e) => setCoverage({ ...coverage, constituencies: e.target.value })}
+        />
+      </Field>
+      <Field label={t('team.wards')}>
+        <input value={coverage.wards} onChange={(e) => setCoverage({ ...coverage, wards: e.target.value })} />
+      </Field>
+      <Field label={t('team.booths')}>
+        <input
+          value={coverage.booths}
+          onChange={(e) => setCoverage({ ...coverage, booths: e.target.value })}
+        />
+      </Field>
+      <div className="actions">
+        <button className="primary">{t('save')}</button>
+        <button type="button" onClick={cancel}>
+          {t('cancel')}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** A new member: name, email, a first password, phone, role. */
+function AddMember({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t } = useI18n();
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [phone, setPhone] = useState('');
+  const [role, setRole] = useState<Role>('volunteer');
+  const add = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/users', { body: { name, email, password, role, ...(phone ? { phone } : {}) } }),
+      ),
+    onSuccess: () => {
+      setName('');
+      setEmail('');
+      setPassword('');
+      setPhone('');
+      void refresh();
+    },
+  });
+  return (
+    <>
       <h3>{t('team.add')}</h3>
       <form
         className="form-grid"
@@ -244,7 +282,7 @@ function Members() {
           </button>
         </div>
       </form>
-    </Section>
+    </>
   );
 }
 
