@@ -7,6 +7,7 @@ import { useI18n } from '../i18n.tsx';
 import { useMe } from '../me.ts';
 import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from '../ui.tsx';
 import { commaList, type FieldDef, genders, levels, relations, useVoterFields } from './voter-shared.ts';
+import type { components } from '../schema.d.ts';
 import { keys, queries } from '../queries.ts';
 
 type VoterFields = {
@@ -189,34 +190,13 @@ export function VoterForm({
 
 /** One voter: their record, messages to them, their conversations and grievances; edit and delete. */
 export function VoterPage({ id }: { id: number }) {
-  const { t, d, code } = useI18n();
+  const { t } = useI18n();
   const me = useMe();
   const [, navigate] = useLocation();
   const client = useQueryClient();
   const [editing, setEditing] = useState(false);
-  const fieldDefs = useVoterFields();
-  const shownRecord = (k: RecordKey, value: Shown): string => {
-    if (value === null || value === undefined || value === '') return '—';
-    if (k === 'gender') return t(`gender.${value as (typeof genders)[number]}`);
-    if (k === 'relation_type') return t(`relation.${value as (typeof relations)[number]}`);
-    if (k === 'support_level') return t(`support.${String(value) as (typeof levels)[number]}`);
-    return String(value);
-  };
   const voter = useQuery(queries.voter(id));
-  const phone = voter.data?.phone;
   const staff = me.user.role !== 'volunteer';
-  const messages = useQuery({
-    ...queries.messageHistory({ to: phone!, per_page: 20 }),
-    enabled: staff && !!phone,
-  });
-  const conversations = useQuery({
-    ...queries.conversationList({ search: phone!, per_page: 20 }),
-    enabled: !!phone,
-  });
-  const grievances = useQuery({
-    ...queries.grievanceList({ search: phone!, per_page: 20 }),
-    enabled: staff && !!phone,
-  });
   const remove = useMutation({
     mutationFn: () => envelope(api.DELETE('/api/voters/{id}', { params: { path: { id } } })),
     onSuccess: () => {
@@ -250,6 +230,29 @@ export function VoterPage({ id }: { id: number }) {
       </div>
       <ErrorNote error={remove.error} />
       {editing && <VoterForm voter={v} onDone={() => setEditing(false)} />}
+      <VoterRecord v={v} />
+      <Household v={v} />
+      <VoterActivity phone={v.phone} staff={staff} />
+      {!staff && <Notice>{t('voters.readOnly')}</Notice>}
+    </>
+  );
+}
+
+type Voter = components['schemas']['Voter'];
+
+/** The voter's record: the contact and roll fields, tags, and custom fields. */
+function VoterRecord({ v }: { v: Voter }) {
+  const { t } = useI18n();
+  const fieldDefs = useVoterFields();
+  const shownRecord = (k: RecordKey, value: Shown): string => {
+    if (value === null || value === undefined || value === '') return '—';
+    if (k === 'gender') return t(`gender.${value as (typeof genders)[number]}`);
+    if (k === 'relation_type') return t(`relation.${value as (typeof relations)[number]}`);
+    if (k === 'support_level') return t(`support.${String(value) as (typeof levels)[number]}`);
+    return String(value);
+  };
+  return (
+    <>
       <Section title={t('voters.record')}>
         <dl className="facts">
           {voterKeys.map((k) => (
@@ -298,30 +301,59 @@ export function VoterPage({ id }: { id: number }) {
           </dl>
         </Section>
       )}
-      <Section title={t('voters.household')}>
-        {v.household.length === 0 ? (
-          <Empty>{t('voters.noHousehold')}</Empty>
-        ) : (
-          <>
-            <button
-              type="button"
-              onClick={() => navigate('/voters', { state: { voterFilters: { household_of: String(v.id) } } })}
-            >
-              {t('voters.listHousehold')}
-            </button>
-            <ul className="plain">
-              {v.household.map((m) => (
-                <li key={m.id}>
-                  <Link href={`/voters/${m.id}`}>{m.name}</Link>
-                  {/* As the roll gives it (its "Father or Husband Name"), never as a relation to the voter read. */}
-                  {m.relation_name ? ` · ${t('voters.relationOf', { name: m.relation_name })}` : ''}
-                  {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
-                </li>
-              ))}
-            </ul>
-          </>
-        )}
-      </Section>
+    </>
+  );
+}
+
+/** The others of the voter's house, and a link to list them. */
+function Household({ v }: { v: Voter }) {
+  const { t } = useI18n();
+  const [, navigate] = useLocation();
+  return (
+    <Section title={t('voters.household')}>
+      {v.household.length === 0 ? (
+        <Empty>{t('voters.noHousehold')}</Empty>
+      ) : (
+        <>
+          <button
+            type="button"
+            onClick={() => navigate('/voters', { state: { voterFilters: { household_of: String(v.id) } } })}
+          >
+            {t('voters.listHousehold')}
+          </button>
+          <ul className="plain">
+            {v.household.map((m) => (
+              <li key={m.id}>
+                <Link href={`/voters/${m.id}`}>{m.name}</Link>
+                {/* As the roll gives it (its "Father or Husband Name"), never as a relation to the voter read. */}
+                {m.relation_name ? ` · ${t('voters.relationOf', { name: m.relation_name })}` : ''}
+                {m.age !== null ? ` · ${t('field.age')} ${m.age}` : ''}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </Section>
+  );
+}
+
+/** What the office has exchanged with the voter's phone: messages and grievances (staff), conversations. */
+function VoterActivity({ phone, staff }: { phone: string | null; staff: boolean }) {
+  const { t, d, code } = useI18n();
+  const messages = useQuery({
+    ...queries.messageHistory({ to: phone!, per_page: 20 }),
+    enabled: staff && !!phone,
+  });
+  const conversations = useQuery({
+    ...queries.conversationList({ search: phone!, per_page: 20 }),
+    enabled: !!phone,
+  });
+  const grievances = useQuery({
+    ...queries.grievanceList({ search: phone!, per_page: 20 }),
+    enabled: staff && !!phone,
+  });
+  return (
+    <>
       {staff && (
         <Section title={t('voters.messages')}>
           {messages.data?.data.length ? (
@@ -376,7 +408,6 @@ export function VoterPage({ id }: { id: number }) {
           )}
         </Section>
       )}
-      {!staff && <Notice>{t('voters.readOnly')}</Notice>}
     </>
   );
 }
