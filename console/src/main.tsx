@@ -62,11 +62,7 @@ function LanguageSwitch() {
 
 function Shell({ me }: { me: Me }) {
   const { t } = useI18n();
-  const [location] = useLocation();
   const client = useQueryClient();
-  // On a narrow screen the navigation folds behind a Menu button; it folds again on every move.
-  const [menuOpen, setMenuOpen] = useState(false);
-  useEffect(() => setMenuOpen(false), [location]);
   // New messages and conversation changes arrive without reloading: the stream marks what they touch as stale.
   useEffect(
     () =>
@@ -78,135 +74,156 @@ function Shell({ me }: { me: Me }) {
       }),
     [client],
   );
+  return (
+    <MeContext.Provider value={me}>
+      <a className="skip" href="#main">
+        {t('skip')}
+      </a>
+      <TopBar me={me} />
+      <main id="main" tabIndex={-1}>
+        <Screens me={me} />
+      </main>
+    </MeContext.Provider>
+  );
+}
+
+/** The brand, the navigation of the screens the role may see (behind Menu on a narrow screen), who is signed in. */
+function TopBar({ me }: { me: Me }) {
+  const { t } = useI18n();
+  const [location] = useLocation();
+  const client = useQueryClient();
+  // On a narrow screen the navigation folds behind a Menu button; it folds again on every move.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [location]);
   const signOut = async () => {
     await api.POST('/api/auth/logout').catch(() => undefined);
     session.clear();
     client.clear();
     window.location.assign('/console/signin');
   };
+  return (
+    <header className="top">
+      <strong className="brand">{t('app.name')}</strong>
+      <button
+        type="button"
+        className="menu-toggle"
+        aria-expanded={menuOpen}
+        aria-controls="top-menu"
+        onClick={() => setMenuOpen(!menuOpen)}
+      >
+        {t('menu')}
+      </button>
+      <div id="top-menu" className={menuOpen ? 'menu open' : 'menu'}>
+        <nav aria-label={t('nav.label')}>
+          <ul>
+            {nav
+              .filter((item) => item.roles.includes(me.user.role))
+              .map((item) => {
+                const current =
+                  item.path === '/'
+                    ? location === '/'
+                    : location === item.path || location.startsWith(`${item.path}/`);
+                return (
+                  <li key={item.path}>
+                    <Link href={item.path} aria-current={current ? 'page' : undefined}>
+                      {t(item.key)}
+                    </Link>
+                  </li>
+                );
+              })}
+          </ul>
+        </nav>
+        <div className="who">
+          <span>
+            {me.user.name} · {t(`role.${me.user.role}`)}
+          </span>
+          <LanguageSwitch />
+          <button type="button" onClick={() => void signOut()}>
+            {t('signout')}
+          </button>
+        </div>
+      </div>
+    </header>
+  );
+}
+
+/** The screens, each where the role may see it. */
+function Screens({ me }: { me: Me }) {
+  const { t } = useI18n();
   const allowed = (path: string) =>
     nav.some((item) => item.path === path && item.roles.includes(me.user.role));
   const home = me.user.role === 'volunteer' ? '/inbox' : '/';
   return (
-    <MeContext.Provider value={me}>
-      <a className="skip" href="#main">
-        {t('skip')}
-      </a>
-      <header className="top">
-        <strong className="brand">{t('app.name')}</strong>
-        <button
-          type="button"
-          className="menu-toggle"
-          aria-expanded={menuOpen}
-          aria-controls="top-menu"
-          onClick={() => setMenuOpen(!menuOpen)}
-        >
-          {t('menu')}
-        </button>
-        <div id="top-menu" className={menuOpen ? 'menu open' : 'menu'}>
-          <nav aria-label={t('nav.label')}>
-            <ul>
-              {nav
-                .filter((item) => item.roles.includes(me.user.role))
-                .map((item) => {
-                  const current =
-                    item.path === '/'
-                      ? location === '/'
-                      : location === item.path || location.startsWith(`${item.path}/`);
-                  return (
-                    <li key={item.path}>
-                      <Link href={item.path} aria-current={current ? 'page' : undefined}>
-                        {t(item.key)}
-                      </Link>
-                    </li>
-                  );
-                })}
-            </ul>
-          </nav>
-          <div className="who">
-            <span>
-              {me.user.name} · {t(`role.${me.user.role}`)}
-            </span>
-            <LanguageSwitch />
-            <button type="button" onClick={() => void signOut()}>
-              {t('signout')}
-            </button>
-          </div>
-        </div>
-      </header>
-      <main id="main" tabIndex={-1}>
-        <Switch>
-          <Route path="/">{allowed('/') ? <Dashboard /> : <Redirect to={home} />}</Route>
-          <Route path="/inbox/:id?">{(p) => <Inbox id={p.id} />}</Route>
-          <Route path="/voters">
-            <Voters />
-          </Route>
-          <Route path="/voters/:id">{(p) => <VoterPage id={Number(p.id)} />}</Route>
-          {allowed('/imports') && (
-            <Route path="/imports">
-              <Imports />
-            </Route>
-          )}
-          {allowed('/campaigns') && (
-            <Route path="/campaigns">
-              <Campaigns />
-            </Route>
-          )}
-          {allowed('/campaigns') && (
-            <Route path="/campaigns/new">
-              <Compose />
-            </Route>
-          )}
-          {allowed('/campaigns') && <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>}
-          {allowed('/surveys') && (
-            <Route path="/surveys">
-              <Surveys />
-            </Route>
-          )}
-          {allowed('/surveys') && (
-            <Route path="/surveys/new">
-              <SurveyBuilder />
-            </Route>
-          )}
-          {allowed('/surveys') && <Route path="/surveys/:id">{(p) => <SurveyPage id={p.id} />}</Route>}
-          {allowed('/grievances') && (
-            <Route path="/grievances">
-              <Grievances />
-            </Route>
-          )}
-          {allowed('/consent') && (
-            <Route path="/consent">
-              <Consent />
-            </Route>
-          )}
-          {allowed('/places') && (
-            <Route path="/places">
-              <Places />
-            </Route>
-          )}
-          {allowed('/team') && (
-            <Route path="/team">
-              <Team />
-            </Route>
-          )}
-          {allowed('/settings') && (
-            <Route path="/settings">
-              <Settings />
-            </Route>
-          )}
-          <Route path="/profile">
-            <Profile />
-          </Route>
-          <Route>
-            <section className="card">
-              <h1>{t('notfound.title')}</h1>
-              <p>{t('notfound.text')}</p>
-              <Link href={home}>{t('notfound.home')}</Link>
-            </section>
-          </Route>
-        </Switch>
-      </main>
-    </MeContext.Provider>
+    <Switch>
+      <Route path="/">{allowed('/') ? <Dashboard /> : <Redirect to={home} />}</Route>
+      <Route path="/inbox/:id?">{(p) => <Inbox id={p.id} />}</Route>
+      <Route path="/voters">
+        <Voters />
+      </Route>
+      <Route path="/voters/:id">{(p) => <VoterPage id={Number(p.id)} />}</Route>
+      {allowed('/imports') && (
+        <Route path="/imports">
+          <Imports />
+        </Route>
+      )}
+      {allowed('/campaigns') && (
+        <Route path="/campaigns">
+          <Campaigns />
+        </Route>
+      )}
+      {allowed('/campaigns') && (
+        <Route path="/campaigns/new">
+          <Compose />
+        </Route>
+      )}
+      {allowed('/campaigns') && <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>}
+      {allowed('/surveys') && (
+        <Route path="/surveys">
+          <Surveys />
+        </Route>
+      )}
+      {allowed('/surveys') && (
+        <Route path="/surveys/new">
+          <SurveyBuilder />
+        </Route>
+      )}
+      {allowed('/surveys') && <Route path="/surveys/:id">{(p) => <SurveyPage id={p.id} />}</Route>}
+      {allowed('/grievances') && (
+        <Route path="/grievances">
+          <Grievances />
+        </Route>
+      )}
+      {allowed('/consent') && (
+        <Route path="/consent">
+          <Consent />
+        </Route>
+      )}
+      {allowed('/places') && (
+        <Route path="/places">
+          <Places />
+        </Route>
+      )}
+      {allowed('/team') && (
+        <Route path="/team">
+          <Team />
+        </Route>
+      )}
+      {allowed('/settings') && (
+        <Route path="/settings">
+          <Settings />
+        </Route>
+      )}
+      <Route path="/profile">
+        <Profile />
+      </Route>
+      <Route>
+        <section className="card">
+          <h1>{t('notfound.title')}</h1>
+          <p>{t('notfound.text')}</p>
+          <Link href={home}>{t('notfound.home')}</Link>
+        </section>
+      </Route>
+    </Switch>
   );
 }
 

@@ -4,6 +4,7 @@ import { Link } from 'wouter';
 import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import type { components } from '../schema.d.ts';
 import { keys, queries, useProviders } from '../queries.ts';
 
 export const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
@@ -74,8 +75,7 @@ export function Campaigns() {
 
 /** One campaign: live progress, its failed messages, retry and cancel. */
 export function CampaignPage({ id }: { id: string }) {
-  const { t, n, d, code } = useI18n();
-  const client = useQueryClient();
+  const { t, d, code } = useI18n();
   const reports = useReports();
   const campaign = useQuery({
     ...queries.campaign(id),
@@ -90,19 +90,6 @@ export function CampaignPage({ id }: { id: string }) {
   const failed = useQuery({
     ...queries.campaignFailed(id, c?.stats.failed),
     enabled: !!c && c.stats.failed > 0,
-  });
-  const refresh = () => client.invalidateQueries({ queryKey: [...keys.campaign, id] });
-  const send = useMutation({
-    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id } } })),
-    onSuccess: refresh,
-  });
-  const cancel = useMutation({
-    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/cancel', { params: { path: { id } } })),
-    onSuccess: refresh,
-  });
-  const retry = useMutation({
-    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/retry-failed', { params: { path: { id } } })),
-    onSuccess: refresh,
   });
   if (campaign.isPending) return <Loading />;
   if (!c) return <ErrorNote error={campaign.error} />;
@@ -127,63 +114,9 @@ export function CampaignPage({ id }: { id: string }) {
       )}
       <Section title={t('campaign.progress')}>
         <progress max={Math.max(1, c.total_recipients)} value={done} aria-label={t('campaign.progress')} />
-        <dl className="facts" data-testid="campaign-stats">
-          <dt>{t('preview.total')}</dt>
-          <dd>{n(c.total_recipients)}</dd>
-          <dt>{t('status.queued')}</dt>
-          <dd>{n(c.stats.queued)}</dd>
-          <dt>{t('status.sent')}</dt>
-          <dd>{n(c.stats.sent)}</dd>
-          <dt>{t('status.delivered')}</dt>
-          <dd data-testid="delivered">{n(c.stats.delivered)}</dd>
-          <dt>{t('status.failed')}</dt>
-          <dd>{n(c.stats.failed)}</dd>
-          <dt>{t('field.channel')}</dt>
-          <dd>{t(`channel.${c.channel}`)}</dd>
-          <dt>{t('campaign.provider')}</dt>
-          <dd data-testid="provider">
-            {c.provider}
-            {final && <small className="muted"> {t('campaign.noReports')}</small>}
-          </dd>
-          {c.scheduled_at && (
-            <>
-              <dt>{t('compose.schedule')}</dt>
-              <dd>{d(c.scheduled_at)}</dd>
-            </>
-          )}
-          {c.held_reason && (
-            <>
-              <dt>{t('preview.held')}</dt>
-              <dd>
-                {c.held_reason} {d(c.held_until)}
-              </dd>
-            </>
-          )}
-        </dl>
+        <CampaignFacts c={c} final={final} />
         <p className="message-text">{c.message}</p>
-        <ErrorNote error={send.error ?? cancel.error ?? retry.error} />
-        <div className="actions">
-          {(c.status === 'draft' || c.status === 'scheduled') && (
-            <button type="button" className="primary" onClick={() => send.mutate()}>
-              {t('compose.sendNow')}
-            </button>
-          )}
-          {['scheduled', 'queued', 'sending'].includes(c.status) && (
-            <button
-              type="button"
-              className="danger"
-              onClick={() => window.confirm(t('campaign.confirmCancel')) && cancel.mutate()}
-            >
-              {t('campaign.cancel')}
-            </button>
-          )}
-          {(c.status === 'completed' || c.status === 'cancelled') && c.stats.failed > 0 && (
-            <button type="button" onClick={() => retry.mutate()}>
-              {t('campaign.retry')}
-            </button>
-          )}
-        </div>
-        {retry.isSuccess && <Notice>{retry.data.message}</Notice>}
+        <CampaignActions id={id} c={c} />
       </Section>
       {c.stats.failed > 0 && (
         <Section title={t('campaign.failed')}>
@@ -200,6 +133,94 @@ export function CampaignPage({ id }: { id: string }) {
           </Table>
         </Section>
       )}
+    </>
+  );
+}
+
+type Campaign = components['schemas']['Campaign'];
+
+/** The campaign's counts, channel, provider, schedule and hold. */
+function CampaignFacts({ c, final }: { c: Campaign; final: boolean }) {
+  const { t, n, d } = useI18n();
+  return (
+    <dl className="facts" data-testid="campaign-stats">
+      <dt>{t('preview.total')}</dt>
+      <dd>{n(c.total_recipients)}</dd>
+      <dt>{t('status.queued')}</dt>
+      <dd>{n(c.stats.queued)}</dd>
+      <dt>{t('status.sent')}</dt>
+      <dd>{n(c.stats.sent)}</dd>
+      <dt>{t('status.delivered')}</dt>
+      <dd data-testid="delivered">{n(c.stats.delivered)}</dd>
+      <dt>{t('status.failed')}</dt>
+      <dd>{n(c.stats.failed)}</dd>
+      <dt>{t('field.channel')}</dt>
+      <dd>{t(`channel.${c.channel}`)}</dd>
+      <dt>{t('campaign.provider')}</dt>
+      <dd data-testid="provider">
+        {c.provider}
+        {final && <small className="muted"> {t('campaign.noReports')}</small>}
+      </dd>
+      {c.scheduled_at && (
+        <>
+          <dt>{t('compose.schedule')}</dt>
+          <dd>{d(c.scheduled_at)}</dd>
+        </>
+      )}
+      {c.held_reason && (
+        <>
+          <dt>{t('preview.held')}</dt>
+          <dd>
+            {c.held_reason} {d(c.held_until)}
+          </dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+/** Send now, cancel, or send the failed ones again. */
+function CampaignActions({ id, c }: { id: string; c: Campaign }) {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const refresh = () => client.invalidateQueries({ queryKey: [...keys.campaign, id] });
+  const send = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/send', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  const cancel = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/cancel', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  const retry = useMutation({
+    mutationFn: () => envelope(api.POST('/api/campaigns/{id}/retry-failed', { params: { path: { id } } })),
+    onSuccess: refresh,
+  });
+  return (
+    <>
+      <ErrorNote error={send.error ?? cancel.error ?? retry.error} />
+      <div className="actions">
+        {(c.status === 'draft' || c.status === 'scheduled') && (
+          <button type="button" className="primary" onClick={() => send.mutate()}>
+            {t('compose.sendNow')}
+          </button>
+        )}
+        {['scheduled', 'queued', 'sending'].includes(c.status) && (
+          <button
+            type="button"
+            className="danger"
+            onClick={() => window.confirm(t('campaign.confirmCancel')) && cancel.mutate()}
+          >
+            {t('campaign.cancel')}
+          </button>
+        )}
+        {(c.status === 'completed' || c.status === 'cancelled') && c.stats.failed > 0 && (
+          <button type="button" onClick={() => retry.mutate()}>
+            {t('campaign.retry')}
+          </button>
+        )}
+      </div>
+      {retry.isSuccess && <Notice>{retry.data.message}</Notice>}
     </>
   );
 }
