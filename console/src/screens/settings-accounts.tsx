@@ -65,42 +65,23 @@ function ProviderInput({
   );
 }
 
+type Account = components['schemas']['ChannelAccount'];
+type Provider = components['schemas']['ProviderDescription'];
+
 export function ChannelAccounts() {
   const { t } = useI18n();
   const client = useQueryClient();
   const accounts = useQuery(queries.channelAccounts());
-  const refresh = () => client.invalidateQueries({ queryKey: keys.channelAccounts });
-  const [name, setName] = useState('');
   const providers = useProviders();
-  const [provider, setProvider] = useState<ProviderName>('sandbox');
-  const spec = providers.data?.find((p) => p.name === provider);
-  const [fields, setFields] = useState<Record<string, string>>({});
+  const refresh = () => client.invalidateQueries({ queryKey: keys.channelAccounts });
   const [managing, setManaging] = useState<string | null>(null);
-  const add = useMutation({
-    mutationFn: () => {
-      const given = (list: ProviderField[], prefix: string) =>
-        list.filter((f) => fields[`${prefix}.${f.name}`]);
-      const settings = Object.fromEntries(
-        given(spec?.settings ?? [], 's').map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
-      );
-      const credentials = Object.fromEntries(
-        given(spec?.credentials ?? [], 'c').map((f) => [f.name, fields[`c.${f.name}`]!]),
-      );
-      return envelope(api.POST('/api/channel-accounts', { body: { name, provider, settings, credentials } }));
-    },
-    onSuccess: () => {
-      setName('');
-      setFields({});
-      void refresh();
-    },
-  });
   const remove = useMutation({
     mutationFn: (id: string) =>
       envelope(api.DELETE('/api/channel-accounts/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
-  // The table's headings, and each cell's heading when the table stacks on a phone (its buttons stay in view).
-  const accountColumns = [t('field.name'), t('settings.provider'), t('settings.channels'), t('field.status')];
+  const account = accounts.data?.data.find((a) => a.id === managing);
+  const accountSpec = providers.data?.find((p) => p.name === account?.provider);
   return (
     <Section title={t('settings.accounts')}>
       <ErrorNote error={accounts.error ?? remove.error ?? providers.error} />
@@ -109,51 +90,100 @@ export function ChannelAccounts() {
       ) : accounts.data?.data.length === 0 ? (
         <Empty>{t('settings.noAccounts')}</Empty>
       ) : (
-        <Table caption={t('settings.accounts')} head={[...accountColumns, '']} stacked>
-          {accounts.data?.data.map((a) => (
-            <tr key={a.id}>
-              <td data-label={accountColumns[0]}>{a.name}</td>
-              <td data-label={accountColumns[1]}>
-                {providers.data?.find((p) => p.name === a.provider)?.label ?? a.provider}
-              </td>
-              <td data-label={accountColumns[2]}>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
-              <td data-label={accountColumns[3]}>
-                <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
-              </td>
-              <td>
-                <button
-                  type="button"
-                  aria-expanded={managing === a.id}
-                  onClick={() => setManaging(managing === a.id ? null : a.id)}
-                >
-                  {t('settings.manage')}
-                </button>{' '}
-                <button
-                  type="button"
-                  className="danger"
-                  onClick={() =>
-                    window.confirm(t('settings.confirmDelete', { name: a.name })) && remove.mutate(a.id)
-                  }
-                >
-                  {t('delete')}
-                </button>
-              </td>
-            </tr>
-          ))}
-        </Table>
+        <AccountsTable
+          accounts={accounts.data?.data ?? []}
+          providers={providers.data ?? []}
+          managing={managing}
+          manage={(id) => setManaging(managing === id ? null : id)}
+          remove={(id) => remove.mutate(id)}
+        />
       )}
-      {(() => {
-        const account = accounts.data?.data.find((a) => a.id === managing);
-        const accountSpec = providers.data?.find((p) => p.name === account?.provider);
-        return account && accountSpec ? (
-          <AccountPanel
-            key={account.id}
-            account={account}
-            spec={accountSpec}
-            onChange={() => void refresh()}
-          />
-        ) : null;
-      })()}
+      {account && accountSpec && (
+        <AccountPanel key={account.id} account={account} spec={accountSpec} onChange={() => void refresh()} />
+      )}
+      <AddAccount refresh={refresh} />
+    </Section>
+  );
+}
+
+/** The accounts, each with Manage and Delete. */
+function AccountsTable({
+  accounts,
+  providers,
+  managing,
+  manage,
+  remove,
+}: {
+  accounts: Account[];
+  providers: Provider[];
+  managing: string | null;
+  manage: (id: string) => void;
+  remove: (id: string) => void;
+}) {
+  const { t } = useI18n();
+  // The table's headings, and each cell's heading when the table stacks on a phone (its buttons stay in view).
+  const accountColumns = [t('field.name'), t('settings.provider'), t('settings.channels'), t('field.status')];
+  return (
+    <Table caption={t('settings.accounts')} head={[...accountColumns, '']} stacked>
+      {accounts.map((a) => (
+        <tr key={a.id}>
+          <td data-label={accountColumns[0]}>{a.name}</td>
+          <td data-label={accountColumns[1]}>
+            {providers.find((p) => p.name === a.provider)?.label ?? a.provider}
+          </td>
+          <td data-label={accountColumns[2]}>{a.channels.map((c) => t(`channel.${c}`)).join(', ')}</td>
+          <td data-label={accountColumns[3]}>
+            <Badge value={a.active ? 'active' : 'inactive'} /> {a.disabled_reason}
+          </td>
+          <td>
+            <button type="button" aria-expanded={managing === a.id} onClick={() => manage(a.id)}>
+              {t('settings.manage')}
+            </button>{' '}
+            <button
+              type="button"
+              className="danger"
+              onClick={() => window.confirm(t('settings.confirmDelete', { name: a.name })) && remove(a.id)}
+            >
+              {t('delete')}
+            </button>
+          </td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+/** The settings and credentials typed into the form (`s.<name>`, `c.<name>`), those given only. */
+function givenFields(spec: Provider | undefined, fields: Record<string, string>) {
+  const given = (list: ProviderField[], prefix: string) => list.filter((f) => fields[`${prefix}.${f.name}`]);
+  const settings = Object.fromEntries(
+    given(spec?.settings ?? [], 's').map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
+  );
+  const credentials = Object.fromEntries(
+    given(spec?.credentials ?? [], 'c').map((f) => [f.name, fields[`c.${f.name}`]!]),
+  );
+  return { settings, credentials };
+}
+
+/** A new account: its name, provider, and the provider's settings and credentials. */
+function AddAccount({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t } = useI18n();
+  const providers = useProviders();
+  const [name, setName] = useState('');
+  const [provider, setProvider] = useState<ProviderName>('sandbox');
+  const spec = providers.data?.find((p) => p.name === provider);
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const add = useMutation({
+    mutationFn: () =>
+      envelope(api.POST('/api/channel-accounts', { body: { name, provider, ...givenFields(spec, fields) } })),
+    onSuccess: () => {
+      setName('');
+      setFields({});
+      void refresh();
+    },
+  });
+  return (
+    <>
       <h3 id="add-account">{t('settings.addAccount')}</h3>
       <form
         aria-labelledby="add-account"
@@ -206,12 +236,9 @@ export function ChannelAccounts() {
           </button>
         </div>
       </form>
-    </Section>
+    </>
   );
 }
-
-type Account = components['schemas']['ChannelAccount'];
-type Provider = components['schemas']['ProviderDescription'];
 
 /**
  * One account, managed: the channels it carries by default, on and off, the callback URLs and verify token to
@@ -227,79 +254,84 @@ function AccountPanel({
   onChange: () => void;
 }) {
   const { t } = useI18n();
-  const path = { params: { path: { id: account.id } } };
-  const [defaults, setDefaults] = useState<string[]>(account.default_for);
-  // Switching an account off clears its defaults: the boxes follow what the service says.
-  const stored = account.default_for.join();
-  useEffect(() => setDefaults(stored ? stored.split(',') : []), [stored]);
-  const [name, setName] = useState(account.name);
-  const [fields, setFields] = useState<Record<string, string>>(
-    Object.fromEntries(Object.entries(account.settings).map(([k, v]) => [`s.${k}`, String(v)])),
-  );
-  const [copied, setCopied] = useState<string | null>(null);
   const patch = useMutation({
-    mutationFn: (
-      body: NonNullable<operations['patchChannelAccountsId']['requestBody']>['content']['application/json'],
-    ) => envelope(api.PATCH('/api/channel-accounts/{id}', { ...path, body })),
+    mutationFn: (body: AccountPatch) =>
+      envelope(api.PATCH('/api/channel-accounts/{id}', { params: { path: { id: account.id } }, body })),
     onSuccess: onChange,
   });
-  const copy = (label: string, text: string) =>
-    void navigator.clipboard?.writeText(text).then(
-      () => setCopied(label),
-      () => setCopied(null),
-    );
-  const save = () => {
-    const settings = Object.fromEntries(
-      spec.settings
-        .filter((f) => (fields[`s.${f.name}`] ?? '') !== '')
-        .map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
-    );
-    const credentials = Object.fromEntries(
-      spec.credentials.filter((f) => fields[`c.${f.name}`]).map((f) => [f.name, fields[`c.${f.name}`]!]),
-    );
-    patch.mutate({
-      name,
-      ...(Object.keys(settings).length ? { settings } : {}),
-      ...(Object.keys(credentials).length ? { credentials } : {}),
-    });
-  };
   return (
     <div className="panel" role="region" aria-label={account.name}>
       <h3>{account.name}</h3>
       <ErrorNote error={patch.error} />
       {patch.isSuccess && <Notice>{t('settings.saved')}</Notice>}
-      <fieldset>
-        <legend>{t('settings.defaultFor')}</legend>
-        {account.channels.map((c) => (
-          <label key={c} className="check">
-            <input
-              type="checkbox"
-              checked={defaults.includes(c)}
-              onChange={(e) =>
-                setDefaults(e.target.checked ? [...defaults, c] : defaults.filter((d) => d !== c))
-              }
-            />{' '}
-            {t(`channel.${c}`)}
-          </label>
-        ))}
-        <p className="muted">{t('settings.defaultHint')}</p>
-        <div className="actions">
-          <button
-            type="button"
-            disabled={patch.isPending}
-            onClick={() => patch.mutate({ default_for: defaults as Account['default_for'] })}
-          >
-            {t('settings.saveDefaults')}
-          </button>{' '}
-          <button
-            type="button"
-            disabled={patch.isPending}
-            onClick={() => patch.mutate({ active: !account.active })}
-          >
-            {account.active ? t('settings.switchOff') : t('settings.switchOn')}
-          </button>
-        </div>
-      </fieldset>
+      <AccountDefaults account={account} patch={patch} />
+      <CallbackUrls account={account} />
+      <AccountFields account={account} spec={spec} patch={patch} />
+      <TestSend account={account} spec={spec} />
+      <ChannelLog id={account.id} name={account.name} />
+    </div>
+  );
+}
+
+type AccountPatch = NonNullable<
+  operations['patchChannelAccountsId']['requestBody']
+>['content']['application/json'];
+type Patch = { isPending: boolean; mutate: (body: AccountPatch) => void };
+
+/** The channels the account carries by default, and switching it on or off. */
+function AccountDefaults({ account, patch }: { account: Account; patch: Patch }) {
+  const { t } = useI18n();
+  const [defaults, setDefaults] = useState<string[]>(account.default_for);
+  // Switching an account off clears its defaults: the boxes follow what the service says.
+  const stored = account.default_for.join();
+  useEffect(() => setDefaults(stored ? stored.split(',') : []), [stored]);
+  return (
+    <fieldset>
+      <legend>{t('settings.defaultFor')}</legend>
+      {account.channels.map((c) => (
+        <label key={c} className="check">
+          <input
+            type="checkbox"
+            checked={defaults.includes(c)}
+            onChange={(e) =>
+              setDefaults(e.target.checked ? [...defaults, c] : defaults.filter((d) => d !== c))
+            }
+          />{' '}
+          {t(`channel.${c}`)}
+        </label>
+      ))}
+      <p className="muted">{t('settings.defaultHint')}</p>
+      <div className="actions">
+        <button
+          type="button"
+          disabled={patch.isPending}
+          onClick={() => patch.mutate({ default_for: defaults as Account['default_for'] })}
+        >
+          {t('settings.saveDefaults')}
+        </button>{' '}
+        <button
+          type="button"
+          disabled={patch.isPending}
+          onClick={() => patch.mutate({ active: !account.active })}
+        >
+          {account.active ? t('settings.switchOff') : t('settings.switchOn')}
+        </button>
+      </div>
+    </fieldset>
+  );
+}
+
+/** The callback URLs and verify token to paste at the provider, each with a Copy button. */
+function CallbackUrls({ account }: { account: Account }) {
+  const { t } = useI18n();
+  const [copied, setCopied] = useState<string | null>(null);
+  const copy = (label: string, text: string) =>
+    void navigator.clipboard?.writeText(text).then(
+      () => setCopied(label),
+      () => setCopied(null),
+    );
+  return (
+    <>
       {(Object.keys(account.callback_urls).length > 0 || account.verify_token) && (
         <fieldset>
           <legend>{t('settings.callbacks')}</legend>
@@ -319,47 +351,70 @@ function AccountPanel({
           ))}
         </fieldset>
       )}
-      <form
-        className="form-grid"
-        onSubmit={(e) => {
-          e.preventDefault();
-          save();
-        }}
-      >
-        <Field label={t('field.name')}>
-          <input required value={name} onChange={(e) => setName(e.target.value)} />
-        </Field>
-        {spec.settings.map((f) => (
-          <ProviderInput
-            key={`s.${f.name}`}
-            field={f}
-            secret={false}
-            value={fields[`s.${f.name}`] ?? ''}
-            onChange={(value) => setFields({ ...fields, [`s.${f.name}`]: value })}
-          />
-        ))}
-        {spec.credentials.map((f) => (
-          <ProviderInput
-            key={`c.${f.name}`}
-            field={{ ...f, required: false, description: t('settings.keepSecret') }}
-            secret
-            value={fields[`c.${f.name}`] ?? ''}
-            onChange={(value) => setFields({ ...fields, [`c.${f.name}`]: value })}
-          />
-        ))}
-        <div className="actions">
-          <button className="primary" disabled={patch.isPending}>
-            {t('save')}
-          </button>
-        </div>
-      </form>
-      <TestSend account={account} spec={spec} />
-      <ChannelLog id={account.id} name={account.name} />
-    </div>
+    </>
   );
 }
 
-/** A test message through the account, on one of its channels, with a template where one is needed. */
+/** The account's name, settings and (never shown, only replaced) credentials. */
+function AccountFields({ account, spec, patch }: { account: Account; spec: Provider; patch: Patch }) {
+  const { t } = useI18n();
+  const [name, setName] = useState(account.name);
+  const [fields, setFields] = useState<Record<string, string>>(
+    Object.fromEntries(Object.entries(account.settings).map(([k, v]) => [`s.${k}`, String(v)])),
+  );
+  const save = () => {
+    const settings = Object.fromEntries(
+      spec.settings
+        .filter((f) => (fields[`s.${f.name}`] ?? '') !== '')
+        .map((f) => [f.name, fieldValue(f, fields[`s.${f.name}`]!)]),
+    );
+    const credentials = Object.fromEntries(
+      spec.credentials.filter((f) => fields[`c.${f.name}`]).map((f) => [f.name, fields[`c.${f.name}`]!]),
+    );
+    patch.mutate({
+      name,
+      ...(Object.keys(settings).length ? { settings } : {}),
+      ...(Object.keys(credentials).length ? { credentials } : {}),
+    });
+  };
+  return (
+    <form
+      className="form-grid"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save();
+      }}
+    >
+      <Field label={t('field.name')}>
+        <input required value={name} onChange={(e) => setName(e.target.value)} />
+      </Field>
+      {spec.settings.map((f) => (
+        <ProviderInput
+          key={`s.${f.name}`}
+          field={f}
+          secret={false}
+          value={fields[`s.${f.name}`] ?? ''}
+          onChange={(value) => setFields({ ...fields, [`s.${f.name}`]: value })}
+        />
+      ))}
+      {spec.credentials.map((f) => (
+        <ProviderInput
+          key={`c.${f.name}`}
+          field={{ ...f, required: false, description: t('settings.keepSecret') }}
+          secret
+          value={fields[`c.${f.name}`] ?? ''}
+          onChange={(value) => setFields({ ...fields, [`c.${f.name}`]: value })}
+        />
+      ))}
+      <div className="actions">
+        <button className="primary" disabled={patch.isPending}>
+          {t('save')}
+        </button>
+      </div>
+    </form>
+  );
+}
+
 function TestSend({ account, spec }: { account: Account; spec: Provider }) {
   const { t } = useI18n();
   const [to, setTo] = useState('');
