@@ -3,6 +3,7 @@ import { useRef, useState } from 'react';
 import { api, download, envelope, uploadFile } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Section, Table } from '../ui.tsx';
+import type { components } from '../schema.d.ts';
 import { keys, queries, useProviders } from '../queries.ts';
 
 const channels = ['sms', 'whatsapp', 'email', 'ivr'] as const;
@@ -24,34 +25,13 @@ export function Consent() {
 }
 
 function OptOuts() {
-  const { t, d, n } = useI18n();
+  const { t, d } = useI18n();
   const client = useQueryClient();
   const [page, setPage] = useState(1);
-  const [address, setAddress] = useState('');
-  const [channel, setChannel] = useState<Channel | 'all'>('all');
-  const file = useRef<HTMLInputElement>(null);
   const list = useQuery(queries.optOuts(page));
   const refresh = () => client.invalidateQueries({ queryKey: keys.optOuts });
-  const add = useMutation({
-    mutationFn: () => envelope(api.POST('/api/opt-outs', { body: { address, channel } })),
-    onSuccess: () => {
-      setAddress('');
-      void refresh();
-    },
-  });
   const remove = useMutation({
     mutationFn: (id: number) => envelope(api.DELETE('/api/opt-outs/{id}', { params: { path: { id } } })),
-    onSuccess: refresh,
-  });
-  const upload = useMutation({
-    mutationFn: async () => {
-      const chosen = file.current?.files?.[0];
-      if (!chosen) throw new Error(t('import.chooseFile'));
-      return uploadFile<{ created: number; existing: number; failed: number }>(
-        '/api/opt-outs/import',
-        chosen,
-      );
-    },
     onSuccess: refresh,
   });
   return (
@@ -63,52 +43,9 @@ function OptOuts() {
         </button>
       }
     >
-      <form
-        className="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          add.mutate();
-        }}
-      >
-        <Field label={t('consent.address')}>
-          <input required value={address} onChange={(e) => setAddress(e.target.value)} />
-        </Field>
-        <Field label={t('field.channel')}>
-          <select value={channel} onChange={(e) => setChannel(e.target.value as Channel | 'all')}>
-            <option value="all">{t('channel.all')}</option>
-            {channels.map((c) => (
-              <option key={c} value={c}>
-                {t(`channel.${c}`)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <button className="primary" disabled={add.isPending}>
-          {t('consent.optOut')}
-        </button>
-      </form>
-      <form
-        className="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          upload.mutate();
-        }}
-      >
-        <Field label={t('consent.importCsv')} hint={t('consent.importHint')}>
-          <input ref={file} type="file" accept=".csv,text/csv" required />
-        </Field>
-        <button disabled={upload.isPending}>{t('import.upload')}</button>
-      </form>
-      {upload.data && (
-        <Notice>
-          {t('consent.imported', {
-            created: n(upload.data.created),
-            existing: n(upload.data.existing),
-            failed: n(upload.data.failed),
-          })}
-        </Notice>
-      )}
-      <ErrorNote error={list.error ?? add.error ?? remove.error ?? upload.error} />
+      <AddOptOut refresh={refresh} />
+      <ImportOptOuts refresh={refresh} />
+      <ErrorNote error={list.error ?? remove.error} />
       {list.isPending ? (
         <Loading />
       ) : list.data?.data.length === 0 ? (
@@ -139,28 +76,97 @@ function OptOuts() {
   );
 }
 
-function SilencePeriods() {
-  const { t, d, fromLocal, zoneName } = useI18n();
-  const client = useQueryClient();
-  const [constituency, setConstituency] = useState('');
-  const [startsAt, setStartsAt] = useState('');
-  const [endsAt, setEndsAt] = useState('');
-  const list = useQuery(queries.silencePeriods());
-  const refresh = () => client.invalidateQueries({ queryKey: keys.silencePeriods });
+/** One address opted out, of one channel or all. */
+function AddOptOut({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t } = useI18n();
+  const [address, setAddress] = useState('');
+  const [channel, setChannel] = useState<Channel | 'all'>('all');
   const add = useMutation({
-    mutationFn: () =>
-      envelope(
-        api.POST('/api/silence-periods', {
-          body: {
-            constituency,
-            // Typed in the workspace's zone, whatever the device's (fifth part): sent as UTC.
-            starts_at: fromLocal(startsAt),
-            ends_at: fromLocal(endsAt),
-          },
-        }),
-      ),
+    mutationFn: () => envelope(api.POST('/api/opt-outs', { body: { address, channel } })),
+    onSuccess: () => {
+      setAddress('');
+      void refresh();
+    },
+  });
+  return (
+    <>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label={t('consent.address')}>
+          <input required value={address} onChange={(e) => setAddress(e.target.value)} />
+        </Field>
+        <Field label={t('field.channel')}>
+          <select value={channel} onChange={(e) => setChannel(e.target.value as Channel | 'all')}>
+            <option value="all">{t('channel.all')}</option>
+            {channels.map((c) => (
+              <option key={c} value={c}>
+                {t(`channel.${c}`)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <button className="primary" disabled={add.isPending}>
+          {t('consent.optOut')}
+        </button>
+      </form>
+      <ErrorNote error={add.error} />
+    </>
+  );
+}
+
+/** A CSV of opt-outs (an export imports back). */
+function ImportOptOuts({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t, n } = useI18n();
+  const file = useRef<HTMLInputElement>(null);
+  const upload = useMutation({
+    mutationFn: async () => {
+      const chosen = file.current?.files?.[0];
+      if (!chosen) throw new Error(t('import.chooseFile'));
+      return uploadFile<{ created: number; existing: number; failed: number }>(
+        '/api/opt-outs/import',
+        chosen,
+      );
+    },
     onSuccess: refresh,
   });
+  return (
+    <>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          upload.mutate();
+        }}
+      >
+        <Field label={t('consent.importCsv')} hint={t('consent.importHint')}>
+          <input ref={file} type="file" accept=".csv,text/csv" required />
+        </Field>
+        <button disabled={upload.isPending}>{t('import.upload')}</button>
+      </form>
+      {upload.data && (
+        <Notice>
+          {t('consent.imported', {
+            created: n(upload.data.created),
+            existing: n(upload.data.existing),
+            failed: n(upload.data.failed),
+          })}
+        </Notice>
+      )}
+      <ErrorNote error={upload.error} />
+    </>
+  );
+}
+
+function SilencePeriods() {
+  const { t, d } = useI18n();
+  const client = useQueryClient();
+  const list = useQuery(queries.silencePeriods());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.silencePeriods });
   const remove = useMutation({
     mutationFn: (id: number) =>
       envelope(api.DELETE('/api/silence-periods/{id}', { params: { path: { id } } })),
@@ -169,32 +175,8 @@ function SilencePeriods() {
   return (
     <Section title={t('consent.silence')}>
       <p className="muted">{t('consent.silenceHelp')}</p>
-      <form
-        className="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          add.mutate();
-        }}
-      >
-        <Field label={t('field.constituency')}>
-          <input required value={constituency} onChange={(e) => setConstituency(e.target.value)} />
-        </Field>
-        <Field label={t('consent.starts')} hint={t('time.inZone', { zone: zoneName })}>
-          <input
-            type="datetime-local"
-            required
-            value={startsAt}
-            onChange={(e) => setStartsAt(e.target.value)}
-          />
-        </Field>
-        <Field label={t('consent.ends')} hint={t('time.inZone', { zone: zoneName })}>
-          <input type="datetime-local" required value={endsAt} onChange={(e) => setEndsAt(e.target.value)} />
-        </Field>
-        <button className="primary" disabled={add.isPending}>
-          {t('add')}
-        </button>
-      </form>
-      <ErrorNote error={list.error ?? add.error ?? remove.error} />
+      <AddSilencePeriod refresh={refresh} />
+      <ErrorNote error={list.error ?? remove.error} />
       {list.data?.data.length ? (
         <Table
           caption={t('consent.silence')}
@@ -220,30 +202,92 @@ function SilencePeriods() {
   );
 }
 
-function Templates() {
-  const { t, lang } = useI18n();
-  const client = useQueryClient();
-  const blank = {
-    name: '',
-    channel: 'sms' as Channel,
-    body: '',
-    language: 'en',
-    category: 'promotional' as Category,
-    subject: '',
-    dlt: '',
-    sender: '',
-    ids: {} as Record<string, string>,
+/** A silence period: a constituency, and its start and end typed in the office's zone. */
+function AddSilencePeriod({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t, fromLocal, zoneName } = useI18n();
+  const [constituency, setConstituency] = useState('');
+  const [startsAt, setStartsAt] = useState('');
+  const [endsAt, setEndsAt] = useState('');
+  const add = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/silence-periods', {
+          body: {
+            constituency,
+            // Typed in the workspace's zone, whatever the device's (fifth part): sent as UTC.
+            starts_at: fromLocal(startsAt),
+            ends_at: fromLocal(endsAt),
+          },
+        }),
+      ),
+    onSuccess: refresh,
+  });
+  return (
+    <>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label={t('field.constituency')}>
+          <input required value={constituency} onChange={(e) => setConstituency(e.target.value)} />
+        </Field>
+        <Field label={t('consent.starts')} hint={t('time.inZone', { zone: zoneName })}>
+          <input
+            type="datetime-local"
+            required
+            value={startsAt}
+            onChange={(e) => setStartsAt(e.target.value)}
+          />
+        </Field>
+        <Field label={t('consent.ends')} hint={t('time.inZone', { zone: zoneName })}>
+          <input type="datetime-local" required value={endsAt} onChange={(e) => setEndsAt(e.target.value)} />
+        </Field>
+        <button className="primary" disabled={add.isPending}>
+          {t('add')}
+        </button>
+      </form>
+      <ErrorNote error={add.error} />
+    </>
+  );
+}
+
+/** What the template form holds. */
+const blankTemplate = {
+  name: '',
+  channel: 'sms' as Channel,
+  body: '',
+  language: 'en',
+  category: 'promotional' as Category,
+  subject: '',
+  dlt: '',
+  sender: '',
+  ids: {} as Record<string, string>,
+};
+type TemplateForm = typeof blankTemplate;
+type TemplateRow = components['schemas']['Template'];
+
+/** A template as the form holds it. */
+function formOf(tpl: TemplateRow): TemplateForm {
+  return {
+    name: tpl.name,
+    channel: tpl.channel,
+    body: tpl.body,
+    language: tpl.language,
+    category: tpl.category,
+    subject: tpl.subject ?? '',
+    dlt: tpl.dlt_template_id ?? '',
+    sender: tpl.sender_id ?? '',
+    ids: { ...tpl.provider_template_ids },
   };
-  const [form, setForm] = useState(blank);
-  const set = (change: Partial<typeof blank>) => setForm({ ...form, ...change });
-  /** The template being edited (the form saves it), or null (the form adds one). */
-  const [editing, setEditing] = useState<string | null>(null);
-  const providers = useProviders();
-  const keeping = (providers.data ?? []).filter((p) => p.templates);
-  const list = useQuery(queries.templates());
-  const refresh = () => client.invalidateQueries({ queryKey: keys.templates });
+}
+
+/** The form as the API takes it. */
+function bodyOf(form: TemplateForm) {
   const ids = Object.fromEntries(Object.entries(form.ids).filter(([, v]) => v));
-  const fields = {
+  return {
     name: form.name,
     channel: form.channel,
     body: form.body,
@@ -254,16 +298,27 @@ function Templates() {
     subject: form.channel === 'email' && form.subject ? form.subject : null,
     provider_template_ids: Object.keys(ids).length > 0 ? ids : null,
   };
+}
+
+function Templates() {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const [form, setForm] = useState(blankTemplate);
+  const set = (change: Partial<TemplateForm>) => setForm({ ...form, ...change });
+  /** The template being edited (the form saves it), or null (the form adds one). */
+  const [editing, setEditing] = useState<string | null>(null);
+  const list = useQuery(queries.templates());
+  const refresh = () => client.invalidateQueries({ queryKey: keys.templates });
   const add = useMutation({
     mutationFn: () =>
       envelope(
         editing
-          ? api.PATCH('/api/templates/{id}', { params: { path: { id: editing } }, body: fields })
-          : api.POST('/api/templates', { body: fields }),
+          ? api.PATCH('/api/templates/{id}', { params: { path: { id: editing } }, body: bodyOf(form) })
+          : api.POST('/api/templates', { body: bodyOf(form) }),
       ),
     onSuccess: () => {
       // Nothing of this template stays in the form for the next one (its provider ids included).
-      setForm(blank);
+      setForm(blankTemplate);
       setEditing(null);
       void refresh();
     },
@@ -272,19 +327,9 @@ function Templates() {
     mutationFn: (id: string) => envelope(api.DELETE('/api/templates/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
-  const edit = (tpl: NonNullable<typeof list.data>['data'][number]) => {
+  const edit = (tpl: TemplateRow) => {
     setEditing(tpl.id);
-    setForm({
-      name: tpl.name,
-      channel: tpl.channel,
-      body: tpl.body,
-      language: tpl.language,
-      category: tpl.category,
-      subject: tpl.subject ?? '',
-      dlt: tpl.dlt_template_id ?? '',
-      sender: tpl.sender_id ?? '',
-      ids: { ...tpl.provider_template_ids },
-    });
+    setForm(formOf(tpl));
   };
   return (
     <Section title={t('consent.templates')}>
@@ -296,56 +341,7 @@ function Templates() {
         }}
       >
         {editing && <h3>{t('consent.editing', { name: form.name })}</h3>}
-        <Field label={t('field.name')}>
-          <input required value={form.name} onChange={(e) => set({ name: e.target.value })} />
-        </Field>
-        <Field label={t('field.channel')}>
-          <select value={form.channel} onChange={(e) => set({ channel: e.target.value as Channel })}>
-            {channels.map((c) => (
-              <option key={c} value={c}>
-                {t(`channel.${c}`)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label={t('consent.category')} hint={t('consent.categoryHint')}>
-          <select value={form.category} onChange={(e) => set({ category: e.target.value as Category })}>
-            {categories.map((c) => (
-              <option key={c} value={c}>
-                {t(`category.${c}`)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label={t('consent.language')}>
-          <input value={form.language} onChange={(e) => set({ language: e.target.value })} />
-        </Field>
-        {form.channel === 'email' && (
-          <Field label={t('compose.subject')}>
-            <input value={form.subject} onChange={(e) => set({ subject: e.target.value })} />
-          </Field>
-        )}
-        <Field label={t('consent.body')} hint={t('consent.bodyHint')}>
-          <textarea required rows={3} value={form.body} onChange={(e) => set({ body: e.target.value })} />
-        </Field>
-        <Field label={t('consent.dlt')}>
-          <input value={form.dlt} onChange={(e) => set({ dlt: e.target.value })} />
-        </Field>
-        <Field label={t('consent.sender')}>
-          <input value={form.sender} onChange={(e) => set({ sender: e.target.value })} />
-        </Field>
-        {keeping.map((p) => (
-          <Field
-            key={p.name}
-            label={t('consent.providerTemplate', { provider: p.label })}
-            hint={lang === 'hi' ? p.templates?.id_label_hi : p.templates?.id_label}
-          >
-            <input
-              value={form.ids[p.name] ?? ''}
-              onChange={(e) => set({ ids: { ...form.ids, [p.name]: e.target.value } })}
-            />
-          </Field>
-        ))}
+        <TemplateFields form={form} set={set} />
         <div className="actions">
           <button className="primary" disabled={add.isPending}>
             {editing ? t('save') : t('add')}
@@ -355,7 +351,7 @@ function Templates() {
               type="button"
               onClick={() => {
                 setEditing(null);
-                setForm(blank);
+                setForm(blankTemplate);
               }}
             >
               {t('cancel')}
@@ -364,12 +360,30 @@ function Templates() {
         </div>
       </form>
       <ErrorNote error={list.error ?? add.error ?? remove.error} />
-      {list.data?.data.length ? (
+      <TemplatesTable rows={list.data?.data ?? []} edit={edit} remove={(id) => remove.mutate(id)} />
+    </Section>
+  );
+}
+
+/** The templates, each with Edit and Delete. */
+function TemplatesTable({
+  rows,
+  edit,
+  remove,
+}: {
+  rows: TemplateRow[];
+  edit: (tpl: TemplateRow) => void;
+  remove: (id: string) => void;
+}) {
+  const { t } = useI18n();
+  return (
+    <>
+      {rows.length ? (
         <Table
           caption={t('consent.templates')}
           head={[t('field.name'), t('field.channel'), t('consent.body'), t('consent.dlt'), '']}
         >
-          {list.data.data.map((tpl) => (
+          {rows.map((tpl) => (
             <tr key={tpl.id}>
               <td>{tpl.name}</td>
               <td>{t(`channel.${tpl.channel}`)}</td>
@@ -379,7 +393,7 @@ function Templates() {
                 <button type="button" onClick={() => edit(tpl)}>
                   {t('edit')}
                 </button>{' '}
-                <button type="button" onClick={() => remove.mutate(tpl.id)}>
+                <button type="button" onClick={() => remove(tpl.id)}>
                   {t('delete')}
                 </button>
               </td>
@@ -389,6 +403,67 @@ function Templates() {
       ) : (
         <Empty>{t('none')}</Empty>
       )}
-    </Section>
+    </>
+  );
+}
+
+/** A template's name, channel, category, language, subject, text, DLT ids and each gateway's own id. */
+function TemplateFields({ form, set }: { form: TemplateForm; set: (change: Partial<TemplateForm>) => void }) {
+  const { t, lang } = useI18n();
+  const providers = useProviders();
+  const keeping = (providers.data ?? []).filter((p) => p.templates);
+  return (
+    <>
+      <Field label={t('field.name')}>
+        <input required value={form.name} onChange={(e) => set({ name: e.target.value })} />
+      </Field>
+      <Field label={t('field.channel')}>
+        <select value={form.channel} onChange={(e) => set({ channel: e.target.value as Channel })}>
+          {channels.map((c) => (
+            <option key={c} value={c}>
+              {t(`channel.${c}`)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field label={t('consent.category')} hint={t('consent.categoryHint')}>
+        <select value={form.category} onChange={(e) => set({ category: e.target.value as Category })}>
+          {categories.map((c) => (
+            <option key={c} value={c}>
+              {t(`category.${c}`)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field label={t('consent.language')}>
+        <input value={form.language} onChange={(e) => set({ language: e.target.value })} />
+      </Field>
+      {form.channel === 'email' && (
+        <Field label={t('compose.subject')}>
+          <input value={form.subject} onChange={(e) => set({ subject: e.target.value })} />
+        </Field>
+      )}
+      <Field label={t('consent.body')} hint={t('consent.bodyHint')}>
+        <textarea required rows={3} value={form.body} onChange={(e) => set({ body: e.target.value })} />
+      </Field>
+      <Field label={t('consent.dlt')}>
+        <input value={form.dlt} onChange={(e) => set({ dlt: e.target.value })} />
+      </Field>
+      <Field label={t('consent.sender')}>
+        <input value={form.sender} onChange={(e) => set({ sender: e.target.value })} />
+      </Field>
+      {keeping.map((p) => (
+        <Field
+          key={p.name}
+          label={t('consent.providerTemplate', { provider: p.label })}
+          hint={lang === 'hi' ? p.templates?.id_label_hi : p.templates?.id_label}
+        >
+          <input
+            value={form.ids[p.name] ?? ''}
+            onChange={(e) => set({ ids: { ...form.ids, [p.name]: e.target.value } })}
+          />
+        </Field>
+      ))}
+    </>
   );
 }
