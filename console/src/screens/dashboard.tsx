@@ -2,20 +2,17 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Loading, Notice, Section } from '../ui.tsx';
+import type { components } from '../schema.d.ts';
 import { queries, useWorkspace } from '../queries.ts';
 
 /** Credits, campaigns sending, the last day's failures by error code, grievances and the inbox at a glance. */
 export function Dashboard() {
-  const { t, n, code } = useI18n();
+  const { t, n } = useI18n();
   // The shell's own query of the signed-in user (same key): refreshed every 10 s while the dashboard is open.
   const me = useQuery({ ...queries.me(), refetchInterval: 10_000 });
   const campaigns = useQuery({ ...queries.campaignList({ per_page: 50 }), refetchInterval: 5_000 });
   // New failures show while the office watches, as the campaigns' progress does.
   const failures = useQuery({ ...queries.failures(), refetchInterval: 10_000 });
-  const open = useQuery(queries.grievanceList({ status: 'open', per_page: 1 }));
-  const overdue = useQuery(queries.grievanceList({ overdue: true, per_page: 1 }));
-  const unassigned = useQuery(queries.conversationList({ status: 'open', assigned_to: 'none', per_page: 1 }));
-  const unread = useQuery(queries.conversationList({ status: 'open', unread: true, per_page: 1 }));
   const workspace = useWorkspace();
   // Channels only the sandbox carries: their messages reach nobody (Compose and a campaign's page say so too).
   const simulated = workspace.data
@@ -46,24 +43,7 @@ export function Dashboard() {
             <Loading />
           )}
         </Section>
-        <Section title={t('dash.grievances')}>
-          <dl className="facts">
-            <dt>{t('dash.open')}</dt>
-            <dd>{open.data ? n(open.data.total) : '…'}</dd>
-            <dt>{t('dash.overdue')}</dt>
-            <dd>{overdue.data ? n(overdue.data.total) : '…'}</dd>
-          </dl>
-          <Link href="/grievances">{t('dash.toGrievances')}</Link>
-        </Section>
-        <Section title={t('dash.inbox')}>
-          <dl className="facts">
-            <dt>{t('dash.unassigned')}</dt>
-            <dd>{unassigned.data ? n(unassigned.data.total) : '…'}</dd>
-            <dt>{t('dash.unread')}</dt>
-            <dd>{unread.data ? n(unread.data.total) : '…'}</dd>
-          </dl>
-          <Link href="/inbox">{t('dash.toInbox')}</Link>
-        </Section>
+        <WorkCounts />
       </div>
       <Section title={t('dash.sending')}>
         {sending.length === 0 ? (
@@ -83,12 +63,57 @@ export function Dashboard() {
           </ul>
         )}
       </Section>
+      <Failures failures={failures.data} />
+      <ErrorNote error={me.error ?? campaigns.error ?? failures.error} />
+    </>
+  );
+}
+
+/** What waits for the office: open and overdue grievances, unassigned and unread conversations. */
+function WorkCounts() {
+  const { t, n } = useI18n();
+  const open = useQuery(queries.grievanceList({ status: 'open', per_page: 1 }));
+  const overdue = useQuery(queries.grievanceList({ overdue: true, per_page: 1 }));
+  const unassigned = useQuery(queries.conversationList({ status: 'open', assigned_to: 'none', per_page: 1 }));
+  const unread = useQuery(queries.conversationList({ status: 'open', unread: true, per_page: 1 }));
+  return (
+    <>
+      <Section title={t('dash.grievances')}>
+        <dl className="facts">
+          <dt>{t('dash.open')}</dt>
+          <dd>{open.data ? n(open.data.total) : '…'}</dd>
+          <dt>{t('dash.overdue')}</dt>
+          <dd>{overdue.data ? n(overdue.data.total) : '…'}</dd>
+        </dl>
+        <Link href="/grievances">{t('dash.toGrievances')}</Link>
+      </Section>
+      <Section title={t('dash.inbox')}>
+        <dl className="facts">
+          <dt>{t('dash.unassigned')}</dt>
+          <dd>{unassigned.data ? n(unassigned.data.total) : '…'}</dd>
+          <dt>{t('dash.unread')}</dt>
+          <dd>{unread.data ? n(unread.data.total) : '…'}</dd>
+        </dl>
+        <Link href="/inbox">{t('dash.toInbox')}</Link>
+      </Section>
+      <ErrorNote error={open.error ?? unassigned.error} />
+    </>
+  );
+}
+
+type FailureCount = components['schemas']['FailureCount'];
+
+/** The sends that failed and the accounts the worker stopped, by error code. */
+function Failures({ failures }: { failures: FailureCount[] | undefined }) {
+  const { t, n, code } = useI18n();
+  return (
+    <>
       {(['failed', 'stopped'] as const).map((kind) => {
-        const rows = (failures.data ?? []).filter((f) => f.kind === kind);
+        const rows = (failures ?? []).filter((f) => f.kind === kind);
         return (
           <Section key={kind} title={t(kind === 'failed' ? 'dash.failures' : 'dash.stopped')}>
             {kind === 'stopped' && <p className="muted">{t('dash.stoppedHelp')}</p>}
-            {failures.data && rows.length === 0 ? (
+            {failures && rows.length === 0 ? (
               <p className="muted">{t(kind === 'failed' ? 'dash.noFailures' : 'dash.noStopped')}</p>
             ) : (
               <ul className="plain" data-testid={`dash-${kind}`}>
@@ -102,7 +127,6 @@ export function Dashboard() {
           </Section>
         );
       })}
-      <ErrorNote error={me.error ?? campaigns.error ?? failures.error ?? open.error ?? unassigned.error} />
     </>
   );
 }

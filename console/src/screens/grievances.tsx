@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { api, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { Badge, Empty, ErrorNote, Field, Loading, Pager, Section, Table } from '../ui.tsx';
+import type { components } from '../schema.d.ts';
 import { keys, queries } from '../queries.ts';
 
 const statuses = ['open', 'in_progress', 'resolved', 'closed'] as const;
@@ -12,7 +13,7 @@ type Priority = (typeof priorities)[number];
 
 /** The grievance queue (due and overdue first to the eye), a new grievance, and one grievance's lifecycle. */
 export function Grievances() {
-  const { t, d } = useI18n();
+  const { t } = useI18n();
   const [status, setStatus] = useState<Status | ''>('open');
   const [overdue, setOverdue] = useState(false);
   const [page, setPage] = useState(1);
@@ -27,7 +28,6 @@ export function Grievances() {
     }),
     placeholderData: keepPreviousData,
   });
-  const now = Date.now();
   return (
     <>
       <div className="page-head">
@@ -60,44 +60,59 @@ export function Grievances() {
         <Empty>{t('grievances.none')}</Empty>
       ) : (
         <>
-          <Table
-            caption={t('nav.grievances')}
-            head={[
-              t('field.title'),
-              t('field.status'),
-              t('field.priority'),
-              t('grievances.due'),
-              t('field.constituency'),
-            ]}
-          >
-            {list.data?.data.map((g) => {
-              const late =
-                g.due_at && !['resolved', 'closed'].includes(g.status) && Date.parse(g.due_at) < now;
-              return (
-                <tr key={g.id} className={late ? 'late' : undefined}>
-                  <td>
-                    <button type="button" className="link" onClick={() => setSelected(g.id)}>
-                      {g.title}
-                    </button>
-                  </td>
-                  <td>
-                    <Badge value={g.status} />
-                  </td>
-                  <td>{t(`priority.${g.priority}`)}</td>
-                  <td>
-                    {d(g.due_at)}{' '}
-                    {late && <span className="badge badge-failed">{t('grievances.overdue')}</span>}
-                  </td>
-                  <td>{g.constituency}</td>
-                </tr>
-              );
-            })}
-          </Table>
+          <GrievanceTable grievances={list.data?.data ?? []} select={setSelected} />
           <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
         </>
       )}
       {selected && <GrievancePanel id={selected} onClose={() => setSelected(null)} />}
     </>
+  );
+}
+
+type GrievanceRow = components['schemas']['Grievance'];
+
+/** The grievances of the page, the late ones marked. */
+function GrievanceTable({
+  grievances,
+  select,
+}: {
+  grievances: GrievanceRow[];
+  select: (id: number) => void;
+}) {
+  const { t, d } = useI18n();
+  const now = Date.now();
+  return (
+    <Table
+      caption={t('nav.grievances')}
+      head={[
+        t('field.title'),
+        t('field.status'),
+        t('field.priority'),
+        t('grievances.due'),
+        t('field.constituency'),
+      ]}
+    >
+      {grievances.map((g) => {
+        const late = g.due_at && !['resolved', 'closed'].includes(g.status) && Date.parse(g.due_at) < now;
+        return (
+          <tr key={g.id} className={late ? 'late' : undefined}>
+            <td>
+              <button type="button" className="link" onClick={() => select(g.id)}>
+                {g.title}
+              </button>
+            </td>
+            <td>
+              <Badge value={g.status} />
+            </td>
+            <td>{t(`priority.${g.priority}`)}</td>
+            <td>
+              {d(g.due_at)} {late && <span className="badge badge-failed">{t('grievances.overdue')}</span>}
+            </td>
+            <td>{g.constituency}</td>
+          </tr>
+        );
+      })}
+    </Table>
   );
 }
 

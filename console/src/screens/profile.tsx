@@ -16,16 +16,6 @@ export function Profile() {
     mutationFn: (id: number) => envelope(api.DELETE('/api/user/tokens/{id}', { params: { path: { id } } })),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.tokens }),
   });
-  const [current, setCurrent] = useState('');
-  const [next, setNext] = useState('');
-  const change = useMutation({
-    mutationFn: () =>
-      envelope(api.POST('/api/user/password', { body: { current_password: current, password: next } })),
-    onSuccess: () => {
-      setCurrent('');
-      setNext('');
-    },
-  });
   return (
     <>
       <h1>{t('nav.profile')}</h1>
@@ -67,38 +57,56 @@ export function Profile() {
         )}
         <ErrorNote error={tokens.error ?? revoke.error} />
       </Section>
-      <Section title={t('profile.password')}>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            change.mutate();
-          }}
-        >
-          <Field label={t('profile.currentPassword')}>
-            <input
-              type="password"
-              autoComplete="current-password"
-              required
-              value={current}
-              onChange={(e) => setCurrent(e.target.value)}
-            />
-          </Field>
-          <Field label={t('profile.newPassword')}>
-            <input
-              type="password"
-              autoComplete="new-password"
-              required
-              value={next}
-              onChange={(e) => setNext(e.target.value)}
-            />
-          </Field>
-          <ErrorNote error={change.error} />
-          {change.isSuccess && <Notice>{change.data.message}</Notice>}
-          <button className="primary" disabled={change.isPending}>
-            {t('profile.changePassword')}
-          </button>
-        </form>
-      </Section>
+      <ChangePassword />
     </>
+  );
+}
+
+/** A new password, given the current one. */
+function ChangePassword() {
+  const { t } = useI18n();
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const change = useMutation({
+    mutationFn: () =>
+      envelope(api.POST('/api/user/password', { body: { current_password: current, password: next } })),
+    onSuccess: () => {
+      setCurrent('');
+      setNext('');
+    },
+  });
+  return (
+    <Section title={t('profile.password')}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          change.mutate();
+        }}
+      >
+        <Field label={t('profile.currentPassword')}>
+          <input
+            type="password"
+            autoComplete="current-password"
+            required
+            value={current}
+            onChange={(e) => setCurrent(e.target.value)}
+          />
+        </Field>
+        <Field label={t('profile.newPassword')}>
+          <input
+            type="password"
+            autoComplete="new-password"
+            required
+            value={next}
+            onChange={(e) => setNext(e.target.value)}
+          />
+        </Field>
+        <ErrorNote error={change.error} />
+        {change.isSuccess && <Notice>{change.data.message}</Notice>}
+        <button className="primary" disabled={change.isPending}>
+          {t('profile.changePassword')}
+        </button>
+      </form>
+    </Section>
   );
 }

@@ -71,22 +71,7 @@ function WorkspaceSettings() {
             onChange={(e) => setName(e.target.value)}
           />
         </Field>
-        <Field
-          label={t('settings.timezone')}
-          hint={t('settings.timezoneHint', { zone: workspace.data.timezone })}
-        >
-          <input
-            list="time-zones"
-            value={value}
-            placeholder={workspace.data.timezone}
-            onChange={(e) => setZone(e.target.value)}
-          />
-        </Field>
-        <datalist id="time-zones">
-          {['Asia/Kolkata', 'Asia/Kathmandu', 'Asia/Dhaka', 'Asia/Dubai', 'Europe/London', 'UTC'].map((z) => (
-            <option key={z} value={z} />
-          ))}
-        </datalist>
+        <TimeZoneField value={value} current={workspace.data.timezone} onChange={(z) => setZone(z)} />
         <Field label={t('settings.defaultLanguage')} hint={t('settings.defaultLanguageHint')}>
           <select
             value={language ?? workspace.data.default_language}
@@ -106,6 +91,36 @@ function WorkspaceSettings() {
       <ErrorNote error={save.error} />
       {save.isSuccess && <Notice>{t('settings.saved')}</Notice>}
     </Section>
+  );
+}
+
+/** The office's time zone: typed, or one of the zones offices near here use. */
+function TimeZoneField({
+  value,
+  current,
+  onChange,
+}: {
+  value: string;
+  current: string;
+  onChange: (zone: string) => void;
+}) {
+  const { t } = useI18n();
+  return (
+    <>
+      <Field label={t('settings.timezone')} hint={t('settings.timezoneHint', { zone: current })}>
+        <input
+          list="time-zones"
+          value={value}
+          placeholder={current}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      </Field>
+      <datalist id="time-zones">
+        {['Asia/Kolkata', 'Asia/Kathmandu', 'Asia/Dhaka', 'Asia/Dubai', 'Europe/London', 'UTC'].map((z) => (
+          <option key={z} value={z} />
+        ))}
+      </datalist>
+    </>
   );
 }
 
@@ -133,23 +148,7 @@ function Webhooks() {
   const client = useQueryClient();
   const hooks = useQuery(queries.webhooks());
   const refresh = () => client.invalidateQueries({ queryKey: keys.webhooks });
-  const [url, setUrl] = useState('');
-  const [chosen, setChosen] = useState<string[]>([]);
-  const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<number | null>(null);
-  const add = useMutation({
-    mutationFn: () =>
-      data(
-        api.POST('/api/webhooks', {
-          body: { url, ...(chosen.length ? { events: chosen as (typeof events)[number][] } : {}) },
-        }),
-      ),
-    onSuccess: (hook) => {
-      setUrl('');
-      setSecret((hook as { secret?: string }).secret ?? null);
-      void refresh();
-    },
-  });
   const toggle = useMutation({
     mutationFn: ({ id, active }: { id: number; active: boolean }) =>
       envelope(api.PATCH('/api/webhooks/{id}', { params: { path: { id } }, body: { active } })),
@@ -189,6 +188,32 @@ function Webhooks() {
         <Empty>{t('none')}</Empty>
       )}
       {open && <Deliveries id={open} d={d} />}
+      <AddWebhook refresh={refresh} />
+    </Section>
+  );
+}
+
+/** A new endpoint and the events it takes (all when none is chosen); its secret is shown once. */
+function AddWebhook({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t } = useI18n();
+  const [url, setUrl] = useState('');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [secret, setSecret] = useState<string | null>(null);
+  const add = useMutation({
+    mutationFn: () =>
+      data(
+        api.POST('/api/webhooks', {
+          body: { url, ...(chosen.length ? { events: chosen as (typeof events)[number][] } : {}) },
+        }),
+      ),
+    onSuccess: (hook) => {
+      setUrl('');
+      setSecret((hook as { secret?: string }).secret ?? null);
+      void refresh();
+    },
+  });
+  return (
+    <>
       <h3>{t('settings.addWebhook')}</h3>
       <form
         onSubmit={(e) => {
@@ -224,7 +249,7 @@ function Webhooks() {
           {t('settings.secretOnce')} <code>{secret}</code>
         </Notice>
       )}
-    </Section>
+    </>
   );
 }
 
@@ -276,8 +301,6 @@ function Deliveries({ id, d }: { id: number; d(value: string | null): string }) 
 function Credits() {
   const { t, n, d } = useI18n();
   const client = useQueryClient();
-  const [page, setPage] = useState(1);
-  const ledger = useQuery(queries.ledger(page));
   const payments = useQuery(queries.payments());
   const [amounts, setAmounts] = useState({ sms_credits: '', whatsapp_credits: '', email_credits: '' });
   const buy = useMutation({
@@ -324,7 +347,7 @@ function Credits() {
             {t('settings.pay')}
           </button>
         </form>
-        <ErrorNote error={buy.error} />
+        <ErrorNote error={buy.error ?? payments.error} />
         {buy.isSuccess && <Notice>{buy.data.message}</Notice>}
         {payments.data?.data.length ? (
           <Table
@@ -345,27 +368,37 @@ function Credits() {
           </Table>
         ) : null}
       </Section>
-      <Section title={t('settings.ledger')}>
-        <ErrorNote error={ledger.error ?? payments.error} />
-        {ledger.data && (
-          <>
-            <Table
-              caption={t('settings.ledger')}
-              head={[t('field.created'), t('field.channel'), t('settings.amount'), t('settings.reason')]}
-            >
-              {ledger.data.data.map((l) => (
-                <tr key={l.id}>
-                  <td>{d(l.created_at)}</td>
-                  <td>{t(`channel.${l.channel}`)}</td>
-                  <td className={l.amount < 0 ? 'negative' : undefined}>{n(l.amount)}</td>
-                  <td>{t(`reason.${l.reason}`)}</td>
-                </tr>
-              ))}
-            </Table>
-            <Pager page={page} lastPage={ledger.data.last_page} onPage={setPage} />
-          </>
-        )}
-      </Section>
+      <Ledger />
     </>
+  );
+}
+
+/** The credit ledger: every grant, reservation, charge and refund, newest first. */
+function Ledger() {
+  const { t, n, d } = useI18n();
+  const [page, setPage] = useState(1);
+  const ledger = useQuery(queries.ledger(page));
+  return (
+    <Section title={t('settings.ledger')}>
+      <ErrorNote error={ledger.error} />
+      {ledger.data && (
+        <>
+          <Table
+            caption={t('settings.ledger')}
+            head={[t('field.created'), t('field.channel'), t('settings.amount'), t('settings.reason')]}
+          >
+            {ledger.data.data.map((l) => (
+              <tr key={l.id}>
+                <td>{d(l.created_at)}</td>
+                <td>{t(`channel.${l.channel}`)}</td>
+                <td className={l.amount < 0 ? 'negative' : undefined}>{n(l.amount)}</td>
+                <td>{t(`reason.${l.reason}`)}</td>
+              </tr>
+            ))}
+          </Table>
+          <Pager page={page} lastPage={ledger.data.last_page} onPage={setPage} />
+        </>
+      )}
+    </Section>
   );
 }
