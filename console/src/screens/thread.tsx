@@ -332,8 +332,7 @@ function TemplateReply(props: {
 }) {
   const { t } = useI18n();
   const { reply, templateId, variables } = props;
-  const channel = props.channel as 'sms' | 'whatsapp';
-  const templates = useQuery(queries.templates(channel));
+  const templates = useQuery(queries.templates(props.channel as 'sms' | 'whatsapp'));
   const all = templates.data?.data ?? [];
   const fits = new Set(reply.template_ids);
   const usable = all.filter((tpl) => fits.has(tpl.id));
@@ -341,10 +340,8 @@ function TemplateReply(props: {
   const chosen = all.find((tpl) => tpl.id === templateId);
   const names = chosen ? variablesOf(chosen.body) : [];
   const rendered = chosen
-    ? chosen.body.replace(/\{\{\s*([^{}|]*?)\s*(\|[^{}]*)?\}\}/g, (_, name: string) =>
-        variables[name]?.trim()
-          ? variables[name]!.trim()
-          : reply.voter_values[name] || `[${t(`variable.${name}` as 'variable.name')}]`,
+    ? renderReply(chosen.body, variables, reply.voter_values, (name) =>
+        t(`variable.${name}` as 'variable.name'),
       )
     : '';
   return (
@@ -397,6 +394,21 @@ function TemplateReply(props: {
         </div>
       )}
     </>
+  );
+}
+
+/**
+ * A template's text as the voter would get it: each variable as typed, else the voter's own value, else its
+ * name in brackets.
+ */
+function renderReply(
+  body: string,
+  typed: Record<string, string>,
+  voter: Record<string, string>,
+  label: (name: string) => string,
+): string {
+  return body.replace(/\{\{\s*([^{}|]*?)\s*(\|[^{}]*)?\}\}/g, (_, name: string) =>
+    typed[name]?.trim() ? typed[name]!.trim() : voter[name] || `[${label(name)}]`,
   );
 }
 

@@ -1,5 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { type ReactElement, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, data, envelope } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
@@ -7,6 +7,7 @@ import { useMe } from '../me.ts';
 import { Empty, ErrorNote, Field, Loading, Notice, Pager, Table } from '../ui.tsx';
 import { commaList, type FieldDef, genders, levels, useVoterFields } from './voter-shared.ts';
 import { VoterForm } from './voter-page.tsx';
+import type { components } from '../schema.d.ts';
 import { keys, queries } from '../queries.ts';
 
 /** The filters as the form holds them; `fields.<key>` (and `_min`/`_max`) for custom fields. */
@@ -77,7 +78,6 @@ export function FilterForm({
   live?: boolean;
 }) {
   const { t } = useI18n();
-  const me = useMe();
   const [draft, setDraft] = useState(value);
   // Open when a filter of its own is set (one handed over by another screen, such as a household).
   const [more, setMore] = useState(() =>
@@ -85,7 +85,6 @@ export function FilterForm({
       ([k, v]) => v !== '' && !['search', 'constituency', 'booth', 'ward'].includes(k),
     ),
   );
-  const defs = useVoterFields();
   const set = (key: keyof VoterFilters) => (e: { target: { value: string } }) => {
     const next = { ...draft, [key]: e.target.value };
     setDraft(next);
@@ -114,57 +113,73 @@ export function FilterForm({
       <button type="button" aria-expanded={more} onClick={() => setMore(!more)}>
         {t('voters.more')}
       </button>
-      {more && (
-        <>
-          {text('epic_number')}
-          {text('part_number', 'number')}
-          {text('serial_from', 'number')}
-          {text('serial_to', 'number')}
-          {text('page_number', 'number')}
-          {text('house_number')}
-          <Field label={t('field.gender')}>
-            <select value={draft.gender} onChange={set('gender')}>
-              <option value="">{t('voters.any')}</option>
-              {genders.map((g) => (
-                <option key={g} value={g}>
-                  {t(`gender.${g}`)}
-                </option>
-              ))}
-            </select>
-          </Field>
-          {text('age_min', 'number')}
-          {text('age_max', 'number')}
-          <Field label={t('field.tags')} hint={t('voters.tagsHint')}>
-            <input value={draft.tags} onChange={set('tags')} />
-          </Field>
-          {text('tags_any')}
-          {text('tags_none')}
-          {text('language')}
-          {me.user.role !== 'volunteer' && (
-            <Field label={t('field.support_level')}>
-              <select value={draft.support_level} onChange={set('support_level')}>
-                <option value="">{t('voters.any')}</option>
-                {levels.map((l) => (
-                  <option key={l} value={l}>
-                    {t(`support.${l}`)}
-                  </option>
-                ))}
-              </select>
-            </Field>
-          )}
-          <Field label={t('field.household_of')} hint={t('voters.householdHint')}>
-            <input type="number" min={1} value={draft.household_of} onChange={set('household_of')} />
-          </Field>
-          {(defs.data ?? [])
-            // A volunteer's filter on a sensitive field is refused (its answer would tell the values).
-            .filter((def) => me.user.role !== 'volunteer' || !def.sensitive)
-            .map((def) => (
-              <CustomFieldFilter key={def.key} def={def} draft={draft} set={set} />
-            ))}
-        </>
-      )}
+      {more && <MoreFilters draft={draft} set={set} text={text} />}
       {live ? null : <button className="primary">{t('filter.apply')}</button>}
     </form>
+  );
+}
+
+/** The filters behind "More": the roll's numbers, gender, age, tags, language, support, household, custom fields. */
+function MoreFilters({
+  draft,
+  set,
+  text,
+}: {
+  draft: VoterFilters;
+  set: (key: keyof VoterFilters) => (e: { target: { value: string } }) => void;
+  text: (key: keyof VoterFilters, type?: string) => ReactElement;
+}) {
+  const { t } = useI18n();
+  const me = useMe();
+  const defs = useVoterFields();
+  return (
+    <>
+      {text('epic_number')}
+      {text('part_number', 'number')}
+      {text('serial_from', 'number')}
+      {text('serial_to', 'number')}
+      {text('page_number', 'number')}
+      {text('house_number')}
+      <Field label={t('field.gender')}>
+        <select value={draft.gender} onChange={set('gender')}>
+          <option value="">{t('voters.any')}</option>
+          {genders.map((g) => (
+            <option key={g} value={g}>
+              {t(`gender.${g}`)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      {text('age_min', 'number')}
+      {text('age_max', 'number')}
+      <Field label={t('field.tags')} hint={t('voters.tagsHint')}>
+        <input value={draft.tags} onChange={set('tags')} />
+      </Field>
+      {text('tags_any')}
+      {text('tags_none')}
+      {text('language')}
+      {me.user.role !== 'volunteer' && (
+        <Field label={t('field.support_level')}>
+          <select value={draft.support_level} onChange={set('support_level')}>
+            <option value="">{t('voters.any')}</option>
+            {levels.map((l) => (
+              <option key={l} value={l}>
+                {t(`support.${l}`)}
+              </option>
+            ))}
+          </select>
+        </Field>
+      )}
+      <Field label={t('field.household_of')} hint={t('voters.householdHint')}>
+        <input type="number" min={1} value={draft.household_of} onChange={set('household_of')} />
+      </Field>
+      {(defs.data ?? [])
+        // A volunteer's filter on a sensitive field is refused (its answer would tell the values).
+        .filter((def) => me.user.role !== 'volunteer' || !def.sensitive)
+        .map((def) => (
+          <CustomFieldFilter key={def.key} def={def} draft={draft} set={set} />
+        ))}
+    </>
   );
 }
 
@@ -274,44 +289,54 @@ export function Voters() {
           <p className="muted" role="status">
             {t('voters.count', { total: n(list.data?.total ?? 0), count: list.data?.total ?? 0 })}
           </p>
-          <Table
-            caption={t('nav.voters')}
-            head={[
-              t('field.name'),
-              t('field.phone'),
-              t('field.epic_number'),
-              `${t('field.part_number')} / ${t('field.serial_number')}`,
-              t('field.constituency'),
-              t('field.booth'),
-              t('field.ward'),
-              t('field.tags'),
-            ]}
-          >
-            {list.data?.data.map((v) => (
-              <tr key={v.id}>
-                <td>
-                  <Link href={`/voters/${v.id}`}>{v.name}</Link>
-                </td>
-                <td>{v.phone}</td>
-                <td>{v.epic_number}</td>
-                <td>{v.part_number === null ? '' : `${v.part_number} / ${v.serial_number ?? '—'}`}</td>
-                <td>{v.constituency}</td>
-                <td>{v.booth}</td>
-                <td>{v.ward}</td>
-                <td>
-                  {v.tags.map((tag) => (
-                    <span key={tag} className="tag">
-                      {tag}
-                    </span>
-                  ))}
-                </td>
-              </tr>
-            ))}
-          </Table>
+          <VoterTable voters={list.data?.data ?? []} />
           <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
         </>
       )}
     </>
+  );
+}
+
+type VoterRow = components['schemas']['VoterListItem'];
+
+/** The voters of the page: name (to their page), phone, roll numbers, places, tags. */
+function VoterTable({ voters }: { voters: VoterRow[] }) {
+  const { t } = useI18n();
+  return (
+    <Table
+      caption={t('nav.voters')}
+      head={[
+        t('field.name'),
+        t('field.phone'),
+        t('field.epic_number'),
+        `${t('field.part_number')} / ${t('field.serial_number')}`,
+        t('field.constituency'),
+        t('field.booth'),
+        t('field.ward'),
+        t('field.tags'),
+      ]}
+    >
+      {voters.map((v) => (
+        <tr key={v.id}>
+          <td>
+            <Link href={`/voters/${v.id}`}>{v.name}</Link>
+          </td>
+          <td>{v.phone}</td>
+          <td>{v.epic_number}</td>
+          <td>{v.part_number === null ? '' : `${v.part_number} / ${v.serial_number ?? '—'}`}</td>
+          <td>{v.constituency}</td>
+          <td>{v.booth}</td>
+          <td>{v.ward}</td>
+          <td>
+            {v.tags.map((tag) => (
+              <span key={tag} className="tag">
+                {tag}
+              </span>
+            ))}
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
