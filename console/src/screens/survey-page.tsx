@@ -26,35 +26,7 @@ function QuestionResults({
       ? t('surveys.other')
       : inLang(question?.choices?.find((c) => c.key === key)?.label, lang) || key;
   const title = `${inLang(question?.text, lang)} (${t('surveys.answered', { n: n(result.answered) })})`;
-  if (result.type !== 'choice')
-    return (
-      <section className="result">
-        <h3>{title}</h3>
-        {result.type === 'number' && (
-          <p>
-            {t('surveys.mean')}: <strong>{result.mean ?? '—'}</strong>
-          </p>
-        )}
-        {grouped && result.groups && (
-          <Table
-            caption={title}
-            head={[
-              t('surveys.group'),
-              t('surveys.answeredHead'),
-              ...(result.type === 'number' ? [t('surveys.mean')] : []),
-            ]}
-          >
-            {result.groups.map((g) => (
-              <tr key={String(g.group)}>
-                <td>{g.group ?? t('surveys.noGroup')}</td>
-                <td>{n(g.answered)}</td>
-                {result.type === 'number' && <td>{g.mean ?? '—'}</td>}
-              </tr>
-            ))}
-          </Table>
-        )}
-      </section>
-    );
+  if (result.type !== 'choice') return <OtherResults title={title} result={result} grouped={grouped} />;
   const rows =
     grouped && result.groups
       ? result.groups
@@ -94,6 +66,47 @@ function QuestionResults({
           ))}
         </Table>
       </div>
+    </section>
+  );
+}
+
+/** A number or text question's results: the mean of numbers, and the count answered per group. */
+function OtherResults({
+  title,
+  result,
+  grouped,
+}: {
+  title: string;
+  result: Results['questions'][number];
+  grouped: boolean;
+}) {
+  const { t, n } = useI18n();
+  return (
+    <section className="result">
+      <h3>{title}</h3>
+      {result.type === 'number' && (
+        <p>
+          {t('surveys.mean')}: <strong>{result.mean ?? '—'}</strong>
+        </p>
+      )}
+      {grouped && result.groups && (
+        <Table
+          caption={title}
+          head={[
+            t('surveys.group'),
+            t('surveys.answeredHead'),
+            ...(result.type === 'number' ? [t('surveys.mean')] : []),
+          ]}
+        >
+          {result.groups.map((g) => (
+            <tr key={String(g.group)}>
+              <td>{g.group ?? t('surveys.noGroup')}</td>
+              <td>{n(g.answered)}</td>
+              {result.type === 'number' && <td>{g.mean ?? '—'}</td>}
+            </tr>
+          ))}
+        </Table>
+      )}
     </section>
   );
 }

@@ -90,34 +90,8 @@ export function VoterFieldsSettings() {
   const { t } = useI18n();
   const client = useQueryClient();
   const fields = useVoterFields();
-  const [key, setKey] = useState('');
-  const [label, setLabel] = useState('');
-  const [type, setType] = useState<(typeof types)[number]>('text');
-  const [choices, setChoices] = useState('');
-  const [sensitive, setSensitive] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const refresh = () => void client.invalidateQueries({ queryKey: keys.voterFields });
-  const add = useMutation({
-    mutationFn: () =>
-      envelope(
-        api.POST('/api/voter-fields', {
-          body: {
-            key: key.trim(),
-            label,
-            type,
-            sensitive,
-            ...(type === 'choice' ? { choices: commaList(choices) } : {}),
-          },
-        }),
-      ),
-    onSuccess: () => {
-      setKey('');
-      setLabel('');
-      setChoices('');
-      setSensitive(false);
-      refresh();
-    },
-  });
   const remove = useMutation({
     mutationFn: (k: string) =>
       envelope(api.DELETE('/api/voter-fields/{key}', { params: { path: { key: k } } })),
@@ -170,39 +144,73 @@ export function VoterFieldsSettings() {
         .map((f) => (
           <EditField key={f.key} def={f} onDone={() => setEditing(null)} />
         ))}
-      <form
-        className="filters"
-        aria-label={t('fields.add')}
-        onSubmit={(e) => {
-          e.preventDefault();
-          add.mutate();
-        }}
-      >
-        <Field label={t('fields.label')}>
-          <input required value={label} onChange={(e) => setLabel(e.target.value)} />
-        </Field>
-        <Field label={t('fields.key')} hint={t('fields.keyHint')}>
-          <input required pattern="[a-z0-9_]{1,40}" value={key} onChange={(e) => setKey(e.target.value)} />
-        </Field>
-        <Field label={t('fields.type')}>
-          <select value={type} onChange={(e) => setType(e.target.value as (typeof types)[number])}>
-            {types.map((ty) => (
-              <option key={ty} value={ty}>
-                {t(`fields.type.${ty}`)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <ChoicesAndSensitivity
-          choice={type === 'choice'}
-          choices={[choices, setChoices]}
-          sensitive={[sensitive, setSensitive]}
-        />
-        <button className="primary" disabled={add.isPending}>
-          {t('fields.add')}
-        </button>
-        <ErrorNote error={add.error} />
-      </form>
+      <AddField refresh={refresh} />
     </Section>
+  );
+}
+
+/** A new custom field: its label, key, type, choices and sensitivity. */
+function AddField({ refresh }: { refresh: () => void }) {
+  const { t } = useI18n();
+  const [key, setKey] = useState('');
+  const [label, setLabel] = useState('');
+  const [type, setType] = useState<(typeof types)[number]>('text');
+  const [choices, setChoices] = useState('');
+  const [sensitive, setSensitive] = useState(false);
+  const add = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.POST('/api/voter-fields', {
+          body: {
+            key: key.trim(),
+            label,
+            type,
+            sensitive,
+            ...(type === 'choice' ? { choices: commaList(choices) } : {}),
+          },
+        }),
+      ),
+    onSuccess: () => {
+      setKey('');
+      setLabel('');
+      setChoices('');
+      setSensitive(false);
+      refresh();
+    },
+  });
+  return (
+    <form
+      className="filters"
+      aria-label={t('fields.add')}
+      onSubmit={(e) => {
+        e.preventDefault();
+        add.mutate();
+      }}
+    >
+      <Field label={t('fields.label')}>
+        <input required value={label} onChange={(e) => setLabel(e.target.value)} />
+      </Field>
+      <Field label={t('fields.key')} hint={t('fields.keyHint')}>
+        <input required pattern="[a-z0-9_]{1,40}" value={key} onChange={(e) => setKey(e.target.value)} />
+      </Field>
+      <Field label={t('fields.type')}>
+        <select value={type} onChange={(e) => setType(e.target.value as (typeof types)[number])}>
+          {types.map((ty) => (
+            <option key={ty} value={ty}>
+              {t(`fields.type.${ty}`)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <ChoicesAndSensitivity
+        choice={type === 'choice'}
+        choices={[choices, setChoices]}
+        sensitive={[sensitive, setSensitive]}
+      />
+      <button className="primary" disabled={add.isPending}>
+        {t('fields.add')}
+      </button>
+      <ErrorNote error={add.error} />
+    </form>
   );
 }

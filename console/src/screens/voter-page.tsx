@@ -75,24 +75,7 @@ export function VoterForm({
   );
   const save = useMutation({
     mutationFn: async () => {
-      // A new voter: what is filled in. An edit: what changed (a cleared value is null).
-      const given = (text: string, was: Shown) => (voter ? text !== asText(was) : text !== '');
-      const body: Record<string, unknown> = Object.fromEntries(
-        voterKeys
-          .filter((k) => given(fields[k], voter?.[k]))
-          .map((k) => [k, fields[k] === '' ? null : fields[k]]),
-      );
-      for (const k of recordKeys) {
-        if (k === 'age' && record.birth_date !== '') continue; // a known date wins
-        if (given(record[k], voter?.[k])) body[k] = record[k] === '' ? null : record[k];
-      }
-      if (given(tags, (voter?.tags ?? []).join(', '))) body.tags = commaList(tags);
-      const values: Record<string, unknown> = {};
-      for (const def of defs.data ?? []) {
-        const text = custom[def.key] ?? '';
-        if (given(text, voter?.fields?.[def.key])) values[def.key] = fieldValue(def, text);
-      }
-      if (Object.keys(values).length > 0) body.fields = values;
+      const body = changesOf(voter, { fields, record, tags, custom }, defs.data ?? []);
       if (voter && Object.keys(body).length === 0) return; // nothing changed
       if (voter) await envelope(api.PUT('/api/voters/{id}', { params: { path: { id: voter.id } }, body }));
       else await envelope(api.POST('/api/voters', { body: body as { name: string; phone: string } }));
@@ -107,16 +90,6 @@ export function VoterForm({
     e.preventDefault();
     save.mutate();
   };
-  const choose = (k: RecordKey, options: readonly string[], label: (o: string) => string) => (
-    <select value={record[k]} onChange={(e) => setRecord({ ...record, [k]: e.target.value })}>
-      <option value="">—</option>
-      {options.map((o) => (
-        <option key={o} value={o}>
-          {label(o)}
-        </option>
-      ))}
-    </select>
-  );
   return (
     <Section title={voter ? t('voters.edit') : t('voters.add')}>
       <form onSubmit={submit} className="form-grid">
@@ -130,50 +103,11 @@ export function VoterForm({
             />
           </Field>
         ))}
-        {recordKeys.map((k) => (
-          <Field key={k} label={t(`field.${k}`)}>
-            {k === 'gender' ? (
-              choose(k, genders, (g) => t(`gender.${g as (typeof genders)[number]}`))
-            ) : k === 'relation_type' ? (
-              choose(k, relations, (r) => t(`relation.${r as (typeof relations)[number]}`))
-            ) : k === 'support_level' ? (
-              choose(k, levels, (l) => t(`support.${l as (typeof levels)[number]}`))
-            ) : (
-              <input
-                value={record[k]}
-                type={numberKeys.has(k) ? 'number' : k === 'birth_date' ? 'date' : 'text'}
-                onChange={(e) => setRecord({ ...record, [k]: e.target.value })}
-              />
-            )}
-          </Field>
-        ))}
+        <RecordFields record={record} setRecord={setRecord} />
         <Field label={t('field.tags')} hint={t('voters.tagsHint')}>
           <input value={tags} onChange={(e) => setTags(e.target.value)} />
         </Field>
-        {(defs.data ?? []).map((def) => (
-          <Field key={def.key} label={def.label}>
-            {def.type === 'choice' || def.type === 'boolean' ? (
-              <select
-                value={custom[def.key] ?? ''}
-                onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
-              >
-                <option value="">—</option>
-                {(def.type === 'boolean' ? ['true', 'false'] : (def.choices ?? [])).map((c) => (
-                  <option key={c} value={c}>
-                    {def.type === 'boolean' ? t(c === 'true' ? 'yes' : 'no') : c}
-                  </option>
-                ))}
-              </select>
-            ) : (
-              <input
-                value={custom[def.key] ?? ''}
-                type={def.type === 'number' ? 'number' : def.type === 'date' ? 'date' : 'text'}
-                step={def.type === 'number' ? 'any' : undefined}
-                onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
-              />
-            )}
-          </Field>
-        ))}
+        <CustomFields defs={defs.data ?? []} custom={custom} setCustom={setCustom} />
         <ErrorNote error={save.error} />
         <div className="actions">
           <button className="primary" disabled={save.isPending}>
@@ -185,6 +119,124 @@ export function VoterForm({
         </div>
       </form>
     </Section>
+  );
+}
+
+type FormVoter = { id: number; tags?: string[]; fields?: Record<string, Shown> } & Partial<
+  Record<keyof VoterFields | RecordKey, Shown>
+>;
+
+/** The body to send: for a new voter what is filled in; for an edit what changed (a cleared value is null). */
+function changesOf(
+  voter: FormVoter | undefined,
+  {
+    fields,
+    record,
+    tags,
+    custom,
+  }: { fields: VoterFields; record: Record<RecordKey, string>; tags: string; custom: Record<string, string> },
+  defs: FieldDef[],
+): Record<string, unknown> {
+  const given = (text: string, was: Shown) => (voter ? text !== asText(was) : text !== '');
+  const body: Record<string, unknown> = Object.fromEntries(
+    voterKeys
+      .filter((k) => given(fields[k], voter?.[k]))
+      .map((k) => [k, fields[k] === '' ? null : fields[k]]),
+  );
+  for (const k of recordKeys) {
+    if (k === 'age' && record.birth_date !== '') continue; // a known date wins
+    if (given(record[k], voter?.[k])) body[k] = record[k] === '' ? null : record[k];
+  }
+  if (given(tags, (voter?.tags ?? []).join(', '))) body.tags = commaList(tags);
+  const values: Record<string, unknown> = {};
+  for (const def of defs) {
+    const text = custom[def.key] ?? '';
+    if (given(text, voter?.fields?.[def.key])) values[def.key] = fieldValue(def, text);
+  }
+  if (Object.keys(values).length > 0) body.fields = values;
+  return body;
+}
+
+/** The roll's fields: gender, relation and support level chosen, the others typed. */
+function RecordFields({
+  record,
+  setRecord,
+}: {
+  record: Record<RecordKey, string>;
+  setRecord: (record: Record<RecordKey, string>) => void;
+}) {
+  const { t } = useI18n();
+  const choose = (k: RecordKey, options: readonly string[], label: (o: string) => string) => (
+    <select value={record[k]} onChange={(e) => setRecord({ ...record, [k]: e.target.value })}>
+      <option value="">—</option>
+      {options.map((o) => (
+        <option key={o} value={o}>
+          {label(o)}
+        </option>
+      ))}
+    </select>
+  );
+  return (
+    <>
+      {recordKeys.map((k) => (
+        <Field key={k} label={t(`field.${k}`)}>
+          {k === 'gender' ? (
+            choose(k, genders, (g) => t(`gender.${g as (typeof genders)[number]}`))
+          ) : k === 'relation_type' ? (
+            choose(k, relations, (r) => t(`relation.${r as (typeof relations)[number]}`))
+          ) : k === 'support_level' ? (
+            choose(k, levels, (l) => t(`support.${l as (typeof levels)[number]}`))
+          ) : (
+            <input
+              value={record[k]}
+              type={numberKeys.has(k) ? 'number' : k === 'birth_date' ? 'date' : 'text'}
+              onChange={(e) => setRecord({ ...record, [k]: e.target.value })}
+            />
+          )}
+        </Field>
+      ))}
+    </>
+  );
+}
+
+/** The workspace's custom fields, each as its type asks. */
+function CustomFields({
+  defs,
+  custom,
+  setCustom,
+}: {
+  defs: FieldDef[];
+  custom: Record<string, string>;
+  setCustom: (custom: Record<string, string>) => void;
+}) {
+  const { t } = useI18n();
+  return (
+    <>
+      {defs.map((def) => (
+        <Field key={def.key} label={def.label}>
+          {def.type === 'choice' || def.type === 'boolean' ? (
+            <select
+              value={custom[def.key] ?? ''}
+              onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
+            >
+              <option value="">—</option>
+              {(def.type === 'boolean' ? ['true', 'false'] : (def.choices ?? [])).map((c) => (
+                <option key={c} value={c}>
+                  {def.type === 'boolean' ? t(c === 'true' ? 'yes' : 'no') : c}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input
+              value={custom[def.key] ?? ''}
+              type={def.type === 'number' ? 'number' : def.type === 'date' ? 'date' : 'text'}
+              step={def.type === 'number' ? 'any' : undefined}
+              onChange={(e) => setCustom({ ...custom, [def.key]: e.target.value })}
+            />
+          )}
+        </Field>
+      ))}
+    </>
   );
 }
 
