@@ -2,9 +2,15 @@ import { type Kysely, sql } from 'kysely';
 import { bigintType, isPostgres, timestampType, withId } from './helpers.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await createVoters(db);
+  await createVoterCounts(db);
+  await createSegments(db);
+}
+
+/** Voters, and the indexes that cover the exact filters. */
+async function createVoters(db: Kysely<unknown>): Promise<void> {
   const ts = timestampType(db);
   const ref = bigintType(db);
-
   await withId(db, db.schema.createTable('voters'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'varchar(200)', (c) => c.notNull())
@@ -41,7 +47,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['workspace_id', 'ward', 'booth'])
     .execute();
   await db.schema.createIndex('voters_booth_idx').on('voters').columns(['workspace_id', 'booth']).execute();
+}
 
+/** The exact number of voters per workspace, kept by triggers. */
+async function createVoterCounts(db: Kysely<unknown>): Promise<void> {
+  const ref = bigintType(db);
   // The exact number of voters per workspace, kept by triggers in the transaction that changes voters: the
   // unfiltered list's total without counting a million rows.
   await db.schema
@@ -110,7 +120,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       INSERT INTO voters_fts(rowid, name, email, phone) VALUES (new.id, new.name, new.email, new.phone);
     END`.execute(db);
   }
+}
 
+/** Segments: saved filters that campaigns send to. */
+async function createSegments(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await withId(db, db.schema.createTable('segments'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'varchar(200)', (c) => c.notNull())

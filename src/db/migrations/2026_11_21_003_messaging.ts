@@ -2,9 +2,15 @@ import { type Kysely, sql } from 'kysely';
 import { bigintType, timestampType, withId } from './helpers.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await createCampaigns(db);
+  await createMessages(db);
+  await createIdempotencyKeys(db);
+}
+
+/** Campaigns, and the indexes the worker finds due ones by. */
+async function createCampaigns(db: Kysely<unknown>): Promise<void> {
   const ts = timestampType(db);
   const ref = bigintType(db);
-
   await withId(db, db.schema.createTable('campaigns'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'varchar(200)', (c) => c.notNull())
@@ -45,7 +51,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['status', 'scheduled_at'])
     .where(sql<boolean>`status in ('scheduled', 'queued', 'sending')`)
     .execute();
+}
 
+/** The outbox: one row per message, before any provider sees it. */
+async function createMessages(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   // The outbox: every message is a row before any provider sees it. No foreign keys on purpose: PostgreSQL
   // checks each with a per-row trigger, which made filling the outbox from a million-voter segment 15 times
   // slower than the INSERT ... SELECT itself; the rows are only ever written by the service, with ids it
@@ -111,7 +122,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['sent_at', 'id'])
     .where(sql<boolean>`status = 'sent'`)
     .execute();
+}
 
+/** The answers kept per Idempotency-Key. */
+async function createIdempotencyKeys(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await withId(db, db.schema.createTable('idempotency_keys'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('key', 'varchar(255)', (c) => c.notNull())

@@ -2,9 +2,15 @@ import type { Kysely } from 'kysely';
 import { bigintType, timestampType, withId } from './helpers.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await createWebhooks(db);
+  await createGrievances(db);
+  await createPayments(db);
+}
+
+/** Webhook endpoints, their events (an outbox) and their deliveries. */
+async function createWebhooks(db: Kysely<unknown>): Promise<void> {
   const ts = timestampType(db);
   const ref = bigintType(db);
-
   await withId(db, db.schema.createTable('webhooks'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('url', 'varchar(2048)', (c) => c.notNull())
@@ -68,7 +74,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('webhook_deliveries')
     .column('event_id')
     .execute();
+}
 
+/** Grievances. */
+async function createGrievances(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await withId(db, db.schema.createTable('grievances'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('title', 'varchar(200)', (c) => c.notNull())
@@ -105,7 +116,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('grievances')
     .columns(['workspace_id', 'assigned_to'])
     .execute();
+}
 
+/** Payments for credits. */
+async function createPayments(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await withId(db, db.schema.createTable('payments'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('status', 'varchar(20)', (c) => c.notNull())

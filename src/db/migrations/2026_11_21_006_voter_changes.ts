@@ -47,93 +47,109 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
 
   if (isPostgres(db)) {
-    const now = 'CAST(extract(epoch FROM now()) AS bigint)';
-    const stale = `v.workspace_id = c.workspace_id
-        AND (v.version <= c.version - ${KEEP_VERSIONS} OR v.at < ${now} - ${KEEP_SECONDS})`;
-    const small = (rows: string) =>
-      `(SELECT count(*) FROM (SELECT 1 FROM ${rows} LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST}`;
-    const counted = (rows: string, sign: '+' | '-') =>
-      `UPDATE voter_counts c SET total = c.total ${sign} n.changed, version = c.version + 1
-          FROM (SELECT workspace_id, count(*) AS changed FROM ${rows} GROUP BY workspace_id) n
-          WHERE c.workspace_id = n.workspace_id`;
-    await sql
-      .raw(
-        `CREATE OR REPLACE FUNCTION voter_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF ${small('new_rows')} THEN
-          WITH c AS (${counted('new_rows', '+')} RETURNING c.workspace_id, c.version),
-          logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('new_')})
-              SELECT c.workspace_id, c.version, r.id, 'create', ${now}, ${values('r')}
-              FROM c JOIN new_rows r ON r.workspace_id = c.workspace_id)
-          DELETE FROM voter_changes v USING c WHERE ${stale};
-        ELSE
-          ${counted('new_rows', '+')};
-        END IF;
-        RETURN NULL;
-      END $$`,
-      )
-      .execute(db);
-    // A delete removes the deleted voters' earlier rows, and logs only where they were (not who).
-    await sql
-      .raw(
-        `CREATE OR REPLACE FUNCTION voter_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF ${small('old_rows')} THEN
-          WITH c AS (${counted('old_rows', '-')} RETURNING c.workspace_id, c.version),
-          pruned AS (
-            DELETE FROM voter_changes v USING c
-              WHERE ${stale} OR (v.workspace_id = c.workspace_id AND v.voter_id IN (SELECT id FROM old_rows)))
-          INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_', placeFields)})
-            SELECT c.workspace_id, c.version, r.id, 'delete', ${now}, ${values('r', placeFields)}
-            FROM c JOIN old_rows r ON r.workspace_id = c.workspace_id;
-        ELSE
-          ${counted('old_rows', '-')};
-          DELETE FROM voter_changes v USING old_rows r WHERE v.workspace_id = r.workspace_id AND v.voter_id = r.id;
-        END IF;
-        RETURN NULL;
-      END $$`,
-      )
-      .execute(db);
-    const changed = `(n.workspace_id, ${values('n')}) IS DISTINCT FROM (o.workspace_id, ${values('o')})`;
-    await sql
-      .raw(
-        `CREATE OR REPLACE FUNCTION voter_counts_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF ${small('new_rows')} THEN
-          -- A voter moved to another workspace leaves both workspaces without a log for this version.
-          WITH d AS (
-            SELECT n.id, n.workspace_id, o.workspace_id AS old_workspace_id,
-                   ${fields.map((f) => `o.${f} AS old_${f}`).join(', ')},
-                   ${fields.map((f) => `n.${f} AS new_${f}`).join(', ')}
-            FROM new_rows n JOIN old_rows o ON o.id = n.id
-            WHERE ${changed}),
-          c AS (
-            UPDATE voter_counts c SET version = c.version + 1
-              FROM (SELECT workspace_id FROM d UNION SELECT old_workspace_id FROM d) w
-              WHERE c.workspace_id = w.workspace_id
-              RETURNING c.workspace_id, c.version),
-          logged AS (
-            INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_')}, ${cols('new_')})
-              SELECT c.workspace_id, c.version, d.id, 'update', ${now}, ${cols('d.old_')}, ${cols('d.new_')}
-              FROM c JOIN d ON d.workspace_id = c.workspace_id
-              WHERE NOT EXISTS (SELECT 1 FROM d m WHERE m.workspace_id <> m.old_workspace_id
-                                  AND c.workspace_id IN (m.workspace_id, m.old_workspace_id)))
-          DELETE FROM voter_changes v USING c WHERE ${stale};
-        ELSE
-          UPDATE voter_counts c SET version = c.version + 1
-            FROM (SELECT DISTINCT unnest(ARRAY[n.workspace_id, o.workspace_id]) AS workspace_id
-                  FROM new_rows n JOIN old_rows o ON o.id = n.id
-                  WHERE ${changed}) n
-            WHERE c.workspace_id = n.workspace_id;
-        END IF;
-        RETURN NULL;
-      END $$`,
-      )
-      .execute(db);
+    await postgresInsertAndDeleteLogs(db);
+    await postgresUpdateLog(db);
     return;
   }
+  await sqliteTriggers(db);
+}
 
+// PostgreSQL: statement-level triggers' functions (migration 005 made the triggers).
+const pgNow = 'CAST(extract(epoch FROM now()) AS bigint)';
+const pgStale = `v.workspace_id = c.workspace_id
+    AND (v.version <= c.version - ${KEEP_VERSIONS} OR v.at < ${pgNow} - ${KEEP_SECONDS})`;
+const pgSmall = (rows: string) =>
+  `(SELECT count(*) FROM (SELECT 1 FROM ${rows} LIMIT ${LOG_AT_MOST + 1}) s) <= ${LOG_AT_MOST}`;
+const pgCounted = (rows: string, sign: '+' | '-') =>
+  `UPDATE voter_counts c SET total = c.total ${sign} n.changed, version = c.version + 1
+      FROM (SELECT workspace_id, count(*) AS changed FROM ${rows} GROUP BY workspace_id) n
+      WHERE c.workspace_id = n.workspace_id`;
+
+/** The insert and delete triggers' functions: counted, and logged when the statement is small. */
+async function postgresInsertAndDeleteLogs(db: Kysely<unknown>): Promise<void> {
+  await sql
+    .raw(
+      `CREATE OR REPLACE FUNCTION voter_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF ${pgSmall('new_rows')} THEN
+        WITH c AS (${pgCounted('new_rows', '+')} RETURNING c.workspace_id, c.version),
+        logged AS (
+          INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('new_')})
+            SELECT c.workspace_id, c.version, r.id, 'create', ${pgNow}, ${values('r')}
+            FROM c JOIN new_rows r ON r.workspace_id = c.workspace_id)
+        DELETE FROM voter_changes v USING c WHERE ${pgStale};
+      ELSE
+        ${pgCounted('new_rows', '+')};
+      END IF;
+      RETURN NULL;
+    END $$`,
+    )
+    .execute(db);
+  // A delete removes the deleted voters' earlier rows, and logs only where they were (not who).
+  await sql
+    .raw(
+      `CREATE OR REPLACE FUNCTION voter_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF ${pgSmall('old_rows')} THEN
+        WITH c AS (${pgCounted('old_rows', '-')} RETURNING c.workspace_id, c.version),
+        pruned AS (
+          DELETE FROM voter_changes v USING c
+            WHERE ${pgStale} OR (v.workspace_id = c.workspace_id AND v.voter_id IN (SELECT id FROM old_rows)))
+        INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_', placeFields)})
+          SELECT c.workspace_id, c.version, r.id, 'delete', ${pgNow}, ${values('r', placeFields)}
+          FROM c JOIN old_rows r ON r.workspace_id = c.workspace_id;
+      ELSE
+        ${pgCounted('old_rows', '-')};
+        DELETE FROM voter_changes v USING old_rows r WHERE v.workspace_id = r.workspace_id AND v.voter_id = r.id;
+      END IF;
+      RETURN NULL;
+    END $$`,
+    )
+    .execute(db);
+}
+
+/** The update trigger's function: a new version, logged when the statement is small. */
+async function postgresUpdateLog(db: Kysely<unknown>): Promise<void> {
+  const changed = `(n.workspace_id, ${values('n')}) IS DISTINCT FROM (o.workspace_id, ${values('o')})`;
+  await sql
+    .raw(
+      `CREATE OR REPLACE FUNCTION voter_counts_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF ${pgSmall('new_rows')} THEN
+        -- A voter moved to another workspace leaves both workspaces without a log for this version.
+        WITH d AS (
+          SELECT n.id, n.workspace_id, o.workspace_id AS old_workspace_id,
+                 ${fields.map((f) => `o.${f} AS old_${f}`).join(', ')},
+                 ${fields.map((f) => `n.${f} AS new_${f}`).join(', ')}
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE ${changed}),
+        c AS (
+          UPDATE voter_counts c SET version = c.version + 1
+            FROM (SELECT workspace_id FROM d UNION SELECT old_workspace_id FROM d) w
+            WHERE c.workspace_id = w.workspace_id
+            RETURNING c.workspace_id, c.version),
+        logged AS (
+          INSERT INTO voter_changes (workspace_id, version, voter_id, op, at, ${cols('old_')}, ${cols('new_')})
+            SELECT c.workspace_id, c.version, d.id, 'update', ${pgNow}, ${cols('d.old_')}, ${cols('d.new_')}
+            FROM c JOIN d ON d.workspace_id = c.workspace_id
+            WHERE NOT EXISTS (SELECT 1 FROM d m WHERE m.workspace_id <> m.old_workspace_id
+                                AND c.workspace_id IN (m.workspace_id, m.old_workspace_id)))
+        DELETE FROM voter_changes v USING c WHERE ${pgStale};
+      ELSE
+        UPDATE voter_counts c SET version = c.version + 1
+          FROM (SELECT DISTINCT unnest(ARRAY[n.workspace_id, o.workspace_id]) AS workspace_id
+                FROM new_rows n JOIN old_rows o ON o.id = n.id
+                WHERE ${changed}) n
+          WHERE c.workspace_id = n.workspace_id;
+      END IF;
+      RETURN NULL;
+    END $$`,
+    )
+    .execute(db);
+}
+
+/** SQLite: row triggers that count, bump the version and log unless `bulk` is set. */
+async function sqliteTriggers(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('voter_counts')
     .addColumn('bulk', 'integer', (c) => c.notNull().defaultTo(0))

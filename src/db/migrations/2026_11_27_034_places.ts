@@ -11,6 +11,12 @@ import { bigintType, isPostgres, timestampType, withId } from './helpers.ts';
  * coverage compare case-folded, so `Ward 12` and `ward 12` are one ward. The filter indexes move to the keys.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await createPlaces(db);
+  await addPlaceKeys(db);
+}
+
+/** Places, their other spellings, and the unknown places of an import job. */
+async function createPlaces(db: Kysely<unknown>): Promise<void> {
   const ts = timestampType(db);
   const ref = bigintType(db);
   await withId(db, db.schema.createTable('places'))
@@ -42,6 +48,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .alterTable('voter_imports')
     .addColumn('unknown_places', 'text', (c) => c.notNull().defaultTo('{}'))
     .execute();
+}
+
+/** The voters' ward and booth keys (their case-folded forms), filled, and the place indexes on them. */
+async function addPlaceKeys(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('voters').addColumn('ward_key', 'text').execute();
   await db.schema.alterTable('voters').addColumn('booth_key', 'text').execute();
   // Stored values are already in the normal form (migration 020): ASCII rows fold in SQL; the others (few in

@@ -14,8 +14,22 @@ import { bigintType, isPostgres, timestampType, withId } from './helpers.ts';
  *   number kept apart so equality and ranges are index seeks on either database.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  const ts = timestampType(db);
-  const ref = bigintType(db);
+  await addRecordColumns(db);
+  await createFieldTables(db);
+  await createTagTables(db);
+  // `search` also matches the name in the roll's regional script.
+  if (isPostgres(db)) await postgresSearch(db);
+  else await sqliteSearch(db);
+
+  // An import reports the columns it did not use.
+  await db.schema
+    .alterTable('voter_imports')
+    .addColumn('ignored_columns', 'text', (c) => c.notNull().defaultTo('[]'))
+    .execute();
+}
+
+/** The record's columns on `voters`, and their indexes; the phone becomes optional. */
+async function addRecordColumns(db: Kysely<unknown>): Promise<void> {
   const pg = isPostgres(db);
   const columns: Array<[string, 'text' | 'integer']> = [
     ['epic_number', 'text'],
@@ -75,7 +89,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('voters')
     .columns(['workspace_id', 'support_level'])
     .execute();
+}
 
+/** Custom fields: their definitions and the voters' values. */
+async function createFieldTables(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
+  const pg = isPostgres(db);
   await db.schema
     .createTable('voter_fields')
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
@@ -106,7 +126,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('voter_field_values')
     .columns(['workspace_id', 'field_key', 'value_number', 'voter_id'])
     .execute();
+}
 
+/** Tags (one row per voter and tag key), their labels, and the bulk-tagging jobs. */
+async function createTagTables(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await db.schema
     .createTable('voter_tag_names')
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
@@ -141,16 +166,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createIndex('voter_tag_jobs_status_idx')
     .on('voter_tag_jobs')
     .columns(['status', 'id'])
-    .execute();
-
-  // `search` also matches the name in the roll's regional script.
-  if (pg) await postgresSearch(db);
-  else await sqliteSearch(db);
-
-  // An import reports the columns it did not use.
-  await db.schema
-    .alterTable('voter_imports')
-    .addColumn('ignored_columns', 'text', (c) => c.notNull().defaultTo('[]'))
     .execute();
 }
 

@@ -16,9 +16,16 @@ import { bigintType, isPostgres, timestampType, withId } from './helpers.ts';
  * - `messages.survey_response_id` ties a question's message (or an IVR survey's call) to its session.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await createSurveysAndRuns(db);
+  await createResponses(db);
+  await createAnswers(db);
+  await db.schema.alterTable('messages').addColumn('survey_response_id', bigintType(db)).execute();
+}
+
+/** Surveys, the keywords that start them, and their runs. */
+async function createSurveysAndRuns(db: Kysely<unknown>): Promise<void> {
   const ts = timestampType(db);
   const ref = bigintType(db);
-
   await withId(db, db.schema.createTable('surveys'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
@@ -73,7 +80,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['survey_id', 'id'])
     .execute();
   await db.schema.createIndex('survey_runs_status_idx').on('survey_runs').columns(['status', 'id']).execute();
+}
 
+/** Each address's session of a survey (a response). */
+async function createResponses(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await withId(db, db.schema.createTable('survey_responses'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('survey_id', ref, (c) => c.notNull().references('surveys.id').onDelete('cascade'))
@@ -115,7 +127,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX survey_responses_idle_idx ON survey_responses (updated_at) WHERE status = 'open'`.execute(
     db,
   );
+}
 
+/** A response's answers, with the place of the voter when they answered, and the indexes results read. */
+async function createAnswers(db: Kysely<unknown>): Promise<void> {
+  const ts = timestampType(db);
+  const ref = bigintType(db);
   await db.schema
     .createTable('survey_answers')
     .addColumn('response_id', ref, (c) => c.notNull().references('survey_responses.id').onDelete('cascade'))
@@ -150,8 +167,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('survey_answers')
     .columns(['survey_id', 'voter_id'])
     .execute();
-
-  await db.schema.alterTable('messages').addColumn('survey_response_id', ref).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
