@@ -9,11 +9,14 @@
  * - 500: an app whose database lost its tables (a fault the service cannot explain to the caller);
  * - 400: malformed JSON, and a path segment over 2,048 characters;
  * - 413: a body over BODY_LIMIT_BYTES;
- * - 404 / 405: an operation's path with its last parameter left empty.
+ * - 404 / 405: an operation's path with its last parameter left empty;
+ * - 401 without a token, 403 for a volunteer where the permission is not theirs, 404 for an id that does not
+ *   exist, 422 for a query parameter the operation does not take: each on every operation that lists it, so
+ *   that none of them rests on what the fuzzer happened to generate.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, dereference, register, type TestApp } from './helpers.ts';
+import { type Account, addMember, buildTestApp, dereference, register, type TestApp } from './helpers.ts';
 import { unsubscribeToken } from '../src/modules/opt-outs/unsubscribe.ts';
 import { recordStatus } from './status-recorder.ts';
 
@@ -25,6 +28,7 @@ interface Operation {
   statuses: string[];
   body: 'json' | 'multipart' | undefined;
   isPublic: boolean;
+  description: string;
 }
 
 type Schema = { type?: string; enum?: unknown[]; pattern?: string; 'x-id'?: string };
@@ -56,6 +60,7 @@ async function readOperations(t: TestApp): Promise<Operation[]> {
         statuses: Object.keys(op.responses as object),
         body: content?.['multipart/form-data'] ? 'multipart' : content ? 'json' : undefined,
         isPublic: Array.isArray(op.security) && op.security.length === 0,
+        description: typeof op.description === 'string' ? op.description : '',
       } satisfies Operation;
     }),
   );
@@ -175,11 +180,59 @@ describe('each documented status, on every operation that documents it', () => {
   describe('on a working app', () => {
     let t: TestApp;
     let token: string;
+    let account: Account;
     beforeAll(async () => {
       t = await buildTestApp('sqlite', { BODY_LIMIT_BYTES: '1024' });
-      ({ token } = await register(t.app));
+      account = await register(t.app);
+      token = account.token;
     });
     afterAll(() => t.close());
+
+    it('401 without a token', async () => {
+      const missed = await sweep(
+        401,
+        async (op) => (await t.app.inject({ method: op.method as 'GET', url: op.url })).statusCode,
+        (op) => !op.isPublic && !op.path.startsWith('/api/providers/'),
+      );
+      expect(missed).toEqual([]);
+    });
+
+    it('403 for a volunteer where the permission is not theirs', async () => {
+      const volunteer = await addMember(t.app, account, 'volunteer');
+      const missed = await sweep(
+        403,
+        async (op) => (await send(t, op, volunteer.token)).statusCode,
+        (op) => /\(politician(, manager)?\)\.$/.test(op.description),
+      );
+      expect(missed).toEqual([]);
+    });
+
+    it('404 for an id that does not exist', async () => {
+      const missed = await sweep(
+        404,
+        async (op) =>
+          (
+            await send(t, op, token, {
+              url: op.url.replace(/_1\b|\/1(?=\/|$)/g, (m) => m.replace('1', '999999')),
+            })
+          ).statusCode,
+        // An operation with a body checks the body first: its 404 needs a valid body (its own tests send one).
+        (op) =>
+          /\{(id|import_id|delivery_id)\}/.test(op.path) &&
+          !op.body &&
+          !op.path.startsWith('/api/providers/'),
+      );
+      expect(missed).toEqual([]);
+    });
+
+    it('422 for a query parameter the operation does not take', async () => {
+      const missed = await sweep(
+        422,
+        async (op) => (await send(t, op, token, { url: `${op.url}?not_a_parameter=1` })).statusCode,
+        (op) => !op.path.startsWith('/api/providers/') && !op.path.startsWith('/api/unsubscribe/'),
+      );
+      expect(missed).toEqual([]);
+    });
 
     it('400 for malformed JSON, where an operation takes a body', async () => {
       const missed = await sweep(
