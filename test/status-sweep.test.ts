@@ -9,7 +9,8 @@
  * - 500: an app whose database lost its tables (a fault the service cannot explain to the caller);
  * - 400: malformed JSON, and a path segment over 2,048 characters;
  * - 413: a body over BODY_LIMIT_BYTES;
- * - 404 / 405: an operation's path with its last parameter left empty;
+ * - 404 / 405: an operation's path with its last parameter empty, `.` or `..` (the collection's path or its
+ *   parent's);
  * - 401 without a token, 403 for a volunteer where the permission is not theirs, 404 for an id that does not
  *   exist, 422 for a query parameter the operation does not take: each on every operation that lists it, so
  *   that none of them rests on what the fuzzer happened to generate.
@@ -266,18 +267,15 @@ describe('each documented status, on every operation that documents it', () => {
       expect(missed).toEqual([]);
     });
 
-    it('404 or 405, as documented, for a path whose last parameter is left empty', async () => {
+    it('a documented answer where the last parameter is empty, `.` or `..` (the collection, or its parent)', async () => {
       const missed: string[] = [];
       for (const op of operations.filter((o) => /\{[^}]+\}$/.test(o.path))) {
-        const url = op.url.replace(/\/[^/]*$/, '/');
-        const status = (await send(t, op, token, { url })).statusCode;
-        // The path without its id is the collection's: where that takes the method too, it answers as itself.
-        const collection = operations.some(
-          (o) => o.method === op.method && o.path === op.path.replace(/\/\{[^}]+\}$/, ''),
-        );
-        if (collection) continue;
-        if (op.statuses.includes(String(status))) recordStatus(op.method, op.path, status);
-        else missed.push(`${op.method} ${op.path}: ${status}`);
+        for (const last of ['', '.', '..']) {
+          const url = op.url.replace(/\/[^/]*$/, `/${last}`);
+          const status = (await send(t, op, token, { url })).statusCode;
+          if (op.statuses.includes(String(status))) recordStatus(op.method, op.path, status);
+          else missed.push(`${op.method} ${op.path} with "${last}": ${status}`);
+        }
       }
       expect(missed).toEqual([]);
     });

@@ -189,21 +189,24 @@ function finishDocument(document: OpenApiDocument): OpenApiDocument {
 
 /**
  * The 405 of a path ending in a parameter, kept only where it can be answered: with the parameter left empty
- * (`/api/campaigns/`) the path is its collection's, 405 where the collection takes other methods but not this
- * one (where it takes this one it answers as itself; where there is none, 404); and a fixed path beside it
- * (`/api/messages/send`) is 405 to the methods it does not take.
+ * or `.` (`/api/campaigns/`) the path is its collection's, and with `..` the collection's parent: 405 where
+ * that path takes other methods but not this one (where it takes this one it answers as itself; where there is
+ * none, 404); and a fixed path beside it (`/api/messages/send`) is 405 to the methods it does not take.
  */
 function dropUnreachable405(paths: NonNullable<OpenApiDocument['paths']>): void {
   for (const [path, operations] of Object.entries(paths)) {
     if (!/\/\{[^}]+\}$/.test(path)) continue;
     const prefix = path.replace(/\/\{[^}]+\}$/, '');
-    const collection = paths[prefix] as Record<string, unknown> | undefined;
+    // `.` as the parameter is the collection's path too, and `..` its parent's.
+    const above = [prefix, prefix.replace(/\/[^/]+$/, '')]
+      .map((p) => paths[p] as Record<string, unknown> | undefined)
+      .filter((item) => item !== undefined);
     const fixed = Object.entries(paths)
       .filter(([other]) => other.startsWith(`${prefix}/`) && /^[^/{]+$/.test(other.slice(prefix.length + 1)))
       .map(([, item]) => item as Record<string, unknown>);
     for (const [method, operation] of Object.entries(operations as Record<string, unknown>)) {
       const responses = (operation as { responses?: Record<string, unknown> } | null)?.responses;
-      const reachable = (collection && !collection[method]) || fixed.some((item) => !item[method]);
+      const reachable = [...above, ...fixed].some((item) => !item[method]);
       if (responses && !reachable) delete responses['405'];
     }
   }
