@@ -22,8 +22,23 @@ export default tseslint.config(
       'console/vite.config.ts',
       'src/**/*.mjs',
       'scripts/**/*.mjs',
+      'console/public/*.js',
     ],
     ...tseslint.configs.disableTypeChecked,
+  },
+  // The console's service worker: a plain script the browser runs in its worker scope.
+  {
+    files: ['console/public/*.js'],
+    languageOptions: {
+      globals: {
+        self: 'readonly',
+        caches: 'readonly',
+        fetch: 'readonly',
+        Response: 'readonly',
+        URL: 'readonly',
+        Promise: 'readonly',
+      },
+    },
   },
   // Build scripts run by plain Node.js.
   {

@@ -66,6 +66,10 @@ import { ProviderCallbacks } from './modules/sending/callbacks.ts';
 import { MessageLifecycle } from './modules/sending/lifecycle.ts';
 import { SurveyResults } from './modules/surveys/survey-results.ts';
 import { surveysRoutes } from './modules/surveys/surveys.routes.ts';
+import { fieldRoutes } from './modules/field/field.routes.ts';
+import { PollDayService } from './modules/field/poll-day.ts';
+import { TurfsService } from './modules/field/turfs.ts';
+import { VisitsService } from './modules/field/visits.ts';
 import { SurveysService } from './modules/surveys/surveys.service.ts';
 import { SurveyRunsService } from './modules/surveys/survey-runs.service.ts';
 import type { Config } from './config.ts';
@@ -243,6 +247,13 @@ export async function registerInboxRoutes(
     runs: new SurveyRunsService({ db: db.kysely, config, surveys }),
     results: new SurveyResults({ db: db.kysely, surveys }),
     idleTimeoutMs: config.export.idleTimeoutMs,
+  });
+  const turfs = new TurfsService({ db: db.kysely });
+  await app.register(fieldRoutes, {
+    prefix: '/api',
+    turfs,
+    visits: new VisitsService({ db: db.kysely, turfs }),
+    pollDay: new PollDayService({ db: db.kysely }),
   });
   await app.register(providerCallbackRoutes, {
     prefix: '/api',

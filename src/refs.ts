@@ -41,3 +41,7 @@ export function isTemplateRef(value: string | null | undefined): value is string
 
 /** The number of a template's id that isTemplateRef accepted (`tpl_12` -> 12). */
 export const templateNumber = (ref: string): number => parseRef('tpl', ref)!;
+
+export const turfRef = (id: number) => `turf_${id}`;
+export const visitRef = (id: number) => `vis_${id}`;
+export const markRef = (id: number) => `mark_${id}`;

@@ -234,8 +234,8 @@ describe('the OpenAPI document', () => {
   // with the API (GET /api/workspace, POST /api/templates/render, the gateways' inbound callbacks, campaigns'
   // carriers; places; surveys, 367 KB; ids' patterns, dates' formats and enums, 402 KB): the bound is 425,000
   // bytes, which inlined schemas (three times the size) would still break.
-  it('stays small with named components (under 425 KB; 826 KB before them)', () => {
-    expect(JSON.stringify(raw).length).toBeLessThan(425_000);
+  it('stays small with named components (under 445 KB, with field work; 826 KB before them)', () => {
+    expect(JSON.stringify(raw).length).toBeLessThan(445_000);
   });
 
   it("documents the channel accounts' callbacks even when no real provider is configured, not the deployment's", async () => {

@@ -103,6 +103,14 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
     // The fifth part: the assignee links their conversation to a voter of their part of the roll.
     'POST /api/conversations/:id/voter',
     'GET /api/quick-replies',
+    // The fourth part's field work: their own turfs, walk lists and progress; visits and marks for those voters.
+    'GET /api/turfs',
+    'GET /api/turfs/:id',
+    'GET /api/turfs/:id/walk-list',
+    'GET /api/turfs/:id/progress',
+    'POST /api/visits',
+    'GET /api/visits',
+    'POST /api/poll-day/marks',
   ].includes(label(route));
 }
 
@@ -281,6 +289,9 @@ for (const dialect of dialects) {
           questions: [{ key: 'q', type: 'text', text: { en: marker } }],
         })
       ).id;
+      ids.turfs = (
+        await created('POST', '/api/turfs', { name: marker, filters: { ward: `${marker} ward` } })
+      ).id;
       ids['survey-runs'] =
         // WhatsApp (the sandbox's): SMS goes through the MSG91 account above, which needs a template per question.
         (
@@ -321,6 +332,7 @@ for (const dialect of dialects) {
         'PATCH /api/surveys/:id': { name: 'Taken over' },
         'POST /api/surveys/:id/runs': { channel: 'sms', recipients: ['+919812345678'] },
         'PATCH /api/voter-fields/:key': { label: 'Taken over' },
+        'PATCH /api/turfs/:id': { name: 'Taken over' },
       };
       return bodies[label(route)];
     };
@@ -340,7 +352,15 @@ for (const dialect of dialects) {
         }
         const voter = await call(t.app, 'GET', `/api/voters/${ids.voters}`, { token: owner.token });
         expect(voter.body.data.name).toBe(`${marker} Voter`);
-        for (const resource of ['segments', 'grievances', 'webhooks', 'payments', 'campaigns', 'places']) {
+        for (const resource of [
+          'segments',
+          'grievances',
+          'webhooks',
+          'payments',
+          'campaigns',
+          'places',
+          'turfs',
+        ]) {
           const res = await call(t.app, 'GET', `/api/${resource}/${ids[resource]}`, { token: owner.token });
           expect(res.status, resource).toBe(200);
           expect(res.raw).not.toContain('Taken');

@@ -145,6 +145,8 @@ describe('permission matrix', () => {
         'voters:write',
         // Their own conversations (contract, third part).
         'conversations:handle',
+        // Their own turfs, and visits and poll-day marks for their voters (fourth part, field work).
+        'field:work',
       ].sort(),
     );
     for (const p of ['team:manage', 'webhooks:manage', 'payments:manage', 'channels:manage'] as const) {

@@ -11,6 +11,7 @@ export const session = {
   },
   clear() {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem('ces.me');
   },
 };
 

@@ -8,6 +8,9 @@ import { type Me, MeContext, type Role } from './me.ts';
 import { keys, queries, useWorkspace } from './queries.ts';
 import { Campaigns, CampaignPage } from './screens/campaigns.tsx';
 import { Compose } from './screens/compose.tsx';
+import { BoothBoard } from './screens/booth.tsx';
+import { FieldHome, PollDayMarking, WalkList } from './screens/field.tsx';
+import { clearDevice, flush } from './field-store.ts';
 import { SurveyBuilder } from './screens/survey-builder.tsx';
 import { SurveyPage } from './screens/survey-page.tsx';
 import { Surveys } from './screens/surveys.tsx';
@@ -36,6 +39,8 @@ const nav: Array<{ path: string; key: Key; roles: Role[] }> = [
   { path: '/', key: 'nav.dashboard', roles: ['politician', 'manager'] },
   { path: '/inbox', key: 'nav.inbox', roles: ['politician', 'manager', 'volunteer'] },
   { path: '/voters', key: 'nav.voters', roles: ['politician', 'manager', 'volunteer'] },
+  { path: '/field', key: 'nav.field', roles: ['politician', 'manager', 'volunteer'] },
+  { path: '/booth', key: 'nav.booth', roles: ['politician', 'manager'] },
   { path: '/imports', key: 'nav.imports', roles: ['politician', 'manager'] },
   { path: '/campaigns', key: 'nav.campaigns', roles: ['politician', 'manager'] },
   { path: '/surveys', key: 'nav.surveys', roles: ['politician', 'manager'] },
@@ -97,6 +102,9 @@ function TopBar({ me }: { me: Me }) {
   useEffect(() => setMenuOpen(false), [location]);
   const signOut = async () => {
     await api.POST('/api/auth/logout').catch(() => undefined);
+    // Everything the device holds goes with the session: walk lists, the queue, the cached profile.
+    await flush().catch(() => undefined);
+    await clearDevice().catch(() => undefined);
     session.clear();
     client.clear();
     window.location.assign('/console/signin');
@@ -161,6 +169,16 @@ function Screens({ me }: { me: Me }) {
         <Voters />
       </Route>
       <Route path="/voters/:id">{(p) => <VoterPage id={Number(p.id)} />}</Route>
+      <Route path="/field">
+        <FieldHome />
+      </Route>
+      <Route path="/field/:turf">{(p) => <WalkList turfId={p.turf} />}</Route>
+      <Route path="/field/:turf/poll-day">{(p) => <PollDayMarking turfId={p.turf} />}</Route>
+      {allowed('/booth') && (
+        <Route path="/booth">
+          <BoothBoard />
+        </Route>
+      )}
       {allowed('/imports') && (
         <Route path="/imports">
           <Imports />
@@ -230,7 +248,14 @@ function Screens({ me }: { me: Me }) {
 function App() {
   const { t, setZone } = useI18n();
   const [token, setToken] = useState(session.token());
-  useEffect(() => whenSignedOut(() => setToken(null)), []);
+  useEffect(
+    () =>
+      whenSignedOut(() => {
+        void clearDevice().catch(() => undefined);
+        setToken(null);
+      }),
+    [],
+  );
   const me = useQuery({ ...queries.me(), enabled: token !== null });
   // The workspace's zone: every time the console shows is in it.
   const workspace = useWorkspace(token !== null);
@@ -282,3 +307,7 @@ createRoot(document.getElementById('root')!).render(
     </I18nProvider>
   </StrictMode>,
 );
+
+// The app shell kept for the field screens without the network (public/sw.js); the API is never cached.
+if ('serviceWorker' in navigator && window.isSecureContext)
+  void navigator.serviceWorker.register('/console/sw.js', { scope: '/console/' }).catch(() => undefined);

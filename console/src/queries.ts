@@ -1,5 +1,7 @@
 import { keepPreviousData, queryOptions, useQuery } from '@tanstack/react-query';
-import { allPages, api, data, session } from './api.ts';
+import { allPages, api, ApiError, data, session } from './api.ts';
+
+const ME_KEY = 'ces.me';
 import type { paths } from './schema.d.ts';
 
 /**
@@ -63,7 +65,22 @@ export const queries = {
   me: () =>
     queryOptions({
       queryKey: [...keys.me, session.token()],
-      queryFn: () => data(api.GET('/api/user')),
+      queryFn: async () => {
+        // Kept for the tab's session, so that the field screens open after a reload without the network.
+        try {
+          const me = await data(api.GET('/api/user'));
+          sessionStorage.setItem(ME_KEY, JSON.stringify(me));
+          return me;
+        } catch (error) {
+          const kept = sessionStorage.getItem(ME_KEY);
+          if (error instanceof ApiError || !kept) throw error;
+          return JSON.parse(kept) as Awaited<
+            ReturnType<
+              typeof data<paths['/api/user']['get']['responses'][200]['content']['application/json']['data']>
+            >
+          >;
+        }
+      },
     }),
   /** GET /api/workspace: its name, time zone and channel carriers (the token in the key: see `me`). */
   workspace: () =>

@@ -1891,7 +1891,7 @@ export interface paths {
         };
         /**
          * Live events (Server-Sent Events)
-         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed, survey.response.completed (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
+         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed, survey.response.completed, poll_day.marked (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
          *
          *     Any signed-in user.
          */
@@ -2082,6 +2082,190 @@ export interface paths {
          * @description Requires permission `surveys:manage` (politician, manager).
          */
         get: operations["getSurveysIdResponsesExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/turfs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List turfs (a volunteer: those assigned to them)
+         * @description Requires permission `field:work` (politician, manager, volunteer).
+         */
+        get: operations["getTurfs"];
+        put?: never;
+        /**
+         * Make a turf: voter filters (a booth, a part, a page range...) and who works it
+         * @description Requires permission `turfs:manage` (politician, manager).
+         */
+        post: operations["postTurfs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/turfs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a turf (a volunteer: one assigned to them)
+         * @description Requires permission `field:work` (politician, manager, volunteer).
+         */
+        get: operations["getTurfsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a turf (its visits stay with their voters)
+         * @description Requires permission `turfs:manage` (politician, manager).
+         */
+        delete: operations["deleteTurfsId"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a turf, change its filters or who works it
+         * @description Requires permission `turfs:manage` (politician, manager).
+         */
+        patch: operations["patchTurfsId"];
+        trace?: never;
+    };
+    "/api/turfs/{id}/walk-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The turf's voters door by door: by part, house number and serial, a household together
+         * @description Up to 2,000 a page. `support_level` only for politicians and managers; no custom field is listed.
+         *
+         *     Requires permission `field:work` (politician, manager, volunteer).
+         */
+        get: operations["getTurfsIdWalkList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/turfs/{id}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A turf's progress: visited, met, by outcome, by support level and by canvasser
+         * @description `by_support` only for politicians and managers.
+         *
+         *     Requires permission `field:work` (politician, manager, volunteer).
+         */
+        get: operations["getTurfsIdProgress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/visits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List visits, newest first (a volunteer: their own)
+         * @description Requires permission `field:work` (politician, manager, volunteer).
+         */
+        get: operations["getVisits"];
+        put?: never;
+        /**
+         * Record up to 500 visits from a device: each applied once by its client_id
+         * @description Each visit answers `created`, `duplicate` (its client_id was stored before: nothing changes) or `rejected` with its error; one rejected visit does not stop the others. A volunteer records visits only for voters of their turfs, and no support level or sensitive field. A field changed on the service after `visited_at` keeps its newer value and is listed in `not_applied`.
+         *
+         *     Requires permission `field:work` (politician, manager, volunteer).
+         */
+        post: operations["postVisits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/poll-day/marks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark who has voted: by voter id, or by part and serial number as on a booth slip
+         * @description Up to 500 marks, each applied once by its client_id. A voter's state is their mark with the latest marked_at. A volunteer marks only voters of their turfs. Each new mark is a `poll_day.marked` event on the live stream.
+         *
+         *     Requires permission `field:work` (politician, manager, volunteer).
+         */
+        post: operations["postPollDayMarks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/poll-day/turnout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Turnout by booth or part: voters, voted, supporters and supporters voted
+         * @description Requires permission `turfs:manage` (politician, manager).
+         */
+        get: operations["getPollDayTurnout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/poll-day/to-call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Supporters (support level 1 or 2) of a booth or part not yet marked as voted, with phones
+         * @description Requires permission `turfs:manage` (politician, manager).
+         */
+        get: operations["getPollDayToCall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3224,6 +3408,38 @@ export interface components {
             message?: string;
             data: components["schemas"]["LedgerEntryPage"];
         };
+        /**
+         * MarkInput
+         * @description Names the voter by `voter_id`, or by `part_number` and `serial_number` (a booth slip).
+         */
+        MarkInput: {
+            /**
+             * Format: uuid
+             * @description A UUID the device made for this record: sending it again changes nothing.
+             */
+            client_id: string;
+            voter_id?: number;
+            part_number?: number;
+            serial_number?: number;
+            voted: boolean;
+            /** Format: date-time */
+            marked_at: string;
+        };
+        /** MarkOutcome */
+        MarkOutcome: {
+            client_id: string;
+            id: string | null;
+            /** @enum {string} */
+            status: "created" | "duplicate" | "rejected";
+            voter_id?: number;
+            error?: {
+                error_code: string;
+                message: string;
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
         /** Message */
         Message: {
             /** @description `msg_<n>` */
@@ -3617,6 +3833,8 @@ export interface components {
                 serial_from?: number;
                 serial_to?: number;
                 page_number?: number;
+                page_from?: number;
+                page_to?: number;
                 house_number?: string;
                 /** @enum {string} */
                 gender?: "male" | "female" | "third_gender";
@@ -3672,6 +3890,8 @@ export interface components {
                 serial_from?: number;
                 serial_to?: number;
                 page_number?: number;
+                page_from?: number;
+                page_to?: number;
                 house_number?: string;
                 /** @enum {string} */
                 gender?: "male" | "female" | "third_gender";
@@ -3869,9 +4089,13 @@ export interface components {
             survey_id: string;
             run_id: string | null;
             voter_id: number | null;
+            /** @description The voter's phone; empty for a visit to a voter without one. */
             address: string;
-            /** @enum {string} */
-            channel: "sms" | "whatsapp" | "ivr";
+            /**
+             * @description `visit`: answers taken at the door, with a visit (POST /api/visits).
+             * @enum {string}
+             */
+            channel: "sms" | "whatsapp" | "ivr" | "visit";
             language: string;
             /**
              * @description `failed`: the provider refused one of its questions (or the call), and the session ended there; the run's `last_error` says why.
@@ -4093,6 +4317,159 @@ export interface components {
             message?: string;
             data: components["schemas"]["Template"];
         };
+        /** ToCallItem */
+        ToCallItem: {
+            id: number;
+            name: string;
+            name_local: string | null;
+            phone: string | null;
+            booth: string | null;
+            part_number: number | null;
+            serial_number: number | null;
+            house_number: string | null;
+            support_level: number;
+        };
+        /** ToCallItemPage */
+        ToCallItemPage: {
+            data: components["schemas"]["ToCallItem"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** ToCallItemPageResponse */
+        ToCallItemPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["ToCallItemPage"];
+        };
+        /** Turf */
+        Turf: {
+            /** @description `turf_<n>` */
+            id: string;
+            name: string;
+            /** @description The voter filters in one form: numbers as numbers, lists as arrays, custom field values of their type. */
+            filters: {
+                search?: string;
+                constituency?: string;
+                booth?: string;
+                ward?: string;
+                epic_number?: string;
+                part_number?: number;
+                serial_from?: number;
+                serial_to?: number;
+                page_number?: number;
+                page_from?: number;
+                page_to?: number;
+                house_number?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "third_gender";
+                age_min?: number;
+                age_max?: number;
+                language?: string;
+                support_level?: number[];
+                tags?: string[];
+                tags_any?: string[];
+                tags_none?: string[];
+                household_of?: number;
+            } & {
+                [key: string]: string | number | boolean;
+            };
+            assigned_to: number[];
+            /** @description Voters matching the filters now. */
+            voters: number;
+            /** @description Their households (same part and house number, or address). */
+            households: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** TurfPage */
+        TurfPage: {
+            data: components["schemas"]["Turf"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** TurfPageResponse */
+        TurfPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["TurfPage"];
+        };
+        /** TurfProgress */
+        TurfProgress: {
+            voters: number;
+            households: number;
+            /** @description Voters visited at least once. */
+            visited: number;
+            /** @description Voters met at least once. */
+            met: number;
+            /** @description Voters by their latest visit's outcome. */
+            by_outcome: {
+                met: number;
+                not_home: number;
+                refused: number;
+                moved: number;
+                deceased: number;
+                wrong_address: number;
+            };
+            /** @description Voters by support level (politicians and managers only). */
+            by_support?: {
+                1: number;
+                2: number;
+                3: number;
+                4: number;
+                5: number;
+                unknown: number;
+            };
+            by_user: {
+                user_id: number | null;
+                visits: number;
+            }[];
+        };
+        /** TurfProgressResponse */
+        TurfProgressResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["TurfProgress"];
+        };
+        /** TurfResponse */
+        TurfResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Turf"];
+        };
+        /** Turnout */
+        Turnout: {
+            data: {
+                group: string | number | null;
+                voters: number;
+                voted: number;
+                /** @description Voters of support level 1 or 2. */
+                supporters: number;
+                supporters_voted: number;
+            }[];
+        };
+        /** TurnoutResponse */
+        TurnoutResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Turnout"];
+        };
         /**
          * UpdatedVoter
          * @description The id, the fields the request changed (as stored) and updated_at.
@@ -4170,6 +4547,101 @@ export interface components {
             message?: string;
             data: components["schemas"]["User"];
         };
+        /** Visit */
+        Visit: {
+            /** @description `vis_<n>` */
+            id: string;
+            client_id: string;
+            voter_id: number;
+            user_id: number | null;
+            /** @enum {string} */
+            outcome: "met" | "not_home" | "refused" | "moved" | "deceased" | "wrong_address";
+            support_level?: number | null;
+            tags_add: string[];
+            fields: {
+                [key: string]: unknown;
+            };
+            note: string | null;
+            survey_id: string | null;
+            response_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            visited_at: string;
+            location: {
+                lat: number;
+                lon: number;
+            } | null;
+            not_applied: string[];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+        };
+        /** VisitInput */
+        VisitInput: {
+            /**
+             * Format: uuid
+             * @description A UUID the device made for this record: sending it again changes nothing.
+             */
+            client_id: string;
+            voter_id: number;
+            /** @enum {string} */
+            outcome: "met" | "not_home" | "refused" | "moved" | "deceased" | "wrong_address";
+            /** @description 1 (strong supporter) to 5. Not from volunteers. */
+            support_level?: number;
+            tags_add?: string[];
+            /** @description Custom field values `{ key: value }` (a sensitive field: not from volunteers). */
+            fields?: {
+                [key: string]: unknown;
+            };
+            note?: string;
+            /** @description `svy_<n>` (or just `<n>`). */
+            survey_id?: string;
+            /** @description The survey's answers `{ question_key: value }` (a choice's key or label, a number, text): a response with channel `visit`. */
+            answers?: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            visited_at: string;
+            location?: {
+                lat: number;
+                lon: number;
+            };
+        };
+        /** VisitOutcome */
+        VisitOutcome: {
+            client_id: string;
+            id: string | null;
+            /** @enum {string} */
+            status: "created" | "duplicate" | "rejected";
+            /** @description Fields the visit did not change: they changed on the service after its visited_at. */
+            not_applied?: string[];
+            error?: {
+                error_code: string;
+                message: string;
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** VisitPage */
+        VisitPage: {
+            data: components["schemas"]["Visit"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** VisitPageResponse */
+        VisitPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["VisitPage"];
+        };
         /** Voter */
         Voter: {
             id: number;
@@ -4246,7 +4718,7 @@ export interface components {
         };
         /**
          * VoterFilters
-         * @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.
+         * @description The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, page_from/page_to, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.
          */
         VoterFilters: {
             /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
@@ -4267,6 +4739,10 @@ export interface components {
             serial_to?: number | string;
             /** @description 1-999. */
             page_number?: number | string;
+            /** @description Roll pages from this one (a page-in-charge's pages, with part_number). */
+            page_from?: number | string;
+            /** @description Roll pages up to this one. */
+            page_to?: number | string;
             /** @description Exact, case-insensitive. */
             house_number?: string;
             /**
@@ -4505,6 +4981,8 @@ export interface components {
                 serial_from?: number;
                 serial_to?: number;
                 page_number?: number;
+                page_from?: number;
+                page_to?: number;
                 house_number?: string;
                 /** @enum {string} */
                 gender?: "male" | "female" | "third_gender";
@@ -4537,6 +5015,50 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["VoterTagJob"];
+        };
+        /** WalkListItem */
+        WalkListItem: {
+            id: number;
+            name: string;
+            name_local: string | null;
+            epic_number: string | null;
+            part_number: number | null;
+            serial_number: number | null;
+            page_number: number | null;
+            house_number: string | null;
+            age: number | null;
+            gender: string | null;
+            phone: string | null;
+            support_level?: number | null;
+            /** @description The voter's latest visit, or null. */
+            last_visit: {
+                /** @enum {string} */
+                outcome: "met" | "not_home" | "refused" | "moved" | "deceased" | "wrong_address";
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp.
+                 */
+                visited_at: string;
+                by: {
+                    id: number;
+                    name: string;
+                } | null;
+            } | null;
+        };
+        /** WalkListItemPage */
+        WalkListItemPage: {
+            data: components["schemas"]["WalkListItem"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** WalkListItemPageResponse */
+        WalkListItemPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["WalkListItemPage"];
         };
         /** Webhook */
         Webhook: {
@@ -5916,6 +6438,102 @@ export interface components {
                 "application/json": components["schemas"]["TemplatePageResponse"];
             };
         };
+        /** @description OK. */
+        ToCallItemPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ToCallItemPageResponse"];
+            };
+        };
+        /** @description OK. */
+        Turf: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TurfResponse"];
+            };
+        };
+        /** @description Created. */
+        TurfCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TurfResponse"];
+            };
+        };
+        /** @description OK. */
+        TurfPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TurfPageResponse"];
+            };
+        };
+        /** @description OK. */
+        TurfProgress: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TurfProgressResponse"];
+            };
+        };
+        /** @description OK. */
+        Turnout: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TurnoutResponse"];
+            };
+        };
         /** @description `unauthorized`: no token, or one that is not valid. */
         Unauthorized: {
             headers: {
@@ -5989,6 +6607,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description OK. */
+        VisitPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VisitPageResponse"];
             };
         };
         /** @description OK. */
@@ -6170,6 +6804,22 @@ export interface components {
             };
         };
         /** @description OK. */
+        WalkListItemPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WalkListItemPageResponse"];
+            };
+        };
+        /** @description OK. */
         Webhook: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6272,12 +6922,52 @@ export interface components {
         /** @description Items per page, 1-100. */
         PerPage: number;
         Id: number;
+        /** @description Exact, case-insensitive. */
+        Constituency: string;
         /** @description Makes the request safe to retry: a repeat with the same key and body returns the first answer and does nothing again. */
         IdempotencyKey: string;
         /** @description whatsapp, sms, email or ivr. */
         Channel: components["schemas"]["Channel"];
+        /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+        Search: string;
+        /** @description Exact. */
+        Booth: string;
+        /** @description Exact. */
+        Ward: string;
+        /** @description Exact (case-insensitive). */
+        EpicNumber: string;
+        /** @description 1-9999. */
+        PartNumber: number | string;
+        /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+        SerialFrom: number | string;
+        /** @description Serial numbers up to this one. */
+        SerialTo: number | string;
+        /** @description 1-999. */
+        PageNumber: number | string;
+        /** @description Roll pages from this one (a page-in-charge's pages, with part_number). */
+        PageFrom: number | string;
+        /** @description Roll pages up to this one. */
+        PageTo: number | string;
         /** @description Exact, case-insensitive. */
-        Constituency: string;
+        HouseNumber: string;
+        /** @description male, female or third_gender. */
+        Gender: "male" | "female" | "third_gender";
+        /** @description Age today at least this (0-150). */
+        AgeMin: number | string;
+        /** @description Age today at most this (0-150). */
+        AgeMax: number | string;
+        /** @description ISO 639-1, e.g. hi. */
+        Language: string;
+        /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+        SupportLevel: string | (string | number)[];
+        /** @description Voters with all of these tags (comma list). */
+        Tags: string | (string | number)[];
+        /** @description Voters with any of these tags. */
+        TagsAny: string | (string | number)[];
+        /** @description Voters with none of these tags. */
+        TagsNone: string | (string | number)[];
+        /** @description A voter id: that voter's household, the voter included. */
+        HouseholdOf: number | string;
     };
     requestBodies: never;
     headers: {
@@ -7070,43 +7760,47 @@ export interface operations {
                 /** @description Items per page, 1-100. */
                 per_page?: components["parameters"]["PerPage"];
                 /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
-                search?: string;
+                search?: components["parameters"]["Search"];
                 /** @description Exact, case-insensitive. */
                 constituency?: components["parameters"]["Constituency"];
                 /** @description Exact. */
-                booth?: string;
+                booth?: components["parameters"]["Booth"];
                 /** @description Exact. */
-                ward?: string;
+                ward?: components["parameters"]["Ward"];
                 /** @description Exact (case-insensitive). */
-                epic_number?: string;
+                epic_number?: components["parameters"]["EpicNumber"];
                 /** @description 1-9999. */
-                part_number?: number | string;
+                part_number?: components["parameters"]["PartNumber"];
                 /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
-                serial_from?: number | string;
+                serial_from?: components["parameters"]["SerialFrom"];
                 /** @description Serial numbers up to this one. */
-                serial_to?: number | string;
+                serial_to?: components["parameters"]["SerialTo"];
                 /** @description 1-999. */
-                page_number?: number | string;
+                page_number?: components["parameters"]["PageNumber"];
+                /** @description Roll pages from this one (a page-in-charge's pages, with part_number). */
+                page_from?: components["parameters"]["PageFrom"];
+                /** @description Roll pages up to this one. */
+                page_to?: components["parameters"]["PageTo"];
                 /** @description Exact, case-insensitive. */
-                house_number?: string;
+                house_number?: components["parameters"]["HouseNumber"];
                 /** @description male, female or third_gender. */
-                gender?: "male" | "female" | "third_gender";
+                gender?: components["parameters"]["Gender"];
                 /** @description Age today at least this (0-150). */
-                age_min?: number | string;
+                age_min?: components["parameters"]["AgeMin"];
                 /** @description Age today at most this (0-150). */
-                age_max?: number | string;
+                age_max?: components["parameters"]["AgeMax"];
                 /** @description ISO 639-1, e.g. hi. */
-                language?: string;
+                language?: components["parameters"]["Language"];
                 /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
-                support_level?: string | (string | number)[];
+                support_level?: components["parameters"]["SupportLevel"];
                 /** @description Voters with all of these tags (comma list). */
-                tags?: string | (string | number)[];
+                tags?: components["parameters"]["Tags"];
                 /** @description Voters with any of these tags. */
-                tags_any?: string | (string | number)[];
+                tags_any?: components["parameters"]["TagsAny"];
                 /** @description Voters with none of these tags. */
-                tags_none?: string | (string | number)[];
+                tags_none?: components["parameters"]["TagsNone"];
                 /** @description A voter id: that voter's household, the voter included. */
-                household_of?: number | string;
+                household_of?: components["parameters"]["HouseholdOf"];
             };
             header?: never;
             path?: never;
@@ -10277,43 +10971,47 @@ export interface operations {
             query?: {
                 group_by?: "booth" | "ward" | "constituency" | "part_number";
                 /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
-                search?: string;
+                search?: components["parameters"]["Search"];
                 /** @description Exact, case-insensitive. */
                 constituency?: components["parameters"]["Constituency"];
                 /** @description Exact. */
-                booth?: string;
+                booth?: components["parameters"]["Booth"];
                 /** @description Exact. */
-                ward?: string;
+                ward?: components["parameters"]["Ward"];
                 /** @description Exact (case-insensitive). */
-                epic_number?: string;
+                epic_number?: components["parameters"]["EpicNumber"];
                 /** @description 1-9999. */
-                part_number?: number | string;
+                part_number?: components["parameters"]["PartNumber"];
                 /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
-                serial_from?: number | string;
+                serial_from?: components["parameters"]["SerialFrom"];
                 /** @description Serial numbers up to this one. */
-                serial_to?: number | string;
+                serial_to?: components["parameters"]["SerialTo"];
                 /** @description 1-999. */
-                page_number?: number | string;
+                page_number?: components["parameters"]["PageNumber"];
+                /** @description Roll pages from this one (a page-in-charge's pages, with part_number). */
+                page_from?: components["parameters"]["PageFrom"];
+                /** @description Roll pages up to this one. */
+                page_to?: components["parameters"]["PageTo"];
                 /** @description Exact, case-insensitive. */
-                house_number?: string;
+                house_number?: components["parameters"]["HouseNumber"];
                 /** @description male, female or third_gender. */
-                gender?: "male" | "female" | "third_gender";
+                gender?: components["parameters"]["Gender"];
                 /** @description Age today at least this (0-150). */
-                age_min?: number | string;
+                age_min?: components["parameters"]["AgeMin"];
                 /** @description Age today at most this (0-150). */
-                age_max?: number | string;
+                age_max?: components["parameters"]["AgeMax"];
                 /** @description ISO 639-1, e.g. hi. */
-                language?: string;
+                language?: components["parameters"]["Language"];
                 /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
-                support_level?: string | (string | number)[];
+                support_level?: components["parameters"]["SupportLevel"];
                 /** @description Voters with all of these tags (comma list). */
-                tags?: string | (string | number)[];
+                tags?: components["parameters"]["Tags"];
                 /** @description Voters with any of these tags. */
-                tags_any?: string | (string | number)[];
+                tags_any?: components["parameters"]["TagsAny"];
                 /** @description Voters with none of these tags. */
-                tags_none?: string | (string | number)[];
+                tags_none?: components["parameters"]["TagsNone"];
                 /** @description A voter id: that voter's household, the voter included. */
-                household_of?: number | string;
+                household_of?: components["parameters"]["HouseholdOf"];
             };
             header?: never;
             path: {
@@ -10406,6 +11104,397 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTurfs: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TurfPage"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postTurfs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    filters: components["schemas"]["VoterFilters"];
+                    /** @description Ids of the team's members who work the turf (a volunteer sees only the turfs assigned to them). */
+                    assigned_to?: number[];
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["TurfCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTurfsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `turf_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Turf"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteTurfsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `turf_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Done"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchTurfsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `turf_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description `filters` and `assigned_to` each replace the whole of what they name. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    filters?: components["schemas"]["VoterFilters"];
+                    /** @description Ids of the team's members who work the turf (a volunteer sees only the turfs assigned to them). */
+                    assigned_to?: number[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Turf"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTurfsIdWalkList: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-2,000. */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                /** @description `turf_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WalkListItemPage"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTurfsIdProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `turf_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TurfProgress"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVisits: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description `turf_<n>` (or just `<n>`). */
+                turf_id?: string;
+                user_id?: number;
+                voter_id?: number;
+                /** @description Visits made at or after this. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VisitPage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postVisits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    visits: components["schemas"]["VisitInput"][];
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: {
+                            visits: components["schemas"]["VisitOutcome"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPollDayMarks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    marks: components["schemas"]["MarkInput"][];
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: {
+                            marks: components["schemas"]["MarkOutcome"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPollDayTurnout: {
+        parameters: {
+            query?: {
+                /** @description Case-insensitive substring of name, name_local or email; also an exact epic_number; a term of digits, spaces and an optional leading + also matches phones containing those digits. */
+                search?: components["parameters"]["Search"];
+                /** @description Exact, case-insensitive. */
+                constituency?: components["parameters"]["Constituency"];
+                /** @description Exact. */
+                booth?: components["parameters"]["Booth"];
+                /** @description Exact. */
+                ward?: components["parameters"]["Ward"];
+                /** @description Exact (case-insensitive). */
+                epic_number?: components["parameters"]["EpicNumber"];
+                /** @description 1-9999. */
+                part_number?: components["parameters"]["PartNumber"];
+                /** @description Serial numbers from this one (with part_number, a stretch of the roll). */
+                serial_from?: components["parameters"]["SerialFrom"];
+                /** @description Serial numbers up to this one. */
+                serial_to?: components["parameters"]["SerialTo"];
+                /** @description 1-999. */
+                page_number?: components["parameters"]["PageNumber"];
+                /** @description Roll pages from this one (a page-in-charge's pages, with part_number). */
+                page_from?: components["parameters"]["PageFrom"];
+                /** @description Roll pages up to this one. */
+                page_to?: components["parameters"]["PageTo"];
+                /** @description Exact, case-insensitive. */
+                house_number?: components["parameters"]["HouseNumber"];
+                /** @description male, female or third_gender. */
+                gender?: components["parameters"]["Gender"];
+                /** @description Age today at least this (0-150). */
+                age_min?: components["parameters"]["AgeMin"];
+                /** @description Age today at most this (0-150). */
+                age_max?: components["parameters"]["AgeMax"];
+                /** @description ISO 639-1, e.g. hi. */
+                language?: components["parameters"]["Language"];
+                /** @description One level or a comma list, e.g. 1,2. Politicians and managers only (sensitive). */
+                support_level?: components["parameters"]["SupportLevel"];
+                /** @description Voters with all of these tags (comma list). */
+                tags?: components["parameters"]["Tags"];
+                /** @description Voters with any of these tags. */
+                tags_any?: components["parameters"]["TagsAny"];
+                /** @description Voters with none of these tags. */
+                tags_none?: components["parameters"]["TagsNone"];
+                /** @description A voter id: that voter's household, the voter included. */
+                household_of?: components["parameters"]["HouseholdOf"];
+                group_by?: "booth" | "part_number";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Turnout"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPollDayToCall: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+                booth?: string;
+                part_number?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ToCallItemPage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];

@@ -1,6 +1,7 @@
 export type * from './schema.outreach.ts';
 export type * from './schema.voters.ts';
 export type * from './schema.surveys.ts';
+export type * from './schema.field.ts';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type {
   CampaignStatus,
@@ -36,6 +37,14 @@ import type {
   SurveyRunTable,
   SurveyTable,
 } from './schema.surveys.ts';
+import type {
+  PollMarkTable,
+  PollVotedTable,
+  TurfMemberTable,
+  TurfTable,
+  VisitTable,
+  VoterStampTable,
+} from './schema.field.ts';
 import type {
   OptOutTable,
   SilencePeriodTable,
@@ -103,6 +112,12 @@ export interface Database {
   survey_runs: SurveyRunTable;
   survey_responses: SurveyResponseTable;
   survey_answers: SurveyAnswerTable;
+  turfs: TurfTable;
+  turf_members: TurfMemberTable;
+  visits: VisitTable;
+  poll_marks: PollMarkTable;
+  poll_voted: PollVotedTable;
+  voter_stamps: VoterStampTable;
 }
 
 /** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */

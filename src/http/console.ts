@@ -15,6 +15,8 @@ export const CONSOLE_CSP = [
   "font-src 'self'",
   "connect-src 'self'",
   "manifest-src 'self'",
+  // The service worker that keeps the app shell for the field screens offline (console/public/sw.js).
+  "worker-src 'self'",
   "base-uri 'none'",
   "form-action 'self'",
   "frame-ancestors 'none'",
@@ -28,6 +30,7 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.ico': 'image/x-icon',
   '.json': 'application/json; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
   '.woff2': 'font/woff2',
 };
 

@@ -84,6 +84,11 @@ const tagOrder = [
       'Ask voters questions over SMS, WhatsApp and IVR keypresses: surveys, their runs, keyword and missed-call triggers, results by booth and responses (politician, manager).',
   },
   {
+    name: 'Field work',
+    description:
+      'Turfs by booth and roll page, walk lists, visits synced from phones (idempotent by client_id), progress, and poll day: marks, turnout by booth and the supporters to call. Volunteers work only their own turfs.',
+  },
+  {
     name: 'Messaging',
     description:
       'Send one message or broadcast to many, message history, and why a message failed (`error_code`). ' +
@@ -261,6 +266,8 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   // A volunteer: filters on support_level or a sensitive field; assigning a conversation.
   'GET /api/voters': [403],
   'PATCH /api/conversations/:id': [403],
+  // A volunteer lists only their own visits: another member's user_id.
+  'GET /api/visits': [403],
   // No 403: a wrong signature on an account's URL is 401 (the account's own credentials), and the IVR steps
   // that need the call's id are GETs.
   'POST /api/providers/:provider/:account/:token/:kind': [401, 400, 405, 413],

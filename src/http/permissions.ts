@@ -44,6 +44,10 @@ export const permissions = [
   'voters:tag',
   /** Surveys: building them, running them, their results and responses (politicians and managers). */
   'surveys:manage',
+  /** Turfs (making, changing, assigning them), every visit, poll-day turnout and the to-call list. */
+  'turfs:manage',
+  /** Field work: one's own turfs and walk lists, visits and poll-day marks for their voters (everyone). */
+  'field:work',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -69,6 +73,7 @@ export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
     'grievances:read',
     'grievances:write',
     'conversations:handle',
+    'field:work',
   ]),
 };
 

@@ -14,7 +14,7 @@ import { can, type Permission } from '../../http/permissions.ts';
  * Message delivery reports (`message.delivered`, `message.failed`) are not streamed: a broadcast makes one per
  * message; a console reads a campaign's progress from the campaign.
  */
-const visibleWith: Record<string, Permission | 'conversation' | 'grievance'> = {
+const visibleWith: Record<string, Permission | 'conversation' | 'grievance' | 'mark'> = {
   'message.received': 'conversation',
   'conversation.created': 'conversation',
   'conversation.assigned': 'conversation',
@@ -23,6 +23,7 @@ const visibleWith: Record<string, Permission | 'conversation' | 'grievance'> = {
   'payment.processed': 'payments:manage',
   'channel_account.failed': 'channels:manage',
   'survey.response.completed': 'surveys:manage',
+  'poll_day.marked': 'mark',
 };
 
 export const liveEventTypes = Object.keys(visibleWith);
@@ -77,6 +78,8 @@ export function visibleTo(event: Pick<LiveEventRow, 'type' | 'assigned_to'>, vie
   if (!rule) return false;
   const theirs = event.assigned_to !== null && Number(event.assigned_to) === viewer.userId;
   if (rule === 'conversation') return viewer.role !== 'volunteer' || theirs;
+  // A poll-day mark: the office's booth board, and the member who made it (a volunteer sees only their own).
+  if (rule === 'mark') return can(viewer.role, 'turfs:manage') || theirs;
   if (rule === 'grievance')
     return can(viewer.role, 'grievances:read') && (viewer.role !== 'volunteer' || theirs);
   return can(viewer.role, rule);

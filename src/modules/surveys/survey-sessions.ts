@@ -307,7 +307,7 @@ export async function endSession(
 }
 
 /** Writes an answer into the voter (`save_to`), audited with the actor `survey` and the survey's id. */
-async function saveToVoter(
+export async function saveToVoter(
   trx: Executor,
   response: SurveyResponseRow,
   q: Question,

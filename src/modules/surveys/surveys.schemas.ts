@@ -253,8 +253,13 @@ export const SurveyResponse = Type.Object(
     survey_id: Ref('svy'),
     run_id: Type.Union([Ref('srun'), Type.Null()]),
     voter_id: Type.Union([Type.Integer(), Type.Null()]),
-    address: Type.String(),
-    channel: Type.Union([Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr')]),
+    address: Type.String({ description: "The voter's phone; empty for a visit to a voter without one." }),
+    channel: Type.Union(
+      [Type.Literal('sms'), Type.Literal('whatsapp'), Type.Literal('ivr'), Type.Literal('visit')],
+      {
+        description: '`visit`: answers taken at the door, with a visit (POST /api/visits).',
+      },
+    ),
     language: Type.String(),
     status: ResponseStatus,
     opted_out: Type.Boolean(),

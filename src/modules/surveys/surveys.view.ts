@@ -67,7 +67,7 @@ export function responseView(row: SurveyResponseRow, answers: Record<string, str
     run_id: row.run_id !== null ? runRef(row.run_id) : null,
     voter_id: row.voter_id,
     address: row.address,
-    channel: row.channel as SurveyChannel, // a session runs on one of these
+    channel: row.channel as SurveyChannel | 'visit', // a session runs on one of these, or came with a visit
     language: row.language,
     status: row.status,
     opted_out: row.opted_out === 1,

@@ -17,6 +17,8 @@ export interface RecordFilters {
   serial_from?: number | undefined;
   serial_to?: number | undefined;
   page_number?: number | undefined;
+  page_from?: number | undefined;
+  page_to?: number | undefined;
   house_number?: string | undefined;
   gender?: (typeof genders)[number] | undefined;
   age_min?: number | undefined;
@@ -36,6 +38,8 @@ const integerFilters = {
   serial_from: [1, 9999],
   serial_to: [1, 9999],
   page_number: [1, 999],
+  page_from: [1, 999],
+  page_to: [1, 999],
   age_min: [0, 150],
   age_max: [0, 150],
   household_of: [1, Number.MAX_SAFE_INTEGER],
@@ -145,6 +149,8 @@ export function cleanRecordFilters(
   const sensitive = cleanFieldFilters(raw, defs, out, fail);
   if (out.serial_from !== undefined && out.serial_to !== undefined && out.serial_from > out.serial_to)
     fail('serial_to', 'must not be below serial_from.');
+  if (out.page_from !== undefined && out.page_to !== undefined && out.page_from > out.page_to)
+    fail('page_to', 'must not be below page_from.');
   if (out.age_min !== undefined && out.age_max !== undefined && out.age_min > out.age_max)
     fail('age_max', 'must not be below age_min.');
   if (Object.keys(errors).length > 0) throw validationError(errors);
@@ -214,6 +220,8 @@ export function recordConditions(
   if (f.serial_from !== undefined) and.push(eb('voters.serial_number', '>=', f.serial_from));
   if (f.serial_to !== undefined) and.push(eb('voters.serial_number', '<=', f.serial_to));
   if (f.page_number !== undefined) and.push(eb('voters.page_number', '=', f.page_number));
+  if (f.page_from !== undefined) and.push(eb('voters.page_number', '>=', f.page_from));
+  if (f.page_to !== undefined) and.push(eb('voters.page_number', '<=', f.page_to));
   if (f.house_number !== undefined)
     and.push(eb(eb.fn('lower', ['voters.house_number']), '=', f.house_number.toLowerCase()));
   if (f.gender !== undefined) and.push(eb('voters.gender', '=', f.gender));

@@ -11,7 +11,8 @@ import {
   Voter,
   VoterPage,
 } from './voters.schemas.ts';
-import { seesSensitive, type VotersService } from './voters.service.ts';
+import type { VotersService } from './voters.service.ts';
+import { seesSensitive } from './voters.rules.ts';
 
 interface VotersRouteDeps {
   voters: VotersService;

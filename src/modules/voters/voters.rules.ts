@@ -111,3 +111,8 @@ export function checkVoter(
   }
   return { values, errors };
 }
+
+/** Who may see sensitive data (support_level, sensitive custom fields): politicians and managers. */
+export function seesSensitive(role: string): boolean {
+  return role === 'politician' || role === 'manager';
+}

@@ -272,6 +272,8 @@ export const filterFields = {
   serial_from: Num('Serial numbers from this one (with part_number, a stretch of the roll).', 1, 9999),
   serial_to: Num('Serial numbers up to this one.', 1, 9999),
   page_number: Num('1-999.', 1, 999),
+  page_from: Num("Roll pages from this one (a page-in-charge's pages, with part_number).", 1, 999),
+  page_to: Num('Roll pages up to this one.', 1, 999),
   house_number: Type.Optional(Type.String({ maxLength: 160, description: 'Exact, case-insensitive.' })),
   gender: Type.Optional(
     Type.Union(
@@ -313,7 +315,7 @@ export const VoterFiltersSchema = Type.Object(filterFields, {
   patternProperties: fieldFilters,
   [PATTERNS]: fieldFilters,
   description:
-    "The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.",
+    "The list's filters: constituency, booth, ward, search, the voter record's (epic_number, part_number, serial_from/serial_to, page_number, page_from/page_to, house_number, gender, age_min/age_max, language, support_level, tags, tags_any, tags_none, household_of) and fields.<key> (with _min/_max); anything else is a validation error.",
 });
 
 const Opt = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) => Type.Optional(schema);
@@ -332,6 +334,8 @@ export const StoredVoterFilters = Type.Object(
     serial_from: Opt(Type.Integer()),
     serial_to: Opt(Type.Integer()),
     page_number: Opt(Type.Integer()),
+    page_from: Opt(Type.Integer()),
+    page_to: Opt(Type.Integer()),
     house_number: Opt(Type.String()),
     gender: Opt(Gender),
     age_min: Opt(Type.Integer()),

@@ -86,11 +86,6 @@ export function recordView(row: VoterRow): RecordView {
   };
 }
 
-/** Who may see sensitive data (support_level, sensitive custom fields): politicians and managers. */
-export function seesSensitive(role: string): boolean {
-  return role === 'politician' || role === 'manager';
-}
-
 /** The input of a create or update: the base fields, the record's, tags and custom fields. */
 export type VoterInput = Partial<Record<VoterField | RecordField, unknown>> & {
   tags?: unknown;
