@@ -29,8 +29,8 @@ interface Server {
   lines: Array<Record<string, unknown>>;
 }
 
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const port = await freePort();
+async function startServer(env: Record<string, string>, at?: number): Promise<Server> {
+  const port = at ?? (await freePort());
   const child = spawnNpmStart(
     {
       PORT: String(port),
@@ -155,7 +155,13 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
           '--disable-sync',
         ],
       });
-      context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-IN' });
+      // The office's own screens run without the console's service worker (page.route must see every request);
+      // the field test's phone has it.
+      context = await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        locale: 'en-IN',
+        serviceWorkers: 'block',
+      });
       context.setDefaultTimeout(10_000);
       page = await context.newPage();
       page.on('console', (message) => {
@@ -1180,7 +1186,7 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
       expect(await v.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(false);
       await v.getByRole('button', { name: 'Menu' }).click();
       const links = await v.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
-      expect(links).toEqual(['Inbox', 'Voters', 'My profile']);
+      expect(links).toEqual(['Inbox', 'Voters', 'Field', 'My profile']);
       // Not the conversation of the staff's voter (not assigned to this volunteer).
       await v.getByText('No conversation matches.').waitFor();
       await v.goto(`${server.base}/console/team`);
@@ -1237,6 +1243,8 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         'Dashboard',
         'Inbox',
         'Voters',
+        'Field',
+        'Booth board',
         'Import & export',
         'Campaigns',
         'Surveys',
@@ -1249,6 +1257,194 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
       await m.getByRole('heading', { name: 'Page not found' }).waitFor();
       await manager.close();
     });
+
+    it('field work on a phone at 360 px: the walk list by house, visits and poll-day marks made offline survive a reload and arrive once when the network returns; the booth board updates live (English and Hindi)', async () => {
+      // A server of its own, stopped and started again on its port: the network really goes (a service worker's
+      // fetches are not held by the browser's offline switch alone).
+      const fieldDir = mkdtempSync(join(tmpdir(), 'ces-field-'));
+      const port = await freePort();
+      const env = { DATABASE_URL: `sqlite:${join(fieldDir, 'field.db')}` };
+      let office = await startServer(env, port);
+      const base = `${office.base}/api`;
+      const phone = await browser.newContext({
+        viewport: { width: 360, height: 740 },
+        locale: 'en-IN',
+        serviceWorkers: 'allow',
+      });
+      const board = await browser.newContext({
+        viewport: { width: 360, height: 740 },
+        serviceWorkers: 'block',
+      });
+      try {
+        const ownerEmail = uniqueEmail('field-owner');
+        const token = (
+          await api(base, 'POST', '/auth/register', undefined, {
+            name: 'Kashi Office',
+            email: ownerEmail,
+            password: PASSWORD,
+            phone: uniquePhone(),
+          })
+        ).access_token as string;
+        // Part 21 of booth 21: 30 voters, two to a house; every third a supporter.
+        for (let serial = 1; serial <= 30; serial++)
+          await api(base, 'POST', '/voters', token, {
+            name: `Voter ${serial}`,
+            phone: uniquePhone(),
+            booth: 'Booth 21',
+            part_number: 21,
+            serial_number: serial,
+            house_number: String(Math.ceil(serial / 2)),
+            ...(serial % 3 === 0 ? { support_level: 1 } : {}),
+          });
+        const email = uniqueEmail('booth-worker');
+        const worker = await api(base, 'POST', '/users', token, {
+          name: 'Booth Worker',
+          email,
+          password: PASSWORD,
+          role: 'volunteer',
+        });
+        const turf = await api(base, 'POST', '/turfs', token, {
+          name: 'Part 21',
+          filters: { part_number: 21 },
+          assigned_to: [worker.id],
+        });
+
+        const v = await phone.newPage();
+        v.on('console', (message) => {
+          if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+        });
+        await v.goto(`${office.base}/console/`);
+        await v.getByLabel('Email').fill(email);
+        await v.getByLabel('Password').fill(PASSWORD);
+        await v.getByRole('button', { name: 'Sign in' }).click();
+        await v.getByRole('heading', { name: 'Inbox' }).waitFor();
+        await v.getByRole('button', { name: 'Menu' }).click();
+        await v.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Field' }).click();
+        await v.getByRole('heading', { name: 'Part 21' }).waitFor();
+        await v.getByText('30 voters in 15 houses').waitFor();
+        await v.getByText('Everything is sent.').waitFor();
+        await accessible(v, 'my turfs');
+        await v.screenshot({ path: join(SHOTS, 'field-turfs-360.png'), fullPage: true });
+        await v.getByRole('link', { name: 'Walk list' }).click();
+        await v.getByRole('heading', { name: 'House 1', exact: true }).waitFor();
+        // A house's voters together, in serial order; no support level reaches a volunteer's phone.
+        const firstHouse = v.locator('li.house').first();
+        expect(await firstHouse.locator('strong').allTextContents()).toEqual(['Voter 1', 'Voter 2']);
+        expect(await v.content()).not.toContain('supporter');
+        // The service worker holds the app shell once it controls the page.
+        await v.waitForFunction('navigator.serviceWorker.controller !== null', undefined, {
+          timeout: 10_000,
+        });
+        await accessible(v, 'walk list');
+        await v.getByRole('button', { name: 'Record visit' }).first().click();
+        await v.getByRole('button', { name: 'Not home' }).waitFor();
+        await v.screenshot({ path: join(SHOTS, 'field-walk-list-360.png'), fullPage: false });
+        await v.getByRole('button', { name: 'Record visit' }).first().click();
+
+        // The network goes: the browser says so, and the service is gone.
+        await phone.setOffline(true);
+        office.child.kill('SIGTERM');
+        await new Promise((r) => office.child.once('exit', r));
+        for (let i = 0; i < 20; i++) {
+          await v.getByRole('button', { name: 'Record visit' }).nth(i).click();
+          await v.getByRole('button', { name: i % 4 === 3 ? 'Not home' : 'Met', exact: true }).click();
+        }
+        await v.getByText('20 waiting to be sent').waitFor();
+        await v.getByRole('link', { name: 'Poll day' }).click();
+        await v.getByRole('heading', { name: 'Poll day' }).waitFor();
+        expect(await v.getByLabel('Part number').inputValue()).toBe('21');
+        for (let serial = 1; serial <= 10; serial++) {
+          await v.getByLabel('Serial number').fill(String(serial));
+          await v.getByRole('button', { name: 'Voted', exact: true }).click();
+        }
+        await v.getByText('30 waiting to be sent').waitFor();
+        await v.screenshot({ path: join(SHOTS, 'field-poll-day-offline-360.png'), fullPage: true });
+        // A reload with the network still gone: the shell from the service worker, the queue from the device.
+        await v.reload();
+        await v.getByRole('heading', { name: 'Poll day' }).waitFor();
+        await v.getByText('30 waiting to be sent').waitFor();
+        await v.getByText('No network: showing what this phone kept.').waitFor();
+        // Hindi, as a booth agent may read it.
+        await v.getByRole('button', { name: 'Menu' }).click();
+        await v.getByRole('combobox', { name: 'Language', exact: true }).selectOption('hi');
+        await v.getByText('30 भेजे जाने बाकी').waitFor();
+        await v.getByRole('button', { name: 'मेनू' }).click();
+        await v.screenshot({ path: join(SHOTS, 'field-poll-day-offline-360-hi.png'), fullPage: true });
+
+        // The network returns: everything is sent, once.
+        office = await startServer(env, port);
+        await phone.setOffline(false);
+        await v.getByText('सब भेज दिया गया है।').waitFor({ timeout: 30_000 });
+        expect(await v.locator('[data-waiting]').getAttribute('data-waiting')).toBe('0');
+        const visits = await api(base, 'GET', `/visits?turf_id=${turf.id}&per_page=100`, token);
+        expect(visits.total).toBe(20);
+        const rows = visits.data as Array<{ voter_id: number; user_id: number; outcome: string }>;
+        expect(new Set(rows.map((r) => r.voter_id)).size).toBe(20);
+        expect(rows.every((r) => r.user_id === worker.id)).toBe(true);
+        expect(rows.filter((r) => r.outcome === 'not_home')).toHaveLength(5);
+        const turnout = await api(base, 'GET', '/poll-day/turnout?group_by=part_number', token);
+        expect(turnout.data).toEqual([
+          { group: 21, voters: 30, voted: 10, supporters: 10, supporters_voted: 3 },
+        ]);
+        // The walk list in Hindi, with the visits made offline.
+        await v.goto(`${office.base}/console/field/${turf.id}`);
+        await v.getByRole('heading', { name: 'मकान 1', exact: true }).waitFor();
+        await v.screenshot({ path: join(SHOTS, 'field-walk-list-360-hi.png'), fullPage: false });
+        await v.getByRole('button', { name: 'मेनू' }).click();
+        await v.getByLabel('भाषा', { exact: true }).selectOption('en');
+        await v.getByRole('button', { name: 'Menu' }).click();
+
+        // The booth board: turnout and the supporters still to call, live as marks come.
+        const m = await board.newPage();
+        await m.goto(`${office.base}/console/`);
+        await m.getByLabel('Email').fill(ownerEmail);
+        await m.getByLabel('Password').fill(PASSWORD);
+        await m.getByRole('button', { name: 'Sign in' }).click();
+        await m.getByRole('heading', { name: 'Dashboard' }).waitFor();
+        await m.goto(`${office.base}/console/booth`);
+        await m.getByRole('heading', { name: 'Booth board' }).waitFor();
+        await m.getByText('10 (33%)').waitFor();
+        await m.getByRole('button', { name: 'To call (7)' }).click();
+        await m.getByText('Voter 12').waitFor();
+        expect(await m.getByRole('link', { name: /^Call \+/ }).count()).toBe(7);
+        await accessible(m, 'booth board');
+        await m.screenshot({ path: join(SHOTS, 'field-booth-board-360.png'), fullPage: true });
+        // A mark at the booth reaches the board without a reload.
+        await api(base, 'POST', '/poll-day/marks', token, {
+          marks: [
+            {
+              client_id: crypto.randomUUID(),
+              part_number: 21,
+              serial_number: 12,
+              voted: true,
+              marked_at: new Date().toISOString(),
+            },
+          ],
+        });
+        await m.getByText('11 (37%)').waitFor({ timeout: 10_000 });
+        await expect.poll(() => m.getByText('Voter 12').count(), { timeout: 10_000 }).toBe(0);
+        await m.getByRole('button', { name: 'Menu' }).click();
+        await m.getByRole('combobox', { name: 'Language', exact: true }).selectOption('hi');
+        await m.getByRole('button', { name: 'मेनू' }).click();
+        await m.getByRole('heading', { name: 'बूथ बोर्ड' }).waitFor();
+        await m.screenshot({ path: join(SHOTS, 'field-booth-board-360-hi.png'), fullPage: true });
+
+        // Signing out deletes what the phone held.
+        await v.getByRole('button', { name: 'Menu' }).click();
+        await v.getByRole('button', { name: 'Sign out' }).click();
+        await v.getByRole('button', { name: 'Sign in' }).waitFor();
+        const databases = (await v.evaluate(
+          'indexedDB.databases().then((d) => d.map((x) => x.name))',
+        )) as string[];
+        expect(databases).not.toContain('ces-field');
+      } finally {
+        await phone.close();
+        await board.close();
+        office.child.kill('SIGTERM');
+        await new Promise((r) => (office.child.exitCode !== null ? r(null) : office.child.once('exit', r)));
+        rmSync(fieldDir, { recursive: true, force: true });
+      }
+    }, 180_000);
 
     it('says so when the service does not answer at load, and tries again', async () => {
       await page.route('**/api/user', (route) =>

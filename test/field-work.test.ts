@@ -163,6 +163,29 @@ for (const dialect of dialects) {
       expect((await call(t.app, 'GET', '/api/turfs', { token: other.token })).body.data.total).toBe(0);
     });
 
+    it("a volunteer's turfs are their part of the roll: their voters are read, others are not found", async () => {
+      // The volunteer has no coverage: the turf alone gives them part 12.
+      const mine = await call(t.app, 'GET', `/api/voters/${ids.a}`, { token: volunteer.token });
+      expect(mine.status, mine.raw).toBe(200);
+      expect(mine.body.data).not.toHaveProperty('support_level');
+      expectError(
+        await call(t.app, 'GET', `/api/voters/${ids.e}`, { token: volunteer.token }),
+        404,
+        'not_found',
+      );
+      const list = await call(t.app, 'GET', '/api/voters?per_page=100', { token: volunteer.token });
+      expect(list.body.data.data.map((v: { id: number }) => v.id).sort()).toEqual(
+        [ids.a, ids.b, ids.c, ids.d].sort(),
+      );
+      // A turf is a stretch of the roll, never a search.
+      const searched = await call(t.app, 'POST', '/api/turfs', {
+        token: owner.token,
+        body: { name: 'Searched', filters: { search: 'Asha' } },
+      });
+      expectError(searched, 422, 'validation_error');
+      expect(searched.body.details).toHaveProperty(['filters.search']);
+    });
+
     it('the walk list keeps a household together, and shows support only to the office', async () => {
       const list = await call(t.app, 'GET', `/api/turfs/${turf}/walk-list`, { token: volunteer.token });
       expect(list.status, list.raw).toBe(200);

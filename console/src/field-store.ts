@@ -104,8 +104,9 @@ export async function clearDevice(): Promise<void> {
   const db = await opened?.catch(() => undefined);
   db?.close();
   opened = undefined;
+  clearTimeout(timer);
+  // Nobody is told (a listener would read, and so open it again): the screens that listen are leaving.
   await deleteDB(NAME);
-  await told().catch(() => undefined);
 }
 
 interface BatchAnswer {

@@ -305,18 +305,16 @@ export function PollDayMarking({ turfId }: { turfId: string }) {
     const fromTurf = turf?.filters.part_number;
     if (fromTurf && !part) setPart(String(fromTurf));
   }, [turf, part]);
-  const mark = async () => {
+  // The field is cleared at once, before the mark is stored: an agent types the next serial straight away.
+  const mark = () => {
     const partNumber = Number(part);
     const serialNumber = Number(serial);
-    if (
-      !Number.isInteger(partNumber) ||
-      !Number.isInteger(serialNumber) ||
-      serialNumber < 1 ||
-      partNumber < 1
-    )
-      return;
+    const valid = (x: number) => Number.isInteger(x) && x >= 1 && x <= 9999;
+    if (!valid(partNumber) || !valid(serialNumber)) return;
+    setSerial('');
+    setMarked((before) => [serialNumber, ...before].slice(0, 50));
     const client_id = crypto.randomUUID();
-    await enqueue({
+    void enqueue({
       kind: 'mark',
       client_id,
       queued_at: Date.now(),
@@ -328,8 +326,6 @@ export function PollDayMarking({ turfId }: { turfId: string }) {
         marked_at: new Date().toISOString(),
       },
     });
-    setMarked([serialNumber, ...marked].slice(0, 50));
-    setSerial('');
   };
   return (
     <>
@@ -344,7 +340,7 @@ export function PollDayMarking({ turfId }: { turfId: string }) {
           className="slip"
           onSubmit={(e) => {
             e.preventDefault();
-            void mark();
+            mark();
           }}
         >
           <Field label={t('field.part')}>

@@ -142,6 +142,10 @@ export class TurfsService {
     let filters: VoterFilters | undefined;
     if (input.filters !== undefined) {
       filters = await checkVoterFilters(db, workspaceId, input.filters, true, 'filters.');
+      if (filters.search !== undefined)
+        throw validationError({
+          'filters.search': ['is not a turf filter: a turf is a stretch of the roll (a booth, a part, pages...).'],
+        });
       if (Object.keys(filters).length === 0)
         throw validationError({
           filters: ['must name at least one filter (a booth, a part_number, a page range, a ward...).'],

@@ -1,5 +1,5 @@
 import { placeKey, type PlaceKind, placeKinds } from '../../lib/place.ts';
-import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
@@ -44,6 +44,8 @@ export interface VoterScope {
   constituencies: readonly string[];
   /** The keys the coverage matches, its places' other names included (set by volunteerScope). */
   placeKeys?: Partial<Record<PlaceKind, string[]>> | undefined;
+  /** The filters of the turfs assigned to them (field work): exact filters only, a turf has no search. */
+  turfs?: readonly VoterFilters[] | undefined;
 }
 
 /** A volunteer's part of the roll (their coverage read from their user row); undefined for other roles. */
@@ -64,7 +66,21 @@ export async function volunteerScope(
     booth: coverage.booths,
     constituency: coverage.constituencies,
   });
-  return { userId: auth.userId, ...coverage, placeKeys };
+  // Their turfs' voters are theirs too (the contract's fourth part). The turfs table is read here, not through
+  // the field module, which builds on this one.
+  const turfs = await db
+    .selectFrom('turf_members as m')
+    .innerJoin('turfs as t', 't.id', 'm.turf_id')
+    .select('t.filters')
+    .where('m.workspace_id', '=', auth.workspaceId)
+    .where('m.user_id', '=', auth.userId)
+    .execute();
+  return {
+    userId: auth.userId,
+    ...coverage,
+    placeKeys,
+    turfs: turfs.map((t) => JSON.parse(t.filters) as VoterFilters),
+  };
 }
 
 /** For each kind's values, their keys with every other name of the places they name (one query). */
@@ -116,7 +132,11 @@ function placeCondition(
   return resolved.length === 1 ? eb(column, '=', resolved[0]!) : eb(column, 'in', resolved);
 }
 
-function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: number, scope: VoterScope) {
+function scopeCondition(
+  eb: ExpressionBuilder<Database, 'voters'>,
+  workspaceId: number,
+  scope: VoterScope,
+): Expression<SqlBool> {
   const keys = (list: readonly string[]) => [...new Set(list.map((v) => placeKey(v)).filter(Boolean))];
   const covered = (
     [
@@ -127,6 +147,9 @@ function scopeCondition(eb: ExpressionBuilder<Database, 'voters'>, workspaceId: 
   ).filter(([, list]) => list.length > 0);
   return eb.or([
     ...covered.map(([kind, list]) => placeCondition(eb, kind, workspaceId, list, scope.placeKeys?.[kind])),
+    ...(scope.turfs ?? [])
+      .filter((turf) => hasExactFilters(turf))
+      .map((turf) => exactFilters({ ...turf, scope: undefined, search: undefined }, workspaceId)(eb)),
     eb('voters.created_by', '=', scope.userId),
     eb(
       'voters.id',
@@ -247,7 +270,7 @@ export function hasExactFilters(filters: VoterFilters): boolean {
 
 export function exactFilters(filters: VoterFilters, workspaceId: number) {
   const values = exactValues(filters);
-  return (eb: ExpressionBuilder<Database, 'voters'>) => {
+  return (eb: ExpressionBuilder<Database, 'voters'>): Expression<SqlBool> => {
     const and = [];
     for (const kind of placeKinds) {
       const key = values[kind];
