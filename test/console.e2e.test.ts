@@ -1303,10 +1303,25 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
           password: PASSWORD,
           role: 'volunteer',
         });
+        const survey = await api(base, 'POST', '/surveys', token, {
+          name: 'Door survey',
+          questions: [
+            {
+              key: 'issue',
+              type: 'choice',
+              text: { en: 'Biggest issue?', hi: 'सबसे बड़ा मुद्दा?' },
+              choices: [
+                { key: 'water', label: { en: 'Water', hi: 'पानी' } },
+                { key: 'roads', label: { en: 'Roads', hi: 'सड़क' } },
+              ],
+            },
+          ],
+        });
         const turf = await api(base, 'POST', '/turfs', token, {
           name: 'Part 21',
           filters: { part_number: 21 },
           assigned_to: [worker.id],
+          survey_id: survey.id,
         });
 
         const v = await phone.newPage();
@@ -1347,6 +1362,8 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         await new Promise((r) => office.child.once('exit', r));
         for (let i = 0; i < 20; i++) {
           await v.getByRole('button', { name: 'Record visit' }).nth(i).click();
+          // The first door answers the turf's survey.
+          if (i === 0) await v.getByLabel('Biggest issue?').selectOption('roads');
           await v.getByRole('button', { name: i % 4 === 3 ? 'Not home' : 'Met', exact: true }).click();
         }
         await v.getByText('20 waiting to be sent').waitFor();
@@ -1382,6 +1399,8 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         expect(new Set(rows.map((r) => r.voter_id)).size).toBe(20);
         expect(rows.every((r) => r.user_id === worker.id)).toBe(true);
         expect(rows.filter((r) => r.outcome === 'not_home')).toHaveLength(5);
+        const responses = await api(base, 'GET', `/surveys/${survey.id}/responses`, token);
+        expect(responses.data).toMatchObject([{ channel: 'visit', answers: { issue: 'roads' } }]);
         const turnout = await api(base, 'GET', '/poll-day/turnout?group_by=part_number', token);
         expect(turnout.data).toEqual([
           { group: 21, voters: 30, voted: 10, supporters: 10, supporters_voted: 3 },

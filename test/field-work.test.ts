@@ -329,6 +329,23 @@ for (const dialect of dialects) {
       });
       expect(survey.status, survey.raw).toBe(201);
       const id = survey.body.data.id as string;
+      // The turf's door survey: its questions reach the visit form, less a volunteer's sensitive one.
+      const set = await call(t.app, 'PATCH', `/api/turfs/${turf}`, {
+        token: manager.token,
+        body: { survey_id: id },
+      });
+      expect(set.body.data.survey.questions.map((q: { key: string }) => q.key)).toEqual(['issue', 'support']);
+      const seen = await call(t.app, 'GET', `/api/turfs/${turf}`, { token: volunteer.token });
+      expect(seen.body.data.survey).toMatchObject({ id, name: 'Door survey' });
+      expect(seen.body.data.survey.questions.map((q: { key: string }) => q.key)).toEqual(['issue']);
+      expectError(
+        await call(t.app, 'PATCH', `/api/turfs/${turf}`, {
+          token: manager.token,
+          body: { survey_id: 'svy_999999' },
+        }),
+        422,
+        'validation_error',
+      );
       const byVolunteer = await call(t.app, 'POST', '/api/visits', {
         token: volunteer.token,
         body: {

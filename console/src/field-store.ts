@@ -22,6 +22,8 @@ export interface QueuedVisit {
     support_level?: number;
     tags_add?: string[];
     note?: string;
+    survey_id?: string;
+    answers?: Record<string, string | number>;
     visited_at: string;
   };
 }

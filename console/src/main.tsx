@@ -1,5 +1,5 @@
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
-import { StrictMode, useEffect, useState } from 'react';
+import { type ReactElement, StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter';
 import { api, liveEvents, session, whenSignedOut } from './api.ts';
@@ -156,6 +156,22 @@ function TopBar({ me }: { me: Me }) {
 }
 
 /** The screens, each where the role may see it. */
+/** The screens that are one component at one path, each behind the navigation entry that gates it. */
+const plainScreens: Array<{ path: string; gate: string; Screen: () => ReactElement }> = [
+  { path: '/booth', gate: '/booth', Screen: BoothBoard },
+  { path: '/imports', gate: '/imports', Screen: Imports },
+  { path: '/campaigns', gate: '/campaigns', Screen: Campaigns },
+  { path: '/campaigns/new', gate: '/campaigns', Screen: Compose },
+  { path: '/surveys', gate: '/surveys', Screen: Surveys },
+  { path: '/surveys/new', gate: '/surveys', Screen: SurveyBuilder },
+  { path: '/grievances', gate: '/grievances', Screen: Grievances },
+  { path: '/consent', gate: '/consent', Screen: Consent },
+  { path: '/places', gate: '/places', Screen: Places },
+  { path: '/team', gate: '/team', Screen: Team },
+  { path: '/settings', gate: '/settings', Screen: Settings },
+];
+
+/** The screens, each where the role may see it. */
 function Screens({ me }: { me: Me }) {
   const { t } = useI18n();
   const allowed = (path: string) =>
@@ -174,63 +190,15 @@ function Screens({ me }: { me: Me }) {
       </Route>
       <Route path="/field/:turf">{(p) => <WalkList turfId={p.turf} />}</Route>
       <Route path="/field/:turf/poll-day">{(p) => <PollDayMarking turfId={p.turf} />}</Route>
-      {allowed('/booth') && (
-        <Route path="/booth">
-          <BoothBoard />
-        </Route>
-      )}
-      {allowed('/imports') && (
-        <Route path="/imports">
-          <Imports />
-        </Route>
-      )}
-      {allowed('/campaigns') && (
-        <Route path="/campaigns">
-          <Campaigns />
-        </Route>
-      )}
-      {allowed('/campaigns') && (
-        <Route path="/campaigns/new">
-          <Compose />
-        </Route>
-      )}
+      {plainScreens
+        .filter((screen) => allowed(screen.gate))
+        .map(({ path, Screen }) => (
+          <Route key={path} path={path}>
+            <Screen />
+          </Route>
+        ))}
       {allowed('/campaigns') && <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>}
-      {allowed('/surveys') && (
-        <Route path="/surveys">
-          <Surveys />
-        </Route>
-      )}
-      {allowed('/surveys') && (
-        <Route path="/surveys/new">
-          <SurveyBuilder />
-        </Route>
-      )}
       {allowed('/surveys') && <Route path="/surveys/:id">{(p) => <SurveyPage id={p.id} />}</Route>}
-      {allowed('/grievances') && (
-        <Route path="/grievances">
-          <Grievances />
-        </Route>
-      )}
-      {allowed('/consent') && (
-        <Route path="/consent">
-          <Consent />
-        </Route>
-      )}
-      {allowed('/places') && (
-        <Route path="/places">
-          <Places />
-        </Route>
-      )}
-      {allowed('/team') && (
-        <Route path="/team">
-          <Team />
-        </Route>
-      )}
-      {allowed('/settings') && (
-        <Route path="/settings">
-          <Settings />
-        </Route>
-      )}
       <Route path="/profile">
         <Profile />
       </Route>

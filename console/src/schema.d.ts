@@ -4381,6 +4381,13 @@ export interface components {
             voters: number;
             /** @description Their households (same part and house number, or address). */
             households: number;
+            /** @description The survey asked at the door, with its questions (a volunteer: without those that save a sensitive value). */
+            survey: {
+                /** @description `svy_<n>` */
+                id: string;
+                name: string;
+                questions: components["schemas"]["SurveyQuestion"][];
+            } | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -11146,6 +11153,8 @@ export interface operations {
                     filters: components["schemas"]["VoterFilters"];
                     /** @description Ids of the team's members who work the turf (a volunteer sees only the turfs assigned to them). */
                     assigned_to?: number[];
+                    /** @description The survey canvassers ask at the door (its questions are in the visit form); null for none. */
+                    survey_id?: string | null;
                 };
             };
         };
@@ -11225,6 +11234,8 @@ export interface operations {
                     filters?: components["schemas"]["VoterFilters"];
                     /** @description Ids of the team's members who work the turf (a volunteer sees only the turfs assigned to them). */
                     assigned_to?: number[];
+                    /** @description The survey canvassers ask at the door (its questions are in the visit form); null for none. */
+                    survey_id?: string | null;
                 };
             };
         };

@@ -396,6 +396,7 @@ export const en = {
   'booth.allVoted': 'Every supporter here has voted.',
   'booth.call': 'Call {phone}',
   'booth.noPhone': 'No phone',
+  'field.notAsked': 'Not asked',
   ...enSettings,
 };
 

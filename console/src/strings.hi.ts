@@ -388,5 +388,6 @@ export const hi: Record<Key, string> = {
   'booth.allVoted': 'यहाँ हर समर्थक ने मतदान कर दिया है।',
   'booth.call': '{phone} पर कॉल करें',
   'booth.noPhone': 'फ़ोन नहीं',
+  'field.notAsked': 'नहीं पूछा',
   ...hiSettings,
 };

@@ -7,6 +7,8 @@ export interface TurfTable {
   workspace_id: number;
   name: string;
   filters: string;
+  /** The survey canvassers ask at the door, or null. */
+  survey_id: number | null;
   created_at: string;
   updated_at: string;
 }

@@ -141,16 +141,7 @@ export function WalkList({ turfId }: { turfId: string }) {
   const list = useWalkList(turfId);
   const [open, setOpen] = useState<number | null>(null);
   const [done, setDone] = useState<Record<number, string>>({});
-  const houses = useMemo(() => {
-    const out: Array<{ key: string; voters: WalkItem[] }> = [];
-    for (const v of list.data?.value.voters ?? []) {
-      const key = v.house_number ? `${v.part_number ?? ''}/${v.house_number}` : `v${v.id}`;
-      const last = out[out.length - 1];
-      if (last && last.key === key) last.voters.push(v);
-      else out.push({ key, voters: [v] });
-    }
-    return out;
-  }, [list.data]);
+  const houses = useMemo(() => byHouse(list.data?.value.voters ?? []), [list.data]);
   if (list.isPending) return <Loading />;
   if (!list.data) return <ErrorNote error={list.error} />;
   const { turf } = list.data.value;
@@ -175,44 +166,18 @@ export function WalkList({ turfId }: { turfId: string }) {
             </h2>
             <ul>
               {house.voters.map((v) => (
-                <li key={v.id} className="walk-voter">
-                  <div>
-                    <strong>{v.name}</strong>
-                    {v.name_local && <span lang="hi"> · {v.name_local}</span>}
-                    <p className="muted">
-                      {[
-                        v.serial_number !== null ? t('field.serial', { n: v.serial_number }) : '',
-                        v.age !== null ? t('field.ageYears', { n: v.age }) : '',
-                        v.gender ? t(`gender.${v.gender}` as Key) || v.gender : '',
-                      ]
-                        .filter(Boolean)
-                        .join(' · ')}
-                    </p>
-                    {(done[v.id] ?? v.last_visit?.outcome) && (
-                      <p className="muted">
-                        {t('field.lastVisit', {
-                          outcome: t(`outcome.${done[v.id] ?? v.last_visit!.outcome}` as Key),
-                        })}
-                      </p>
-                    )}
-                  </div>
-                  <button
-                    type="button"
-                    aria-expanded={open === v.id}
-                    onClick={() => setOpen(open === v.id ? null : v.id)}
-                  >
-                    {t('field.visit')}
-                  </button>
-                  {open === v.id && (
-                    <VisitForm
-                      voter={v}
-                      onDone={(outcome) => {
-                        setDone({ ...done, [v.id]: outcome });
-                        setOpen(null);
-                      }}
-                    />
-                  )}
-                </li>
+                <WalkVoter
+                  key={v.id}
+                  voter={v}
+                  survey={turf.survey}
+                  open={open === v.id}
+                  toggle={() => setOpen(open === v.id ? null : v.id)}
+                  outcome={done[v.id] ?? v.last_visit?.outcome}
+                  recorded={(outcome) => {
+                    setDone({ ...done, [v.id]: outcome });
+                    setOpen(null);
+                  }}
+                />
               ))}
             </ul>
           </li>
@@ -222,9 +187,73 @@ export function WalkList({ turfId }: { turfId: string }) {
   );
 }
 
-/** Tags, a note and (for the office) support, then one tap on the outcome records the visit. */
-function VisitForm({ voter, onDone }: { voter: WalkItem; onDone: (outcome: string) => void }) {
+/** The walk list's voters in houses: consecutive voters of one part and house number are one house. */
+function byHouse(voters: WalkItem[]) {
+  const out: Array<{ key: string; voters: WalkItem[] }> = [];
+  for (const v of voters) {
+    const key = v.house_number ? `${v.part_number ?? ''}/${v.house_number}` : `v${v.id}`;
+    const last = out[out.length - 1];
+    if (last && last.key === key) last.voters.push(v);
+    else out.push({ key, voters: [v] });
+  }
+  return out;
+}
+
+/** One voter of a house: serial, age, gender, the last visit's outcome, and the visit form a tap away. */
+function WalkVoter({
+  voter: v,
+  survey,
+  open,
+  toggle,
+  outcome,
+  recorded,
+}: {
+  voter: WalkItem;
+  survey: Turf['survey'];
+  open: boolean;
+  toggle: () => void;
+  outcome: string | undefined;
+  recorded: (outcome: string) => void;
+}) {
   const { t } = useI18n();
+  return (
+    <li className="walk-voter">
+      <div>
+        <strong>{v.name}</strong>
+        {v.name_local && <span lang="hi"> · {v.name_local}</span>}
+        <p className="muted">
+          {[
+            v.serial_number !== null ? t('field.serial', { n: v.serial_number }) : '',
+            v.age !== null ? t('field.ageYears', { n: v.age }) : '',
+            v.gender ? t(`gender.${v.gender}` as Key) || v.gender : '',
+          ]
+            .filter(Boolean)
+            .join(' · ')}
+        </p>
+        {outcome && (
+          <p className="muted">{t('field.lastVisit', { outcome: t(`outcome.${outcome}` as Key) })}</p>
+        )}
+      </div>
+      <button type="button" aria-expanded={open} onClick={toggle}>
+        {t('field.visit')}
+      </button>
+      {open && <VisitForm voter={v} survey={survey} onDone={recorded} />}
+    </li>
+  );
+}
+
+/** Tags, a note and (for the office) support, then one tap on the outcome records the visit. */
+function VisitForm({
+  voter,
+  survey,
+  onDone,
+}: {
+  voter: WalkItem;
+  survey: Turf['survey'];
+  onDone: (outcome: string) => void;
+}) {
+  const { t } = useI18n();
+  const [answers, setAnswers] = useState<Record<string, string>>({});
   const me = useMe();
   const office = me.user.role !== 'volunteer';
   const [support, setSupport] = useState('');
@@ -248,6 +277,7 @@ function VisitForm({ voter, onDone }: { voter: WalkItem; onDone: (outcome: strin
         ...(office && support ? { support_level: Number(support) } : {}),
         ...(tagsAdd.length > 0 ? { tags_add: tagsAdd } : {}),
         ...(note.trim() ? { note: note.trim() } : {}),
+        ...surveyAnswers(survey, answers),
       },
     });
     onDone(outcome);
@@ -276,6 +306,7 @@ function VisitForm({ voter, onDone }: { voter: WalkItem; onDone: (outcome: strin
       <Field label={t('field.note')}>
         <input value={note} onChange={(e) => setNote(e.target.value)} maxLength={2000} />
       </Field>
+      {survey && <DoorQuestions survey={survey} answers={answers} setAnswers={setAnswers} />}
       <fieldset className="outcomes">
         <legend>{t('field.outcome')}</legend>
         {outcomes.map((o) => (
@@ -295,38 +326,9 @@ function VisitForm({ voter, onDone }: { voter: WalkItem; onDone: (outcome: strin
 
 /** Poll-day marking as a booth agent's slip works: the part, then each serial typed and "voted" tapped. */
 export function PollDayMarking({ turfId }: { turfId: string }) {
-  const { t, n } = useI18n();
+  const { t } = useI18n();
   const list = useWalkList(turfId);
   const turf = list.data?.value.turf;
-  const [part, setPart] = useState('');
-  const [serial, setSerial] = useState('');
-  const [marked, setMarked] = useState<number[]>([]);
-  useEffect(() => {
-    const fromTurf = turf?.filters.part_number;
-    if (fromTurf && !part) setPart(String(fromTurf));
-  }, [turf, part]);
-  // The field is cleared at once, before the mark is stored: an agent types the next serial straight away.
-  const mark = () => {
-    const partNumber = Number(part);
-    const serialNumber = Number(serial);
-    const valid = (x: number) => Number.isInteger(x) && x >= 1 && x <= 9999;
-    if (!valid(partNumber) || !valid(serialNumber)) return;
-    setSerial('');
-    setMarked((before) => [serialNumber, ...before].slice(0, 50));
-    const client_id = crypto.randomUUID();
-    void enqueue({
-      kind: 'mark',
-      client_id,
-      queued_at: Date.now(),
-      body: {
-        client_id,
-        part_number: partNumber,
-        serial_number: serialNumber,
-        voted: true,
-        marked_at: new Date().toISOString(),
-      },
-    });
-  };
   return (
     <>
       <div className="page-head">
@@ -336,40 +338,109 @@ export function PollDayMarking({ turfId }: { turfId: string }) {
       <QueueLine />
       {list.data?.offline && <Notice>{t('field.offline')}</Notice>}
       <Section title={t('field.slip')}>
-        <form
-          className="slip"
-          onSubmit={(e) => {
-            e.preventDefault();
-            mark();
-          }}
-        >
-          <Field label={t('field.part')}>
-            <input
-              inputMode="numeric"
-              pattern="[0-9]*"
-              value={part}
-              onChange={(e) => setPart(e.target.value)}
-            />
-          </Field>
-          <Field label={t('field.serialNumber')}>
-            <input
-              inputMode="numeric"
-              pattern="[0-9]*"
-              value={serial}
-              onChange={(e) => setSerial(e.target.value)}
-              autoFocus
-            />
-          </Field>
-          <button type="submit" className="primary big">
-            {t('field.voted')}
-          </button>
-        </form>
-        {marked.length > 0 && (
-          <p className="muted" role="status">
-            {t('field.markedSerials', { list: marked.map((s) => n(s)).join(', ') })}
-          </p>
-        )}
+        <Slip part={turf?.filters.part_number} />
       </Section>
     </>
+  );
+}
+
+/** The slip: the part (the turf's, when it has one), a serial, "Voted"; the serials marked so far. */
+function Slip({ part: turfPart }: { part: number | undefined }) {
+  const { t, n } = useI18n();
+  const [part, setPart] = useState('');
+  const [serial, setSerial] = useState('');
+  const [marked, setMarked] = useState<number[]>([]);
+  useEffect(() => {
+    if (turfPart && !part) setPart(String(turfPart));
+  }, [turfPart, part]);
+  // The field is cleared at once, before the mark is stored: an agent types the next serial straight away.
+  const mark = () => {
+    const partNumber = Number(part);
+    const serialNumber = Number(serial);
+    const valid = (x: number) => Number.isInteger(x) && x >= 1 && x <= 9999;
+    if (!valid(partNumber) || !valid(serialNumber)) return;
+    setSerial('');
+    setMarked((before) => [serialNumber, ...before].slice(0, 50));
+    const client_id = crypto.randomUUID();
+    const marked_at = new Date().toISOString();
+    void enqueue({
+      kind: 'mark',
+      client_id,
+      queued_at: Date.now(),
+      body: { client_id, part_number: partNumber, serial_number: serialNumber, voted: true, marked_at },
+    });
+  };
+  const digits = (value: string, set: (v: string) => void) => (
+    <input inputMode="numeric" pattern="[0-9]*" value={value} onChange={(e) => set(e.target.value)} />
+  );
+  return (
+    <>
+      <form
+        className="slip"
+        onSubmit={(e) => {
+          e.preventDefault();
+          mark();
+        }}
+      >
+        <Field label={t('field.part')}>{digits(part, setPart)}</Field>
+        <Field label={t('field.serialNumber')}>{digits(serial, setSerial)}</Field>
+        <button type="submit" className="primary big">
+          {t('field.voted')}
+        </button>
+      </form>
+      {marked.length > 0 && (
+        <p className="muted" role="status">
+          {t('field.markedSerials', { list: marked.map((s) => n(s)).join(', ') })}
+        </p>
+      )}
+    </>
+  );
+}
+
+/** The answers given, as a visit carries them (`survey_id` and `answers`), or nothing when none was given. */
+function surveyAnswers(survey: Turf['survey'], answers: Record<string, string>) {
+  const given = Object.fromEntries(Object.entries(answers).filter(([, v]) => v.trim() !== ''));
+  if (!survey || Object.keys(given).length === 0) return {};
+  return { survey_id: survey.id, answers: given };
+}
+
+/** The door survey's questions: a choice as a select, a number or text as a field. */
+function DoorQuestions({
+  survey,
+  answers,
+  setAnswers,
+}: {
+  survey: NonNullable<Turf['survey']>;
+  answers: Record<string, string>;
+  setAnswers: (next: Record<string, string>) => void;
+}) {
+  const { t, lang } = useI18n();
+  const text = (texts: Record<string, string | undefined>) => texts[lang] ?? Object.values(texts)[0] ?? '';
+  const set = (key: string, value: string) => setAnswers({ ...answers, [key]: value });
+  return (
+    <fieldset className="door-survey">
+      <legend>{survey.name}</legend>
+      {survey.questions.map((q) => (
+        <Field key={q.key} label={text(q.text)}>
+          {q.type === 'choice' ? (
+            <select value={answers[q.key] ?? ''} onChange={(e) => set(q.key, e.target.value)}>
+              <option value="">{t('field.notAsked')}</option>
+              {(q.choices ?? []).map((c) => (
+                <option key={c.key} value={c.key}>
+                  {text(c.label)}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input
+              inputMode={q.type === 'number' ? 'numeric' : 'text'}
+              value={answers[q.key] ?? ''}
+              onChange={(e) => set(q.key, e.target.value)}
+              maxLength={500}
+            />
+          )}
+        </Field>
+      ))}
+    </fieldset>
   );
 }

@@ -3,7 +3,7 @@ import { bigintType, isPostgres, timestampType, withId } from './helpers.ts';
 
 /**
  * Field work (the contract's fourth part, "Field work: booths, roll pages and poll day"):
- * - `turfs` (a name and voter filters) and `turf_members` (who works each turf);
+ * - `turfs` (a name, voter filters and the survey asked at the door) and `turf_members` (who works each turf);
  * - `visits`, one per door knocked, idempotent by the device's `client_id` (unique in a workspace);
  * - `poll_marks`, each booth agent's mark as it came (idempotent by `client_id`), and `poll_voted`, each voter's
  *   state: the mark with the latest `marked_at` (what turnout and the to-call list read);
@@ -25,6 +25,7 @@ async function turfTables(db: Kysely<unknown>) {
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('filters', 'text', (c) => c.notNull())
+    .addColumn('survey_id', ref, (c) => c.references('surveys.id').onDelete('set null'))
     .addColumn('created_at', ts, (c) => c.notNull())
     .addColumn('updated_at', ts, (c) => c.notNull())
     .execute();

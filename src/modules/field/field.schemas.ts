@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { DateOrDateTime, PageQuery, Ref, RefInput, RowId, Timestamp } from '../../http/schemas.ts';
 import { PATTERNS } from '../../http/schemas.ts';
+import { SurveyQuestion } from '../surveys/surveys.schemas.ts';
 import {
   fieldFilters,
   filterFields,
@@ -31,11 +32,16 @@ const AssignedTo = Type.Array(RowId, {
     "Ids of the team's members who work the turf (a volunteer sees only the turfs assigned to them).",
 });
 
+const DoorSurvey = Type.Union([RefInput('svy'), Type.Null()], {
+  description: 'The survey canvassers ask at the door (its questions are in the visit form); null for none.',
+});
+
 export const CreateTurfBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     filters: VoterFiltersSchema,
     assigned_to: Type.Optional(AssignedTo),
+    survey_id: Type.Optional(DoorSurvey),
   },
   { additionalProperties: false },
 );
@@ -45,6 +51,7 @@ export const UpdateTurfBody = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     filters: Type.Optional(VoterFiltersSchema),
     assigned_to: Type.Optional(AssignedTo),
+    survey_id: Type.Optional(DoorSurvey),
   },
   {
     additionalProperties: false,
@@ -61,6 +68,16 @@ export const Turf = Type.Object(
     assigned_to: Type.Array(Type.Integer()),
     voters: Type.Integer({ description: 'Voters matching the filters now.' }),
     households: Type.Integer({ description: 'Their households (same part and house number, or address).' }),
+    survey: Type.Union(
+      [
+        Type.Object({ id: Ref('svy'), name: Type.String(), questions: Type.Array(SurveyQuestion) }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'The survey asked at the door, with its questions (a volunteer: without those that save a sensitive value).',
+      },
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

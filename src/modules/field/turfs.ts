@@ -7,6 +7,7 @@ import { pageResult } from '../../domain.ts';
 import { notFound, validationError } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
 import { parseRef, turfRef } from '../../refs.ts';
+import { doorSurvey, surveyIdOf } from '../surveys/survey-visits.ts';
 import { ageOf } from '../voters/voter-record.rules.ts';
 import { countVoters } from '../voters/voters.list.ts';
 import { checkVoterFilters, filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
@@ -92,6 +93,7 @@ interface TurfInput {
   name?: string | undefined;
   filters?: Record<string, unknown> | undefined;
   assigned_to?: number[] | undefined;
+  survey_id?: string | null | undefined;
 }
 
 export class TurfsService {
@@ -117,7 +119,7 @@ export class TurfsService {
     return row;
   }
 
-  private async view(db: Executor, row: TurfRow) {
+  private async view(db: Executor, row: TurfRow, sensitive: boolean) {
     const members = await db
       .selectFrom('turf_members')
       .select('user_id')
@@ -131,6 +133,10 @@ export class TurfsService {
       filters,
       assigned_to: members.map((m) => Number(m.user_id)),
       ...(await turfCounts(db, row.workspace_id, filters)),
+      survey:
+        row.survey_id === null
+          ? null
+          : await doorSurvey(db, row.workspace_id, Number(row.survey_id), sensitive),
       created_at: row.created_at,
       updated_at: row.updated_at,
     };
@@ -144,7 +150,9 @@ export class TurfsService {
       filters = await checkVoterFilters(db, workspaceId, input.filters, true, 'filters.');
       if (filters.search !== undefined)
         throw validationError({
-          'filters.search': ['is not a turf filter: a turf is a stretch of the roll (a booth, a part, pages...).'],
+          'filters.search': [
+            'is not a turf filter: a turf is a stretch of the roll (a booth, a part, pages...).',
+          ],
         });
       if (Object.keys(filters).length === 0)
         throw validationError({
@@ -163,7 +171,13 @@ export class TurfsService {
       if (unknown.length > 0)
         throw validationError({ assigned_to: [`names no member of this workspace: ${unknown.join(', ')}.`] });
     }
-    return { name, filters };
+    let surveyId: number | null | undefined = input.survey_id === null ? null : undefined;
+    if (typeof input.survey_id === 'string') {
+      surveyId = await surveyIdOf(db, workspaceId, input.survey_id);
+      if (surveyId === undefined)
+        throw validationError({ survey_id: ['is not a survey of this workspace (svy_<n>).'] });
+    }
+    return { name, filters, surveyId };
   }
 
   private async assign(db: Executor, row: TurfRow, users: number[]) {
@@ -176,7 +190,7 @@ export class TurfsService {
   }
 
   async create(workspaceId: number, input: TurfInput & { name: string; filters: Record<string, unknown> }) {
-    const { name, filters } = await this.checked(this.deps.db, workspaceId, input);
+    const { name, filters, surveyId } = await this.checked(this.deps.db, workspaceId, input);
     return this.deps.db.transaction().execute(async (trx) => {
       const now = nowIso();
       const row = await trx
@@ -185,18 +199,19 @@ export class TurfsService {
           workspace_id: workspaceId,
           name: name!,
           filters: JSON.stringify(filters),
+          survey_id: surveyId ?? null,
           created_at: now,
           updated_at: now,
         })
         .returningAll()
         .executeTakeFirstOrThrow();
       await this.assign(trx, row, input.assigned_to ?? []);
-      return this.view(trx, row);
+      return this.view(trx, row, true);
     });
   }
 
   async update(auth: AuthContext, ref: string, input: TurfInput) {
-    const { name, filters } = await this.checked(this.deps.db, auth.workspaceId, input);
+    const { name, filters, surveyId } = await this.checked(this.deps.db, auth.workspaceId, input);
     return this.deps.db.transaction().execute(async (trx) => {
       const found = await this.find(trx, auth, ref);
       const row = await trx
@@ -204,13 +219,14 @@ export class TurfsService {
         .set({
           ...(name ? { name } : {}),
           ...(filters ? { filters: JSON.stringify(filters) } : {}),
+          ...(surveyId !== undefined ? { survey_id: surveyId } : {}),
           updated_at: nowIso(),
         })
         .where('id', '=', found.id)
         .returningAll()
         .executeTakeFirstOrThrow();
       if (input.assigned_to) await this.assign(trx, row, input.assigned_to);
-      return this.view(trx, row);
+      return this.view(trx, row, true);
     });
   }
 
@@ -220,7 +236,7 @@ export class TurfsService {
   }
 
   async get(auth: AuthContext, ref: string) {
-    return this.view(this.deps.db, await this.find(this.deps.db, auth, ref));
+    return this.view(this.deps.db, await this.find(this.deps.db, auth, ref), seesSensitive(auth.role));
   }
 
   /** The workspace's turfs (a volunteer: theirs), in id order. */
@@ -242,7 +258,7 @@ export class TurfsService {
       .offset((page - 1) * perPage)
       .execute();
     const items = [];
-    for (const row of rows) items.push(await this.view(db, row));
+    for (const row of rows) items.push(await this.view(db, row, seesSensitive(auth.role)));
     return pageResult(items, Number(total.n), page, perPage);
   }
 

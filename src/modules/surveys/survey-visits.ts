@@ -133,3 +133,31 @@ export async function storeVisitResponse(
   }
   return response.id;
 }
+
+/** A turf's door survey as canvassers see it: its questions, less those that save a sensitive value (volunteers). */
+export async function doorSurvey(
+  db: Executor,
+  workspaceId: number,
+  surveyId: number,
+  mayReadSensitive: boolean,
+) {
+  const survey = await findSurvey(db, workspaceId, surveyId);
+  if (!survey) return null;
+  const { questions } = definitionOf(survey);
+  const hidden = mayReadSensitive ? new Set<string>() : await sensitiveQuestions(db, workspaceId, questions);
+  return {
+    id: surveyRef(survey.id),
+    name: survey.name,
+    questions: questions.filter((q) => !hidden.has(q.key)),
+  };
+}
+
+/** The id of a survey of the workspace named by `ref` (`svy_<n>`), or undefined. */
+export async function surveyIdOf(
+  db: Executor,
+  workspaceId: number,
+  ref: string,
+): Promise<number | undefined> {
+  const id = parseRef('svy', ref);
+  return id !== undefined && (await findSurvey(db, workspaceId, id)) ? id : undefined;
+}

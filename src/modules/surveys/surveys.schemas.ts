@@ -46,7 +46,7 @@ const Choice = Type.Object(
   { additionalProperties: false, title: 'SurveyChoice' },
 );
 
-const Question = Type.Object(
+export const SurveyQuestion = Type.Object(
   {
     key: Type.String({ maxLength: 40, description: 'a-z, 0-9, _; unique in the survey.' }),
     text: Texts,
@@ -106,7 +106,7 @@ const Trigger = Type.Union(
 const definition = {
   intro: Type.Optional(Framing),
   outro: Type.Optional(Framing),
-  questions: Type.Array(Question, { minItems: 1, maxItems: QUESTIONS_MAX }),
+  questions: Type.Array(SurveyQuestion, { minItems: 1, maxItems: QUESTIONS_MAX }),
   retries: Type.Optional(Type.Integer({ minimum: 0, maximum: RETRIES_MAX, default: 2 })),
   triggers: Type.Optional(Type.Array(Trigger, { maxItems: TRIGGERS_MAX })),
 };
@@ -138,7 +138,7 @@ export const Survey = Type.Object(
     status: Status,
     intro: Framing,
     outro: Framing,
-    questions: Type.Array(Question),
+    questions: Type.Array(SurveyQuestion),
     retries: Type.Integer(),
     triggers: Type.Array(Trigger),
     has_run: Type.Boolean({ description: 'A survey that has run keeps its questions.' }),
