@@ -457,6 +457,22 @@ for (const dialect of dialects) {
       expect(byPart.body.data.data).toEqual([
         { group: 12, voters: 4, voted: 2, supporters: 3, supporters_voted: 2 },
       ]);
+      // A voter marked, then no longer a supporter: turnout follows (the marks keep the voter's support in step).
+      await call(t.app, 'PUT', `/api/voters/${ids.a}`, { token: manager.token, body: { support_level: 4 } });
+      const after = await call(t.app, 'GET', '/api/poll-day/turnout', { token: manager.token });
+      expect(after.body.data.data[0]).toEqual({
+        group: 'Booth 7',
+        voters: 4,
+        voted: 2,
+        supporters: 2,
+        supporters_voted: 1,
+      });
+      // With filters the same counts come from the voters themselves.
+      const filtered = await call(t.app, 'GET', '/api/poll-day/turnout?group_by=booth&part_number=12', {
+        token: manager.token,
+      });
+      expect(filtered.body.data.data).toEqual([after.body.data.data[0]]);
+      await call(t.app, 'PUT', `/api/voters/${ids.a}`, { token: manager.token, body: { support_level: 1 } });
       const toCall = await call(t.app, 'GET', '/api/poll-day/to-call?booth=booth%207', {
         token: manager.token,
       });

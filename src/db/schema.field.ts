@@ -65,6 +65,11 @@ export interface PollVotedTable {
   workspace_id: number;
   voted: number;
   marked_at: string;
+  /** The voter's, kept in step by a trigger (what turnout groups by). */
+  booth_key: string | null;
+  part_number: number | null;
+  /** 1 for a voter of support level 1 or 2. */
+  supporter: Generated<number>;
 }
 
 /** When a voter's field (`support_level`, `fields.<key>`) last changed on the service (kept by triggers). */

@@ -104,12 +104,50 @@ async function pollDayTables(db: Kysely<unknown>) {
     .addColumn('workspace_id', ref, (c) => c.notNull())
     .addColumn('voted', 'integer', (c) => c.notNull())
     .addColumn('marked_at', ts, (c) => c.notNull())
+    // The voter's booth, part and whether a supporter, kept in step by a trigger on voters: turnout counts the
+    // marked voters by group from this table alone (1 s at 500,000 marks joined to voters; tens of ms so).
+    .addColumn('booth_key', 'text')
+    .addColumn('part_number', 'integer')
+    .addColumn('supporter', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
   await db.schema
-    .createIndex('poll_voted_workspace_idx')
+    .createIndex('poll_voted_booth_idx')
     .on('poll_voted')
-    .columns(['workspace_id', 'voted', 'voter_id'])
+    .columns(['workspace_id', 'voted', 'booth_key', 'supporter'])
     .execute();
+  await db.schema
+    .createIndex('poll_voted_part_idx')
+    .on('poll_voted')
+    .columns(['workspace_id', 'voted', 'part_number', 'supporter'])
+    .execute();
+  // Supporters (support level 1 or 2) by booth and by part, from indexes of the supporters alone.
+  await sql`CREATE INDEX voters_supporters_booth_idx ON voters (workspace_id, booth_key) WHERE support_level IN (1, 2)`.execute(
+    db,
+  );
+  await sql`CREATE INDEX voters_supporters_part_idx ON voters (workspace_id, part_number) WHERE support_level IN (1, 2)`.execute(
+    db,
+  );
+  if (isPostgres(db)) {
+    await sql`CREATE FUNCTION poll_voted_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE poll_voted SET booth_key = NEW.booth_key, part_number = NEW.part_number,
+          supporter = CASE WHEN NEW.support_level IN (1, 2) THEN 1 ELSE 0 END
+          WHERE voter_id = NEW.id;
+        RETURN NULL;
+      END $$`.execute(db);
+    await sql`CREATE TRIGGER voters_poll_voted AFTER UPDATE OF booth_key, part_number, support_level ON voters
+      FOR EACH ROW WHEN ((OLD.booth_key, OLD.part_number, OLD.support_level)
+        IS DISTINCT FROM (NEW.booth_key, NEW.part_number, NEW.support_level))
+      EXECUTE FUNCTION poll_voted_follow()`.execute(db);
+  } else {
+    await sql`CREATE TRIGGER voters_poll_voted AFTER UPDATE OF booth_key, part_number, support_level ON voters
+      WHEN old.booth_key IS NOT new.booth_key OR old.part_number IS NOT new.part_number
+        OR old.support_level IS NOT new.support_level BEGIN
+        UPDATE poll_voted SET booth_key = new.booth_key, part_number = new.part_number,
+          supporter = CASE WHEN new.support_level IN (1, 2) THEN 1 ELSE 0 END
+          WHERE voter_id = new.id;
+      END`.execute(db);
+  }
 }
 
 async function voterStamps(db: Kysely<unknown>) {
@@ -180,11 +218,16 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     await sql`DROP FUNCTION voter_stamp_support()`.execute(db);
     await sql`DROP FUNCTION voter_stamp_values_inserted()`.execute(db);
     await sql`DROP FUNCTION voter_stamp_value()`.execute(db);
+    await sql`DROP TRIGGER voters_poll_voted ON voters`.execute(db);
+    await sql`DROP FUNCTION poll_voted_follow()`.execute(db);
   } else {
+    await sql`DROP TRIGGER voters_poll_voted`.execute(db);
     await sql`DROP TRIGGER voters_stamp_support`.execute(db);
     await sql`DROP TRIGGER voter_field_values_stamp_insert`.execute(db);
     await sql`DROP TRIGGER voter_field_values_stamp_update`.execute(db);
   }
+  await db.schema.dropIndex('voters_supporters_booth_idx').execute();
+  await db.schema.dropIndex('voters_supporters_part_idx').execute();
   for (const table of ['voter_stamps', 'poll_voted', 'poll_marks', 'visits', 'turf_members', 'turfs'])
     await db.schema.dropTable(table).execute();
 }

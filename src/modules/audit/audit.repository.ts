@@ -90,6 +90,34 @@ export async function recordAudit(db: Executor, entry: AuditEntry): Promise<void
   await auditInsert(db, entry).execute();
 }
 
+/** Records many actions of one actor in one statement (a batch of visits), in the caller's transaction. */
+export async function recordAudits(db: Executor, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const userId = entries[0]!.actor.userId;
+  const name =
+    userId === null
+      ? null
+      : ((await db.selectFrom('users').select('name').where('id', '=', userId).executeTakeFirst())?.name ?? null);
+  const now = nowIso();
+  for (let i = 0; i < entries.length; i += 500)
+    await db
+      .insertInto('audit_log')
+      .values(
+        entries.slice(i, i + 500).map((entry) => ({
+          workspace_id: entry.workspaceId,
+          action: entry.action,
+          actor_id: entry.actor.userId,
+          actor_name: name,
+          target_type: entry.target?.type ?? null,
+          target_id: entry.target ? String(entry.target.id) : null,
+          ip: entry.actor.ip ? entry.actor.ip.slice(0, 100) : null,
+          details: entry.details ? JSON.stringify(entry.details) : null,
+          created_at: now,
+        })),
+      )
+      .execute();
+}
+
 /** The INSERT of an audit entry, to execute or to compile for a driver's own connection (the bulk import). */
 export function auditInsert(db: Executor, entry: AuditEntry) {
   const { actor } = entry;

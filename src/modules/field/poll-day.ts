@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Database, PollMarkRow } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { pageResult } from '../../domain.ts';
@@ -7,7 +8,7 @@ import type { FieldErrors } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
 import { markRef } from '../../refs.ts';
 import { recordLive } from '../events/live.ts';
-import { checkVoterFilters, filteredVoters, withPlaces } from '../voters/voters.search.ts';
+import { checkVoterFilters, filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { reachableVoters, turfsOf } from './turfs.ts';
 import { deviceTime, invalid, type ItemError, rejected, unreachable } from './visits.ts';
 
@@ -98,35 +99,19 @@ export class PollDayService {
     return out;
   }
 
-  /** Voters, voted, supporters and supporters voted, by booth or by part, of the voters the filters match. */
+  /**
+   * Voters, voted, supporters and supporters voted, by booth or by part, of the voters the filters match. Without
+   * filters (the booth board's question) each count is read from an index of its own: the voters and supporters
+   * by group from voters, the voted from poll_voted (which keeps each marked voter's booth, part and support).
+   */
   async turnout(workspaceId: number, groupBy: 'booth' | 'part_number', raw: Record<string, unknown>) {
     const { db } = this.deps;
     const filters = await withPlaces(db, workspaceId, await checkVoterFilters(db, workspaceId, raw));
-    const voted = sql<number>`CASE WHEN pv.voted = 1 THEN 1 ELSE 0 END`;
-    const supporter = sql<number>`CASE WHEN voters.support_level IN (1, 2) THEN 1 ELSE 0 END`;
-    const key = groupBy === 'booth' ? ('voters.booth_key' as const) : ('voters.part_number' as const);
-    const rows = await filteredVoters(db, workspaceId, filters)
-      .leftJoin('poll_voted as pv', 'pv.voter_id', 'voters.id')
-      .select([
-        key,
-        (eb) => eb.fn.min(groupBy === 'booth' ? 'voters.booth' : 'voters.part_number').as('group'),
-        (eb) => eb.fn.countAll<number>().as('voters'),
-        sql<number>`sum(${voted})`.as('voted'),
-        sql<number>`sum(${supporter})`.as('supporters'),
-        sql<number>`sum(${supporter} * ${voted})`.as('supporters_voted'),
-      ])
-      .groupBy(key)
-      .orderBy(key)
-      .execute();
-    return {
-      data: rows.map((r) => ({
-        group: r.group === null ? null : groupBy === 'booth' ? String(r.group) : Number(r.group),
-        voters: Number(r.voters),
-        voted: Number(r.voted ?? 0),
-        supporters: Number(r.supporters ?? 0),
-        supporters_voted: Number(r.supporters_voted ?? 0),
-      })),
-    };
+    const rows =
+      Object.keys(raw).length === 0
+        ? await turnoutOfAll(db, workspaceId, groupBy)
+        : await turnoutFiltered(db, workspaceId, groupBy, filters);
+    return { data: rows };
   }
 
   /** The supporters of a booth or part not yet marked as voted, in roll order, with their phones. */
@@ -250,21 +235,23 @@ async function store(trx: Executor, auth: AuthContext, mark: MarkBody, voterId: 
     .returningAll()
     .executeTakeFirst();
   if (!row) return duplicate((await storedMarks(trx, ws, [mark.client_id])).get(mark.client_id)!);
-  await trx
-    .insertInto('poll_voted')
-    .values({ voter_id: voterId, workspace_id: ws, voted: row.voted, marked_at: at })
-    .onConflict((oc) =>
-      oc
-        .column('voter_id')
-        .doUpdateSet({ voted: row.voted, marked_at: at })
-        .where('poll_voted.marked_at', '<=', at),
-    )
-    .execute();
   const voter = await trx
     .selectFrom('voters')
-    .select(['booth', 'part_number', 'serial_number'])
+    .select(['booth', 'booth_key', 'part_number', 'serial_number', 'support_level'])
     .where('id', '=', voterId)
     .executeTakeFirstOrThrow();
+  const state = {
+    voted: row.voted,
+    marked_at: at,
+    booth_key: voter.booth_key,
+    part_number: voter.part_number,
+    supporter: voter.support_level === 1 || voter.support_level === 2 ? 1 : 0,
+  };
+  await trx
+    .insertInto('poll_voted')
+    .values({ voter_id: voterId, workspace_id: ws, ...state })
+    .onConflict((oc) => oc.column('voter_id').doUpdateSet(state).where('poll_voted.marked_at', '<=', at))
+    .execute();
   await recordLive(
     trx,
     ws,
@@ -283,4 +270,104 @@ async function store(trx: Executor, auth: AuthContext, mark: MarkBody, voterId: 
     now,
   );
   return { client_id: mark.client_id, id: markRef(row.id), status: 'created' as const, voter_id: voterId };
+}
+
+interface TurnoutRow {
+  group: string | number | null;
+  voters: number;
+  voted: number;
+  supporters: number;
+  supporters_voted: number;
+}
+
+/** Turnout of the voters the filters match: the voters joined to their state, grouped. */
+async function turnoutFiltered(
+  db: Executor,
+  workspaceId: number,
+  groupBy: 'booth' | 'part_number',
+  filters: VoterFilters,
+): Promise<TurnoutRow[]> {
+  const voted = sql<number>`CASE WHEN pv.voted = 1 THEN 1 ELSE 0 END`;
+  const supporter = sql<number>`CASE WHEN voters.support_level IN (1, 2) THEN 1 ELSE 0 END`;
+  const key = groupBy === 'booth' ? ('voters.booth_key' as const) : ('voters.part_number' as const);
+  const rows = await filteredVoters(db, workspaceId, filters)
+    .leftJoin('poll_voted as pv', 'pv.voter_id', 'voters.id')
+    .select([
+      key,
+      (eb) => eb.fn.min(groupBy === 'booth' ? 'voters.booth' : 'voters.part_number').as('group'),
+      (eb) => eb.fn.countAll<number>().as('voters'),
+      sql<number>`sum(${voted})`.as('voted'),
+      sql<number>`sum(${supporter})`.as('supporters'),
+      sql<number>`sum(${supporter} * ${voted})`.as('supporters_voted'),
+    ])
+    .groupBy(key)
+    .orderBy(key)
+    .execute();
+  return rows.map((r) => ({
+    group: r.group === null ? null : groupBy === 'booth' ? String(r.group) : Number(r.group),
+    voters: Number(r.voters),
+    voted: Number(r.voted ?? 0),
+    supporters: Number(r.supporters ?? 0),
+    supporters_voted: Number(r.supporters_voted ?? 0),
+  }));
+}
+
+/** Turnout of the whole roll, each count from its own index (no voter row is read but one per booth's name). */
+async function turnoutOfAll(
+  db: Executor,
+  workspaceId: number,
+  groupBy: 'booth' | 'part_number',
+): Promise<TurnoutRow[]> {
+  const column = groupBy === 'booth' ? 'booth_key' : 'part_number';
+  const ref = sql.ref(column);
+  const [all, supporters, voted] = await Promise.all([
+    sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
+      WHERE workspace_id = ${workspaceId} GROUP BY ${ref}`.execute(db),
+    sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
+      WHERE workspace_id = ${workspaceId} AND support_level IN (1, 2) GROUP BY ${ref}`.execute(db),
+    sql<{ k: string | number | null; n: number; s: number }>`SELECT ${ref} AS k, count(*) AS n,
+      sum(supporter) AS s FROM poll_voted WHERE workspace_id = ${workspaceId} AND voted = 1 GROUP BY ${ref}`.execute(
+      db,
+    ),
+  ]);
+  const id = (k: string | number | null) => (k === null ? '' : String(k));
+  const supportersOf = new Map(supporters.rows.map((r) => [id(r.k), Number(r.n)]));
+  const votedOf = new Map(voted.rows.map((r) => [id(r.k), r]));
+  const names =
+    groupBy === 'booth'
+      ? await boothNames(
+          db,
+          workspaceId,
+          all.rows.filter((r) => r.k !== null).map((r) => String(r.k)),
+        )
+      : undefined;
+  const rows = all.rows.map((r) => {
+    const v = votedOf.get(id(r.k));
+    return {
+      group:
+        r.k === null ? null : groupBy === 'booth' ? (names?.get(String(r.k)) ?? String(r.k)) : Number(r.k),
+      key: r.k,
+      voters: Number(r.n),
+      voted: Number(v?.n ?? 0),
+      supporters: supportersOf.get(id(r.k)) ?? 0,
+      supporters_voted: Number(v?.s ?? 0),
+    };
+  });
+  // In key order, the empty group last, on either database.
+  rows.sort((a, b) =>
+    a.key === null ? 1 : b.key === null ? -1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+  );
+  return rows.map(({ key: _key, ...row }) => row);
+}
+
+/** Each booth key's name as voters write it: one voter's, found through the booth index, per key. */
+async function boothNames(db: Executor, workspaceId: number, keys: string[]): Promise<Map<string, string>> {
+  if (keys.length === 0) return new Map();
+  const list = isPostgres(db)
+    ? sql`(SELECT unnest(${keys}::text[]) AS booth_key)`
+    : sql`(SELECT value AS booth_key FROM json_each(${JSON.stringify(keys)}))`;
+  const rows = await sql<{ k: string; name: string | null }>`SELECT k.booth_key AS k,
+      (SELECT v.booth FROM voters v WHERE v.workspace_id = ${workspaceId} AND v.booth_key = k.booth_key LIMIT 1) AS name
+    FROM ${list} k`.execute(db);
+  return new Map(rows.rows.map((r) => [r.k, r.name ?? r.k]));
 }

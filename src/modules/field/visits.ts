@@ -1,23 +1,28 @@
 import type { Kysely } from 'kysely';
-import { nowIso } from '../../db/connect.ts';
 import type { Database, VisitRow } from '../../db/schema.ts';
-import type { Executor } from '../../db/types.ts';
 import { pageResult } from '../../domain.ts';
 import { AppError, type FieldErrors } from '../../errors.ts';
 import type { AuthContext } from '../../http/guard.ts';
 import { responseRef, surveyRef, visitRef } from '../../refs.ts';
-import { recordAudit } from '../audit/audit.repository.ts';
-import { checkVisitAnswers, storeVisitResponse, type VisitAnswers } from '../surveys/survey-visits.ts';
-import { fieldDefs, sensitiveKeys, type StoredValue, type VoterFieldDef } from '../voters/voter-fields.ts';
-import { addTag, nameTags, setFieldValues } from '../voters/voter-record.repository.ts';
-import { checkTags, type Tag } from '../voters/voter-record.rules.ts';
-import { checkFieldValues } from '../voters/voter-fields.ts';
-import { updateVoter } from '../voters/voters.repository.ts';
+import { checkVisitAnswers, type VisitAnswers } from '../surveys/survey-visits.ts';
+import { checkFieldValues, fieldDefs, sensitiveKeys, type VoterFieldDef } from '../voters/voter-fields.ts';
+import { checkTags } from '../voters/voter-record.rules.ts';
 import { filteredVoters, withPlaces } from '../voters/voters.search.ts';
 import { seesSensitive } from '../voters/voters.rules.ts';
 import type { Outcome } from './field.schemas.ts';
+import {
+  duplicate,
+  type ItemError,
+  type Ready,
+  storedVisits,
+  storeVisits,
+  type VisitBody,
+  type VisitOutcome,
+} from './visit-batch.ts';
 import { reachableVoters, turfCounts, turfFilters, turfsOf, type TurfsService } from './turfs.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
+
+export type { ItemError, VisitBody } from './visit-batch.ts';
 
 /**
  * Visits (the contract's fourth part, "Field work"): batches from canvassers' devices, each applied once by its
@@ -25,43 +30,6 @@ import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
  * visit's `visited_at` (voter_stamps, kept by triggers) keeps its newer value, and the visit says which it did not
  * apply. A visit's survey answers are a response with channel `visit`.
  */
-
-export interface VisitBody {
-  client_id: string;
-  voter_id: number;
-  outcome: Outcome;
-  support_level?: number | undefined;
-  tags_add?: string[] | undefined;
-  fields?: Record<string, unknown> | undefined;
-  note?: string | undefined;
-  survey_id?: string | undefined;
-  answers?: Record<string, unknown> | undefined;
-  visited_at: string;
-  location?: { lat: number; lon: number } | undefined;
-}
-
-export interface ItemError {
-  error_code: string;
-  message: string;
-  details?: FieldErrors;
-}
-
-export interface VisitOutcome {
-  client_id: string;
-  id: string | null;
-  status: 'created' | 'duplicate' | 'rejected';
-  not_applied?: string[];
-  error?: ItemError;
-}
-
-/** A visit checked and ready to store. */
-interface Ready {
-  body: VisitBody;
-  at: string;
-  tags: Tag[];
-  fields: Map<string, StoredValue | null>;
-  survey: VisitAnswers | undefined;
-}
 
 /** How far ahead of the service's clock a device's time may be. */
 const CLOCK_SKEW_MS = 10 * 60_000;
@@ -134,15 +102,19 @@ export class VisitsService {
       }
     }
     if (ready.length === 0) return out;
-    await db.transaction().execute(async (trx) => {
-      const language = await defaultLanguage(trx, ws);
-      const seen = new Map<string, VisitOutcome>();
-      for (const { index, item } of ready) {
-        const again = seen.get(item.body.client_id);
-        out[index] = again ? { ...again, status: 'duplicate' } : await this.store(trx, auth, item, language);
-        seen.set(item.body.client_id, out[index]!);
-      }
-    });
+    // A client_id twice in one batch: the first is stored, the second is its duplicate.
+    const firsts = new Map<string, Ready>();
+    for (const { item } of ready) if (!firsts.has(item.body.client_id)) firsts.set(item.body.client_id, item);
+    const outcomes = await db
+      .transaction()
+      .execute(async (trx) => storeVisits(trx, auth, [...firsts.values()], await defaultLanguage(trx, ws)));
+    const byClient = new Map(outcomes.map((o) => [o.client_id, o]));
+    const seen = new Set<string>();
+    for (const { index, item } of ready) {
+      const outcome = byClient.get(item.body.client_id)!;
+      out[index] = seen.has(item.body.client_id) ? { ...outcome, status: 'duplicate' } : outcome;
+      seen.add(item.body.client_id);
+    }
     return out;
   }
 
@@ -181,75 +153,6 @@ export class VisitsService {
     }
     if (Object.keys(errors).length > 0) return invalid(errors);
     return { body, at: at as string, tags: tagged.tags ?? [], fields: fields.values, survey };
-  }
-
-  private async store(
-    trx: Executor,
-    auth: AuthContext,
-    item: Ready,
-    language: string,
-  ): Promise<VisitOutcome> {
-    const { body, at } = item;
-    const ws = auth.workspaceId;
-    const inserted = await trx
-      .insertInto('visits')
-      .values({
-        workspace_id: ws,
-        client_id: body.client_id,
-        voter_id: body.voter_id,
-        user_id: auth.userId,
-        outcome: body.outcome,
-        support_level: body.support_level ?? null,
-        tags_add: item.tags.length > 0 ? JSON.stringify(item.tags.map((t) => t.label)) : null,
-        fields: body.fields && Object.keys(body.fields).length > 0 ? JSON.stringify(body.fields) : null,
-        note: body.note ?? null,
-        survey_id: item.survey?.survey.id ?? null,
-        response_id: null,
-        visited_at: at,
-        lat: body.location?.lat ?? null,
-        lon: body.location?.lon ?? null,
-        created_at: nowIso(),
-      })
-      .onConflict((oc) => oc.doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    // Another request stored this client_id meanwhile: that one stands.
-    if (!inserted) return duplicate((await storedVisits(trx, ws, [body.client_id])).get(body.client_id)!);
-    const notApplied = await applyVisit(trx, ws, auth.userId, item);
-    let responseId: number | null = null;
-    if (item.survey) {
-      const voter = await trx
-        .selectFrom('voters')
-        .select(['phone', 'language'])
-        .where('id', '=', body.voter_id)
-        .executeTakeFirstOrThrow();
-      const keep = new Set(notApplied.map((f) => (f.startsWith('fields.') ? `field:${f.slice(7)}` : f)));
-      responseId = await storeVisitResponse(
-        trx,
-        item.survey,
-        { id: body.voter_id, workspaceId: ws, phone: voter.phone, language: voter.language ?? language },
-        at,
-        keep,
-      );
-      // The survey's saves, stamped with the visit's time as the visit's own changes are.
-      const saved = item.survey.values
-        .filter((v) => v.value.choice_key !== 'other' && v.question.save_to)
-        .map((v) => v.question.save_to!)
-        .filter((t) => (t === 'support_level' || t.startsWith('field:')) && !keep.has(t))
-        .map((t) => (t === 'support_level' ? t : `fields.${t.slice(6)}`));
-      await stampFields(trx, body.voter_id, saved, at);
-    }
-    await trx
-      .updateTable('visits')
-      .set({ not_applied: JSON.stringify(notApplied), response_id: responseId })
-      .where('id', '=', inserted.id)
-      .execute();
-    return {
-      client_id: body.client_id,
-      id: visitRef(inserted.id),
-      status: 'created',
-      ...(notApplied.length > 0 ? { not_applied: notApplied } : {}),
-    };
   }
 
   /** A page of visits, newest first; a volunteer's own only. */
@@ -350,109 +253,6 @@ export class VisitsService {
         .sort((a, b) => b.visits - a.visits),
     };
   }
-}
-
-/** The visits stored before under these client ids. */
-async function storedVisits(db: Executor, workspaceId: number, clientIds: string[]) {
-  const out = new Map<string, Pick<VisitRow, 'id' | 'client_id' | 'not_applied'>>();
-  const unique = [...new Set(clientIds)];
-  for (let i = 0; i < unique.length; i += 500) {
-    const rows = await db
-      .selectFrom('visits')
-      .select(['id', 'client_id', 'not_applied'])
-      .where('workspace_id', '=', workspaceId)
-      .where('client_id', 'in', unique.slice(i, i + 500))
-      .execute();
-    for (const r of rows) out.set(r.client_id, r);
-  }
-  return out;
-}
-
-function duplicate(row: Pick<VisitRow, 'id' | 'client_id' | 'not_applied'>): VisitOutcome {
-  const notApplied = JSON.parse(row.not_applied) as string[];
-  return {
-    client_id: row.client_id,
-    id: visitRef(row.id),
-    status: 'duplicate',
-    ...(notApplied.length > 0 ? { not_applied: notApplied } : {}),
-  };
-}
-
-/**
- * Writes the visit's changes into the voter, field by field: a field whose stamp is later than the visit keeps
- * its value. Applied fields are stamped with the visit's time, so that an older visit synced later does not
- * overwrite them. Returns the fields not applied.
- */
-async function applyVisit(
-  trx: Executor,
-  workspaceId: number,
-  userId: number,
-  item: Ready,
-): Promise<string[]> {
-  const { body, at } = item;
-  const voterId = body.voter_id;
-  const wanted: string[] = [];
-  if (body.support_level !== undefined) wanted.push('support_level');
-  for (const key of item.fields.keys()) wanted.push(`fields.${key}`);
-  for (const target of item.survey?.targets.values() ?? [])
-    if (target === 'support_level' || target.startsWith('field:'))
-      wanted.push(target === 'support_level' ? target : `fields.${target.slice(6)}`);
-  const newer =
-    wanted.length === 0
-      ? new Set<string>()
-      : new Set(
-          (
-            await trx
-              .selectFrom('voter_stamps')
-              .select('field')
-              .where('voter_id', '=', voterId)
-              .where('field', 'in', wanted)
-              .where('at', '>', at)
-              .execute()
-          ).map((r) => r.field),
-        );
-  const now = nowIso();
-  const applied: string[] = [];
-  if (body.support_level !== undefined && !newer.has('support_level')) {
-    await updateVoter(trx, workspaceId, voterId, { support_level: body.support_level, updated_at: now });
-    applied.push('support_level');
-  }
-  const fields = new Map([...item.fields].filter(([key]) => !newer.has(`fields.${key}`)));
-  if (fields.size > 0) {
-    await setFieldValues(trx, workspaceId, voterId, fields);
-    applied.push(...[...fields.keys()].map((k) => `fields.${k}`));
-  }
-  if (item.tags.length > 0) {
-    await nameTags(trx, workspaceId, item.tags);
-    for (const tag of item.tags) await addTag(trx, workspaceId, voterId, tag.key);
-  }
-  if (applied.length > 0 || item.tags.length > 0) {
-    if (!applied.includes('support_level')) await updateVoter(trx, workspaceId, voterId, { updated_at: now });
-    await recordAudit(trx, {
-      workspaceId,
-      actor: { userId, ip: null },
-      action: 'voter.updated',
-      target: { type: 'voter', id: voterId },
-      details: {
-        actor: 'visit',
-        client_id: body.client_id,
-        fields: applied,
-        ...(item.tags.length > 0 ? { tags_add: item.tags.map((t) => t.label) } : {}),
-      },
-    });
-  }
-  await stampFields(trx, voterId, applied, at);
-  return wanted.filter((f) => newer.has(f)).filter((f, i, all) => all.indexOf(f) === i);
-}
-
-/** Sets the stamps of fields a visit wrote to the visit's own time (the triggers stamped them now). */
-async function stampFields(trx: Executor, voterId: number, fields: string[], at: string) {
-  if (fields.length === 0) return;
-  await trx
-    .insertInto('voter_stamps')
-    .values(fields.map((field) => ({ voter_id: voterId, field, at })))
-    .onConflict((oc) => oc.columns(['voter_id', 'field']).doUpdateSet({ at }))
-    .execute();
 }
 
 function visitView(r: VisitRow, hidden: ReadonlySet<string> | undefined) {
