@@ -97,7 +97,8 @@ export async function recordAudits(db: Executor, entries: AuditEntry[]): Promise
   const name =
     userId === null
       ? null
-      : ((await db.selectFrom('users').select('name').where('id', '=', userId).executeTakeFirst())?.name ?? null);
+      : ((await db.selectFrom('users').select('name').where('id', '=', userId).executeTakeFirst())?.name ??
+        null);
   const now = nowIso();
   for (let i = 0; i < entries.length; i += 500)
     await db

@@ -82,6 +82,7 @@ export class VisitsService {
       visits.filter((v) => !stored.has(v.client_id)).map((v) => v.voter_id),
     );
     const defs = await fieldDefs(db, ws);
+    const surveys = new Map<string, Promise<unknown>>();
     const out: VisitOutcome[] = [];
     const ready: Array<{ index: number; item: Ready }> = [];
     for (const body of visits) {
@@ -94,7 +95,7 @@ export class VisitsService {
         out.push(rejected(body.client_id, unreachable(volunteer)));
         continue;
       }
-      const checked = await this.check(auth, body, defs);
+      const checked = await this.check(auth, body, defs, surveys);
       if ('error_code' in checked) out.push(rejected(body.client_id, checked));
       else {
         ready.push({ index: out.length, item: checked });
@@ -123,6 +124,7 @@ export class VisitsService {
     auth: AuthContext,
     body: VisitBody,
     defs: readonly VoterFieldDef[],
+    surveys: Map<string, Promise<unknown>>,
   ): Promise<Ready | ItemError> {
     const errors: FieldErrors = {};
     const sensitive = seesSensitive(auth.role);
@@ -147,6 +149,7 @@ export class VisitsService {
         body.survey_id,
         body.answers ?? {},
         sensitive,
+        surveys,
       );
       if ('survey' in found) survey = found as VisitAnswers;
       else Object.assign(errors, found);

@@ -35,9 +35,16 @@ export async function checkVisitAnswers(
   surveyId: string,
   answers: Record<string, unknown>,
   mayWriteSensitive: boolean,
+  /** Kept across a batch's visits: each survey (and its sensitive questions) read once. */
+  cache: Map<string, Promise<unknown>> = new Map(),
 ): Promise<VisitAnswers | FieldErrors> {
   const id = parseRef('svy', surveyId);
-  const survey = id === undefined ? undefined : await findSurvey(db, workspaceId, id);
+  const once = <T>(key: string, read: () => Promise<T>): Promise<T> => {
+    if (!cache.has(key)) cache.set(key, read());
+    return cache.get(key) as Promise<T>;
+  };
+  const survey =
+    id === undefined ? undefined : await once(`survey:${id}`, () => findSurvey(db, workspaceId, id));
   if (!survey) return { survey_id: ['is not a survey of this workspace (svy_<n>).'] };
   const def = definitionOf(survey);
   const errors: FieldErrors = {};
@@ -45,7 +52,7 @@ export async function checkVisitAnswers(
   const targets = new Map<string, string>();
   const sensitive = mayWriteSensitive
     ? new Set<string>()
-    : await sensitiveQuestions(db, workspaceId, def.questions);
+    : await once(`sensitive:${id}`, () => sensitiveQuestions(db, workspaceId, def.questions));
   for (const [key, raw] of Object.entries(answers)) {
     const question = def.questions.find((q) => q.key === key);
     if (!question) {
