@@ -1328,6 +1328,10 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         v.on('console', (message) => {
           if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
         });
+        const phoneUrls: string[] = [];
+        v.on('framenavigated', (frame) => {
+          if (frame === v.mainFrame()) phoneUrls.push(frame.url());
+        });
         await v.goto(`${office.base}/console/`);
         await v.getByLabel('Email').fill(email);
         await v.getByLabel('Password').fill(PASSWORD);
@@ -1376,6 +1380,21 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         }
         await v.getByText('30 waiting to be sent').waitFor();
         await v.screenshot({ path: join(SHOTS, 'field-poll-day-offline-360.png'), fullPage: true });
+        // What the phone holds (the lists it opened, the queue): no support level, no sensitive field.
+        const held = (await v.evaluate(`new Promise((resolve) => {
+          const open = indexedDB.open('ces-field');
+          open.onsuccess = () => {
+            const db = open.result;
+            const tx = db.transaction(['cache', 'queue']);
+            const out = [];
+            tx.objectStore('cache').getAll().onsuccess = (e) => out.push(...e.target.result);
+            tx.objectStore('queue').getAll().onsuccess = (e) => out.push(...e.target.result);
+            tx.oncomplete = () => { db.close(); resolve(JSON.stringify(out)); };
+          };
+        })`)) as string;
+        expect(held).toContain('Voter 30');
+        expect(held).toContain('"kind":"mark"');
+        expect(held).not.toContain('support_level');
         // A reload with the network still gone: the shell from the service worker, the queue from the device.
         await v.reload();
         await v.getByRole('heading', { name: 'Poll day' }).waitFor();
@@ -1456,6 +1475,8 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
           'indexedDB.databases().then((d) => d.map((x) => x.name))',
         )) as string[];
         expect(databases).not.toContain('ces-field');
+        // Nothing personal in a page's address: turfs are named by id.
+        for (const url of phoneUrls) expect(decodeURIComponent(url)).not.toMatch(/Voter \d|\+91\d/);
       } finally {
         await phone.close();
         await board.close();
