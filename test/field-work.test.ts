@@ -281,6 +281,17 @@ for (const dialect of dialects) {
       expect(res.body.data.visits[0]).toMatchObject({ status: 'created', not_applied: ['support_level'] });
       const read = await call(t.app, 'GET', `/api/voters/${ids.c}`, { token: manager.token });
       expect(read.body.data).toMatchObject({ support_level: 3, fields: { issue: 'roads' } });
+      // A value the office gives an empty field is newer too.
+      await call(t.app, 'PUT', `/api/voters/${ids.d}`, {
+        token: manager.token,
+        body: { fields: { issue: 'school' } },
+      });
+      const stale = visit({ voter_id: ids.d, visited_at: ago(30), fields: { issue: 'water' } });
+      const kept = await call(t.app, 'POST', '/api/visits', {
+        token: manager.token,
+        body: { visits: [stale] },
+      });
+      expect(kept.body.data.visits[0].not_applied).toEqual(['fields.issue']);
       // Two offline visits synced newest first: the older does not undo the newer.
       const newer = visit({ voter_id: ids.d, visited_at: ago(10), support_level: 2 });
       const older = visit({ voter_id: ids.d, visited_at: ago(20), support_level: 4 });

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { nowIso } from '../../db/connect.ts';
 import type { Executor } from '../../db/types.ts';
 import type { Tag } from './voter-record.rules.ts';
 import { type FieldValue, shownValue, type StoredValue, type VoterFieldDef } from './voter-fields.ts';
@@ -103,6 +104,15 @@ export async function setFieldValues(
           value_number: eb.ref('excluded.value_number'),
         })),
       )
+      .execute();
+  // When each field changed (field work's conflicts): a changed value is stamped by a trigger too, a value given to
+  // an empty field only here (migration 043).
+  const at = nowIso();
+  if (values.size > 0)
+    await db
+      .insertInto('voter_stamps')
+      .values([...values.keys()].map((key) => ({ voter_id: voterId, field: `fields.${key}`, at })))
+      .onConflict((oc) => oc.columns(['voter_id', 'field']).doUpdateSet({ at }))
       .execute();
 }
 
