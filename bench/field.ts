@@ -16,14 +16,10 @@
  * The figures go to bench/results/<date>-field-<dialect>.json and are printed.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import pg from 'pg';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -31,7 +27,7 @@ import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createProviders } from '../src/providers/registry.ts';
 import { percentile } from './reads.ts';
-import { keepResults } from './server.ts';
+import { keepResults, scratchDatabase } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -52,31 +48,7 @@ const dialect = pgBase ? 'postgres' : 'sqlite';
 const log = pino({ level: 'silent' });
 const step = (what: string) => console.error(`${new Date().toISOString().slice(11, 19)} ${what}`);
 
-async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (!pgBase) {
-    const dir = mkdtempSync(join(tmpdir(), 'ces-field-'));
-    return {
-      url: `sqlite:${join(dir, 'bench.db')}`,
-      drop: async () => rmSync(dir, { recursive: true, force: true }),
-    };
-  }
-  const name = `ces_bench_${randomUUID().slice(0, 8)}`;
-  const admin = new pg.Client({ connectionString: pgBase });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(pgBase);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: pgBase });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
+const database = () => scratchDatabase('ces-field-', pgBase);
 
 async function start(url: string) {
   const config = loadConfig({

@@ -1,10 +1,12 @@
-import { cpus, totalmem } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { createServer } from 'node:net';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   createReadStream,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -14,6 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
+import pg from 'pg';
 
 /**
  * The environment the deployment kit gives the service (Dockerfile ENV, the systemd unit's Environment=):
@@ -278,4 +281,37 @@ export function openStream(base: string, token: string): Promise<Stream> {
     });
     req.end();
   });
+}
+
+/**
+ * A database of its own for an in-process benchmark: a new SQLite file in a temporary folder, or, with `pgBase`
+ * (a postgres:// URL), a new database beside it, dropped after. `prefix` names the folder.
+ */
+export async function scratchDatabase(
+  prefix: string,
+  pgBase: string | undefined,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (!pgBase) {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    return {
+      url: `sqlite:${join(dir, 'bench.db')}`,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  const name = `ces_bench_${randomUUID().slice(0, 8)}`;
+  const admin = new pg.Client({ connectionString: pgBase });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(pgBase);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: pgBase });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
 }
