@@ -16,7 +16,6 @@
  * The figures go to bench/results/<date>-field-<dialect>.json and are printed.
  */
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
@@ -27,7 +26,7 @@ import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createProviders } from '../src/providers/registry.ts';
 import { percentile } from './reads.ts';
-import { keepResults, scratchDatabase } from './server.ts';
+import { keepResults, openStream, scratchDatabase } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -255,45 +254,16 @@ async function turnout(s: Started, o: Office) {
   };
 }
 
-/** An event stream: when each poll_day.marked event arrived, by the mark's id. */
-function openStream(
-  base: string,
-  token: string,
-): Promise<{ arrivals: Map<string, number>; close: () => void }> {
-  return new Promise((resolve, reject) => {
-    const arrivals = new Map<string, number>();
-    const req = httpRequest(`${base}/api/events/stream`, {
-      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
-      agent: false,
-    });
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) {
-        reject(new Error(`stream answered ${res.statusCode}`));
-        return;
-      }
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        const now = performance.now();
-        buffer += chunk;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const id = /"id":"(mark_\d+)"/.exec(block)?.[1];
-          if (id && block.includes('event: poll_day.marked') && !arrivals.has(id)) arrivals.set(id, now);
-        }
-      });
-      res.on('error', () => undefined);
-      resolve({ arrivals, close: () => req.destroy() });
-    });
-    req.on('error', () => undefined);
-    req.end();
-  });
+/** A poll_day.marked event's mark id. */
+function markOf(block: string): string | undefined {
+  return block.includes('event: poll_day.marked') ? /"id":"(mark_\d+)"/.exec(block)?.[1] : undefined;
 }
 
 async function live(s: Started, o: Office) {
   step(`live: ${STREAMS} streams, ${LIVE_MARKS} marks`);
-  const streams = await Promise.all(Array.from({ length: STREAMS }, () => openStream(s.base, o.token)));
+  const streams = await Promise.all(
+    Array.from({ length: STREAMS }, () => openStream(`${s.base}/api`, o.token, markOf)),
+  );
   await new Promise((r) => setTimeout(r, 500));
   const voters = await partVoters(s, o.ws, 700);
   const sent = new Map<string, number>();

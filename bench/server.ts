@@ -246,8 +246,21 @@ export interface Stream {
   close: () => void;
 }
 
-/** An event stream read by hand: the arrival time of each message.received event, by its body. */
-export function openStream(base: string, token: string): Promise<Stream> {
+/** A message.received event's body (`bench-<n>`), the key the conversations and events benchmarks time. */
+function receivedMarker(block: string): string | undefined {
+  if (!block.includes('event: message.received')) return undefined;
+  return /"body":"(bench-\d+)"/.exec(block)?.[1];
+}
+
+/**
+ * An event stream read by hand: the arrival time of each event `keyOf` names (by default each message.received
+ * event, by its body), the first arrival of each key.
+ */
+export function openStream(
+  base: string,
+  token: string,
+  keyOf: (block: string) => string | undefined = receivedMarker,
+): Promise<Stream> {
   return new Promise((resolve, reject) => {
     const arrivals = new Map<string, number>();
     const req = httpRequest(`${base}/events/stream`, {
@@ -268,8 +281,7 @@ export function openStream(base: string, token: string): Promise<Stream> {
         for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          if (!block.includes('event: message.received')) continue;
-          const marker = /"body":"(bench-\d+)"/.exec(block)?.[1];
+          const marker = keyOf(block);
           if (marker && !arrivals.has(marker)) arrivals.set(marker, now);
         }
       });
