@@ -292,6 +292,18 @@ for (const dialect of dialects) {
         body: { visits: [stale] },
       });
       expect(kept.body.data.visits[0].not_applied).toEqual(['fields.issue']);
+      // So is a bulk edit's.
+      const bulk = await call(t.app, 'POST', '/api/voters/tags', {
+        token: manager.token,
+        body: { voter_ids: [ids.e], set: { fields: { issue: 'bulk' } } },
+      });
+      expect(bulk.status, bulk.raw).toBe(200);
+      const beforeBulk = visit({ voter_id: ids.e, visited_at: ago(40), fields: { issue: 'door' } });
+      const afterBulk = await call(t.app, 'POST', '/api/visits', {
+        token: manager.token,
+        body: { visits: [beforeBulk] },
+      });
+      expect(afterBulk.body.data.visits[0].not_applied).toEqual(['fields.issue']);
       // Two offline visits synced newest first: the older does not undo the newer.
       const newer = visit({ voter_id: ids.d, visited_at: ago(10), support_level: 2 });
       const older = visit({ voter_id: ids.d, visited_at: ago(20), support_level: 4 });

@@ -187,6 +187,20 @@ async function setValues(
         })),
       )
       .execute();
+    // Field work's conflicts: the bulk edit is a change an older offline visit does not undo (a changed value is
+    // stamped by a trigger too; a value given to an empty field only here).
+    await db
+      .insertInto('voter_stamps')
+      .columns(['voter_id', 'field', 'at'])
+      .expression(
+        voters().select([
+          'voters.id',
+          sql<string>`${`fields.${key}`}`.as('field'),
+          (isPostgres(db) ? sql<string>`${now}::timestamptz` : sql<string>`${now}`).as('at'),
+        ]) as never,
+      )
+      .onConflict((oc) => oc.columns(['voter_id', 'field']).doUpdateSet({ at: now }))
+      .execute();
   }
 }
 
