@@ -77,6 +77,9 @@ export const IdParams = Type.Object({ id: RowId });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 
 /** The pattern of a row's id as the API writes it: `<prefix>_<n>`. */
+/** A value or null. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
 /** A row's id in an answer, `<prefix>_<n>`. */
 export function Ref(prefix: string, description = `\`${prefix}_<n>\``) {
   return Type.String({ pattern: refPattern(prefix), description });

@@ -23,7 +23,8 @@ import {
 } from './field.schemas.ts';
 import type { PollDayService } from './poll-day.ts';
 import type { TurfsService } from './turfs.ts';
-import type { VisitBody, VisitsService } from './visits.ts';
+import type { VisitBody } from './visit-batch.ts';
+import type { VisitsService } from './visits.ts';
 
 interface FieldRouteDeps {
   turfs: TurfsService;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateOrDateTime, PageQuery, Ref, RefInput, RowId, Timestamp } from '../../http/schemas.ts';
+import { DateOrDateTime, Nullable, PageQuery, Ref, RefInput, RowId, Timestamp } from '../../http/schemas.ts';
 import { PATTERNS } from '../../http/schemas.ts';
 import { SurveyQuestion } from '../surveys/surveys.schemas.ts';
 import {
@@ -105,8 +105,6 @@ const LastVisit = Type.Union(
   ],
   { description: "The voter's latest visit, or null." },
 );
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const WalkListItem = Type.Object(
   {

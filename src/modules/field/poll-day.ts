@@ -10,7 +10,8 @@ import { markRef } from '../../refs.ts';
 import { recordLive } from '../events/live.ts';
 import { checkVoterFilters, filteredVoters, type VoterFilters, withPlaces } from '../voters/voters.search.ts';
 import { reachableVoters, turfsOf } from './turfs.ts';
-import { deviceTime, invalid, type ItemError, rejected, unreachable } from './visits.ts';
+import { byClientId, type ItemError } from './visit-batch.ts';
+import { deviceTime, invalid, rejected, unreachable } from './visits.ts';
 
 /**
  * Poll day (the contract's fourth part, "Field work"): booth agents' marks of who has voted, idempotent by
@@ -192,19 +193,15 @@ async function votersBySlip(db: Executor, workspaceId: number, marks: MarkBody[]
   return out;
 }
 
-async function storedMarks(db: Executor, workspaceId: number, clientIds: string[]) {
-  const out = new Map<string, Pick<PollMarkRow, 'id' | 'client_id' | 'voter_id'>>();
-  const unique = [...new Set(clientIds)];
-  for (let i = 0; i < unique.length; i += 500) {
-    const rows = await db
+function storedMarks(db: Executor, workspaceId: number, clientIds: string[]) {
+  return byClientId(clientIds, (chunk) =>
+    db
       .selectFrom('poll_marks')
       .select(['id', 'client_id', 'voter_id'])
       .where('workspace_id', '=', workspaceId)
-      .where('client_id', 'in', unique.slice(i, i + 500))
-      .execute();
-    for (const r of rows) out.set(r.client_id, r);
-  }
-  return out;
+      .where('client_id', 'in', chunk)
+      .execute(),
+  );
 }
 
 function duplicate(row: Pick<PollMarkRow, 'id' | 'client_id' | 'voter_id'>): MarkOutcome {

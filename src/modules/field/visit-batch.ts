@@ -57,20 +57,28 @@ export interface Ready {
 
 type Stored = Pick<VisitRow, 'id' | 'client_id' | 'not_applied'>;
 
-/** The visits stored before under these client ids. */
-export async function storedVisits(db: Executor, workspaceId: number, clientIds: string[]) {
-  const out = new Map<string, Stored>();
+/** Rows stored before under these client ids (a visit's, a mark's), by client id; read 500 at a time. */
+export async function byClientId<R extends { client_id: string }>(
+  clientIds: string[],
+  read: (chunk: string[]) => Promise<R[]>,
+): Promise<Map<string, R>> {
+  const out = new Map<string, R>();
   const unique = [...new Set(clientIds)];
-  for (let i = 0; i < unique.length; i += 500) {
-    const rows = await db
+  for (let i = 0; i < unique.length; i += 500)
+    for (const r of await read(unique.slice(i, i + 500))) out.set(r.client_id, r);
+  return out;
+}
+
+/** The visits stored before under these client ids. */
+export function storedVisits(db: Executor, workspaceId: number, clientIds: string[]) {
+  return byClientId(clientIds, (chunk) =>
+    db
       .selectFrom('visits')
       .select(['id', 'client_id', 'not_applied'])
       .where('workspace_id', '=', workspaceId)
-      .where('client_id', 'in', unique.slice(i, i + 500))
-      .execute();
-    for (const r of rows) out.set(r.client_id, r);
-  }
-  return out;
+      .where('client_id', 'in', chunk)
+      .execute(),
+  );
 }
 
 export function duplicate(row: Stored): VisitOutcome {

@@ -22,8 +22,6 @@ import {
 import { reachableVoters, turfCounts, turfFilters, turfsOf, type TurfsService } from './turfs.ts';
 import { defaultLanguage } from '../workspaces/workspaces.repository.ts';
 
-export type { ItemError, VisitBody } from './visit-batch.ts';
-
 /**
  * Visits (the contract's fourth part, "Field work"): batches from canvassers' devices, each applied once by its
  * `client_id`. A visit's changes to the voter apply field by field: a field that changed on the service after the

@@ -1,13 +1,12 @@
 import { Type } from 'typebox';
 import { PATTERNS } from '../../http/schemas.ts';
-import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { Nullable, Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { voterLimits } from './voters.rules.ts';
 import { genders } from './voter-record.rules.ts';
 
 /** A voter's gender as the record keeps it (input also reads M, F, T and the Hindi words). */
 const Gender = Type.Union([Type.Literal(genders[0]), Type.Literal(genders[1]), Type.Literal(genders[2])]);
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 const StringOrNumber = (maxLength: number, description: string) =>
   Type.Union([Type.String({ maxLength }), Type.Number(), Type.Null()], { description });
 
