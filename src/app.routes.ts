@@ -72,6 +72,11 @@ import { TurfsService } from './modules/field/turfs.ts';
 import { VisitsService } from './modules/field/visits.ts';
 import { SurveysService } from './modules/surveys/surveys.service.ts';
 import { SurveyRunsService } from './modules/surveys/survey-runs.service.ts';
+import { privacyRoutes } from './modules/privacy/privacy.routes.ts';
+import { privacyPageRoutes } from './modules/privacy/privacy-page.routes.ts';
+import { PrivacyService } from './modules/privacy/privacy.service.ts';
+import { Erasure } from './modules/privacy/erasure.ts';
+import { type CodeSender, PublicRequests } from './modules/privacy/public-requests.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
 
@@ -269,4 +274,35 @@ export async function registerInboxRoutes(
     port: config.port,
     deployment: config.deployment,
   });
+}
+
+/** Personal data: the privacy notice, data-principal requests, export and erasure, breaches, and the public page. */
+export async function registerPrivacyRoutes(
+  app: App,
+  deps: AppDeps,
+  shared: { rateLimits: RateLimits; sendCode: CodeSender },
+): Promise<PublicRequests> {
+  const { config, db } = deps;
+  const responseDays = config.privacy.responseDays;
+  await app.register(privacyRoutes, {
+    prefix: '/api',
+    db: db.kysely,
+    privacy: new PrivacyService({ db: db.kysely, defaultCountry: config.defaultCountry, responseDays }),
+    erasure: new Erasure({ db, appKey: config.appKey }),
+  });
+  const requests = new PublicRequests({
+    db: db.kysely,
+    appKey: config.appKey,
+    defaultCountry: config.defaultCountry,
+    responseDays,
+    sendCode: shared.sendCode,
+    log: app.log,
+  });
+  await app.register(privacyPageRoutes, {
+    db: db.kysely,
+    requests,
+    rateLimits: shared.rateLimits,
+    responseDays,
+  });
+  return requests;
 }

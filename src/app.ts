@@ -44,7 +44,13 @@ import type { MessageProvider, Providers } from './providers/provider.ts';
 import { adapterNamed, createProviders } from './providers/registry.ts';
 import { AccountProviders, CALLBACK_TOKEN } from './modules/sending/accounts.ts';
 import { channelCarrier } from './modules/channel-accounts/channel-accounts.service.ts';
-import { registerInboxRoutes, registerMessagingRoutes, registerPeopleRoutes } from './app.routes.ts';
+import type { CodeSender } from './modules/privacy/public-requests.ts';
+import {
+  registerInboxRoutes,
+  registerMessagingRoutes,
+  registerPeopleRoutes,
+  registerPrivacyRoutes,
+} from './app.routes.ts';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -182,9 +188,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     idempotency,
   });
   await registerInboxRoutes(app, deps, { ...shared, accountProviders, messages, inbound });
+  const privacyCodes = await registerPrivacyRoutes(app, deps, {
+    rateLimits,
+    sendCode: codeSender(db, providers, accountProviders),
+  });
   app.addHook('onClose', async () => {
     app.databaseOutage.close();
     await auth.settled();
+    await privacyCodes.settled();
     tokenOwners.close();
     redis?.disconnect();
     accountProviders.close();
@@ -292,6 +303,66 @@ function connectRedis(config: Config, log: FastifyBaseLogger): Redis | undefined
   return redis;
 }
 
+/**
+ * How a workspace's one-time codes (sign-in, the privacy page's) go by SMS: through its own gateway where it has
+ * one that can carry them (a DLT OTP template where it sends templates only), else the deployment's provider.
+ */
+export function smsCodeRoute(db: Db, accountProviders: AccountProviders) {
+  return async (workspaceId: number) => {
+    const { account } = await channelCarrier(db.kysely, workspaceId, 'sms');
+    if (!account || !accountProviders.readable(account)) return undefined;
+    const adapter = adapterNamed(account.provider);
+    const setting = adapter.otpTemplateSetting;
+    const settings = JSON.parse(account.settings) as Record<string, unknown>;
+    const templateId = setting ? settings[setting] : undefined;
+    // A gateway that sends templates only, without an OTP template: the deployment's provider carries the code.
+    if (adapter.templates?.sends === 'only' && typeof templateId !== 'string') return undefined;
+    return {
+      provider: accountProviders.providerFor(account, 'sms'),
+      ...(typeof templateId === 'string' ? { templateIds: { [adapter.name]: templateId } } : {}),
+    };
+  };
+}
+
+/**
+ * The privacy page's codes: by SMS to a phone (as sign-in codes go, a DLT OTP template's `##otp##` and
+ * `##minutes##` where the gateway sends templates only), by email to an email (the workspace's email account,
+ * else the deployment's).
+ */
+function codeSender(db: Db, providers: Providers, accountProviders: AccountProviders): CodeSender {
+  const smsRoute = smsCodeRoute(db, accountProviders);
+  return async (workspaceId, address, code, minutes) => {
+    const body = `${code} is your code to confirm your privacy request. It expires in ${minutes} minutes. Do not share it.`;
+    if (address.includes('@')) {
+      const { account } = await channelCarrier(db.kysely, workspaceId, 'email');
+      const provider =
+        account && accountProviders.readable(account)
+          ? accountProviders.providerFor(account, 'email')
+          : providers.email;
+      await provider.send({ channel: 'email', to: address, subject: 'Your privacy request code', body });
+      return;
+    }
+    const route = await smsRoute(workspaceId);
+    await (route?.provider ?? providers.sms).send({
+      channel: 'sms',
+      to: address,
+      body,
+      ...(route?.templateIds
+        ? {
+            providerTemplate: {
+              ids: route.templateIds,
+              language: 'en',
+              variables: [
+                ['otp', code],
+                ['minutes', String(minutes)],
+              ],
+            },
+          }
+        : {}),
+    });
+  };
+}
+
 /** Sign-in: a workspace's sign-in codes go through its own SMS gateway where it has one that can carry them. */
 function buildAuth(
   deps: AppDeps,
@@ -310,20 +381,7 @@ function buildAuth(
     config,
     users,
     sms,
-    otpRoute: async (workspaceId) => {
-      const { account } = await channelCarrier(db.kysely, workspaceId, 'sms');
-      if (!account || !accountProviders.readable(account)) return undefined;
-      const adapter = adapterNamed(account.provider);
-      const setting = adapter.otpTemplateSetting;
-      const settings = JSON.parse(account.settings) as Record<string, unknown>;
-      const templateId = setting ? settings[setting] : undefined;
-      // A gateway that sends templates only, without an OTP template: the deployment's provider carries the code.
-      if (adapter.templates?.sends === 'only' && typeof templateId !== 'string') return undefined;
-      return {
-        provider: accountProviders.providerFor(account, 'sms'),
-        ...(typeof templateId === 'string' ? { templateIds: { [adapter.name]: templateId } } : {}),
-      };
-    },
+    otpRoute: smsCodeRoute(db, accountProviders),
     log,
     tokenOwners,
   });

@@ -307,7 +307,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     defaultCountry: country,
     tokenTtlSeconds: ttl > 0 ? ttl : undefined,
     registration: oneOf(env, 'REGISTRATION', ['open', 'closed'], 'open'),
-    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 365, 36_500),
     surveySessionHours: int(env, 'SURVEY_SESSION_HOURS', 24, 1, 720),
     otp: {
       ttlSeconds: int(env, 'OTP_TTL_SECONDS', 300, 30),
@@ -338,6 +338,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     defaultTimeZone: env.QUIET_HOURS_TZ?.trim() || 'Asia/Kolkata',
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
     dltEnforce: bool(env, 'DLT_ENFORCE', false),
+    privacy: {
+      requireConsent: bool(env, 'PRIVACY_REQUIRE_CONSENT', false),
+      responseDays: int(env, 'PRIVACY_RESPONSE_DAYS', 30, 1, 90),
+    },
   };
   return Object.freeze(config);
 }

@@ -96,6 +96,8 @@ export interface Config {
   readonly publicBaseUrl: string | undefined;
   /** DLT_ENFORCE: an SMS needs a tpl_ template with a DLT template id and a sender id. */
   readonly dltEnforce: boolean;
+  /** PRIVACY_*: bulk messages only to voters whose consent is `given`; days to answer a data-principal request. */
+  readonly privacy: { readonly requireConsent: boolean; readonly responseDays: number };
 }
 
 /** Time limits of database calls (see src/db/connect.ts): when one passes the request answers 503. */

@@ -40,6 +40,8 @@ export const messageErrorCodes = [
   'outside_session',
   'rate_limited',
   'auth_failed',
+  /** PRIVACY_REQUIRE_CONSENT: a bulk message to a voter whose consent is not `given`. */
+  'no_consent',
 ] as const;
 export type MessageErrorCode = (typeof messageErrorCodes)[number];
 
@@ -59,7 +61,16 @@ export type VoterImportStatus = (typeof voterImportStatuses)[number];
 export const optOutChannels = ['whatsapp', 'sms', 'email', 'ivr', 'all'] as const;
 export type OptOutChannel = (typeof optOutChannels)[number];
 
-export const optOutSources = ['manual', 'keyword', 'unsubscribe_link', 'provider'] as const;
+export const optOutSources = [
+  'manual',
+  'keyword',
+  'unsubscribe_link',
+  'provider',
+  /** The public privacy page's form (a withdrawal of consent, the address proven by a code). */
+  'privacy_form',
+  /** An erasure: the address is kept only as a keyed hash (`#<hash>`). */
+  'erasure',
+] as const;
 export type OptOutSource = (typeof optOutSources)[number];
 
 export const templateCategories = ['promotional', 'service', 'transactional'] as const;
@@ -86,3 +97,17 @@ export function pageResult<T>(items: T[], total: number, page: number, perPage: 
     last_page: Math.max(1, Math.ceil(total / perPage)),
   };
 }
+
+/** A voter's consent (the contract's fourth part, "Personal data"). */
+export const consentStatuses = ['given', 'withdrawn', 'unknown'] as const;
+export type ConsentStatus = (typeof consentStatuses)[number];
+export const consentSources = ['import', 'form', 'keyword', 'visit', 'api'] as const;
+export type ConsentSource = (typeof consentSources)[number];
+
+/** Data-principal requests. */
+export const privacyRequestTypes = ['access', 'correction', 'erasure', 'nomination', 'grievance'] as const;
+export type PrivacyRequestType = (typeof privacyRequestTypes)[number];
+export const privacyRequestStatuses = ['open', 'verified', 'completed', 'rejected'] as const;
+export type PrivacyRequestStatus = (typeof privacyRequestStatuses)[number];
+export const privacyRequestVias = ['office', 'public_form', 'keyword'] as const;
+export type PrivacyRequestVia = (typeof privacyRequestVias)[number];

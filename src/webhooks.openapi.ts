@@ -6,6 +6,7 @@ import { MessageItem } from './modules/messages/messages.schemas.ts';
 import { InboundItem } from './modules/inbound/inbound.schemas.ts';
 import { ProcessedPayment } from './modules/payments/payments.schemas.ts';
 import { SurveyResponse } from './modules/surveys/surveys.schemas.ts';
+import { PrivacyRequest } from './modules/privacy/privacy.schemas.ts';
 
 /** The message as GET /api/messages/{id} shows it (with error_code and error_message once failed). */
 const MessageData = MessageItem;
@@ -93,6 +94,11 @@ export const webhookEventsOpenApi = {
     'survey.response.completed',
     SurveyResponse,
     'A survey response answered every question (docs/surveys.md)',
+  ),
+  'privacy_request.due_soon': event(
+    'privacy_request.due_soon',
+    PrivacyRequest,
+    'A data-principal request still open 7 days before its due_at (docs/privacy.md)',
   ),
   ping: event('ping', PingData, 'POST /api/webhooks/{id}/test'),
 };

@@ -190,6 +190,7 @@ for (const dialect of dialects) {
         defaultCountry: 'IN',
         maxBytes: 1 << 20,
         maxErrors: 10,
+        appKey: t.config.appKey,
       });
       await new VoterImportLoop({
         db: t.db,

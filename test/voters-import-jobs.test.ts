@@ -41,6 +41,7 @@ function loopFor(t: TestApp, owner: Account, options: { leaseMs?: number; worker
     defaultCountry: t.config.defaultCountry,
     maxBytes: t.config.import.maxBytes,
     maxErrors: t.config.import.maxErrors,
+    appKey: t.config.appKey,
   });
   const jobs = new VoterImportJobs({ db: t.db, importer, maxBytes: t.config.import.maxBytes });
   return new VoterImportLoop({
@@ -258,6 +259,7 @@ for (const dialect of dialects) {
         defaultCountry: 'IN',
         maxBytes: t.config.import.maxBytes,
         maxErrors: 10,
+        appKey: t.config.appKey,
       });
       const jobs = new VoterImportJobs({ db: t.db, importer, maxBytes: t.config.import.maxBytes });
       await jobs.run(claimed!, { owner: 'stopping', lost: () => false, stopping: () => true });

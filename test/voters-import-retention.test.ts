@@ -40,6 +40,7 @@ function jobsFor(t: TestApp) {
     defaultCountry: t.config.defaultCountry,
     maxBytes: t.config.import.maxBytes,
     maxErrors: t.config.import.maxErrors,
+    appKey: t.config.appKey,
   });
   return new VoterImportJobs({ db: t.db, importer, maxBytes: t.config.import.maxBytes });
 }

@@ -293,6 +293,7 @@ export const en = {
   'error.code.provider_rejected': 'Refused by the provider',
   'error.code.undeliverable': 'Could not be delivered',
   'error.code.opted_out': 'Opted out',
+  'error.code.no_consent': 'No consent',
   'error.code.silence_period': 'Silence period',
   'error.code.dnd': 'On the do-not-disturb list',
   'error.code.dlt_rejected': 'Refused by DLT: the text or template does not match',

@@ -286,6 +286,7 @@ export const hi: Record<Key, string> = {
   'error.code.provider_rejected': 'प्रदाता ने अस्वीकार किया',
   'error.code.undeliverable': 'पहुँचाया नहीं जा सका',
   'error.code.opted_out': 'ऑप्ट-आउट',
+  'error.code.no_consent': 'सहमति नहीं',
   'error.code.silence_period': 'मौन अवधि',
   'error.code.dnd': 'डू-नॉट-डिस्टर्ब सूची में',
   'error.code.dlt_rejected': 'DLT ने अस्वीकार किया: पाठ या टेम्पलेट मेल नहीं खाता',

@@ -45,6 +45,7 @@ import * as gatewayRules from './migrations/2026_12_07_040_gateway_rules.ts';
 import * as secondWeek from './migrations/2026_12_07_041_second_week.ts';
 import * as channelLog from './migrations/2026_12_07_042_channel_log.ts';
 import * as fieldWork from './migrations/2026_12_07_043_field_work.ts';
+import * as privacy from './migrations/2026_12_07_044_privacy.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -91,6 +92,7 @@ export const migrations: Record<string, Migration> = {
   '2026_12_07_041_second_week': secondWeek,
   '2026_12_07_042_channel_log': channelLog,
   '2026_12_07_043_field_work': fieldWork,
+  '2026_12_07_044_privacy': privacy,
 };
 
 /**

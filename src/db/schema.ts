@@ -2,6 +2,13 @@ export type * from './schema.outreach.ts';
 export type * from './schema.voters.ts';
 export type * from './schema.surveys.ts';
 export type * from './schema.field.ts';
+export type * from './schema.privacy.ts';
+import type {
+  BreachTable,
+  PrivacyCodeTable,
+  PrivacyNoticeTable,
+  PrivacyRequestTable,
+} from './schema.privacy.ts';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type {
   CampaignStatus,
@@ -118,6 +125,10 @@ export interface Database {
   poll_marks: PollMarkTable;
   poll_voted: PollVotedTable;
   voter_stamps: VoterStampTable;
+  privacy_notices: PrivacyNoticeTable;
+  privacy_requests: PrivacyRequestTable;
+  privacy_codes: PrivacyCodeTable;
+  breaches: BreachTable;
 }
 
 /** A workspace's constituency, ward or booth (migration 034); `aliases` is a JSON array of strings. */
@@ -159,6 +170,13 @@ export interface WorkspaceTable {
   import_mapping: ColumnType<string | null, string | null | undefined, string | null>;
   /** `en` or `hi`: a voter without a language gets it (migration 041). */
   default_language: ColumnType<string, string | undefined, string>;
+  /** Random: the address of the workspace's public privacy page (migration 044). */
+  public_id: ColumnType<string | null, string | undefined, string>;
+  /** Retention in days (null: kept forever); migration 044. */
+  retention_messages_days: ColumnType<number | null, number | null | undefined, number | null>;
+  retention_inbound_days: ColumnType<number | null, number | null | undefined, number | null>;
+  retention_visits_days: ColumnType<number | null, number | null | undefined, number | null>;
+  retention_survey_responses_days: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface UserTable {

@@ -114,6 +114,11 @@ export interface VoterTable extends VoterRecordColumns {
   created_by: ColumnType<number | null, number | null | undefined, number | null>;
   /** `p:<part>:<house>` or `a:<address>` (voter-record.rules.ts householdKey). */
   household_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** given | withdrawn | unknown, with the notice version, source and time it was recorded (migration 044). */
+  consent_status: ColumnType<string, string | undefined, string>;
+  consent_notice_version: ColumnType<number | null, number | null | undefined, number | null>;
+  consent_source: ColumnType<string | null, string | null | undefined, string | null>;
+  consent_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type VoterRow = Selectable<VoterTable>;
 

@@ -84,6 +84,11 @@ const tagOrder = [
       'Ask voters questions over SMS, WhatsApp and IVR keypresses: surveys, their runs, keyword and missed-call triggers, results by booth and responses (politician, manager).',
   },
   {
+    name: 'Privacy',
+    description:
+      "The DPDP Act 2023: the privacy notice and its public page (/privacy/<public_id>, English and Hindi), data-principal requests with their due dates, a person's export and erasure, and the breach register (docs/privacy.md).",
+  },
+  {
     name: 'Field work',
     description:
       'Turfs by booth and roll page, walk lists, visits synced from phones (idempotent by client_id), progress, and poll day: marks, turnout by booth and the supporters to call. Volunteers work only their own turfs.',

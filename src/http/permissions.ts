@@ -48,6 +48,10 @@ export const permissions = [
   'turfs:manage',
   /** Field work: one's own turfs and walk lists, visits and poll-day marks for their voters (everyone). */
   'field:work',
+  /** Data-principal requests: listing, recording and answering them (politicians and managers). */
+  'privacy:requests',
+  /** The privacy notice, a person's export and erasure, and the breach register (politicians). */
+  'privacy:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -60,6 +64,7 @@ const politicianOnly: Permission[] = [
   'channels:manage',
   'workspace:manage',
   'voter_fields:manage',
+  'privacy:manage',
 ];
 
 /** The permission matrix of the contract. */

@@ -11,12 +11,13 @@ import { PollLoop } from '../lib/poll-loop.ts';
 import { SurveyRuns } from '../modules/surveys/survey-runs.ts';
 import { compactVoterValueCounts } from '../modules/voters/voter-value-counts.ts';
 import { isPostgres } from '../db/dialect.ts';
+import { PRIVACY_CHORE_MS, privacyRound } from '../modules/privacy/privacy-chores.ts';
 import { startWebhookDelivery, type WebhookDeliveryWorker } from './webhook-delivery.ts';
 
 /**
  * Every background loop of a process, in one place for server.ts (in-process workers) and worker.ts (the
- * worker process): message delivery and its chores, webhook delivery, voter import jobs, bulk tagging jobs, survey runs and
- * (PostgreSQL) the folding of voter value counts. A new loop is added here only.
+ * worker process): message delivery and its chores, webhook delivery, voter import jobs, bulk tagging jobs, survey runs, the privacy
+ * chore (retention, requests falling due) and (PostgreSQL) the folding of voter value counts. A new loop is added here only.
  */
 export class Background {
   readonly delivery: DeliveryWorker;
@@ -24,6 +25,8 @@ export class Background {
   readonly imports: VoterImportLoop;
   readonly tags: PollLoop;
   readonly surveys: PollLoop;
+  /** Retention and the due-soon announcements of data-principal requests (privacy-chores.ts). */
+  readonly privacy: PollLoop;
   /** PostgreSQL only: folds voter_value_counts' deltas (voter-value-counts.ts). */
   readonly valueCounts: PollLoop | undefined;
 
@@ -67,6 +70,12 @@ export class Background {
       log,
       pollMs: 500,
     });
+    this.privacy = new PollLoop({
+      name: 'privacy',
+      round: () => privacyRound(db.kysely),
+      log,
+      pollMs: PRIVACY_CHORE_MS,
+    });
     this.valueCounts = isPostgres(db.kysely)
       ? new PollLoop({
           name: 'voter value counts',
@@ -84,6 +93,7 @@ export class Background {
     this.imports.start();
     this.tags.start();
     this.surveys.start();
+    this.privacy.start();
     this.valueCounts?.start();
   }
 
@@ -95,6 +105,7 @@ export class Background {
       this.imports.stop(),
       this.tags.stop(),
       this.surveys.stop(),
+      this.privacy.stop(),
       this.valueCounts?.stop(),
     ]);
     this.redis?.disconnect();

@@ -224,6 +224,13 @@ class ZipWriter {
   }
 }
 
+/** A small ZIP of whole files (names and UTF-8 texts), built in memory: a person's access export. */
+export function zipOf(files: readonly [string, string][]): Buffer {
+  const zip = new ZipWriter();
+  const parts = files.map(([name, content]) => zip.whole(name, content));
+  return Buffer.concat([...parts, zip.centralDirectory()]);
+}
+
 /**
  * A run of the sheet's rows deflated on its own: raw deflate ending in a sync flush (byte-aligned, no final
  * block, no reference to earlier text), so that pieces deflated apart, in another thread or in any order,

@@ -139,6 +139,7 @@ const events = [
   'conversation.created',
   'conversation.assigned',
   'survey.response.completed',
+  'privacy_request.due_soon',
 ] as const satisfies readonly WebhookEvent[];
 const everyEvent: [Exclude<WebhookEvent, (typeof events)[number]>] extends [never] ? true : never = true;
 void everyEvent;

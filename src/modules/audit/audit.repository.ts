@@ -59,6 +59,13 @@ export const auditActions = [
   'survey.exported_sensitive',
   /** A conversation linked to a voter of the roll (fifth part). */
   'conversation.linked',
+  /** Personal data (the contract's fourth part): requests, the notice, exports, erasures and breaches. */
+  'privacy_request.created',
+  'privacy_request.completed',
+  'privacy.erased',
+  'privacy.exported',
+  'privacy_notice.updated',
+  'breach.recorded',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];
 

@@ -24,6 +24,7 @@ const visibleWith: Record<string, Permission | 'conversation' | 'grievance' | 'm
   'channel_account.failed': 'channels:manage',
   'survey.response.completed': 'surveys:manage',
   'poll_day.marked': 'mark',
+  'privacy_request.due_soon': 'privacy:requests',
 };
 
 export const liveEventTypes = Object.keys(visibleWith);

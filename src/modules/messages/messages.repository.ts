@@ -127,6 +127,7 @@ export const STOPPED: ReadonlySet<string> = new Set([
   'silence_period',
   'cancelled',
   'quiet_hours',
+  'no_consent',
 ]);
 
 /** The queued messages (questions not yet handed over) of these survey sessions. */

@@ -115,7 +115,8 @@ export const MessageErrorCodeSchema = Type.Enum([...messageErrorCodes], {
     "silence period before polling), `dnd` (the number is on India's do-not-disturb registry), `dlt_rejected` " +
     '(the text or ids did not match a registered DLT template), `outside_session` (WhatsApp free text outside the ' +
     '24-hour window), `rate_limited` (the provider refused for throughput, after retries), `auth_failed` (the ' +
-    "channel account's credentials were refused; the account is switched off).",
+    "channel account's credentials were refused; the account is switched off), `no_consent` (PRIVACY_REQUIRE_CONSENT: " +
+    'a broadcast, campaign or survey message to a voter whose consent is not `given`).',
 });
 
 export const HistoryQuery = Type.Object({
@@ -156,7 +157,7 @@ export const FailureCounts = Type.Array(
       count: Type.Integer(),
       kind: Type.Union([Type.Literal('stopped'), Type.Literal('failed')], {
         description:
-          "`stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours); `failed`: a provider or an address failed them.",
+          "`stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours, no_consent); `failed`: a provider or an address failed them.",
       }),
     },
     { title: 'FailureCount' },

@@ -86,7 +86,7 @@ export class MessagesService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      config: Pick<Config, 'defaultCountry' | 'delivery' | 'dltEnforce'>;
+      config: Pick<Config, 'defaultCountry' | 'delivery' | 'dltEnforce' | 'appKey'>;
       providers: Providers;
       log: FastifyBaseLogger;
       /** Channel accounts' providers and their shared send rate. */
@@ -178,7 +178,7 @@ export class MessagesService {
       errors,
     );
     if (!to || Object.keys(errors).length > 0) throw validationError(errors);
-    await refuseOptedOut(db, workspaceId, input.channel, to);
+    await refuseOptedOut(db, workspaceId, input.channel, to, config.appKey);
     let voter: VoterFields | undefined;
     if (template)
       ({ text: input.message, voter } = await renderFor(

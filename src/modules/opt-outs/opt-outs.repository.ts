@@ -144,6 +144,30 @@ export async function optedOutAddresses(
   return new Set(rows.map((r) => r.address));
 }
 
+/** Of `addresses` (phones and emails), those of a voter of the workspace whose consent is `given`. */
+export async function consentedAddresses(
+  db: Executor,
+  workspaceId: number,
+  addresses: readonly string[],
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  const unique = [...new Set(addresses)];
+  for (const column of ['phone', 'email'] as const) {
+    const some = unique.filter((a) => a.includes('@') === (column === 'email'));
+    if (some.length === 0) continue;
+    // Each column's own query, so that each uses its partial index of the consenting voters.
+    const rows = await db
+      .selectFrom('voters')
+      .select(column)
+      .where('workspace_id', '=', workspaceId)
+      .where('consent_status', '=', 'given')
+      .where(column, 'in', some)
+      .execute();
+    for (const row of rows) found.add(row[column]!);
+  }
+  return found;
+}
+
 /** The workspace, channel and address of a message (any workspace: a provider callback names only the message). */
 export async function findMessageAddress(
   db: Executor,

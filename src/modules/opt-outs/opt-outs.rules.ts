@@ -1,5 +1,6 @@
 import type { OptOutRow } from '../../db/schema.ts';
 import type { OptOutChannel } from '../../domain.ts';
+import { hmacHex } from '../../lib/crypto.ts';
 import { recipientAddress } from '../messages/messages.rules.ts';
 
 /**
@@ -32,3 +33,15 @@ export function optOutItem(row: OptOutRow) {
     created_at: row.created_at,
   };
 }
+
+/**
+ * What an erasure keeps of an address (E.164 or a lower-cased email): `#` and a keyed hash (HMAC-SHA-256 under
+ * APP_KEY, 40 hex digits). The same address always gives the same mark, so the opt-out still matches it; the
+ * mark gives the address back to nobody without the key.
+ */
+export function erasedMark(key: Buffer, address: string): string {
+  return `#${hmacHex(key, `erased-address\n${address}`).slice(0, 40)}`;
+}
+
+/** Whether a stored address is an erased person's mark (never a phone or an email). */
+export const isErasedMark = (address: string) => address.startsWith('#');

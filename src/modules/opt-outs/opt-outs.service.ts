@@ -1,7 +1,13 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from '../../db/connect.ts';
 import { type Database } from '../../db/schema.ts';
-import { type MessageChannel, type OptOutChannel, optOutChannels, type OptOutSource } from '../../domain.ts';
+import {
+  type ConsentSource,
+  type MessageChannel,
+  type OptOutChannel,
+  optOutChannels,
+  type OptOutSource,
+} from '../../domain.ts';
 import type { Executor } from '../../db/types.ts';
 import { AppError, notFound, validationError } from '../../errors.ts';
 import type { Download } from '../../http/download.ts';
@@ -21,7 +27,8 @@ import {
   optOutsAfter,
   upsertOptOut,
 } from './opt-outs.repository.ts';
-import { optOutAddress, optOutAddressProblem, optOutItem } from './opt-outs.rules.ts';
+import { erasedMark, optOutAddress, optOutAddressProblem, optOutItem } from './opt-outs.rules.ts';
+import { recordConsent } from '../voters/voter-consent.ts';
 
 export interface CreateOptOutInput {
   address: string;
@@ -215,6 +222,9 @@ export async function addOptOut(
     reason,
     created_at: nowIso(),
   });
+  // STOP on any channel, the unsubscribe link and the public page's form withdraw the voter's consent.
+  const withdrawnBy = WITHDRAWING[source];
+  if (withdrawnBy) await recordConsent(trx, workspaceId, { address }, 'withdrawn', withdrawnBy);
   if (result.created) {
     await recordAudit(trx, {
       workspaceId,
@@ -227,7 +237,17 @@ export async function addOptOut(
   return result;
 }
 
-/** START / UNSTOP: removes the keyword opt-outs of an address on a channel (never a manual one). */
+/** The opt-outs that are a person's own withdrawal of consent, and the consent source each records. */
+const WITHDRAWING: Partial<Record<OptOutSource, ConsentSource>> = {
+  keyword: 'keyword',
+  unsubscribe_link: 'form',
+  privacy_form: 'form',
+};
+
+/**
+ * START / UNSTOP: removes the keyword opt-outs of an address on a channel (never a manual one), and records the
+ * consent of the voters with that address as given (source `keyword`): the person asked to hear from the office.
+ */
 export async function removeKeywordOptOuts(
   trx: Executor,
   workspaceId: number,
@@ -236,6 +256,7 @@ export async function removeKeywordOptOuts(
   channel: MessageChannel,
 ): Promise<number> {
   const removed = await deleteKeywordOptOuts(trx, workspaceId, address, channel);
+  await recordConsent(trx, workspaceId, { address }, 'given', 'keyword');
   for (const row of removed) {
     await recordAudit(trx, {
       workspaceId,
@@ -254,8 +275,10 @@ export async function refuseOptedOut(
   workspaceId: number,
   channel: MessageChannel,
   to: string,
+  /** APP_KEY: an erased person's address is opted out as its keyed hash. */
+  addressKey: Buffer,
 ): Promise<void> {
-  if ((await optedOutAddresses(db, workspaceId, channel, [to])).size > 0) {
+  if ((await optedOutAddresses(db, workspaceId, channel, [to, erasedMark(addressKey, to)])).size > 0) {
     throw new AppError('validation_error', 'The recipient has opted out of this channel.', {
       to: [`has opted out of ${channel} messages; nothing was sent.`],
     });

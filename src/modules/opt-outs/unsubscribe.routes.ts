@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { notFound } from '../../errors.ts';
 import { Success } from '../../http/schemas.ts';
+import { html, languageOf, page, PAGE_CSP, type PageLanguage } from '../../http/public-page.ts';
 import { defaultLanguage, workspaceExists } from '../workspaces/workspaces.repository.ts';
 import { addOptOut } from './opt-outs.service.ts';
 import { readUnsubscribeToken } from './unsubscribe.ts';
@@ -14,15 +15,6 @@ import { readUnsubscribeToken } from './unsubscribe.ts';
  * signature, base64url-encoded, fit in it (the router's MAX_PATH_PARAM in app.ts allows it).
  */
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 2048 }) });
-
-const html = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
-
-/** The page a person sees on following the link: which address and channel, and a button that posts. */
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
 /** The page's words in English and Hindi (the request's Accept-Language chooses). */
 const words = {
@@ -45,24 +37,7 @@ const words = {
     done: (email: string) => `<strong>${email}</strong> पर अब कोई अभियान ईमेल नहीं भेजा जाएगा।`,
   },
 } as const;
-type Language = keyof typeof words;
-
-/** Hindi when the request's Accept-Language ranks it above English, else English. */
-function languageOf(header: string | undefined): Language {
-  let best: { lang: Language; q: number } = { lang: 'en', q: 0 };
-  for (const part of (header ?? '').split(',')) {
-    const [tag, ...params] = part.trim().toLowerCase().split(';');
-    const q = Number(
-      params
-        .find((p) => p.trim().startsWith('q='))
-        ?.trim()
-        .slice(2) ?? '1',
-    );
-    const lang = tag?.startsWith('hi') ? 'hi' : tag?.startsWith('en') ? 'en' : undefined;
-    if (lang && Number.isFinite(q) && q > best.q) best = { lang, q };
-  }
-  return best.lang;
-}
+type Language = PageLanguage;
 
 /**
  * The page's language: the voter's own (`language` of the workspace's voter with the link's address, when it is
@@ -85,16 +60,6 @@ async function pageLanguage(
   if (!voter) return languageOf(header);
   if (voter.language === 'hi' || voter.language === 'en') return voter.language;
   return (await defaultLanguage(db, target.workspaceId)) === 'hi' ? 'hi' : 'en';
-}
-
-function page(title: string, body: string, lang: Language = 'en'): string {
-  return `<!doctype html>
-<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${html(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}
-button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:.3rem;background:#b3261e;color:#fff;cursor:pointer}
-button:focus{outline:3px solid #1a73e8;outline-offset:2px}</style></head>
-<body><main><h1>${html(title)}</h1>${body}</main></body></html>`;
 }
 
 interface UnsubscribeRouteDeps {

@@ -44,6 +44,7 @@ type WorkerConfig = Pick<
   | 'port'
   | 'dltEnforce'
   | 'auditRetentionDays'
+  | 'privacy'
   | 'providerEnv'
   | 'sandboxDeliveryDelayMs'
   | 'redisPrefix'
@@ -117,7 +118,14 @@ export class DeliveryWorker {
     },
   ) {
     const { db, config, log } = deps;
-    this.gate = new DeliveryGate({ db: db.kysely, rules: { quietHours: config.quietHours } });
+    this.gate = new DeliveryGate({
+      db: db.kysely,
+      rules: {
+        quietHours: config.quietHours,
+        addressKey: config.appKey,
+        requireConsent: config.privacy.requireConsent,
+      },
+    });
     this.accounts = new AccountProviders({ config, log });
     this.accountPace = new AccountPace({ redis: deps.redis, prefix: config.redisPrefix });
     this.messages = new MessageLifecycle(db.kysely);

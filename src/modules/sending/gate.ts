@@ -14,7 +14,8 @@ import {
   phonesInConstituencies,
   silencedConstituencies,
 } from '../silence-periods/silence-periods.repository.ts';
-import { optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
+import { consentedAddresses, optedOutAddresses } from '../opt-outs/opt-outs.repository.ts';
+import { erasedMark, isErasedMark } from '../opt-outs/opt-outs.rules.ts';
 import { campaignRef, isTemplateRef, messageRef, templateNumber } from '../../refs.ts';
 
 export interface Screening {
@@ -23,11 +24,17 @@ export interface Screening {
   optedOut: number[];
   silenced: number[];
   held: number[];
+  /** Bulk messages to an address of no voter whose consent is `given` (PRIVACY_REQUIRE_CONSENT). */
+  noConsent: number[];
 }
 
 /** Decides, per message, what the consent rules say; the caller (or `screen`) acts on it. */
 export interface GateRules {
   quietHours: QuietHours | undefined;
+  /** APP_KEY: an erased person's opt-outs hold only a keyed hash of the address (`erasedMark`). */
+  addressKey: Buffer;
+  /** PRIVACY_REQUIRE_CONSENT: bulk messages only to voters whose consent is `given`. */
+  requireConsent: boolean;
 }
 
 /** What a claimed batch may send now, and what each message's provider call adds (DLT fields). */
@@ -71,6 +78,7 @@ export class DeliveryGate {
       optedOut: [],
       silenced: [],
       held: [],
+      noConsent: [],
       holdUntil: quietUntil(rules.quietHours, at),
     };
     const byWorkspace = byWorkspaceOf(rows);
@@ -82,9 +90,17 @@ export class DeliveryGate {
       const stopped = new Map<MessageChannel, Set<string>>();
       for (const channel of new Set(group.map((r) => r.channel))) {
         const addresses = group.filter((r) => r.channel === channel).map((r) => r.to);
-        stopped.set(channel, await optedOutAddresses(db, workspaceId, channel, addresses));
+        stopped.set(channel, await this.optedOut(workspaceId, channel, addresses));
       }
       const bulk = group.filter(isBulk);
+      const consented =
+        rules.requireConsent && bulk.length > 0
+          ? await consentedAddresses(
+              db,
+              workspaceId,
+              bulk.map((r) => r.to),
+            )
+          : undefined;
       let silenced = new Set<string>();
       if (bulk.length > 0) {
         const keys = await silencedConstituencies(db, workspaceId, iso);
@@ -100,6 +116,7 @@ export class DeliveryGate {
       for (const row of group) {
         const bulk = isBulk(row);
         if (stopped.get(row.channel)?.has(row.to)) result.optedOut.push(row.id);
+        else if (bulk && consented && !consented.has(row.to)) result.noConsent.push(row.id);
         else if (bulk && silenced.has(row.to)) result.silenced.push(row.id);
         else if (bulk && result.holdUntil && !exempt(row)) result.held.push(row.id);
         else result.send.push(row);
@@ -108,12 +125,34 @@ export class DeliveryGate {
     return result;
   }
 
+  /**
+   * Of `addresses`, those opted out of `channel`: in clear, or (an erased person's) as the keyed hash of the
+   * address. A message whose address is itself a hash (the erasure rewrote it) matches that hash.
+   */
+  private async optedOut(workspaceId: number, channel: MessageChannel, addresses: string[]) {
+    const key = this.deps.rules.addressKey;
+    const marks = new Map<string, string>();
+    for (const address of addresses) if (!isErasedMark(address)) marks.set(erasedMark(key, address), address);
+    const found = await optedOutAddresses(this.deps.db, workspaceId, channel, [
+      ...addresses,
+      ...marks.keys(),
+    ]);
+    for (const [mark, address] of marks) if (found.has(mark)) found.add(address);
+    return found;
+  }
+
   /** Applies the rules to a claimed batch and returns what may be sent now, templates rendered. */
   async screen(rows: MessageRow[], at: Date, workerId: string): Promise<Screened> {
     if (rows.length === 0) return { rows, extras: new Map() };
     const decision = await this.decide(rows, at);
     const now = new Date().toISOString();
     await this.fail(decision.optedOut, 'opted_out', 'The recipient has opted out of this channel.', now);
+    await this.fail(
+      decision.noConsent,
+      'no_consent',
+      "The recipient's consent is not recorded as given (PRIVACY_REQUIRE_CONSENT).",
+      now,
+    );
     await this.fail(
       decision.silenced,
       'silence_period',

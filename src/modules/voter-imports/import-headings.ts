@@ -20,6 +20,8 @@ export interface FileColumns {
   base: [VoterField, number][];
   record: [RecordField, number][];
   tags: number | undefined;
+  /** The consent column (given / withdrawn): recorded on the voter with source `import`. */
+  consent: number | undefined;
   /** Custom fields: `field:<key>`. */
   custom: [string, number][];
   ignored: string[];
@@ -40,7 +42,7 @@ export function headerName(name: string): string {
 }
 
 /** A column's field: the voter's, the record's, `tags`, or a custom field (`field:<key>`). */
-type ColumnField = VoterField | RecordField | 'tags';
+type ColumnField = VoterField | RecordField | 'tags' | 'consent';
 
 /**
  * The headings of Indian roll exports, in English and Hindi (the contract's fourth and fifth parts), and each
@@ -118,6 +120,8 @@ export const headerAliases: Record<string, ColumnField> = {
   'date of birth': 'birth_date',
   'support level': 'support_level',
   tags: 'tags',
+  consent: 'consent',
+  सहमति: 'consent',
 };
 for (const field of [...voterFields, ...recordFields]) headerAliases[headerName(field)] = field;
 
@@ -133,7 +137,7 @@ export const fallbackAliases: Record<string, ColumnField> = {
 };
 
 /** Every field a mapping may name (besides `field:<key>` and `ignore`), for the console and the 422s. */
-export const mappableFields: readonly string[] = [...voterFields, ...recordFields, 'tags'];
+export const mappableFields: readonly string[] = [...voterFields, ...recordFields, 'tags', 'consent'];
 
 /**
  * The `mapping` part of an upload: JSON `{ "<heading>": "<field>" | "ignore" }`, checked against the workspace's
@@ -176,7 +180,14 @@ export function headerColumns(
   defs: readonly VoterFieldDef[],
   mapping: ImportMapping | undefined,
 ): FileColumns {
-  const columns: FileColumns = { base: [], record: [], tags: undefined, custom: [], ignored: [] };
+  const columns: FileColumns = {
+    base: [],
+    record: [],
+    tags: undefined,
+    consent: undefined,
+    custom: [],
+    ignored: [],
+  };
   const seen = new Map<string, number[]>();
   const keys = new Set(defs.map((d) => d.key));
   const chosen = header.map((raw): ColumnField | `field:${string}` | undefined => {
@@ -211,6 +222,7 @@ export function headerColumns(
     seen.set(field, [...(seen.get(field) ?? []), index + 1]);
     if (field.startsWith('field:')) columns.custom.push([field.slice(6), index]);
     else if (field === 'tags') columns.tags = index;
+    else if (field === 'consent') columns.consent = index;
     else if ((voterFields as readonly string[]).includes(field))
       columns.base.push([field as VoterField, index]);
     else columns.record.push([field as RecordField, index]);

@@ -390,6 +390,7 @@ export function buildVoterImports(deps: { db: Db; config: Readonly<Config>; log:
     defaultCountry: config.defaultCountry,
     maxBytes: config.import.maxBytes,
     maxErrors: config.import.maxErrors,
+    appKey: config.appKey,
   });
   return { importer, jobs: new VoterImportJobs({ db, importer, maxBytes: config.import.maxBytes, log }) };
 }

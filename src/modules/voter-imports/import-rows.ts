@@ -37,6 +37,30 @@ export interface FailedRowSink {
   row(fields: string[], error: string): void;
 }
 
+/** How the rows with a consent cell know their voter, to record it once the rows are applied. */
+export interface ImportConsent {
+  status: 'given' | 'withdrawn';
+  phone: string | null;
+  name_key: string;
+  epic_number: string | null;
+}
+
+const CONSENT_WORDS: Record<string, 'given' | 'withdrawn'> = {
+  given: 'given',
+  yes: 'given',
+  y: 'given',
+  true: 'given',
+  '1': 'given',
+  हाँ: 'given',
+  हां: 'given',
+  withdrawn: 'withdrawn',
+  no: 'withdrawn',
+  n: 'withdrawn',
+  false: 'withdrawn',
+  '0': 'withdrawn',
+  नहीं: 'withdrawn',
+};
+
 /** Why a phone cell was left out, in the office's words (not the API's: no setting names in it). */
 const PHONE_WORDS =
   'it is not a phone number the import can read: give a 10-digit mobile number (9812345678) or one with its country code (+919812345678).';
@@ -84,8 +108,15 @@ export class ImportRows {
       mapping: ImportMapping | undefined;
       language: string | undefined;
       failures: FailedRowSink | undefined;
+      /** Whether an address (phone or email) is an erased person's: such a row comes in only with consent given. */
+      erased: ((address: string) => boolean) | undefined;
     },
   ) {}
+
+  /** The rows with a consent cell, by how the voter is known: recorded once the rows are applied. */
+  readonly consents: ImportConsent[] = [];
+  /** Erased addresses that came back with consent given: their erasure opt-out is lifted. */
+  readonly returned: string[] = [];
 
   /** One record of the file (`line` its line number): the header, or a voter's row. */
   onRecord(fields: string[], line: number): void {
@@ -99,11 +130,63 @@ export class ImportRows {
     const cells = this.cells(fields);
     if (cells.blank) return; // a row of empty cells, as spreadsheets leave behind
     const row = this.check(cells);
+    const consent = this.consentOf(fields, line);
+    if (this.settings.erased && this.refusedAsErased(row, consent, line)) return;
     // A bad optional cell is left out of its row, and the row is kept: only a row without a name is refused.
     const problems: FieldErrors | undefined = row.all?.name ? { name: row.all.name } : undefined;
     if (problems) return this.refuse(fields, line, problems);
     if (row.all) this.warn(line, cells, row);
     this.stage(line, row);
+    if (consent) {
+      const v = row.checked.values;
+      this.consents.push({
+        status: consent,
+        phone: v.phone ?? null,
+        name_key: nameKey(v.name!),
+        epic_number: row.rolled?.values.epic_number ?? null,
+      });
+    }
+  }
+
+  /** The row's consent cell: given or withdrawn (also yes/no, हाँ/नहीं), else nothing (a warning when not empty). */
+  private consentOf(fields: string[], line: number): 'given' | 'withdrawn' | undefined {
+    const index = this.columns!.consent;
+    if (index === undefined) return undefined;
+    const raw = unguardFormula((fields[index] ?? '').trim());
+    if (raw === '') return undefined;
+    const value = CONSENT_WORDS[raw.toLowerCase()];
+    if (!value && this.warnings.length < this.settings.maxErrors)
+      this.warnings.push({
+        line,
+        field: 'consent',
+        value: raw.slice(0, 100),
+        reason: 'left out: it must be given or withdrawn (yes or no).',
+      });
+    return value;
+  }
+
+  /**
+   * A row with an erased person's phone or email comes in only with consent given (the contract's fourth part).
+   * It is refused without going to the failed rows' file (which would keep the person again): the error names
+   * the line only.
+   */
+  private refusedAsErased(row: CheckedRow, consent: string | undefined, line: number): boolean {
+    const v = row.checked.values;
+    const addresses = [v.phone, v.email].filter((a): a is string => !!a && this.settings.erased!(a));
+    if (addresses.length === 0) return false;
+    if (consent === 'given') {
+      this.returned.push(...addresses);
+      return false;
+    }
+    if (this.errors.length < this.settings.maxErrors)
+      this.errors.push({
+        row: line,
+        field: 'consent',
+        message:
+          'this person asked to be erased: the row is imported only with consent "given" (a consent column).',
+      });
+    this.failed += 1;
+    return true;
   }
 
   /** Takes the rows staged so far. */

@@ -3,6 +3,8 @@ import type { Db } from '../../db/connect.ts';
 import { nowIso } from '../../db/connect.ts';
 import { AppError } from '../../errors.ts';
 import { CsvError, CsvReader } from '../../lib/csv.ts';
+import { erasedMark } from '../opt-outs/opt-outs.rules.ts';
+import { recordImportedConsent } from '../voters/voter-consent.ts';
 import { type FailedRowSink, type ImportRowError, ImportRows, type ImportWarning } from './import-rows.ts';
 import type { AuditActor } from '../audit/audit.repository.ts';
 import { startVoterImport, type VoterImport } from './voter-imports.repository.ts';
@@ -73,7 +75,14 @@ const STAGE_BATCH = 2_000;
  */
 export class VoterImporter {
   constructor(
-    private readonly deps: { db: Db; defaultCountry: string; maxBytes: number; maxErrors: number },
+    private readonly deps: {
+      db: Db;
+      defaultCountry: string;
+      maxBytes: number;
+      maxErrors: number;
+      /** APP_KEY: erased people's addresses are kept as keyed hashes (their opt-outs). */
+      appKey: Buffer;
+    },
   ) {}
 
   /** An upload's `mapping` checked (422 on `mapping`), and remembered as the workspace's last. */
@@ -113,6 +122,7 @@ export class VoterImporter {
       mapping: options.mapping,
       language: options.language,
       failures: options.failures,
+      erased: await this.erasedTest(workspaceId),
     });
     const reader = new CsvReader((fields, line) => rows.onRecord(fields, line));
     const staged: { staging?: VoterImport } = {};
@@ -131,6 +141,22 @@ export class VoterImporter {
       }
       throw error;
     }
+  }
+
+  /**
+   * Whether an address is an erased person's, or undefined when the workspace has erased nobody (most never do:
+   * their rows are not hashed at all).
+   */
+  private async erasedTest(workspaceId: number): Promise<((address: string) => boolean) | undefined> {
+    const rows = await this.deps.db.kysely
+      .selectFrom('opt_outs')
+      .select('address')
+      .where('workspace_id', '=', workspaceId)
+      .where('source', '=', 'erasure')
+      .execute();
+    if (rows.length === 0) return undefined;
+    const marks = new Set(rows.map((r) => r.address));
+    return (address) => marks.has(erasedMark(this.deps.appKey, address));
   }
 
   /**
@@ -215,7 +241,22 @@ export class VoterImporter {
         );
     // Applied (or previewed): nothing is left to abort.
     staged.staging = undefined;
-    if (!options.dryRun) await linkNewVoters(this.deps.db.kysely, workspaceId);
+    if (!options.dryRun) {
+      await linkNewVoters(this.deps.db.kysely, workspaceId);
+      await recordImportedConsent(this.deps.db.kysely, workspaceId, rows.consents);
+      // An erased person imported again with consent given: the erasure's opt-out of their address is lifted.
+      if (rows.returned.length > 0)
+        await this.deps.db.kysely
+          .deleteFrom('opt_outs')
+          .where('workspace_id', '=', workspaceId)
+          .where('source', '=', 'erasure')
+          .where(
+            'address',
+            'in',
+            rows.returned.map((a) => erasedMark(this.deps.appKey, a)),
+          )
+          .execute();
+    }
     const unknown_places = await rows.places.unknown(this.deps.db.kysely, workspaceId);
     const skipped = staging.skipped();
     for (const problem of skipped) {

@@ -72,6 +72,43 @@ const recordBody = {
   ),
 };
 
+/** Consent recorded through the API (source `api`), with the privacy notice's version in force. */
+const ConsentInput = Type.Optional(
+  Type.Union([Type.Literal('given'), Type.Literal('withdrawn')], {
+    description:
+      "Records the voter's consent as given or withdrawn now (source `api`, the privacy notice's current version).",
+  }),
+);
+
+export const Consent = Type.Object(
+  {
+    status: Type.Union([Type.Literal('given'), Type.Literal('withdrawn'), Type.Literal('unknown')]),
+    notice_version: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The privacy notice version in force when it was recorded (null: no notice written yet).',
+    }),
+    source: Type.Union(
+      [
+        Type.Literal('import'),
+        Type.Literal('form'),
+        Type.Literal('keyword'),
+        Type.Literal('visit'),
+        Type.Literal('api'),
+        Type.Null(),
+      ],
+      {
+        description:
+          'How it was recorded: an import column, a form (the unsubscribe link or the public privacy page), STOP/START, a door visit, the API.',
+      },
+    ),
+    at: Type.Union([Timestamp, Type.Null()]),
+  },
+  {
+    title: 'Consent',
+    description:
+      'The DPDP consent of the voter. STOP on any channel, the unsubscribe link and the public privacy form record `withdrawn`; with PRIVACY_REQUIRE_CONSENT only `given` voters get bulk messages.',
+  },
+);
+
 export const CreateVoterBody = Type.Object(
   {
     name: fields.name,
@@ -82,6 +119,7 @@ export const CreateVoterBody = Type.Object(
     ward: Type.Optional(fields.ward),
     address: Type.Optional(fields.address),
     ...recordBody,
+    consent: ConsentInput,
   },
   { additionalProperties: false },
 );
@@ -96,6 +134,7 @@ export const UpdateVoterBody = Type.Object(
     ward: Type.Optional(fields.ward),
     address: Type.Optional(fields.address),
     ...recordBody,
+    consent: ConsentInput,
   },
   {
     additionalProperties: false,
@@ -166,6 +205,7 @@ export const Voter = Type.Object(
       description:
         'The other voters of the household: the same part_number and house_number, or lacking those the same normalised address (at most 50).',
     }),
+    consent: Consent,
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -224,6 +264,7 @@ export const UpdatedVoter = Type.Object(
     ward: Type.Optional(NullableString),
     address: Type.Optional(NullableString),
     ...Object.fromEntries(Object.entries(recordView).map(([k, v]) => [k, Type.Optional(v)])),
+    consent: Type.Optional(Consent),
     updated_at: Timestamp,
   },
   {

@@ -37,6 +37,7 @@ import { fieldValuesOf, setFieldValues, setTags, tagsOf } from './voter-record.r
 import { householdOf } from './voters.repository.ts';
 import type { Executor } from '../../db/types.ts';
 import { linkVoter } from '../conversations/conversations.thread.ts';
+import { consentView, recordConsent } from './voter-consent.ts';
 
 export function voterView(row: VoterRow) {
   return {
@@ -49,6 +50,7 @@ export function voterView(row: VoterRow) {
     ward: row.ward,
     address: row.address,
     ...recordView(row),
+    consent: consentView(row),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -90,6 +92,7 @@ export function recordView(row: VoterRow): RecordView {
 export type VoterInput = Partial<Record<VoterField | RecordField, unknown>> & {
   tags?: unknown;
   fields?: unknown;
+  consent?: 'given' | 'withdrawn';
 };
 
 const duplicate = () =>
@@ -215,6 +218,7 @@ export class VotersService {
       }
       if (checked.tags) await setTags(trx, workspaceId, row.id, checked.tags);
       if (checked.fields.size > 0) await setFieldValues(trx, workspaceId, row.id, checked.fields);
+      if (input.consent) await recordConsent(trx, workspaceId, { voterIds: [row.id] }, input.consent, 'api');
       // A contact who wrote in before they were on the roll: their conversation is linked now.
       await linkVoter(trx, workspaceId, row);
       return { id: row.id, name: row.name, phone: values.phone, created_at: row.created_at };
@@ -282,6 +286,10 @@ export class VotersService {
         throw error;
       }
       if (!row) throw notFound('Voter');
+      if (input.consent) {
+        await recordConsent(trx, workspaceId, { voterIds: [id] }, input.consent, 'api');
+        row = (await findVoter(trx, workspaceId, id))!;
+      }
       if (checked.tags) await setTags(trx, workspaceId, id, checked.tags);
       if (checked.fields.size > 0) await setFieldValues(trx, workspaceId, id, checked.fields);
       if (values.phone !== undefined || values.email !== undefined) await linkVoter(trx, workspaceId, row);
@@ -294,6 +302,7 @@ export class VotersService {
           changed.birth_date = shown.birth_date;
         } else if (field in shown) changed[field] = shown[field as keyof typeof shown];
       }
+      if (input.consent) changed.consent = consentView(row);
       if (checked.tags) changed.tags = (await tagsOf(trx, workspaceId, [id])).get(id) ?? [];
       if (checked.fields.size > 0) {
         const hidden = canSeeSensitive ? undefined : sensitiveKeys(checked.defs);

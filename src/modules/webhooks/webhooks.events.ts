@@ -25,6 +25,9 @@ import { recordLive } from '../events/live.ts';
  *   /api/surveys/{id}/responses shows it (`{ id: "sres_<n>", survey_id, run_id, voter_id, address, channel,
  *   status, answers, started_at, completed_at }`).
  *
+ * - `privacy_request.due_soon`: a data-principal request still open 7 days before its `due_at`, as
+ *   GET /api/privacy/requests/{id} shows it (once per request).
+ *
  * Plus `ping`, sent only by POST /api/webhooks/{id}/test and only to that endpoint.
  */
 export const webhookEventTypes = [
@@ -38,6 +41,7 @@ export const webhookEventTypes = [
   'conversation.created',
   'conversation.assigned',
   'survey.response.completed',
+  'privacy_request.due_soon',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

@@ -6,7 +6,7 @@ import { messageChannels, type MessageChannel } from '../../domain.ts';
 import { authOf } from '../../http/guard.ts';
 import { Success, Timestamp, Ref } from '../../http/schemas.ts';
 import { actorOf } from '../audit/audit.repository.ts';
-import { WorkspacesService } from './workspaces.service.ts';
+import { type RetentionKey, retentionKeys, WorkspacesService } from './workspaces.service.ts';
 
 const Carrier = Type.Object(
   {
@@ -34,6 +34,37 @@ const Carrier = Type.Object(
   { title: 'ChannelCarrier' },
 );
 
+const RetentionDays = Type.Union([Type.Integer({ minimum: 1, maximum: 36500 }), Type.Null()]);
+const retentionDescriptions: Record<RetentionKey, string> = {
+  messages_days: 'Messages sent (their rows: bodies, addresses, statuses).',
+  inbound_days: 'Replies received.',
+  visits_days: "Field visits (a visit's outcome and notes).",
+  survey_responses_days: 'Survey responses and their answers.',
+};
+const Retention = Type.Object(
+  Object.fromEntries(
+    retentionKeys.map((key) => [
+      key,
+      Type.Union([Type.Integer(), Type.Null()], { description: retentionDescriptions[key] }),
+    ]),
+  ) as Record<
+    RetentionKey,
+    ReturnType<typeof Type.Union<[ReturnType<typeof Type.Integer>, ReturnType<typeof Type.Null>]>>
+  >,
+  {
+    title: 'Retention',
+    description:
+      'Days each kind of row is kept (null: forever). A chore deletes older rows daily, in chunks. Audit entries are kept at least 365 days whatever the setting (AUDIT_RETENTION_DAYS).',
+  },
+);
+const RetentionChange = Type.Object(
+  Object.fromEntries(retentionKeys.map((key) => [key, Type.Optional(RetentionDays)])) as Record<
+    RetentionKey,
+    ReturnType<typeof Type.Optional<typeof RetentionDays>>
+  >,
+  { additionalProperties: false, description: 'Days to keep each kind of row, 1-36500; null keeps forever.' },
+);
+
 const UpdateWorkspaceBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
@@ -48,6 +79,7 @@ const UpdateWorkspaceBody = Type.Object(
           'The language of a voter without one (a roll has none): surveys ask them in it, and the unsubscribe page speaks it.',
       }),
     ),
+    retention: Type.Optional(RetentionChange),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -65,6 +97,11 @@ const Workspace = Type.Object(
     default_language: Type.Union([Type.Literal('en'), Type.Literal('hi')], {
       description: 'The language of a voter without one (default `en`).',
     }),
+    public_id: Type.String({
+      description:
+        'Random: the address of the public privacy page, `/privacy/<public_id>` (notice and request form).',
+    }),
+    retention: Retention,
     channels: Type.Object(
       Object.fromEntries(messageChannels.map((channel) => [channel, Carrier])) as Record<
         MessageChannel,
@@ -108,7 +145,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{
       config: { permission: 'workspace:manage' },
       schema: {
         tags: ['Users'],
-        summary: "Change the workspace's name or time zone",
+        summary: "Change the workspace's name, time zone, default language or retention",
         body: UpdateWorkspaceBody,
         response: { 200: Success(Workspace) },
       },

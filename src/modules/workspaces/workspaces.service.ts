@@ -9,8 +9,17 @@ import { sendsTemplatesOnly } from '../../providers/adapter.ts';
 import { type AuditActor, recordAudit } from '../audit/audit.repository.ts';
 import { accountsOfWorkspace } from '../channel-accounts/channel-accounts.repository.ts';
 import { carrierAmong } from '../channel-accounts/channel-accounts.service.ts';
-import { updateWorkspace, workspaceById } from './workspaces.repository.ts';
+import { givePublicId, updateWorkspace, workspaceById } from './workspaces.repository.ts';
 import { accountRef } from '../../refs.ts';
+
+/** What a workspace may keep for a number of days (null: forever); the retention chore deletes older rows. */
+export const retentionKeys = [
+  'messages_days',
+  'inbound_days',
+  'visits_days',
+  'survey_responses_days',
+] as const;
+export type RetentionKey = (typeof retentionKeys)[number];
 
 export interface ChannelCarrier {
   provider: string;
@@ -59,6 +68,13 @@ export class WorkspacesService {
       timezone: row.timezone ?? defaultTimeZone,
       timezone_set: row.timezone !== null,
       default_language: (row.default_language === 'hi' ? 'hi' : 'en') as 'en' | 'hi',
+      public_id: row.public_id ?? (await givePublicId(db, workspaceId)),
+      retention: {
+        messages_days: row.retention_messages_days,
+        inbound_days: row.retention_inbound_days,
+        visits_days: row.retention_visits_days,
+        survey_responses_days: row.retention_survey_responses_days,
+      },
       channels,
     };
   }
@@ -71,9 +87,10 @@ export class WorkspacesService {
       name?: string | undefined;
       timezone?: string | null | undefined;
       default_language?: 'en' | 'hi' | undefined;
+      retention?: Partial<Record<RetentionKey, number | null>> | undefined;
     },
   ) {
-    const { name, timezone, default_language: language } = body;
+    const { name, timezone, default_language: language, retention } = body;
     const errors: FieldErrors = {};
     if (name !== undefined && name.trim() === '') errors.name = ['must not be empty.'];
     if (typeof timezone === 'string' && !isTimeZone(timezone))
@@ -84,6 +101,9 @@ export class WorkspacesService {
         ...(name !== undefined ? { name: name.trim() } : {}),
         ...(timezone !== undefined ? { timezone } : {}),
         ...(language !== undefined ? { default_language: language } : {}),
+        ...Object.fromEntries(
+          Object.entries(retention ?? {}).map(([key, days]) => [`retention_${key}`, days ?? null]),
+        ),
       });
       await recordAudit(trx, {
         workspaceId,
@@ -94,6 +114,7 @@ export class WorkspacesService {
           changed: Object.keys(body),
           ...(timezone !== undefined ? { timezone } : {}),
           ...(language !== undefined ? { default_language: language } : {}),
+          ...(retention !== undefined ? { retention } : {}),
         },
       });
     });
