@@ -233,9 +233,10 @@ describe('the OpenAPI document', () => {
   // 826 KB before named components; a third of that (275,502 bytes) was the bound then. The document grows
   // with the API (GET /api/workspace, POST /api/templates/render, the gateways' inbound callbacks, campaigns'
   // carriers; places; surveys, 367 KB; ids' patterns, dates' formats and enums, 402 KB): the bound is 425,000
-  // bytes, which inlined schemas (three times the size) would still break.
-  it('stays small with named components (under 445 KB, with field work; 826 KB before them)', () => {
-    expect(JSON.stringify(raw).length).toBeLessThan(445_000);
+  // bytes, which inlined schemas (three times the size) would still break. Field work took it to 445 KB, personal
+  // data (the privacy routes and their public page) to 480 KB.
+  it('stays small with named components (under 480 KB, with personal data; 826 KB before them)', () => {
+    expect(JSON.stringify(raw).length).toBeLessThan(480_000);
   });
 
   it("documents the channel accounts' callbacks even when no real provider is configured, not the deployment's", async () => {

@@ -55,7 +55,9 @@ function label(r: { method: string; url: string }): string {
 
 /** A route's URL with every path parameter (`:id`, `*`) filled in. */
 function fill(url: string, value: (param: string, resource: string) => string): string {
-  const resource = url.split('/')[2] ?? '';
+  const segments = url.split('/');
+  // /api/privacy/<kind>/:id: the kind names the rows (requests, breaches).
+  const resource = (segments[2] === 'privacy' ? `privacy/${segments[3]}` : segments[2]) ?? '';
   return url.replace(/:([A-Za-z_]+)/g, (_m, param: string) => value(param, resource)).replace('*', 'x');
 }
 
@@ -83,6 +85,17 @@ function contractAllows(role: Role, route: RegisteredRoute): boolean {
   if (politicianOnly.some((p) => route.url === p || route.url.startsWith(`${p}/`))) return false;
   // The workspace's own settings (its time zone, its name): the politician's, as the team and accounts are.
   if (label(route) === 'PATCH /api/workspace') return false;
+  // The fourth part's personal data: the notice, a person's export and erasure, and the breach register are the
+  // politician's; managers answer data-principal requests.
+  if (
+    [
+      'PUT /api/privacy/notice',
+      'GET /api/privacy/requests/:id/export',
+      'POST /api/privacy/requests/:id/erase',
+    ].includes(label(route)) ||
+    route.url.startsWith('/api/privacy/breaches')
+  )
+    return false;
   if (role === 'manager') return true;
   return [
     'GET /api/voters',
@@ -293,6 +306,16 @@ for (const dialect of dialects) {
       ids.turfs = (
         await created('POST', '/api/turfs', { name: marker, filters: { ward: `${marker} ward` } })
       ).id;
+      ids['privacy/requests'] = (
+        await created('POST', '/api/privacy/requests', { type: 'erasure', address: `${marker}@example.org` })
+      ).id;
+      ids['privacy/breaches'] = (
+        await created('POST', '/api/privacy/breaches', {
+          detected_at: '2026-01-01T00:00:00Z',
+          description: marker,
+        })
+      ).id;
+      ids.publicId = (await call(t.app, 'GET', '/api/workspace', { token: owner.token })).body.data.public_id;
       ids['survey-runs'] =
         // WhatsApp (the sandbox's): SMS goes through the MSG91 account above, which needs a template per question.
         (
@@ -334,6 +357,8 @@ for (const dialect of dialects) {
         'POST /api/surveys/:id/runs': { channel: 'sms', recipients: ['+919812345678'] },
         'PATCH /api/voter-fields/:key': { label: 'Taken over' },
         'PATCH /api/turfs/:id': { name: 'Taken over' },
+        'PATCH /api/privacy/requests/:id': { note: 'Taken over' },
+        'PATCH /api/privacy/breaches/:id': { description: 'Taken over' },
       };
       return bodies[label(route)];
     };

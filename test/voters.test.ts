@@ -95,6 +95,8 @@ for (const dialect of dialects) {
             'tags',
             'fields',
             'household',
+            // DPDP consent (the contract's fourth part, "Personal data")
+            'consent',
           ].sort(),
         );
       });

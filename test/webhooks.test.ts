@@ -32,6 +32,7 @@ const allEvents = [
   'conversation.created',
   'conversation.assigned',
   'survey.response.completed',
+  'privacy_request.due_soon',
 ];
 
 async function createHook(t: TestApp, owner: Account, body: Record<string, unknown>) {

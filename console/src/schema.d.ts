@@ -327,7 +327,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change the workspace's name or time zone
+         * Change the workspace's name, time zone, default language or retention
          * @description Requires permission `workspace:manage` (politician).
          */
         patch: operations["patchWorkspace"];
@@ -1891,7 +1891,7 @@ export interface paths {
         };
         /**
          * Live events (Server-Sent Events)
-         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed, survey.response.completed, poll_day.marked (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
+         * @description A `text/event-stream` of the workspace's events the caller may see: message.received, conversation.created, conversation.assigned, grievance.created, grievance.resolved, payment.processed, channel_account.failed, survey.response.completed, poll_day.marked, privacy_request.due_soon (a volunteer: only their conversations' events). Each event has an `id`, an `event` (its type) and `data` (JSON, as webhooks carry it). `Last-Event-ID` resumes after that id, from the workspace's last 1000. A comment line every 15 s keeps it open; it ends when the token stops working (logout, revocation). At most EVENT_STREAMS_PER_USER (5) open streams a user; one more is 429. A client that leaves EVENT_STREAM_BUFFER_KB (256) unread is disconnected and resumes with Last-Event-ID. The caller's role is read again every 5 s.
          *
          *     Any signed-in user.
          */
@@ -2298,6 +2298,234 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/privacy/notice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's privacy notice (version 0 until one is written)
+         * @description Any signed-in user.
+         */
+        get: operations["getPrivacyNotice"];
+        /**
+         * Write the privacy notice (a new version each time; audited as privacy_notice.updated)
+         * @description Consent recorded from now on names this version. The public page `/privacy/<public_id>` shows it in English and Hindi (English where no Hindi text is given).
+         *
+         *     Requires permission `privacy:manage` (politician).
+         */
+        put: operations["putPrivacyNotice"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/privacy/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Data-principal requests, newest first (filter by status, type, overdue)
+         * @description Requires permission `privacy:requests` (politician, manager).
+         */
+        get: operations["getPrivacyRequests"];
+        put?: never;
+        /**
+         * Record a request the office received (by letter, phone, in person)
+         * @description `due_at` is now plus PRIVACY_RESPONSE_DAYS (default 30). Without `voter_id`, the one voter with the address (if exactly one) is linked. Audited as privacy_request.created.
+         *
+         *     Requires permission `privacy:requests` (politician, manager).
+         */
+        post: operations["postPrivacyRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/privacy/requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One request
+         * @description Requires permission `privacy:requests` (politician, manager).
+         */
+        get: operations["getPrivacyRequestsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Verify, complete or reject a request; link its voter; note what was done
+         * @description A completed or rejected request is closed: changing its status again is 409. Completing is audited as privacy_request.completed.
+         *
+         *     Requires permission `privacy:requests` (politician, manager).
+         */
+        patch: operations["patchPrivacyRequestsId"];
+        trace?: never;
+    };
+    "/api/privacy/requests/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything the workspace keeps about the person, as a ZIP of JSON files
+         * @description The voter record with fields (sensitive ones too) and tags, consent, messages both ways, conversations, grievances, survey responses, visits, poll-day marks, opt-outs and the audit entries about them. Audited as privacy.exported. After an erasure it is 409: nothing is left to export.
+         *
+         *     Requires permission `privacy:manage` (politician).
+         */
+        get: operations["getPrivacyRequestsIdExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/privacy/requests/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase the person: their personal data leaves every table of the workspace
+         * @description Only an `erasure` request (another type, or a rejected request, is 409). Removes the voter (fields, tags, visits, poll-day marks), rewrites message bodies and addresses, replies, conversations, grievances' reporter, survey answers' free text, and sweeps every text column of every table (webhook payloads, live events, audit details, import errors, stored replies of idempotent requests...) for the person's phone, email, EPIC number and, in rows about them, their name. Keeps a keyed hash of each address on an opt-out of every channel (they are never messaged again), the counts, and an audit entry (privacy.erased) naming the request. Stored uploads holding the person are deleted; one an import still uses is listed in `erasure.remaining`. Erasing twice changes nothing.
+         *
+         *     Requires permission `privacy:manage` (politician).
+         */
+        post: operations["postPrivacyRequestsIdErase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/privacy/breaches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The breach register, newest first
+         * @description Requires permission `privacy:manage` (politician).
+         */
+        get: operations["getPrivacyBreaches"];
+        put?: never;
+        /**
+         * Record a personal data breach (the Board is told within 72 hours of detection)
+         * @description Audited as breach.recorded. `board_report_due` is `detected_at` + 72 hours.
+         *
+         *     Requires permission `privacy:manage` (politician).
+         */
+        post: operations["postPrivacyBreaches"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/privacy/breaches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Record when the Board and the people affected were told (or correct the entry)
+         * @description Requires permission `privacy:manage` (politician).
+         */
+        patch: operations["patchPrivacyBreachesId"];
+        trace?: never;
+    };
+    "/privacy/{publicId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The office's public privacy page (its notice, the person's rights, and the request form)
+         * @description HTML in English or Hindi (`?lang=`, else Accept-Language). Shows the notice, how to withdraw consent, how to ask for access, correction or erasure, and how to complain to the Data Protection Board; its form sends a one-time code to the address, then takes the request. An unknown page is 404.
+         */
+        get: operations["getPrivacyPublicId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/privacy/{publicId}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The public form, step 1: send a one-time code to the address
+         * @description A form post (a browser: the next step as a page) or JSON. The answer is the same whether or not the office knows the address; the code goes by SMS to a phone or by email, valid 10 minutes. Limited per address and per client (RATE_LIMIT_OTP_PER_MIN).
+         */
+        post: operations["postPrivacyPublicIdCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/privacy/{publicId}/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The public form, step 2: the code, then the request or the withdrawal of consent
+         * @description `ask: "withdraw"` opts the address out of every channel (its voters get consent `withdrawn`, source `form`); any other `ask` records a verified request (`received_via: "public_form"`) due in PRIVACY_RESPONSE_DAYS. A wrong or expired code is 401 (five tries a code).
+         */
+        post: operations["postPrivacyPublicIdRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.delivered": {
@@ -2470,6 +2698,23 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "privacy_request.due_soon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A data-principal request still open 7 days before its due_at (docs/privacy.md) */
+        post: operations["postWebhookPrivacyRequestDueSoon"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     ping: {
         parameters: {
             query?: never;
@@ -2542,7 +2787,7 @@ export interface components {
          * AuditAction
          * @enum {string}
          */
-        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed" | "survey.exported_sensitive" | "conversation.linked";
+        AuditAction: "user.created" | "user.updated" | "user.deactivated" | "auth.password_changed" | "auth.password_reset" | "auth.tokens_revoked" | "voters.imported" | "voters.exported" | "voter.deleted" | "broadcast.created" | "campaign.sent" | "campaign.cancelled" | "campaign.retried" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "payment.created" | "opt_out.created" | "opt_out.deleted" | "silence_period.created" | "silence_period.deleted" | "channel_account.created" | "channel_account.updated" | "workspace.updated" | "channel_account.deleted" | "conversation.assigned" | "conversation.closed" | "quick_reply.created" | "quick_reply.deleted" | "place.created" | "place.updated" | "place.deleted" | "voter_field.created" | "voter_field.updated" | "voter_field.deleted" | "voters.tagged" | "voters.exported_sensitive" | "voter.updated" | "survey.created" | "survey.updated" | "survey.run" | "survey.closed" | "survey.exported_sensitive" | "conversation.linked" | "privacy_request.created" | "privacy_request.completed" | "privacy.erased" | "privacy.exported" | "privacy_notice.updated" | "breach.recorded";
         /** AuditEntry */
         AuditEntry: {
             id: number;
@@ -2597,6 +2842,59 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["AuthResult"];
+        };
+        /** Breach */
+        Breach: {
+            /** @description `brc_<n>` */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            detected_at: string;
+            description: string;
+            affected_count: number | null;
+            board_notified_at: string | null;
+            people_notified_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            board_report_due: string;
+            /** @description The Board is not yet notified and `board_report_due` (detected + 72 hours) has passed. */
+            overdue: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** BreachPage */
+        BreachPage: {
+            data: components["schemas"]["Breach"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** BreachPageResponse */
+        BreachPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["BreachPage"];
+        };
+        /** BreachResponse */
+        BreachResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["Breach"];
         };
         /** BroadcastResult */
         BroadcastResult: {
@@ -2978,6 +3276,19 @@ export interface components {
             message?: string;
             data: components["schemas"]["ChannelLogEntryPage"];
         };
+        /**
+         * Consent
+         * @description The DPDP consent of the voter. STOP on any channel, the unsubscribe link and the public privacy form record `withdrawn`; with PRIVACY_REQUIRE_CONSENT only `given` voters get bulk messages.
+         */
+        Consent: {
+            /** @enum {string} */
+            status: "given" | "withdrawn" | "unknown";
+            /** @description The privacy notice version in force when it was recorded (null: no notice written yet). */
+            notice_version: number | null;
+            /** @description How it was recorded: an import column, a form (the unsubscribe link or the public privacy page), STOP/START, a door visit, the API. */
+            source: ("import" | "form" | "keyword" | "visit" | "api") | null;
+            at: string | null;
+        };
         /** Conversation */
         Conversation: {
             /** @description `conv_<n>` */
@@ -3235,7 +3546,7 @@ export interface components {
             error_code: string;
             count: number;
             /**
-             * @description `stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours); `failed`: a provider or an address failed them.
+             * @description `stopped`: the office's own rules stopped them (opted_out, silence_period, cancelled, quiet_hours, no_consent); `failed`: a provider or an address failed them.
              * @enum {string}
              */
             kind: "stopped" | "failed";
@@ -3475,10 +3786,10 @@ export interface components {
         };
         /**
          * MessageErrorCode
-         * @description Why a failed message failed: `cancelled` (its campaign was cancelled before it went out), `invalid_recipient` (the provider says the address cannot receive messages), `provider_rejected` (the provider refused the message), `undeliverable` (the provider reported a failure, or could not be reached after every retry), `opted_out` (the recipient opted out), `silence_period` (held back by the silence period before polling), `dnd` (the number is on India's do-not-disturb registry), `dlt_rejected` (the text or ids did not match a registered DLT template), `outside_session` (WhatsApp free text outside the 24-hour window), `rate_limited` (the provider refused for throughput, after retries), `auth_failed` (the channel account's credentials were refused; the account is switched off).
+         * @description Why a failed message failed: `cancelled` (its campaign was cancelled before it went out), `invalid_recipient` (the provider says the address cannot receive messages), `provider_rejected` (the provider refused the message), `undeliverable` (the provider reported a failure, or could not be reached after every retry), `opted_out` (the recipient opted out), `silence_period` (held back by the silence period before polling), `dnd` (the number is on India's do-not-disturb registry), `dlt_rejected` (the text or ids did not match a registered DLT template), `outside_session` (WhatsApp free text outside the 24-hour window), `rate_limited` (the provider refused for throughput, after retries), `auth_failed` (the channel account's credentials were refused; the account is switched off), `no_consent` (PRIVACY_REQUIRE_CONSENT: a broadcast, campaign or survey message to a voter whose consent is not `given`).
          * @enum {string}
          */
-        MessageErrorCode: "cancelled" | "invalid_recipient" | "provider_rejected" | "undeliverable" | "opted_out" | "silence_period" | "dnd" | "dlt_rejected" | "outside_session" | "rate_limited" | "auth_failed";
+        MessageErrorCode: "cancelled" | "invalid_recipient" | "provider_rejected" | "undeliverable" | "opted_out" | "silence_period" | "dnd" | "dlt_rejected" | "outside_session" | "rate_limited" | "auth_failed" | "no_consent";
         /** MessagePage */
         MessagePage: {
             data: components["schemas"]["Message"][];
@@ -3518,7 +3829,7 @@ export interface components {
              * @description manual (added here or imported), keyword (a STOP reply), unsubscribe_link, provider.
              * @enum {string}
              */
-            source: "manual" | "keyword" | "unsubscribe_link" | "provider";
+            source: "manual" | "keyword" | "unsubscribe_link" | "provider" | "privacy_form" | "erasure";
             reason: string | null;
             /**
              * Format: date-time
@@ -3675,6 +3986,106 @@ export interface components {
             message?: string;
             data: components["schemas"]["Place"];
         };
+        /** PrivacyNotice */
+        PrivacyNotice: {
+            /** @description Starts at 1 with the first notice; each PUT adds 1. 0: no notice written yet. */
+            version: number;
+            /** @description The notice in each language, `{ "en": "...", "hi": "..." }`. */
+            texts: {
+                [key: string]: string;
+            };
+            /** @description Whom a person writes to: the office, or its grievance officer. */
+            contact: string;
+            updated_at: string | null;
+            /** @description Where anyone reads it and makes a request: `/privacy/<public_id>` on this service. */
+            public_url: string;
+        };
+        /** PrivacyNoticeResponse */
+        PrivacyNoticeResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["PrivacyNotice"];
+        };
+        /** PrivacyRequest */
+        PrivacyRequest: {
+            /** @description `dpr_<n>` */
+            id: string;
+            /**
+             * @description `access` (a copy of their data), `correction`, `erasure`, `nomination` (someone to act for them, DPDP s.14), `grievance` (a complaint to the office, s.13).
+             * @enum {string}
+             */
+            type: "access" | "correction" | "erasure" | "nomination" | "grievance";
+            voter_id: number | null;
+            /** @description The phone (E.164) or email it came from or concerns; `#<hash>` once the person is erased. */
+            address: string;
+            /**
+             * @description `open` (received), `verified` (the requester proved they hold the address: the public form, or the office checked), `completed`, `rejected`.
+             * @enum {string}
+             */
+            status: "open" | "verified" | "completed" | "rejected";
+            /** @enum {string} */
+            received_via: "office" | "public_form" | "keyword";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            due_at: string;
+            /** @description Not completed or rejected, and past `due_at`. */
+            overdue: boolean;
+            completed_at: string | null;
+            note: string | null;
+            erasure: {
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp.
+                 */
+                erased_at: string;
+                /** @description Rows removed or rewritten, by kind. */
+                removed: {
+                    [key: string]: number;
+                };
+                /** @description Stored uploads that still hold the person (an import still queued or running). */
+                remaining: {
+                    import_id: string;
+                    file: string;
+                    /** @description When it goes. */
+                    removed_by: string;
+                }[];
+            } | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp.
+             */
+            updated_at: string;
+        };
+        /** PrivacyRequestPage */
+        PrivacyRequestPage: {
+            data: components["schemas"]["PrivacyRequest"][];
+            current_page: number;
+            per_page: number;
+            total: number;
+            last_page: number;
+        };
+        /** PrivacyRequestPageResponse */
+        PrivacyRequestPageResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["PrivacyRequestPage"];
+        };
+        /** PrivacyRequestResponse */
+        PrivacyRequestResponse: {
+            /** @enum {boolean} */
+            success: true;
+            message?: string;
+            data: components["schemas"]["PrivacyRequest"];
+        };
         /** ProcessedPayment */
         ProcessedPayment: {
             payment: components["schemas"]["Payment"];
@@ -3812,6 +4223,20 @@ export interface components {
             success: true;
             message?: string;
             data: components["schemas"]["RenderedTemplate"];
+        };
+        /**
+         * Retention
+         * @description Days each kind of row is kept (null: forever). A chore deletes older rows daily, in chunks. Audit entries are kept at least 365 days whatever the setting (AUDIT_RETENTION_DAYS).
+         */
+        Retention: {
+            /** @description Messages sent (their rows: bodies, addresses, statuses). */
+            messages_days: number | null;
+            /** @description Replies received. */
+            inbound_days: number | null;
+            /** @description Field visits (a visit's outcome and notes). */
+            visits_days: number | null;
+            /** @description Survey responses and their answers. */
+            survey_responses_days: number | null;
         };
         /**
          * Role
@@ -4511,6 +4936,7 @@ export interface components {
             fields?: {
                 [key: string]: string | number | boolean | null;
             };
+            consent?: components["schemas"]["Consent"];
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -4683,6 +5109,7 @@ export interface components {
             };
             /** @description The other voters of the household: the same part_number and house_number, or lacking those the same normalised address (at most 50). */
             household: components["schemas"]["HouseholdMember"][];
+            consent: components["schemas"]["Consent"];
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp.
@@ -5192,6 +5619,9 @@ export interface components {
              * @enum {string}
              */
             default_language: "en" | "hi";
+            /** @description Random: the address of the public privacy page, `/privacy/<public_id>` (notice and request form). */
+            public_id: string;
+            retention: components["schemas"]["Retention"];
             /** @description What carries each channel now. */
             channels: {
                 whatsapp: components["schemas"]["ChannelCarrier"];
@@ -5300,6 +5730,54 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description OK. */
+        Breach: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["BreachResponse"];
+            };
+        };
+        /** @description Created. */
+        BreachCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["BreachResponse"];
+            };
+        };
+        /** @description OK. */
+        BreachPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["BreachPageResponse"];
             };
         };
         /** @description Accepted: queued; follow its progress with the returned id. */
@@ -6019,6 +6497,70 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["PlacePageResponse"];
+            };
+        };
+        /** @description OK. */
+        PrivacyNotice: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PrivacyNoticeResponse"];
+            };
+        };
+        /** @description OK. */
+        PrivacyRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PrivacyRequestResponse"];
+            };
+        };
+        /** @description Created. */
+        PrivacyRequestCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PrivacyRequestResponse"];
+            };
+        };
+        /** @description OK. */
+        PrivacyRequestPage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PrivacyRequestPageResponse"];
             };
         };
         /** @description Created. */
@@ -6975,6 +7517,7 @@ export interface components {
         TagsNone: string | (string | number)[];
         /** @description A voter id: that voter's household, the voter included. */
         HouseholdOf: number | string;
+        PublicId: string;
     };
     requestBodies: never;
     headers: {
@@ -7502,6 +8045,13 @@ export interface operations {
                      * @enum {string}
                      */
                     default_language?: "en" | "hi";
+                    /** @description Days to keep each kind of row, 1-36500; null keeps forever. */
+                    retention?: {
+                        messages_days?: number | null;
+                        inbound_days?: number | null;
+                        visits_days?: number | null;
+                        survey_responses_days?: number | null;
+                    };
                 };
             };
         };
@@ -7876,6 +8426,11 @@ export interface operations {
                     fields?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * @description Records the voter's consent as given or withdrawn now (source `api`, the privacy notice's current version).
+                     * @enum {string}
+                     */
+                    consent?: "given" | "withdrawn";
                 };
             };
         };
@@ -7968,6 +8523,11 @@ export interface operations {
                     fields?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * @description Records the voter's consent as given or withdrawn now (source `api`, the privacy notice's current version).
+                     * @enum {string}
+                     */
+                    consent?: "given" | "withdrawn";
                 };
             };
         };
@@ -8614,8 +9174,8 @@ export interface operations {
                      * @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).
                      */
                     url: string;
-                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. Default: all. */
-                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
+                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed, privacy_request.due_soon. Default: all. */
+                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed" | "privacy_request.due_soon")[];
                     description?: string | null;
                 };
             };
@@ -8694,8 +9254,8 @@ export interface operations {
                      * @description https (or http) URL. Its host must not be or resolve to a loopback, private, link-local, unique-local or IPv4-mapped address (unless WEBHOOK_ALLOW_PRIVATE_URLS=true).
                      */
                     url?: string;
-                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed. */
-                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed")[];
+                    /** @description Event types to receive: any of message.delivered, message.failed, grievance.created, grievance.resolved, payment.processed, message.received, channel_account.failed, conversation.created, conversation.assigned, survey.response.completed, privacy_request.due_soon. */
+                    events?: ("message.delivered" | "message.failed" | "grievance.created" | "grievance.resolved" | "payment.processed" | "message.received" | "channel_account.failed" | "conversation.created" | "conversation.assigned" | "survey.response.completed" | "privacy_request.due_soon")[];
                     description?: string | null;
                     /** @description false stops deliveries (they wait, pending); true resumes them, also after a 410. */
                     active?: boolean;
@@ -11627,6 +12187,496 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getPrivacyNotice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PrivacyNotice"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putPrivacyNotice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What is kept, why, and for how long, in English and (best) Hindi. The public page adds how to withdraw consent, ask for access, correction or erasure, and complain to the Data Protection Board. */
+                    texts: {
+                        en: string;
+                        hi?: string;
+                    };
+                    contact: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["PrivacyNotice"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacyRequests: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description `open` (received), `verified` (the requester proved they hold the address: the public form, or the office checked), `completed`, `rejected`. */
+                status?: "open" | "verified" | "completed" | "rejected";
+                /** @description `access` (a copy of their data), `correction`, `erasure`, `nomination` (someone to act for them, DPDP s.14), `grievance` (a complaint to the office, s.13). */
+                type?: "access" | "correction" | "erasure" | "nomination" | "grievance";
+                /** @description true: only overdue requests. */
+                overdue?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PrivacyRequestPage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPrivacyRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `access` (a copy of their data), `correction`, `erasure`, `nomination` (someone to act for them, DPDP s.14), `grievance` (a complaint to the office, s.13).
+                     * @enum {string}
+                     */
+                    type: "access" | "correction" | "erasure" | "nomination" | "grievance";
+                    /** @description The person’s phone (a number without + is read in DEFAULT_COUNTRY) or email. */
+                    address: string;
+                    voter_id?: number | null;
+                    note?: string | null;
+                    /**
+                     * @description Default `office`.
+                     * @enum {string}
+                     */
+                    received_via?: "office" | "keyword";
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["PrivacyRequestCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacyRequestsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `dpr_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PrivacyRequest"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchPrivacyRequestsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `dpr_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `open` (received), `verified` (the requester proved they hold the address: the public form, or the office checked), `completed`, `rejected`.
+                     * @enum {string}
+                     */
+                    status?: "open" | "verified" | "completed" | "rejected";
+                    voter_id?: number | null;
+                    note?: string | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["PrivacyRequest"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacyRequestsIdExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `dpr_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPrivacyRequestsIdErase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `dpr_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PrivacyRequest"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacyBreaches: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1 to 1,000,000,000; a page past the end answers an empty `data`. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page, 1-100. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BreachPage"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPrivacyBreaches: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    detected_at: string;
+                    description: string;
+                    affected_count?: number | null;
+                    board_notified_at?: string | null;
+                    people_notified_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["BreachCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchPrivacyBreachesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `brc_<n>` (or just `<n>`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    detected_at?: string;
+                    description?: string;
+                    affected_count?: number | null;
+                    board_notified_at?: string | null;
+                    people_notified_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Breach"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacyPublicId: {
+        parameters: {
+            query?: {
+                lang?: "en" | "hi";
+            };
+            header?: never;
+            path: {
+                publicId: components["parameters"]["PublicId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPrivacyPublicIdCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                publicId: components["parameters"]["PublicId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your phone (a number without + is read in DEFAULT_COUNTRY) or email. */
+                    address?: string;
+                    /**
+                     * @description `withdraw` (consent), or a request type.
+                     * @enum {string}
+                     */
+                    ask?: "withdraw" | "access" | "correction" | "erasure" | "nomination" | "grievance";
+                    /** @description Details, for a request. */
+                    note?: string;
+                    /** @description The 6-digit code sent to the address (the second step). */
+                    code?: string;
+                    /** @enum {string} */
+                    lang?: "en" | "hi";
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: {
+                            expires_in: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postPrivacyPublicIdRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                publicId: components["parameters"]["PublicId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your phone (a number without + is read in DEFAULT_COUNTRY) or email. */
+                    address?: string;
+                    /**
+                     * @description `withdraw` (consent), or a request type.
+                     * @enum {string}
+                     */
+                    ask?: "withdraw" | "access" | "correction" | "erasure" | "nomination" | "grievance";
+                    /** @description Details, for a request. */
+                    note?: string;
+                    /** @description The 6-digit code sent to the address (the second step). */
+                    code?: string;
+                    /** @enum {string} */
+                    lang?: "en" | "hi";
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message?: string;
+                        data: {
+                            /** @enum {boolean} */
+                            withdrawn?: true;
+                            request_id?: string;
+                            /** Format: date-time */
+                            due_at?: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     postWebhookMessageDelivered: {
         parameters: {
             query?: never;
@@ -12071,6 +13121,51 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["SurveyResponseRecord"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Anything else (or no answer in 10 s) is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    postWebhookPrivacyRequestDueSoon: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `evt_<n>`: the same on every attempt and every endpoint; deduplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` keyed with the base64-decoded secret after `whsec_`. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    type: "privacy_request.due_soon";
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 UTC timestamp.
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["PrivacyRequest"];
                 };
             };
         };

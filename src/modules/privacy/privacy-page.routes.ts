@@ -173,7 +173,7 @@ export const privacyPageRoutes: FastifyPluginAsyncTypebox<PageDeps> = async (app
         tags: ['Privacy'],
         summary: "The office's public privacy page (its notice, the person's rights, and the request form)",
         description:
-          'HTML in English or Hindi (`?lang=`, else Accept-Language). Shows the notice, how to withdraw consent, how to ask for access, correction or erasure, and how to complain to the Data Protection Board; its form sends a one-time code to the address, then takes the request. An unknown page is 404.',
+          'HTML in English or Hindi (`?lang=`, else Accept-Language). An unknown page is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise. Shows the notice, how to withdraw consent, how to ask for access, correction or erasure, and how to complain to the Data Protection Board; its form sends a one-time code to the address, then takes the request.',
         security: [],
         params: PublicId,
         querystring: LangQuery,
@@ -183,8 +183,12 @@ export const privacyPageRoutes: FastifyPluginAsyncTypebox<PageDeps> = async (app
     async (request, reply) => {
       const lang = pageLanguage(request, request.query.lang);
       const w = words[lang];
-      const workspace = await requests.workspace(request.params.publicId).catch(() => undefined);
-      if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
+      // A person (a browser asks for HTML) reads a page saying so; any other client gets the error envelope.
+      const workspace = await requests.workspace(request.params.publicId).catch((error: unknown) => {
+        if (wantsHtml(request.headers.accept)) return undefined;
+        throw error;
+      });
+      if (!workspace) return sendPage(reply, 404, page(w.notFound, `<p>${html(w.notFound)}</p>`, lang));
       const notice = await db
         .selectFrom('privacy_notices')
         .selectAll()

@@ -68,9 +68,10 @@ export const PrivacyRequest = Type.Object(
       Type.Object(
         {
           erased_at: Timestamp,
-          removed: Type.Record(Type.String(), Type.Integer(), {
-            description: 'Rows removed or rewritten, by kind.',
-          }),
+          removed: Type.Object(
+            {},
+            { additionalProperties: Type.Integer(), description: 'Rows removed or rewritten, by kind.' },
+          ),
           remaining: Type.Array(
             Type.Object({
               import_id: Type.String(),
