@@ -575,6 +575,87 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         .toBe('Opted out (opted_out): 1');
     });
 
+    it('keeps the privacy notice and answers requests: the public page in English and Hindi takes a request proven by a code, the privacy screen erases the person; a voter shows their consent', async () => {
+      const base = `${server.base}/api`;
+      const phone = uniquePhone();
+      const voter = (await api(base, 'POST', '/voters', owner.token, {
+        name: 'Geeta Verma',
+        phone,
+        consent: 'given',
+      })) as { id: number };
+      await go(`/voters/${voter.id}`);
+      await page
+        .getByTestId('voter-consent')
+        .getByText(/^Given \(recorded by the office, /)
+        .waitFor();
+      await nav('Privacy').click();
+      await page
+        .getByLabel('Notice in English')
+        .fill('We keep your name, phone and booth to tell you about our work in Varanasi.');
+      await page
+        .getByLabel('Notice in Hindi')
+        .fill('हम वाराणसी में अपने काम की जानकारी देने के लिए आपका नाम, फ़ोन और बूथ रखते हैं।');
+      await page
+        .getByLabel('Who answers questions (name, address, email)')
+        .fill('Grievance officer, Lanka, Varanasi');
+      await page.getByRole('button', { name: 'Save a new version' }).click();
+      await page.getByText(/^Version 1 ·/).waitFor();
+      await accessible(page, 'privacy');
+      // The public page, as the voter opens it from the notice's link: English, then Hindi.
+      const { public_id: publicId } = (await api(base, 'GET', '/workspace', owner.token)) as {
+        public_id: string;
+      };
+      const voterPage = await context.newPage();
+      try {
+        await voterPage.goto(`${server.base}/privacy/${publicId}`);
+        await voterPage.getByRole('heading', { name: /^Privacy notice: / }).waitFor();
+        await voterPage.getByText('We keep your name, phone and booth').waitFor();
+        await voterPage.getByText(/Data Protection Board of India/).waitFor();
+        await accessible(voterPage, 'privacy public page');
+        await shoot(voterPage, 'privacy-public');
+        await voterPage.getByRole('link', { name: 'हिन्दी' }).click();
+        await voterPage.getByRole('heading', { name: /^गोपनीयता सूचना: / }).waitFor();
+        await voterPage.getByText('हम वाराणसी में अपने काम').waitFor();
+        await accessible(voterPage, 'privacy public page (Hindi)');
+        await shoot(voterPage, 'privacy-public-hi');
+        await voterPage.getByLabel('आपका फ़ोन नंबर या ईमेल पता').fill(phone);
+        await voterPage.getByLabel('आप क्या चाहते हैं?').selectOption('erasure');
+        await voterPage.getByRole('button', { name: 'मुझे कोड भेजें' }).click();
+        await voterPage.getByLabel('आपको मिला कोड').fill(await otpFor(server, phone));
+        await voterPage.getByRole('button', { name: 'पुष्टि करें' }).click();
+        await voterPage.getByText(/आपका अनुरोध dpr_\d+ प्राप्त हो गया है।/).waitFor();
+        await shoot(voterPage, 'privacy-public-done-hi');
+      } finally {
+        await voterPage.close();
+      }
+      // The office's privacy screen lists it (from the public page, verified); erasing asks first, naming what goes.
+      await page.reload();
+      const row = page.getByRole('row', { name: new RegExp(phone.replace('+', '\\+')) });
+      await row.getByText('Public page').waitFor();
+      await row.getByText('Verified').waitFor();
+      await shoot(page, 'privacy');
+      let asked = '';
+      page.once('dialog', (dialog) => {
+        asked = dialog.message();
+      });
+      await row.getByRole('button', { name: 'Erase' }).click();
+      await page.getByText(/^Erased: \d+ rows removed or rewritten\./).waitFor();
+      expect(asked).toContain('their voter record');
+      expect(asked).toContain('cannot be undone');
+      const gone = await fetch(`${base}/voters/${voter.id}`, {
+        headers: { authorization: `Bearer ${owner.token}` },
+      });
+      expect(gone.status).toBe(404);
+      // The breach register: recorded with its time in the office's zone, overdue until the Board is told.
+      await page.getByLabel('Detected at').fill('2026-01-05T09:30');
+      await page.getByLabel('What happened').fill('A printed walk list was lost');
+      await page.getByRole('button', { name: 'Record a breach' }).click();
+      const breach = page.getByRole('row', { name: /A printed walk list was lost/ });
+      await breach.getByText('Overdue').waitFor();
+      await breach.getByRole('button', { name: 'Board told now' }).click();
+      await expect.poll(() => breach.getByText('Overdue').count()).toBe(0);
+    });
+
     it('adds a volunteer, then deactivates them; the audit log shows both', async () => {
       await nav('Team').click();
       const email = uniqueEmail('vol');
@@ -1250,6 +1331,7 @@ describe.runIf(!browserMissing && dialects.includes(dialect))(
         'Surveys',
         'Grievances',
         'Consent',
+        'Privacy',
         'Places',
         'My profile',
       ]);

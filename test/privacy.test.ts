@@ -238,7 +238,7 @@ for (const dialect of dialects) {
       expect(en.raw).toContain('We keep your name, phone and booth');
       expect(en.raw).toContain('Data Protection Board');
       expect(en.raw).toContain('Grievance officer, 12 Lanka Road');
-      expect(en.raw).toContain('<form method="post" action="code">');
+      expect(en.raw).toContain(`<form method="post" action="/privacy/${publicId}/code">`);
       const hi = await call(t.app, 'GET', `/privacy/${publicId}?lang=hi`);
       expect(hi.raw).toContain('lang="hi"');
       expect(hi.raw).toContain('हम आपका नाम');
@@ -351,7 +351,7 @@ for (const dialect of dialects) {
         body: form({ address: phone, ask: 'erasure', note: '', lang: 'hi' }),
       });
       expect(step1.status, step1.raw).toBe(200);
-      expect(step1.raw).toContain('action="requests"');
+      expect(step1.raw).toContain(`action="/privacy/${publicId}/requests"`);
       expect(step1.raw).toContain('6 अंकों का कोड');
       const code = await codeFor(phone);
       const bad = await call(t.app, 'POST', `/privacy/${publicId}/requests`, {

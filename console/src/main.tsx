@@ -15,6 +15,7 @@ import { SurveyBuilder } from './screens/survey-builder.tsx';
 import { SurveyPage } from './screens/survey-page.tsx';
 import { Surveys } from './screens/surveys.tsx';
 import { Consent } from './screens/consent.tsx';
+import { Privacy } from './screens/privacy.tsx';
 import { Dashboard } from './screens/dashboard.tsx';
 import { Grievances } from './screens/grievances.tsx';
 import { Inbox } from './screens/inbox.tsx';
@@ -46,6 +47,7 @@ const nav: Array<{ path: string; key: Key; roles: Role[] }> = [
   { path: '/surveys', key: 'nav.surveys', roles: ['politician', 'manager'] },
   { path: '/grievances', key: 'nav.grievances', roles: ['politician', 'manager'] },
   { path: '/consent', key: 'nav.consent', roles: ['politician', 'manager'] },
+  { path: '/privacy', key: 'nav.privacy', roles: ['politician', 'manager'] },
   { path: '/places', key: 'nav.places', roles: ['politician', 'manager'] },
   { path: '/team', key: 'nav.team', roles: ['politician'] },
   { path: '/settings', key: 'nav.settings', roles: ['politician'] },
@@ -166,6 +168,7 @@ const plainScreens: Array<{ path: string; gate: string; Screen: () => ReactEleme
   { path: '/surveys/new', gate: '/surveys', Screen: SurveyBuilder },
   { path: '/grievances', gate: '/grievances', Screen: Grievances },
   { path: '/consent', gate: '/consent', Screen: Consent },
+  { path: '/privacy', gate: '/privacy', Screen: Privacy },
   { path: '/places', gate: '/places', Screen: Places },
   { path: '/team', gate: '/team', Screen: Team },
   { path: '/settings', gate: '/settings', Screen: Settings },

@@ -1,6 +1,7 @@
 // The console's strings in English; every key here is one in Hindi too (strings.hi.ts; the type checks it).
 // Voter data, API messages and codes are shown as they are stored or sent. The strings of the surveys, settings
 // and team screens are in strings.settings.en.ts.
+import { enPrivacy } from './strings.privacy.en.ts';
 import { enSettings } from './strings.settings.en.ts';
 
 export const en = {
@@ -399,6 +400,7 @@ export const en = {
   'booth.noPhone': 'No phone',
   'field.notAsked': 'Not asked',
   ...enSettings,
+  ...enPrivacy,
 };
 
 export type Key = keyof typeof en;

@@ -1,5 +1,6 @@
 // The console's strings in Hindi: every key of the English ones (strings.en.ts; the type checks it).
 import type { Key } from './strings.en.ts';
+import { hiPrivacy } from './strings.privacy.hi.ts';
 import { hiSettings } from './strings.settings.hi.ts';
 
 export const hi: Record<Key, string> = {
@@ -391,4 +392,5 @@ export const hi: Record<Key, string> = {
   'booth.noPhone': 'फ़ोन नहीं',
   'field.notAsked': 'नहीं पूछा',
   ...hiSettings,
+  ...hiPrivacy,
 };

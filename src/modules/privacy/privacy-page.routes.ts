@@ -126,6 +126,7 @@ function pageLanguage(request: FastifyRequest, chosen: string | undefined): Page
 function askForm(
   w: Words,
   lang: PageLanguage,
+  publicId: string,
   values: { address?: string; ask?: string; note?: string },
   error?: string,
 ) {
@@ -133,9 +134,9 @@ function askForm(
     .map((a) => `<option value="${a}"${values.ask === a ? ' selected' : ''}>${html(w.asks[a])}</option>`)
     .join('');
   return `<h2>${w.formTitle}</h2>${error ? `<p class="error" role="alert">${html(error)}</p>` : ''}
-<form method="post" action="code">
+<form method="post" action="/privacy/${html(publicId)}/code">
 <input type="hidden" name="lang" value="${lang}">
-<label for="address">${w.address}</label><input id="address" name="address" required maxlength="254" autocomplete="tel email" value="${html(values.address ?? '')}">
+<label for="address">${w.address}</label><input id="address" name="address" required maxlength="254" autocomplete="on" value="${html(values.address ?? '')}">
 <label for="ask">${w.ask}</label><select id="ask" name="ask">${options}</select>
 <label for="note">${w.note}</label><textarea id="note" name="note" rows="3" maxlength="2000">${html(values.note ?? '')}</textarea>
 <p><button type="submit">${w.sendCode}</button></p></form>`;
@@ -145,11 +146,12 @@ function askForm(
 function codeForm(
   w: Words,
   lang: PageLanguage,
+  publicId: string,
   values: { address: string; ask: string; note?: string },
   error?: string,
 ) {
   return `${error ? `<p class="error" role="alert">${html(error)}</p>` : `<p>${html(w.codeSent)}</p>`}
-<form method="post" action="requests">
+<form method="post" action="/privacy/${html(publicId)}/requests">
 <input type="hidden" name="lang" value="${lang}"><input type="hidden" name="address" value="${html(values.address)}">
 <input type="hidden" name="ask" value="${html(values.ask)}"><input type="hidden" name="note" value="${html(values.note ?? '')}">
 <label for="code">${w.code}</label><input id="code" name="code" required inputmode="numeric" autocomplete="one-time-code" maxlength="12">
@@ -200,7 +202,7 @@ export const privacyPageRoutes: FastifyPluginAsyncTypebox<PageDeps> = async (app
 ${text ? `<div class="notice">${html(text)}</div>` : `<p>${w.noNotice}</p>`}
 ${notice ? `<h2>${w.contact}</h2><p>${html(notice.contact)}</p>` : ''}
 <h2>${w.rights}</h2><p>${html(w.rightsText(responseDays))}</p>
-${askForm(w, lang, {})}`;
+${askForm(w, lang, request.params.publicId, {})}`;
       return sendPage(reply, 200, page(w.title(workspace.name), body, lang));
     },
   );
@@ -256,7 +258,11 @@ ${askForm(w, lang, {})}`;
       } catch (error) {
         if (!browser) throw error;
         const message = ask ? w.badAddress : w.badAsk;
-        return sendPage(reply, 422, page(w.title(workspace.name), askForm(w, lang, body, message), lang));
+        return sendPage(
+          reply,
+          422,
+          page(w.title(workspace.name), askForm(w, lang, request.params.publicId, body, message), lang),
+        );
       }
       if (await limited(request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
       if (await limited(request, reply, `privacy:${workspace.id}:${address}`, w, lang)) return reply;
@@ -270,7 +276,11 @@ ${askForm(w, lang, {})}`;
       return sendPage(
         reply,
         200,
-        page(w.title(workspace.name), codeForm(w, lang, { address, ask: ask!, note: body.note ?? '' }), lang),
+        page(
+          w.title(workspace.name),
+          codeForm(w, lang, request.params.publicId, { address, ask: ask!, note: body.note ?? '' }),
+          lang,
+        ),
       );
     },
   );
@@ -338,7 +348,7 @@ ${askForm(w, lang, {})}`;
         return sendPage(
           reply,
           status,
-          page(w.title(workspace.name), codeForm(w, lang, values, message), lang),
+          page(w.title(workspace.name), codeForm(w, lang, request.params.publicId, values, message), lang),
         );
       }
     },
