@@ -2475,7 +2475,7 @@ export interface paths {
         };
         /**
          * The office's public privacy page (its notice, the person's rights, and the request form)
-         * @description HTML in English or Hindi (`?lang=`, else Accept-Language). Shows the notice, how to withdraw consent, how to ask for access, correction or erasure, and how to complain to the Data Protection Board; its form sends a one-time code to the address, then takes the request. An unknown page is 404.
+         * @description HTML in English or Hindi (`?lang=`, else Accept-Language). An unknown page is 404: a page saying so for a browser (`Accept: text/html`), the error envelope otherwise. Shows the notice, how to withdraw consent, how to ask for access, correction or erasure, and how to complain to the Data Protection Board; its form sends a one-time code to the address, then takes the request.
          */
         get: operations["getPrivacyPublicId"];
         put?: never;
