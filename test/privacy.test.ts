@@ -181,6 +181,26 @@ for (const dialect of dialects) {
         body: { channel: 'sms', from: phone, body: 'STOP' },
       });
       expect(await read()).toMatchObject({ status: 'withdrawn', source: 'keyword' });
+      // At the door: a visit made offline an hour ago does not undo the newer STOP; one made now records it.
+      const visit = (consent: string, at: number) =>
+        call(t.app, 'POST', '/api/visits', {
+          token: manager.token,
+          body: {
+            visits: [
+              {
+                client_id: crypto.randomUUID(),
+                voter_id: made.body.data.id,
+                outcome: 'met',
+                visited_at: new Date(at).toISOString(),
+                consent,
+              },
+            ],
+          },
+        });
+      expect((await visit('given', Date.now() - 3_600_000)).body.data.visits[0].status).toBe('created');
+      expect(await read()).toMatchObject({ status: 'withdrawn', source: 'keyword' });
+      expect((await visit('given', Date.now())).body.data.visits[0].status).toBe('created');
+      expect(await read()).toMatchObject({ status: 'given', source: 'visit' });
       const unknown = await call(t.app, 'POST', '/api/voters', {
         token: owner.token,
         body: { name: 'No Word', phone: uniquePhone() },

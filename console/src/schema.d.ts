@@ -5043,6 +5043,11 @@ export interface components {
                 lat: number;
                 lon: number;
             };
+            /**
+             * @description The voter's consent as they gave or withdrew it at the door: recorded with source `visit` at `visited_at`, unless a newer one was recorded since.
+             * @enum {string}
+             */
+            consent?: "given" | "withdrawn";
         };
         /** VisitOutcome */
         VisitOutcome: {

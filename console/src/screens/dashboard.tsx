@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
+import { api, data } from '../api.ts';
 import { useI18n } from '../i18n.tsx';
 import { ErrorNote, Loading, Notice, Section } from '../ui.tsx';
 import type { components } from '../schema.d.ts';
@@ -76,6 +77,18 @@ function WorkCounts() {
   const overdue = useQuery(queries.grievanceList({ overdue: true, per_page: 1 }));
   const unassigned = useQuery(queries.conversationList({ status: 'open', assigned_to: 'none', per_page: 1 }));
   const unread = useQuery(queries.conversationList({ status: 'open', unread: true, per_page: 1 }));
+  // Voters' requests under the DPDP Act past their due date (and those still open).
+  const requests = useQuery({
+    queryKey: ['privacy', 'requests', 'dashboard'],
+    queryFn: async () => {
+      const [due, late] = await Promise.all(
+        [{ status: 'open' as const }, { overdue: true }].map((query) =>
+          data(api.GET('/api/privacy/requests', { params: { query: { ...query, per_page: 1 } } })),
+        ),
+      );
+      return { open: due!.total, overdue: late!.total };
+    },
+  });
   return (
     <>
       <Section title={t('dash.grievances')}>
@@ -95,6 +108,15 @@ function WorkCounts() {
           <dd>{unread.data ? n(unread.data.total) : '…'}</dd>
         </dl>
         <Link href="/inbox">{t('dash.toInbox')}</Link>
+      </Section>
+      <Section title={t('privacy.requests')}>
+        <dl className="facts">
+          <dt>{t('dash.open')}</dt>
+          <dd>{requests.data ? n(requests.data.open) : '…'}</dd>
+          <dt>{t('dash.overdue')}</dt>
+          <dd data-testid="dash-privacy-overdue">{requests.data ? n(requests.data.overdue) : '…'}</dd>
+        </dl>
+        <Link href="/privacy">{t('nav.privacy')}</Link>
       </Section>
       <ErrorNote error={open.error ?? unassigned.error} />
     </>

@@ -177,6 +177,12 @@ export const VisitInput = Type.Object(
     ),
     visited_at: Type.String({ format: 'date-time', maxLength: 40 }),
     location: Type.Optional(Location),
+    consent: Type.Optional(
+      Type.Union([Type.Literal('given'), Type.Literal('withdrawn')], {
+        description:
+          "The voter's consent as they gave or withdrew it at the door: recorded with source `visit` at `visited_at`, unless a newer one was recorded since.",
+      }),
+    ),
   },
   { additionalProperties: false, title: 'VisitInput' },
 );

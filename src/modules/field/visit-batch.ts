@@ -30,6 +30,8 @@ export interface VisitBody {
   answers?: Record<string, unknown> | undefined;
   visited_at: string;
   location?: { lat: number; lon: number } | undefined;
+  /** The voter's DPDP consent as they said it at the door (source `visit`). */
+  consent?: 'given' | 'withdrawn' | undefined;
 }
 
 export interface ItemError {

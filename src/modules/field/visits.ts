@@ -1,3 +1,4 @@
+import { recordConsent } from '../voters/voter-consent.ts';
 import type { Kysely } from 'kysely';
 import type { Database, VisitRow } from '../../db/schema.ts';
 import { pageResult } from '../../domain.ts';
@@ -104,9 +105,18 @@ export class VisitsService {
     // A client_id twice in one batch: the first is stored, the second is its duplicate.
     const firsts = new Map<string, Ready>();
     for (const { item } of ready) if (!firsts.has(item.body.client_id)) firsts.set(item.body.client_id, item);
-    const outcomes = await db
-      .transaction()
-      .execute(async (trx) => storeVisits(trx, auth, [...firsts.values()], await defaultLanguage(trx, ws)));
+    const outcomes = await db.transaction().execute(async (trx) => {
+      const stored = await storeVisits(trx, auth, [...firsts.values()], await defaultLanguage(trx, ws));
+      const created = new Set(stored.filter((o) => o.status === 'created').map((o) => o.client_id));
+      // Consent said at the door, at the visit's time: an older visit synced late never undoes a newer record.
+      for (const { body } of firsts.values())
+        if (body.consent && created.has(body.client_id))
+          await recordConsent(trx, ws, { voterIds: [body.voter_id] }, body.consent, 'visit', {
+            at: new Date(Date.parse(body.visited_at)).toISOString(),
+            unlessNewer: true,
+          });
+      return stored;
+    });
     const byClient = new Map(outcomes.map((o) => [o.client_id, o]));
     const seen = new Set<string>();
     for (const { index, item } of ready) {

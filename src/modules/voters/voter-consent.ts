@@ -28,8 +28,13 @@ export async function recordConsent(
   target: ConsentTarget,
   status: Exclude<ConsentStatus, 'unknown'>,
   source: ConsentSource,
-  at: string = nowIso(),
+  options: {
+    at?: string;
+    /** Left as it is on a voter whose consent was recorded after `at` (a visit made offline, synced late). */
+    unlessNewer?: boolean;
+  } = {},
 ): Promise<number> {
+  const at = options.at ?? nowIso();
   if ('voterIds' in target && target.voterIds.length === 0) return 0;
   const version = await noticeVersion(db, workspaceId);
   const result = await db
@@ -40,6 +45,9 @@ export async function recordConsent(
       'voterIds' in target
         ? eb('id', 'in', [...target.voterIds])
         : eb(target.address.includes('@') ? 'email' : 'phone', '=', target.address),
+    )
+    .$if(options.unlessNewer === true, (q) =>
+      q.where((eb) => eb.or([eb('consent_at', 'is', null), eb('consent_at', '<=', at)])),
     )
     .executeTakeFirst();
   return Number(result.numUpdatedRows ?? 0);
