@@ -34,31 +34,9 @@ export function Privacy() {
 
 function NoticeEditor({ editable }: { editable: boolean }) {
   const { t, d } = useI18n();
-  const client = useQueryClient();
   const notice = useQuery({
     queryKey: privacyKeys.notice,
     queryFn: () => data(api.GET('/api/privacy/notice')),
-  });
-  const [draft, setDraft] = useState<{ en: string; hi: string; contact: string } | null>(null);
-  const shown = draft ?? {
-    en: notice.data?.texts.en ?? '',
-    hi: notice.data?.texts.hi ?? '',
-    contact: notice.data?.contact ?? '',
-  };
-  const save = useMutation({
-    mutationFn: () =>
-      envelope(
-        api.PUT('/api/privacy/notice', {
-          body: {
-            texts: { en: shown.en, ...(shown.hi.trim() ? { hi: shown.hi } : {}) },
-            contact: shown.contact,
-          },
-        }),
-      ),
-    onSuccess: () => {
-      setDraft(null);
-      void client.invalidateQueries({ queryKey: privacyKeys.notice });
-    },
   });
   if (notice.isPending) return <Loading />;
   const url = notice.data ? `${window.location.origin}${notice.data.public_url}` : '';
@@ -74,46 +52,76 @@ function NoticeEditor({ editable }: { editable: boolean }) {
           {t('privacy.publicPage', { url })}
         </a>
       </p>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          save.mutate();
-        }}
-      >
-        <Field label={t('privacy.textEn')}>
-          <textarea
-            rows={5}
-            required
-            readOnly={!editable}
-            value={shown.en}
-            onChange={(e) => setDraft({ ...shown, en: e.target.value })}
-          />
-        </Field>
-        <Field label={t('privacy.textHi')}>
-          <textarea
-            rows={5}
-            lang="hi"
-            readOnly={!editable}
-            value={shown.hi}
-            onChange={(e) => setDraft({ ...shown, hi: e.target.value })}
-          />
-        </Field>
-        <Field label={t('privacy.contact')}>
-          <input
-            required
-            readOnly={!editable}
-            value={shown.contact}
-            onChange={(e) => setDraft({ ...shown, contact: e.target.value })}
-          />
-        </Field>
-        {editable && (
-          <button className="primary" disabled={save.isPending}>
-            {t('privacy.saveNotice')}
-          </button>
-        )}
-      </form>
-      <ErrorNote error={notice.error ?? save.error} />
+      <ErrorNote error={notice.error} />
+      {notice.data && <NoticeForm notice={notice.data} editable={editable} />}
     </Section>
+  );
+}
+
+/** The notice's texts and contact; saving writes a new version. */
+function NoticeForm({
+  notice,
+  editable,
+}: {
+  notice: { texts: Record<string, string>; contact: string };
+  editable: boolean;
+}) {
+  const { t } = useI18n();
+  const client = useQueryClient();
+  const [form, setForm] = useState({
+    en: notice.texts.en ?? '',
+    hi: notice.texts.hi ?? '',
+    contact: notice.contact,
+  });
+  const save = useMutation({
+    mutationFn: () =>
+      envelope(
+        api.PUT('/api/privacy/notice', {
+          body: { texts: { en: form.en, ...(form.hi.trim() ? { hi: form.hi } : {}) }, contact: form.contact },
+        }),
+      ),
+    onSuccess: () => void client.invalidateQueries({ queryKey: privacyKeys.notice }),
+  });
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        save.mutate();
+      }}
+    >
+      <Field label={t('privacy.textEn')}>
+        <textarea
+          rows={5}
+          required
+          readOnly={!editable}
+          value={form.en}
+          onChange={(e) => setForm({ ...form, en: e.target.value })}
+        />
+      </Field>
+      <Field label={t('privacy.textHi')}>
+        <textarea
+          rows={5}
+          lang="hi"
+          readOnly={!editable}
+          value={form.hi}
+          onChange={(e) => setForm({ ...form, hi: e.target.value })}
+        />
+      </Field>
+      <Field label={t('privacy.contact')}>
+        <input
+          required
+          readOnly={!editable}
+          value={form.contact}
+          onChange={(e) => setForm({ ...form, contact: e.target.value })}
+        />
+      </Field>
+      {editable && (
+        <button className="primary" disabled={save.isPending}>
+          {t('privacy.saveNotice')}
+        </button>
+      )}
+      <ErrorNote error={save.error} />
+    </form>
   );
 }
 
@@ -187,19 +195,7 @@ function RequestRow({
   politician: boolean;
   refresh: () => Promise<unknown>;
 }) {
-  const { t, d, n } = useI18n();
-  const closed = r.status === 'completed' || r.status === 'rejected';
-  const update = useMutation({
-    mutationFn: (status: 'verified' | 'completed' | 'rejected') =>
-      envelope(api.PATCH('/api/privacy/requests/{id}', { params: { path: { id: r.id } }, body: { status } })),
-    onSuccess: refresh,
-  });
-  const erase = useMutation({
-    mutationFn: () =>
-      envelope(api.POST('/api/privacy/requests/{id}/erase', { params: { path: { id: r.id } } })),
-    onSuccess: refresh,
-  });
-  const removed = r.erasure ? Object.values(r.erasure.removed).reduce((a, b) => a + b, 0) : 0;
+  const { t, d } = useI18n();
   return (
     <tr>
       <td data-label="ID">{r.id}</td>
@@ -216,52 +212,73 @@ function RequestRow({
         {d(r.due_at)} {r.overdue && <span className="badge badge-failed">{t('privacy.overdue')}</span>}
       </td>
       <td>
-        <div className="actions">
-          {!closed && r.status === 'open' && (
-            <button type="button" onClick={() => update.mutate('verified')}>
-              {t('privacy.verify')}
-            </button>
-          )}
-          {!closed && r.type !== 'erasure' && (
-            <button type="button" onClick={() => update.mutate('completed')}>
-              {t('privacy.complete')}
-            </button>
-          )}
-          {!closed && (
-            <button type="button" onClick={() => update.mutate('rejected')}>
-              {t('privacy.reject')}
-            </button>
-          )}
-          {politician && !r.erasure && (
-            <button
-              type="button"
-              onClick={() => void download(`/api/privacy/requests/${r.id}/export`, `${r.id}.zip`)}
-            >
-              {t('privacy.export')}
-            </button>
-          )}
-          {politician && r.type === 'erasure' && !r.erasure && r.status !== 'rejected' && (
-            <button
-              type="button"
-              className="danger"
-              onClick={() => {
-                if (window.confirm(t('privacy.confirmErase', { address: r.address }))) erase.mutate();
-              }}
-            >
-              {t('privacy.erase')}
-            </button>
-          )}
-        </div>
-        {r.erasure && (
-          <p className="muted">
-            {t('privacy.erased', { rows: n(removed) })}
-            {r.erasure.remaining.length > 0 &&
-              ` ${t('privacy.remaining', { imports: r.erasure.remaining.map((x) => x.import_id).join(', ') })}`}
-          </p>
-        )}
-        <ErrorNote error={update.error ?? erase.error} />
+        <RequestActions r={r} politician={politician} refresh={refresh} />
       </td>
     </tr>
+  );
+}
+
+/** What the office does with a request: verify, complete or reject it; export the person's data; erase them. */
+function RequestActions({
+  r,
+  politician,
+  refresh,
+}: {
+  r: PrivacyRequest;
+  politician: boolean;
+  refresh: () => Promise<unknown>;
+}) {
+  const { t, n } = useI18n();
+  const closed = r.status === 'completed' || r.status === 'rejected';
+  const update = useMutation({
+    mutationFn: (status: 'verified' | 'completed' | 'rejected') =>
+      envelope(api.PATCH('/api/privacy/requests/{id}', { params: { path: { id: r.id } }, body: { status } })),
+    onSuccess: refresh,
+  });
+  const erase = useMutation({
+    mutationFn: () =>
+      envelope(api.POST('/api/privacy/requests/{id}/erase', { params: { path: { id: r.id } } })),
+    onSuccess: refresh,
+  });
+  const removed = r.erasure ? Object.values(r.erasure.removed).reduce((a, b) => a + b, 0) : 0;
+  const button = (label: string, onClick: () => void, className?: string) => (
+    <button type="button" className={className} onClick={onClick}>
+      {label}
+    </button>
+  );
+  return (
+    <>
+      <div className="actions">
+        {r.status === 'open' && button(t('privacy.verify'), () => update.mutate('verified'))}
+        {!closed && r.type !== 'erasure' && button(t('privacy.complete'), () => update.mutate('completed'))}
+        {!closed && button(t('privacy.reject'), () => update.mutate('rejected'))}
+        {politician &&
+          !r.erasure &&
+          button(
+            t('privacy.export'),
+            () => void download(`/api/privacy/requests/${r.id}/export`, `${r.id}.zip`),
+          )}
+        {politician &&
+          r.type === 'erasure' &&
+          !r.erasure &&
+          r.status !== 'rejected' &&
+          button(
+            t('privacy.erase'),
+            () => {
+              if (window.confirm(t('privacy.confirmErase', { address: r.address }))) erase.mutate();
+            },
+            'danger',
+          )}
+      </div>
+      {r.erasure && (
+        <p className="muted">
+          {t('privacy.erased', { rows: n(removed) })}
+          {r.erasure.remaining.length > 0 &&
+            ` ${t('privacy.remaining', { imports: r.erasure.remaining.map((x) => x.import_id).join(', ') })}`}
+        </p>
+      )}
+      <ErrorNote error={update.error ?? erase.error} />
+    </>
   );
 }
 
@@ -313,7 +330,7 @@ function NewRequest({ refresh }: { refresh: () => Promise<unknown> }) {
 }
 
 function Breaches() {
-  const { t, d, n, fromLocal, zoneName } = useI18n();
+  const { t } = useI18n();
   const client = useQueryClient();
   const [page, setPage] = useState(1);
   const list = useQuery({
@@ -321,6 +338,43 @@ function Breaches() {
     queryFn: () => data(api.GET('/api/privacy/breaches', { params: { query: { page, per_page: 25 } } })),
   });
   const refresh = () => client.invalidateQueries({ queryKey: privacyKeys.breaches });
+  return (
+    <Section title={t('privacy.breaches')}>
+      <Notice>{t('privacy.breachesHint')}</Notice>
+      <BreachForm refresh={refresh} />
+      <ErrorNote error={list.error} />
+      {list.isPending ? (
+        <Loading />
+      ) : list.data?.data.length === 0 ? (
+        <Empty>{t('none')}</Empty>
+      ) : (
+        <>
+          <Table
+            stacked
+            caption={t('privacy.breaches')}
+            head={[
+              t('privacy.detected'),
+              t('privacy.description'),
+              t('privacy.affected'),
+              t('privacy.boardDue'),
+              t('privacy.boardTold'),
+              t('privacy.peopleTold'),
+            ]}
+          >
+            {list.data?.data.map((b) => (
+              <BreachRow key={b.id} b={b} refresh={refresh} />
+            ))}
+          </Table>
+          <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
+        </>
+      )}
+    </Section>
+  );
+}
+
+/** A breach entered: when it was detected (typed in the office's zone), what happened, how many people. */
+function BreachForm({ refresh }: { refresh: () => Promise<unknown> }) {
+  const { t, fromLocal, zoneName } = useI18n();
   const [form, setForm] = useState({ detected: '', description: '', affected: '' });
   const record = useMutation({
     mutationFn: () =>
@@ -338,48 +392,8 @@ function Breaches() {
       void refresh();
     },
   });
-  const mark = useMutation({
-    mutationFn: ({ id, what }: { id: string; what: 'board_notified_at' | 'people_notified_at' }) =>
-      envelope(
-        api.PATCH('/api/privacy/breaches/{id}', {
-          params: { path: { id } },
-          body: { [what]: new Date().toISOString() },
-        }),
-      ),
-    onSuccess: refresh,
-  });
-  const row = (b: Breach) => (
-    <tr key={b.id}>
-      <td data-label={t('privacy.detected')}>{d(b.detected_at)}</td>
-      <td data-label={t('privacy.description')}>{b.description}</td>
-      <td data-label={t('privacy.affected')}>{b.affected_count === null ? '—' : n(b.affected_count)}</td>
-      <td data-label={t('privacy.boardDue')}>
-        {d(b.board_report_due)}{' '}
-        {b.overdue && <span className="badge badge-failed">{t('privacy.overdue')}</span>}
-      </td>
-      <td data-label={t('privacy.boardTold')}>
-        {b.board_notified_at ? (
-          d(b.board_notified_at)
-        ) : (
-          <button type="button" onClick={() => mark.mutate({ id: b.id, what: 'board_notified_at' })}>
-            {t('privacy.markBoard')}
-          </button>
-        )}
-      </td>
-      <td data-label={t('privacy.peopleTold')}>
-        {b.people_notified_at ? (
-          d(b.people_notified_at)
-        ) : (
-          <button type="button" onClick={() => mark.mutate({ id: b.id, what: 'people_notified_at' })}>
-            {t('privacy.markPeople')}
-          </button>
-        )}
-      </td>
-    </tr>
-  );
   return (
-    <Section title={t('privacy.breaches')}>
-      <Notice>{t('privacy.breachesHint')}</Notice>
+    <>
       <form
         className="filters"
         onSubmit={(e) => {
@@ -414,30 +428,48 @@ function Breaches() {
           {t('privacy.recordBreach')}
         </button>
       </form>
-      <ErrorNote error={list.error ?? record.error ?? mark.error} />
-      {list.isPending ? (
-        <Loading />
-      ) : list.data?.data.length === 0 ? (
-        <Empty>{t('none')}</Empty>
-      ) : (
-        <>
-          <Table
-            stacked
-            caption={t('privacy.breaches')}
-            head={[
-              t('privacy.detected'),
-              t('privacy.description'),
-              t('privacy.affected'),
-              t('privacy.boardDue'),
-              t('privacy.boardTold'),
-              t('privacy.peopleTold'),
-            ]}
-          >
-            {list.data?.data.map(row)}
-          </Table>
-          <Pager page={page} lastPage={list.data?.last_page ?? 1} onPage={setPage} />
-        </>
-      )}
-    </Section>
+      <ErrorNote error={record.error} />
+    </>
+  );
+}
+
+/** A breach of the register: overdue until the Board is told; each telling recorded with one click. */
+function BreachRow({ b, refresh }: { b: Breach; refresh: () => Promise<unknown> }) {
+  const { t, d, n } = useI18n();
+  const mark = useMutation({
+    mutationFn: (what: 'board_notified_at' | 'people_notified_at') =>
+      envelope(
+        api.PATCH('/api/privacy/breaches/{id}', {
+          params: { path: { id: b.id } },
+          body: { [what]: new Date().toISOString() },
+        }),
+      ),
+    onSuccess: refresh,
+  });
+  const told = (at: string | null, what: 'board_notified_at' | 'people_notified_at', label: string) =>
+    at ? (
+      d(at)
+    ) : (
+      <button type="button" onClick={() => mark.mutate(what)}>
+        {label}
+      </button>
+    );
+  return (
+    <tr>
+      <td data-label={t('privacy.detected')}>{d(b.detected_at)}</td>
+      <td data-label={t('privacy.description')}>{b.description}</td>
+      <td data-label={t('privacy.affected')}>{b.affected_count === null ? '—' : n(b.affected_count)}</td>
+      <td data-label={t('privacy.boardDue')}>
+        {d(b.board_report_due)}{' '}
+        {b.overdue && <span className="badge badge-failed">{t('privacy.overdue')}</span>}
+      </td>
+      <td data-label={t('privacy.boardTold')}>
+        {told(b.board_notified_at, 'board_notified_at', t('privacy.markBoard'))}
+      </td>
+      <td data-label={t('privacy.peopleTold')}>
+        {told(b.people_notified_at, 'people_notified_at', t('privacy.markPeople'))}
+        <ErrorNote error={mark.error} />
+      </td>
+    </tr>
   );
 }

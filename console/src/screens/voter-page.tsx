@@ -9,6 +9,7 @@ import { Badge, Empty, ErrorNote, Field, Loading, Notice, Section, Table } from 
 import { commaList, type FieldDef, genders, levels, relations, useVoterFields } from './voter-shared.ts';
 import type { components } from '../schema.d.ts';
 import { keys, queries } from '../queries.ts';
+import { VoterConsent } from './voter-consent.tsx';
 
 type VoterFields = {
   name: string;
@@ -462,45 +463,5 @@ function VoterActivity({ phone, staff }: { phone: string | null; staff: boolean 
         </Section>
       )}
     </>
-  );
-}
-
-/** The voter's DPDP consent: what was recorded, how and when; the office records a change it was told of. */
-function VoterConsent({ v }: { v: Voter }) {
-  const { t, d } = useI18n();
-  const client = useQueryClient();
-  const record = useMutation({
-    mutationFn: (consent: 'given' | 'withdrawn') =>
-      envelope(api.PUT('/api/voters/{id}', { params: { path: { id: v.id } }, body: { consent } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: keys.voter }),
-  });
-  const c = v.consent;
-  const status = t(`consent.status.${c.status}`);
-  return (
-    <Section title={t('consent.label')}>
-      <p data-testid="voter-consent">
-        {c.status === 'unknown'
-          ? status
-          : t('consent.detail', {
-              status,
-              source: c.source ? t(`consent.source.${c.source}`) : '—',
-              when: d(c.at),
-              version: c.notice_version ?? '—',
-            })}
-      </p>
-      <div className="actions">
-        {c.status !== 'given' && (
-          <button type="button" onClick={() => record.mutate('given')}>
-            {t('consent.give')}
-          </button>
-        )}
-        {c.status !== 'withdrawn' && (
-          <button type="button" onClick={() => record.mutate('withdrawn')}>
-            {t('consent.withdraw')}
-          </button>
-        )}
-      </div>
-      <ErrorNote error={record.error} />
-    </Section>
   );
 }

@@ -11,8 +11,13 @@ import { bigintType, timestampType, withId } from './helpers.ts';
  * An erased person's opt-outs keep only a keyed hash of the address (`opt_outs.address` = `#<hmac>`).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  const ref = bigintType(db);
-  const ts = timestampType(db);
+  await workspaceColumns(db);
+  await voterConsent(db);
+  await noticeAndRequests(db);
+  await breaches(db);
+}
+
+async function workspaceColumns(db: Kysely<unknown>) {
   await db.schema.alterTable('workspaces').addColumn('public_id', 'varchar(32)').execute();
   for (const column of ['messages_days', 'inbound_days', 'visits_days', 'survey_responses_days'])
     await db.schema.alterTable('workspaces').addColumn(`retention_${column}`, 'integer').execute();
@@ -27,7 +32,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .column('public_id')
     .unique()
     .execute();
+}
 
+async function voterConsent(db: Kysely<unknown>) {
+  const ts = timestampType(db);
   await db.schema
     .alterTable('voters')
     .addColumn('consent_status', 'varchar(10)', (c) => c.notNull().defaultTo('unknown'))
@@ -43,6 +51,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX voters_consent_email_idx ON voters (workspace_id, email) WHERE consent_status = 'given'`.execute(
     db,
   );
+}
+
+async function noticeAndRequests(db: Kysely<unknown>) {
+  const ref = bigintType(db);
+  const ts = timestampType(db);
 
   await db.schema
     .createTable('privacy_notices')
@@ -97,7 +110,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('privacy_codes')
     .columns(['workspace_id', 'address_hash', 'id'])
     .execute();
+}
 
+async function breaches(db: Kysely<unknown>) {
+  const ref = bigintType(db);
+  const ts = timestampType(db);
   await withId(db, db.schema.createTable('breaches'))
     .addColumn('workspace_id', ref, (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('detected_at', ts, (c) => c.notNull())

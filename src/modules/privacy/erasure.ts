@@ -162,6 +162,74 @@ async function forgetSqliteSamples(trx: Executor, person: Person): Promise<void>
     await sql`DELETE FROM sqlite_stat4 WHERE instr(CAST(sample AS TEXT), ${value}) > 0`.execute(trx);
 }
 
+type Count = (key: string, n: bigint | number | undefined) => void;
+
+/** The rows with one of the person's addresses in `column`, or of their voter (`voter_id`). */
+function ofPerson(person: Person, column: 'address' | 'reporter_phone', addresses = person.addresses) {
+  const found: RawBuilder<boolean>[] = [sql<boolean>`1 = 0`];
+  if (addresses.length > 0) found.push(sql<boolean>`${sql.ref(column)} IN (${sql.join(addresses)})`);
+  if (person.voter) found.push(sql<boolean>`voter_id = ${Number(person.voter.id)}`);
+  return sql<boolean>`(${sql.join(found, sql` OR `)})`;
+}
+
+/**
+ * Step 1 for the cases about the person: conversations lose their preview and the voter's name, grievances their
+ * reporter, survey responses their voter and free-text answers (choices stay: results do not change).
+ */
+async function rewriteCases(trx: Executor, workspaceId: number, person: Person, count: Count) {
+  const conversations = await trx
+    .updateTable('conversations')
+    .set({ last_message_preview: '', voter_name: null, voter_ward: null, voter_booth: null })
+    .where('workspace_id', '=', workspaceId)
+    .where(ofPerson(person, 'address'))
+    .executeTakeFirst();
+  count('conversations', conversations.numUpdatedRows);
+  const phones = person.addresses.filter((a) => a.startsWith('+'));
+  const grievances = await trx
+    .updateTable('grievances')
+    .set({ reporter_name: null, reporter_phone: null })
+    .where('workspace_id', '=', workspaceId)
+    .where(ofPerson(person, 'reporter_phone', phones))
+    .executeTakeFirst();
+  count('grievances', grievances.numUpdatedRows);
+  const responses = await trx
+    .selectFrom('survey_responses')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where(ofPerson(person, 'address'))
+    .execute();
+  const ids = responses.map((r) => Number(r.id));
+  count('survey_responses', ids.length);
+  for (let i = 0; i < ids.length; i += 500) {
+    const some = ids.slice(i, i + 500);
+    await trx
+      .updateTable('survey_answers')
+      .set({ text_value: null, voter_id: null })
+      .where('response_id', 'in', some)
+      .execute();
+    await trx.updateTable('survey_responses').set({ voter_id: null }).where('id', 'in', some).execute();
+  }
+}
+
+/** Step 4: the voter row, and with it (cascades) their fields, tags, visits, marks and stamps. */
+async function deleteVoter(trx: Executor, workspaceId: number, person: Person, count: Count) {
+  if (!person.voter) return;
+  const voterId = Number(person.voter.id);
+  // A conversation's link to the voter has no foreign key to null it.
+  await trx
+    .updateTable('conversations')
+    .set({ voter_id: null })
+    .where('workspace_id', '=', workspaceId)
+    .where('voter_id', '=', voterId)
+    .execute();
+  const voter = await trx
+    .deleteFrom('voters')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', voterId)
+    .executeTakeFirst();
+  count('voters', voter.numDeletedRows);
+}
+
 /**
  * Erasure (the contract's fourth part): removes a person's personal data from every table of the workspace and
  * keeps only a keyed hash of each address on an opt-out (so they are never messaged again), the counts, and an
@@ -258,7 +326,16 @@ export class Erasure {
     const removed: Record<string, number> = {};
     const count = (key: string, n: bigint | number | undefined) =>
       (removed[key] = (removed[key] ?? 0) + Number(n ?? 0));
-    const voterId = person.voter ? Number(person.voter.id) : undefined;
+    await this.rewriteMessages(trx, workspaceId, person, count);
+    await rewriteCases(trx, workspaceId, person, count);
+    count('rows_redacted', await this.sweep(trx, workspaceId, person, tables));
+    await this.replaceOptOuts(trx, workspaceId, person, count);
+    await deleteVoter(trx, workspaceId, person, count);
+    return removed;
+  }
+
+  /** Step 1 for messages both ways: the address becomes its keyed hash, the body goes; status and cost stay. */
+  private async rewriteMessages(trx: Executor, workspaceId: number, person: Person, count: Count) {
     for (const address of person.addresses) {
       const mark = this.mark(address);
       const messages = await trx
@@ -276,66 +353,10 @@ export class Erasure {
         .executeTakeFirst();
       count('inbound_messages', inbound.numUpdatedRows);
     }
-    const conversations = await trx
-      .updateTable('conversations')
-      .set({ last_message_preview: '', voter_name: null, voter_ward: null, voter_booth: null })
-      .where('workspace_id', '=', workspaceId)
-      .where((eb) =>
-        eb.or([
-          ...(person.addresses.length > 0 ? [eb('address', 'in', person.addresses)] : []),
-          ...(voterId !== undefined ? [eb('voter_id', '=', voterId)] : []),
-        ]),
-      )
-      .executeTakeFirst();
-    count('conversations', conversations.numUpdatedRows);
-    const phones = person.addresses.filter((a) => a.startsWith('+'));
-    const grievances = await trx
-      .updateTable('grievances')
-      .set({ reporter_name: null, reporter_phone: null })
-      .where('workspace_id', '=', workspaceId)
-      .where((eb) =>
-        eb.or([
-          ...(phones.length > 0 ? [eb('reporter_phone', 'in', phones)] : []),
-          ...(voterId !== undefined ? [eb('voter_id', '=', voterId)] : []),
-        ]),
-      )
-      .executeTakeFirst();
-    count('grievances', grievances.numUpdatedRows);
-    const responses = await trx
-      .selectFrom('survey_responses')
-      .select('id')
-      .where('workspace_id', '=', workspaceId)
-      .where((eb) =>
-        eb.or([
-          ...(person.addresses.length > 0 ? [eb('address', 'in', person.addresses)] : []),
-          ...(voterId !== undefined ? [eb('voter_id', '=', voterId)] : []),
-        ]),
-      )
-      .execute();
-    const responseIds = responses.map((r) => Number(r.id));
-    count('survey_responses', responseIds.length);
-    for (let i = 0; i < responseIds.length; i += 500) {
-      const some = responseIds.slice(i, i + 500);
-      // The choices stay (a survey's results do not change); free-text answers and the voter link go.
-      await trx
-        .updateTable('survey_answers')
-        .set({ text_value: null, voter_id: null })
-        .where('response_id', 'in', some)
-        .execute();
-      await trx.updateTable('survey_responses').set({ voter_id: null }).where('id', 'in', some).execute();
-    }
+  }
 
-    count('rows_redacted', await this.sweep(trx, workspaceId, person, tables));
-
-    // Links to the voter row that goes (those without a foreign key to null it).
-    if (voterId !== undefined) {
-      await trx
-        .updateTable('conversations')
-        .set({ voter_id: null })
-        .where('workspace_id', '=', workspaceId)
-        .where('voter_id', '=', voterId)
-        .execute();
-    }
+  /** Step 3: the person's opt-outs become one opt-out of every channel under each address's keyed hash. */
+  private async replaceOptOuts(trx: Executor, workspaceId: number, person: Person, count: Count) {
     for (const address of person.addresses) {
       const cleared = await trx
         .deleteFrom('opt_outs')
@@ -356,15 +377,6 @@ export class Erasure {
         .onConflict((oc) => oc.columns(['workspace_id', 'address', 'channel']).doNothing())
         .execute();
     }
-    if (voterId !== undefined) {
-      const voter = await trx
-        .deleteFrom('voters')
-        .where('workspace_id', '=', workspaceId)
-        .where('id', '=', voterId)
-        .executeTakeFirst();
-      count('voters', voter.numDeletedRows);
-    }
-    return removed;
   }
 
   /** Step 2: every text column of every table; returns how many rows changed. */

@@ -165,8 +165,10 @@ function codeForm(
  */
 export const privacyPageRoutes: FastifyPluginAsyncTypebox<PageDeps> = async (app, deps) => {
   await app.register(formbody, { bodyLimit: 16_384 });
-  const { db, requests, rateLimits, responseDays } = deps;
+  for (const routes of [pageRoute, codeRoute, requestRoute]) await routes(app, deps);
+};
 
+const pageRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { db, requests, responseDays }) => {
   app.get(
     '/privacy/:publicId',
     {
@@ -206,25 +208,28 @@ ${askForm(w, lang, request.params.publicId, {})}`;
       return sendPage(reply, 200, page(w.title(workspace.name), body, lang));
     },
   );
+};
 
-  /** 429 as a page for a browser, the envelope otherwise. */
-  const limited = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    key: string,
-    w: Words,
-    lang: PageLanguage,
-  ) => {
-    try {
-      await limitRequest(rateLimits, reply, 'otp', key);
-      return false;
-    } catch (error) {
-      if (!(error instanceof AppError) || !wantsHtml(request.headers.accept)) throw error;
-      sendPage(reply, 429, page(w.tooMany, `<p>${html(w.tooMany)}</p>`, lang));
-      return true;
-    }
-  };
+/** 429 as a page for a browser, the envelope otherwise. */
+async function limited(
+  rateLimits: RateLimits,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  key: string,
+  w: Words,
+  lang: PageLanguage,
+): Promise<boolean> {
+  try {
+    await limitRequest(rateLimits, reply, 'otp', key);
+    return false;
+  } catch (error) {
+    if (!(error instanceof AppError) || !wantsHtml(request.headers.accept)) throw error;
+    sendPage(reply, 429, page(w.tooMany, `<p>${html(w.tooMany)}</p>`, lang));
+    return true;
+  }
+}
 
+const codeRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests, rateLimits }) => {
   app.post(
     '/privacy/:publicId/code',
     {
@@ -264,8 +269,9 @@ ${askForm(w, lang, request.params.publicId, {})}`;
           page(w.title(workspace.name), askForm(w, lang, request.params.publicId, body, message), lang),
         );
       }
-      if (await limited(request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
-      if (await limited(request, reply, `privacy:${workspace.id}:${address}`, w, lang)) return reply;
+      if (await limited(rateLimits, request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
+      if (await limited(rateLimits, request, reply, `privacy:${workspace.id}:${address}`, w, lang))
+        return reply;
       const sent = requests.sendCode(workspace.id, address);
       if (!browser)
         return {
@@ -284,7 +290,9 @@ ${askForm(w, lang, request.params.publicId, {})}`;
       );
     },
   );
+};
 
+const requestRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests, rateLimits }) => {
   app.post(
     '/privacy/:publicId/requests',
     {
@@ -318,7 +326,7 @@ ${askForm(w, lang, request.params.publicId, {})}`;
         throw error;
       });
       if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
-      if (await limited(request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
+      if (await limited(rateLimits, request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
       const ask = (body.ask ?? 'withdraw') as PublicAsk;
       const note = body.note?.trim() ? body.note.trim() : null;
       try {
