@@ -211,6 +211,24 @@ ${askForm(w, lang, request.params.publicId, {})}`;
 };
 
 /** 429 as a page for a browser, the envelope otherwise. */
+/**
+ * A form post's language and words, whether a browser sent it (it reads pages; a client gets the envelope), and
+ * the page's workspace: undefined for a browser when the page does not exist (a client gets the 404 thrown).
+ */
+async function formContext(
+  request: FastifyRequest<{ Params: { publicId: string } }>,
+  chosen: string | undefined,
+  requests: PublicRequests,
+) {
+  const lang = pageLanguage(request, chosen);
+  const browser = wantsHtml(request.headers.accept);
+  const workspace = await requests.workspace(request.params.publicId).catch((error: unknown) => {
+    if (browser) return undefined;
+    throw error;
+  });
+  return { lang, w: words[lang], browser, workspace };
+}
+
 async function limited(
   rateLimits: RateLimits,
   request: FastifyRequest,
@@ -247,13 +265,7 @@ const codeRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests, r
     },
     async (request, reply) => {
       const body = request.body ?? {};
-      const lang = pageLanguage(request, body.lang);
-      const w = words[lang];
-      const browser = wantsHtml(request.headers.accept);
-      const workspace = await requests.workspace(request.params.publicId).catch((error: unknown) => {
-        if (browser) return undefined;
-        throw error;
-      });
+      const { lang, w, browser, workspace } = await formContext(request, body.lang, requests);
       if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
       const ask = body.ask ?? (browser ? undefined : 'withdraw');
       let address: string;
@@ -318,13 +330,7 @@ const requestRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests
     },
     async (request, reply) => {
       const body = request.body ?? {};
-      const lang = pageLanguage(request, body.lang);
-      const w = words[lang];
-      const browser = wantsHtml(request.headers.accept);
-      const workspace = await requests.workspace(request.params.publicId).catch((error: unknown) => {
-        if (browser) return undefined;
-        throw error;
-      });
+      const { lang, w, browser, workspace } = await formContext(request, body.lang, requests);
       if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
       if (await limited(rateLimits, request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
       const ask = (body.ask ?? 'withdraw') as PublicAsk;
