@@ -144,6 +144,22 @@ export async function optedOutAddresses(
   return new Set(rows.map((r) => r.address));
 }
 
+/**
+ * Whether the workspace keeps any erased person's opt-out (an address `#<hash>`): a range of its address index,
+ * since `#` sorts before every phone (`+`) and email.
+ */
+export async function hasErasedAddresses(db: Executor, workspaceId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('opt_outs')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('address', '>=', '#')
+    .where('address', '<', '$')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Of `addresses` (phones and emails), those of a voter of the workspace whose consent is `given`. */
 export async function consentedAddresses(
   db: Executor,
