@@ -67,12 +67,15 @@ describe('the OpenAPI document', () => {
     for (const [key, op] of operations) {
       if (op['x-permission'] === 'public') {
         expect(op.security, key).toEqual([]);
-        // Only a wrong password or code, or a channel account's callback with a wrong token, is a 401 on a
-        // public operation.
+        // Only a wrong password or code (sign-in, the public privacy form's), or a channel account's callback
+        // with a wrong token, is a 401 on a public operation.
         const signIn =
-          ['POST /api/auth/login', 'POST /api/auth/verify-otp', 'POST /api/auth/reset-password'].includes(
-            key,
-          ) || key.includes('/{token}/');
+          [
+            'POST /api/auth/login',
+            'POST /api/auth/verify-otp',
+            'POST /api/auth/reset-password',
+            'POST /privacy/{publicId}/requests',
+          ].includes(key) || key.includes('/{token}/');
         expect(op.responses['401'] !== undefined, key).toBe(signIn);
       } else {
         expect(op.security, key).toEqual([{ bearerAuth: [] }]);

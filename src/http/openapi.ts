@@ -286,6 +286,12 @@ const extraStatuses: Record<string, ErrorStatus[]> = {
   'PATCH /api/surveys/:id': [409],
   'DELETE /api/surveys/:id': [409],
   'POST /api/surveys/:id/runs': [402, 409],
+  // A closed request opened again; erasing a request that is not an erasure (or a rejected one); exporting an
+  // erased person. The public form: a wrong or expired code.
+  'PATCH /api/privacy/requests/:id': [409],
+  'POST /api/privacy/requests/:id/erase': [409],
+  'GET /api/privacy/requests/:id/export': [409],
+  'POST /privacy/:publicId/requests': [401],
 };
 
 /**
