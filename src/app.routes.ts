@@ -74,7 +74,7 @@ import { SurveysService } from './modules/surveys/surveys.service.ts';
 import { SurveyRunsService } from './modules/surveys/survey-runs.service.ts';
 import { privacyRoutes } from './modules/privacy/privacy.routes.ts';
 import { privacyPageRoutes } from './modules/privacy/privacy-page.routes.ts';
-import { PrivacyService } from './modules/privacy/privacy.service.ts';
+import { insertRequest, PrivacyService } from './modules/privacy/privacy.service.ts';
 import { Erasure } from './modules/privacy/erasure.ts';
 import { type CodeSender, PublicRequests } from './modules/privacy/public-requests.ts';
 import type { Config } from './config.ts';
@@ -201,7 +201,23 @@ export async function registerMessagingRoutes(
     preview: new CampaignPreview({ db: db.kysely, quietHours: config.quietHours }),
   });
   await app.register(templatesRoutes, { prefix: '/api', templates: new TemplatesService({ db: db.kysely }) });
-  const inbound = new InboundService({ db: db.kysely, defaultCountry: config.defaultCountry });
+  const inbound = new InboundService({
+    db: db.kysely,
+    defaultCountry: config.defaultCountry,
+    // ERASE or MYDATA: a request from the address it came from, `open` until the office verifies it.
+    privacyRequest: async (trx, workspaceId, actor, { type, from, channel, body }) => {
+      const note = `Replied "${body.trim().slice(0, 40)}" by ${channel}.`;
+      const input = {
+        type,
+        address: from,
+        voterId: null,
+        note,
+        via: 'keyword' as const,
+        status: 'open' as const,
+      };
+      await insertRequest(trx, workspaceId, actor, input, config.privacy.responseDays);
+    },
+  });
   await app.register(inboundRoutes, { prefix: '/api', inbound });
   await app.register(channelAccountsRoutes, {
     prefix: '/api',

@@ -366,6 +366,9 @@ for (const dialect of dialects) {
         target_id: request.id,
       });
 
+      // Nothing is left to export.
+      const exported = await call(t.app, 'GET', `/api/privacy/requests/${request.id}/export`, { token });
+      expect(exported.status, exported.raw).toBe(409);
       // Erasing twice changes nothing.
       const twice = await call(t.app, 'POST', `/api/privacy/requests/${request.id}/erase`, { token });
       expect(twice.body.data).toEqual(erase.body.data);

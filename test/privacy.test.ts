@@ -480,6 +480,29 @@ for (const dialect of dialects) {
       );
     });
 
+    it('a reply ERASE or MYDATA records a request from its address (received_via keyword)', async () => {
+      const phone = uniquePhone();
+      const voter = await call(t.app, 'POST', '/api/voters', {
+        token: owner.token,
+        body: { name: 'Lata Mishra', phone },
+      });
+      for (const body of ['erase.', 'मेरा डेटा', 'Please erase my data']) {
+        const res = await call(t.app, 'POST', '/api/inbound', {
+          token: owner.token,
+          body: { channel: 'sms', from: phone, body },
+        });
+        expect(res.status, res.raw).toBe(201);
+      }
+      const list = await call(t.app, 'GET', '/api/privacy/requests?per_page=100', { token: manager.token });
+      const mine = list.body.data.data.filter((r: { address: string }) => r.address === phone);
+      expect(mine.map((r: { type: string }) => r.type).sort()).toEqual(['access', 'erasure']);
+      expect(mine[0]).toMatchObject({
+        received_via: 'keyword',
+        status: 'open',
+        voter_id: voter.body.data.id,
+      });
+    });
+
     it('privacy_request.due_soon goes once, 7 days before the due date', async () => {
       const made = await call(t.app, 'POST', '/api/privacy/requests', {
         token: owner.token,

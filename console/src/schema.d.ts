@@ -1543,7 +1543,7 @@ export interface paths {
         put?: never;
         /**
          * Record a reply from a voter (what the sandbox provider’s replies use)
-         * @description A reply whose whole text (trimmed, any case, trailing punctuation dropped) is STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (Hindi बंद, रोकें, रुको) opts the sender out of that channel (`source: "keyword"`); START, UNSTOP (शुरू) removes a keyword opt-out. Any longer text is a message, never a keyword. Every reply is kept (GET /api/messages/inbound) and emitted as `message.received` to webhooks.
+         * @description A reply whose whole text (trimmed, any case, trailing punctuation dropped) is STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (Hindi बंद, रोकें, रुको) opts the sender out of that channel (`source: "keyword"`); START, UNSTOP (शुरू) removes a keyword opt-out. ERASE (मिटाएँ) and MYDATA (मेरा डेटा) record a data-principal request (erasure, access; `received_via: "keyword"`). Any longer text is a message, never a keyword. Every reply is kept (GET /api/messages/inbound) and emitted as `message.received` to webhooks.
          *
          *     Requires permission `consent:manage` (politician, manager).
          */

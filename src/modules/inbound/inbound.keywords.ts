@@ -22,3 +22,26 @@ export function consentKeyword(body: string): ConsentKeyword | null {
   if (START_WORDS.has(text)) return 'start';
   return null;
 }
+
+/**
+ * A data principal's request by reply (the contract's fourth part, `received_via: keyword`): the whole text is
+ * ERASE (मिटाएँ, "mitaein") for erasure, MYDATA (मेरा डेटा, "mera data") for a copy of their data.
+ */
+const PRIVACY_WORDS: Record<string, 'erasure' | 'access'> = {
+  ERASE: 'erasure',
+  मिटाएँ: 'erasure',
+  मिटाएं: 'erasure',
+  MYDATA: 'access',
+  'MY DATA': 'access',
+  'मेरा डेटा': 'access',
+};
+
+export function privacyKeyword(body: string): 'erasure' | 'access' | null {
+  const text = body
+    .normalize('NFC')
+    .trim()
+    .replace(/[\s.,;:!?।॥'"()-]+$/u, '')
+    .replace(/\s+/g, ' ')
+    .toUpperCase();
+  return PRIVACY_WORDS[text] ?? null;
+}

@@ -9,7 +9,7 @@ import type { AuditActor } from '../audit/audit.repository.ts';
 import { addressProblem, recipientAddress } from '../messages/messages.rules.ts';
 import { addOptOut, removeKeywordOptOuts } from '../opt-outs/opt-outs.service.ts';
 import { emitEvent } from '../webhooks/webhooks.events.ts';
-import { consentKeyword } from './inbound.keywords.ts';
+import { consentKeyword, privacyKeyword } from './inbound.keywords.ts';
 import { threadInbound } from '../conversations/conversations.thread.ts';
 import { surveyInbound } from '../surveys/survey-sessions.ts';
 import {
@@ -44,19 +44,41 @@ export function inboundItem(row: InboundMessageRow, reveal = false) {
   };
 }
 
+/** Records a data principal's request made by reply (given by the app: the privacy module's insertRequest). */
+export type PrivacyRequestByReply = (
+  trx: Executor,
+  workspaceId: number,
+  actor: AuditActor,
+  request: { type: 'erasure' | 'access'; from: string; channel: MessageChannel; body: string },
+) => Promise<void>;
+
 /**
  * Replies: kept, emitted as `message.received`, and read for consent keywords (STOP opts the sender out of
  * that channel with source `keyword`; START removes a keyword opt-out), all in one transaction.
  */
 export class InboundService {
-  constructor(private readonly deps: { db: Kysely<Database>; defaultCountry: string }) {}
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      defaultCountry: string;
+      /** A data principal's request by reply (ERASE, MYDATA), in the reply's transaction (the privacy module's). */
+      privacyRequest: PrivacyRequestByReply;
+    },
+  ) {}
 
   /** A reply a workspace reports itself (POST /api/inbound; the sandbox provider's replies). */
   async receive(workspaceId: number, actor: AuditActor, input: InboundInput, provider = 'api') {
     const from = recipientAddress(input.channel, input.from, this.deps.defaultCountry);
     if (!from) throw validationError({ from: [addressProblem(input.channel)] });
     return this.deps.db.transaction().execute(async (trx) => {
-      const row = await record(trx, workspaceId, actor, { ...input, from }, provider);
+      const row = await record(
+        trx,
+        workspaceId,
+        actor,
+        { ...input, from },
+        provider,
+        this.deps.privacyRequest,
+      );
       // The API's own inbound route carries no provider id, so its rows are never replays.
       return inboundItem(row!, true);
     });
@@ -76,7 +98,7 @@ export class InboundService {
     if (owner === undefined) return 0;
     const actor = { userId: null, ip };
     return db.transaction().execute(async (trx) => {
-      const row = await record(trx, owner, actor, { ...input, from }, provider);
+      const row = await record(trx, owner, actor, { ...input, from }, provider, this.deps.privacyRequest);
       if (row?.keyword === 'stop') {
         const reason = 'Replied with an opt-out keyword to the shared number.';
         for (const workspaceId of await workspacesThatMessaged(trx, input.channel, from))
@@ -98,7 +120,16 @@ export class InboundService {
     if (!from) return false;
     const row = await this.deps.db
       .transaction()
-      .execute((trx) => record(trx, workspaceId, { userId: null, ip }, { ...input, from }, provider));
+      .execute((trx) =>
+        record(
+          trx,
+          workspaceId,
+          { userId: null, ip },
+          { ...input, from },
+          provider,
+          this.deps.privacyRequest,
+        ),
+      );
     return row !== undefined;
   }
 
@@ -129,6 +160,7 @@ async function record(
   actor: AuditActor,
   input: InboundInput,
   provider: string,
+  privacyRequest: PrivacyRequestByReply,
 ): Promise<InboundMessageRow | undefined> {
   const now = nowIso();
   const keyword = consentKeyword(input.body);
@@ -149,6 +181,15 @@ async function record(
   } else if (keyword === 'start') {
     await removeKeywordOptOuts(trx, workspaceId, actor, input.from, input.channel);
   }
+  // ERASE or MYDATA: a data principal's request, from the address the message came from (the office verifies).
+  const ask = privacyKeyword(input.body);
+  if (ask)
+    await privacyRequest(trx, workspaceId, actor, {
+      type: ask,
+      from: input.from,
+      channel: input.channel,
+      body: input.body,
+    });
   // An open survey session takes it as an answer, or its whole text starts a survey (it still joins the thread).
   const survey = await surveyInbound(
     trx,
