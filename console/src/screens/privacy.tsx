@@ -48,7 +48,7 @@ function NoticeEditor({ editable }: { editable: boolean }) {
           ? `${t('privacy.version', { version: notice.data.version })} · ${d(notice.data.updated_at)}`
           : t('privacy.noNotice')}{' '}
         ·{' '}
-        <a href={notice.data?.public_url} target="_blank" rel="noreferrer">
+        <a className="public-link" href={notice.data?.public_url} target="_blank" rel="noreferrer">
           {t('privacy.publicPage', { url })}
         </a>
       </p>
