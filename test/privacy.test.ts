@@ -274,6 +274,17 @@ for (const dialect of dialects) {
       expect(missing.raw).toContain('does not exist');
       expectError(await call(t.app, 'GET', '/privacy/NoSuchPage123'), 404, 'not_found');
       expect((await call(t.app, 'GET', '/privacy/bad%20id')).status).toBe(422);
+      // Both steps of the form, posted to a page that does not exist: the envelope, or the page for a browser.
+      for (const step of ['code', 'requests']) {
+        const body = { address: uniquePhone(), ask: 'access', code: '123456' };
+        expectError(await call(t.app, 'POST', `/privacy/NoSuchPage123/${step}`, { body }), 404, 'not_found');
+        const page = await call(t.app, 'POST', `/privacy/NoSuchPage123/${step}`, {
+          body,
+          headers: { accept: 'text/html' },
+        });
+        expect(page.status, step).toBe(404);
+        expect(page.raw, step).toContain('does not exist');
+      }
     });
 
     it('the public form: a code to the address, then a verified request; the answer never tells who is known', async () => {

@@ -266,7 +266,7 @@ const codeRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests, r
     async (request, reply) => {
       const body = request.body ?? {};
       const { lang, w, browser, workspace } = await formContext(request, body.lang, requests);
-      if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
+      if (!workspace) return sendPage(reply, 404, page(w.notFound, `<p>${html(w.notFound)}</p>`, lang));
       const ask = body.ask ?? (browser ? undefined : 'withdraw');
       let address: string;
       try {
@@ -331,7 +331,7 @@ const requestRoute: FastifyPluginAsyncTypebox<PageDeps> = async (app, { requests
     async (request, reply) => {
       const body = request.body ?? {};
       const { lang, w, browser, workspace } = await formContext(request, body.lang, requests);
-      if (!workspace) return sendPage(reply, 404, page(w.notFound, '', lang));
+      if (!workspace) return sendPage(reply, 404, page(w.notFound, `<p>${html(w.notFound)}</p>`, lang));
       if (await limited(rateLimits, request, reply, `privacy-ip:${request.ip}`, w, lang)) return reply;
       const ask = (body.ask ?? 'withdraw') as PublicAsk;
       const note = body.note?.trim() ? body.note.trim() : null;
