@@ -7,6 +7,7 @@ import { type DatabaseSettings, databaseSettings } from '../config.ts';
 import { FairGate } from '../lib/fair-gate.ts';
 import { within } from '../lib/time-limit.ts';
 import type { Database } from './schema.ts';
+import { analyze } from './sqlite-statistics.ts';
 import { withStatementCache } from './sqlite-statements.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -189,7 +190,7 @@ function connectSqlite(databaseUrl: string, settings: DatabaseSettings): Db {
   sqlite.pragma(`busy_timeout = ${Math.min(1000, settings.statementTimeoutMs)}`);
   // Refresh statistics gone stale since the last run, as SQLite recommends for long-lived connections. (Full
   // statistics: the sampled ones of analysis_limit misled the planner into walking the id index.)
-  sqlite.pragma('optimize = 0x10002');
+  analyze(sqlite, 'PRAGMA optimize = 0x10002');
   // A 32 MiB page cache (SQLite's default is 2 MiB): a segment of a million voters is copied into the outbox
   // without re-reading its pages. Temporary storage stays on disk (the default): a voter import stages the
   // whole file in a TEMP table, which in memory would grow with the file (`temp_store = MEMORY` took a

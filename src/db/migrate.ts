@@ -1,7 +1,7 @@
-import { Kysely, type Migration, type MigrationResultSet, Migrator, PostgresDialect, sql } from 'kysely';
+import { Kysely, type Migration, type MigrationResultSet, Migrator, PostgresDialect } from 'kysely';
 import type { Db } from './connect.ts';
-import { isPostgres } from './dialect.ts';
 import type { Database } from './schema.ts';
+import { analyze } from './sqlite-statistics.ts';
 import * as accounts from './migrations/2026_11_21_001_accounts.ts';
 import * as voters from './migrations/2026_11_21_002_voters.ts';
 import * as messaging from './migrations/2026_11_21_003_messaging.ts';
@@ -124,6 +124,6 @@ export async function migrateToLatest(target: Db): Promise<MigrationResultSet> {
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   // SQLite: statistics for the tables as they are now (connect's `optimize` ran before the migrations, on a
   // new database before there were tables).
-  if (!isPostgres(db as unknown as Kysely<unknown>)) await sql`PRAGMA optimize = 0x10002`.execute(db);
+  if (sqlite) analyze(sqlite, 'PRAGMA optimize = 0x10002');
   return result;
 }

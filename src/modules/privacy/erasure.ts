@@ -149,19 +149,6 @@ export async function personOf(
 /** Tables outside the sweep whose planner statistics may sample a person's values (besides every swept one). */
 const ANALYZED_TOO = ['voters', 'voter_search', 'voter_field_values', 'opt_outs'];
 
-/**
- * SQLite's ANALYZE keeps sample index keys in sqlite_stat4 (PRAGMA optimize writes it): the samples that hold
- * the person are dropped (the planner works from the others until the next ANALYZE).
- */
-async function forgetSqliteSamples(trx: Executor, person: Person): Promise<void> {
-  const exists = await sql<{
-    n: number;
-  }>`SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_stat4'`.execute(trx);
-  if (Number(exists.rows[0]?.n ?? 0) === 0) return;
-  for (const value of [...person.strong, ...person.weak])
-    await sql`DELETE FROM sqlite_stat4 WHERE instr(CAST(sample AS TEXT), ${value}) > 0`.execute(trx);
-}
-
 type Count = (key: string, n: bigint | number | undefined) => void;
 
 /** The rows with one of the person's addresses in `column`, or of their voter (`voter_id`). */
@@ -281,7 +268,6 @@ export class Erasure {
     if (!postgres) await sql`PRAGMA secure_delete = ON`.execute(db);
     const erased = await db.transaction().execute(async (trx) => {
       record.removed = await this.rewrite(trx, workspaceId, person, tables);
-      if (!postgres) await forgetSqliteSamples(trx, person);
       record.removed.import_files = files.removable.length;
       await recordAudit(trx, {
         workspaceId,

@@ -1,6 +1,7 @@
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { analyze, dropSamples } from '../../db/sqlite-statistics.ts';
 import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
 import { type AuditEntry, recordAudit } from '../audit/audit.repository.ts';
 
@@ -117,10 +118,11 @@ class SqliteImport implements VoterImport {
     // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
     // import into a new database: without them every search took 1.3-2.6 s until a restart).
     if (audit) await recordAudit(this.kysely, audit(imported));
-    if (this.lastLine >= ANALYZE_AFTER_ROWS)
+    if (this.lastLine >= ANALYZE_AFTER_ROWS) {
       for (const analyzed of ['voters', 'voter_tags', 'voter_field_values'])
         await analyzeByIndex(this.sqlite, (fn) => this.locked(fn), analyzed);
-    else await this.locked(() => this.sqlite.pragma('optimize = 0x10002'));
+      await this.locked(() => dropSamples(this.sqlite));
+    } else await this.locked(() => analyze(this.sqlite, 'PRAGMA optimize = 0x10002'));
     return { imported };
   }
 

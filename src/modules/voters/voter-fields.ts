@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.ts';
 import { nowIso } from '../../db/connect.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database } from '../../db/schema.ts';
@@ -36,13 +37,13 @@ export interface StoredValue {
 
 export type FieldValue = string | number | boolean;
 
+/** Read on every voter read: built and compiled once (db/compiled-once.ts). */
+const fieldsOf = compiledOnce((db, workspaceId: number) =>
+  db.selectFrom('voter_fields').selectAll().where('workspace_id', '=', workspaceId).orderBy('key'),
+);
+
 export async function fieldDefs(db: Executor, workspaceId: number): Promise<VoterFieldDef[]> {
-  const rows = await db
-    .selectFrom('voter_fields')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('key')
-    .execute();
+  const rows = await fieldsOf.all(db, workspaceId);
   return rows.map((r) => ({
     key: r.key,
     label: r.label,

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.ts';
 import { nowIso } from '../../db/connect.ts';
 import type { Executor } from '../../db/types.ts';
 import type { Tag } from './voter-record.rules.ts';
@@ -57,6 +58,19 @@ export const byLabel = (a: string, b: string) => {
  */
 const notIndexed = (column: 't.workspace_id' | 'workspace_id') => sql<number>`(${sql.ref(column)} + 0)`;
 
+const tagsQuery = (db: Executor) =>
+  db
+    .selectFrom('voter_tags as t')
+    .innerJoin('voter_tag_names as n', (j) =>
+      j.onRef('n.workspace_id', '=', 't.workspace_id').onRef('n.key', '=', 't.tag_key'),
+    )
+    .select(['t.voter_id', 'n.label']);
+
+/** One voter's (`GET /api/voters/{id}`): built and compiled once (db/compiled-once.ts). */
+const tagsOfOne = compiledOnce((db, workspaceId: number, voterId: number) =>
+  tagsQuery(db).where('t.voter_id', '=', voterId).where(notIndexed('t.workspace_id'), '=', workspaceId),
+);
+
 export async function tagsOf(
   db: Executor,
   workspaceId: number,
@@ -64,15 +78,13 @@ export async function tagsOf(
 ): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>(voterIds.map((id) => [id, []]));
   if (voterIds.length === 0) return out;
-  const rows = await db
-    .selectFrom('voter_tags as t')
-    .innerJoin('voter_tag_names as n', (j) =>
-      j.onRef('n.workspace_id', '=', 't.workspace_id').onRef('n.key', '=', 't.tag_key'),
-    )
-    .select(['t.voter_id', 'n.label'])
-    .where('t.voter_id', 'in', [...voterIds])
-    .where(notIndexed('t.workspace_id'), '=', workspaceId)
-    .execute();
+  const rows =
+    voterIds.length === 1
+      ? await tagsOfOne.all(db, workspaceId, voterIds[0]!)
+      : await tagsQuery(db)
+          .where('t.voter_id', 'in', [...voterIds])
+          .where(notIndexed('t.workspace_id'), '=', workspaceId)
+          .execute();
   for (const r of rows) out.get(Number(r.voter_id))?.push(r.label);
   // In one order on either database (collations differ): case-insensitive, then as written.
   for (const tags of out.values()) tags.sort(byLabel);
@@ -116,6 +128,13 @@ export async function setFieldValues(
       .execute();
 }
 
+const valuesQuery = (db: Executor) =>
+  db.selectFrom('voter_field_values').select(['voter_id', 'field_key', 'value_text', 'value_number']);
+
+const valuesOfOne = compiledOnce((db, workspaceId: number, voterId: number) =>
+  valuesQuery(db).where('voter_id', '=', voterId).where(notIndexed('workspace_id'), '=', workspaceId),
+);
+
 /** Each voter's custom field values `{ key: value }`, leaving out the keys in `hidden`. */
 export async function fieldValuesOf(
   db: Executor,
@@ -127,12 +146,13 @@ export async function fieldValuesOf(
   const out = new Map<number, Record<string, FieldValue | null>>(voterIds.map((id) => [id, {}]));
   if (voterIds.length === 0 || defs.length === 0) return out;
   const byKey = new Map(defs.map((d) => [d.key, d]));
-  const rows = await db
-    .selectFrom('voter_field_values')
-    .select(['voter_id', 'field_key', 'value_text', 'value_number'])
-    .where('voter_id', 'in', [...voterIds])
-    .where(notIndexed('workspace_id'), '=', workspaceId)
-    .execute();
+  const rows =
+    voterIds.length === 1
+      ? await valuesOfOne.all(db, workspaceId, voterIds[0]!)
+      : await valuesQuery(db)
+          .where('voter_id', 'in', [...voterIds])
+          .where(notIndexed('workspace_id'), '=', workspaceId)
+          .execute();
   for (const r of rows) {
     const def = byKey.get(r.field_key);
     if (!def || hidden.has(r.field_key)) continue;

@@ -62,6 +62,18 @@ export async function deleteVoter(db: Executor, workspaceId: number, id: number)
 }
 
 /** The other voters of `voter`'s household (the same household_key), at most 50, in id order. */
+/** The voter's household, read with the voter: built and compiled once. */
+const household = compiledOnce((db, workspaceId: number, key: string, id: number) =>
+  db
+    .selectFrom('voters')
+    .select(['id', 'name', 'relation_type', 'relation_name', 'birth_date', 'birth_key'])
+    .where('workspace_id', '=', workspaceId)
+    .where('household_key', '=', key)
+    .where('id', '!=', id)
+    .orderBy('id')
+    .limit(50),
+);
+
 export async function householdOf(
   db: Executor,
   workspaceId: number,
@@ -76,15 +88,7 @@ export async function householdOf(
   }>
 > {
   if (!voter.household_key) return [];
-  const rows = await db
-    .selectFrom('voters')
-    .select(['id', 'name', 'relation_type', 'relation_name', 'birth_date', 'birth_key'])
-    .where('workspace_id', '=', workspaceId)
-    .where('household_key', '=', voter.household_key)
-    .where('id', '!=', voter.id)
-    .orderBy('id')
-    .limit(50)
-    .execute();
+  const rows = await household.all(db, workspaceId, voter.household_key, voter.id);
   return rows.map((r) => ({
     id: Number(r.id),
     name: r.name,
