@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type DatabaseSettings, databaseSettings } from '../config.ts';
 import { FairGate } from '../lib/fair-gate.ts';
@@ -9,6 +9,7 @@ import { within } from '../lib/time-limit.ts';
 import type { Database } from './schema.ts';
 import { analyze } from './sqlite-statistics.ts';
 import { withStatementCache } from './sqlite-statements.ts';
+import { TurnTakingSqliteDialect, WriteTurns } from './sqlite-turns.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -30,7 +31,12 @@ export interface Db {
    * no progress for EXPORT_IDLE_TIMEOUT_MS instead.
    */
   readonly raw:
-    | { readonly dialect: 'sqlite'; readonly sqlite: SQLite.Database }
+    | {
+        readonly dialect: 'sqlite';
+        readonly sqlite: SQLite.Database;
+        /** The app's writes and a voter import thread's, taking turns (sqlite-turns.ts). */
+        readonly turns: WriteTurns;
+      }
     | {
         readonly dialect: 'postgres';
         readonly pool: pg.Pool;
@@ -197,13 +203,14 @@ function connectSqlite(databaseUrl: string, settings: DatabaseSettings): Db {
   // million-row import to 467 MB), and the setting cannot be switched per statement because changing it
   // drops every temporary table of the connection.
   sqlite.pragma('cache_size = -32768');
+  const turns = new WriteTurns();
   const kysely = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+    dialect: new TurnTakingSqliteDialect({ database: withStatementCache(sqlite) }, turns),
   });
   return {
     kysely,
     dialect: 'sqlite',
-    raw: { dialect: 'sqlite', sqlite },
+    raw: { dialect: 'sqlite', sqlite, turns },
     ping: async () => {
       if (!sqlite.open) throw new Error('database connection is closed');
       sqlite.prepare('select 1').get();

@@ -21,3 +21,8 @@ export function dropSamples(sqlite: SQLite.Database): void {
     .get();
   if (Number(samples) > 0) sqlite.exec('DELETE FROM sqlite_stat4; ANALYZE sqlite_schema');
 }
+
+/** Has the connection's planner read the statistics again (another connection took them). */
+export function reloadStatistics(sqlite: SQLite.Database): void {
+  sqlite.exec('ANALYZE sqlite_schema');
+}

@@ -1,91 +1,182 @@
+import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { analyze, dropSamples } from '../../db/sqlite-statistics.ts';
-import { ChunkPacer, timed, yieldToOthers } from '../../lib/pacing.ts';
+import type { WriteTurns } from '../../db/sqlite-turns.ts';
+import { reloadStatistics } from '../../db/sqlite-statistics.ts';
+import { ChunkPacer, yieldToOthers } from '../../lib/pacing.ts';
 import { type AuditEntry, recordAudit } from '../audit/audit.repository.ts';
-
+import type { ImportAnswer, ImportCall, ImportStatements, ImportThreadData } from './import-statements.ts';
+import { ImportStatements as LocalStatements } from './import-statements.ts';
 import {
   type StagedVoter,
   type VoterImport,
   type ImportProblem,
-  stagedColumns,
-  voterColumns,
-  stagingColumnsSql,
-  upsertSet,
-  changedCondition,
-  epicHeld,
-  rollUpdate,
   settleRollNumbers,
-  sideWrites,
   StagedKinds,
   ANALYZE_AFTER_ROWS,
   newIdentities,
 } from './voter-imports.sql.ts';
 
-/** An import on SQLite: staged into a table of its own, applied in time-sized transactions. */
+/**
+ * An import on SQLite: staged into a TEMP table, applied chunk by chunk (import-statements.ts). On a database
+ * file the statements run in a thread of the import's own with its own connection; on an in-memory database
+ * (the tests'), which no other connection can open, on the app's connection in its turn.
+ */
 
 let stagingSeq = 0;
-/** Lines applied by the first SQLite transaction; the next ones are sized by time (ChunkPacer). */
+/** Lines applied by the first transaction; the next ones are sized by time (ChunkPacer). */
 const SQLITE_APPLY_FIRST_CHUNK = 1_000;
-const SQLITE_APPLY_MAX_CHUNK = 20_000;
-/** Page cache while applying an import (KiB). */
-const SQLITE_IMPORT_CACHE_KIB = 65_536;
-
 /**
- * SQLite: rows are staged in a TEMP table (this connection only, outside the database file), each batch in
- * one synchronous transaction taken under Kysely's connection lock; `apply` then runs set-based
- * INSERT ... SELECT ... ON CONFLICT DO UPDATE in chunks of lines, each a synchronous transaction.
+ * A chunk's time and most lines. On the app's connection a chunk holds the whole process (every request waits
+ * for it), so it is short, and the import pays for it: each commit writes again the pages of every index the
+ * chunk touched, and 200,000 voters took 23.7 s in chunks of 70 ms against 6.5 s in chunks of 5 s. In the
+ * import's thread a chunk holds only the write lock: the app goes on serving reads, and a request that writes
+ * waits for the chunk to end (at most its time, well within the connection's busy timeout).
  */
+const CHUNKS = {
+  app: { ms: 70, max: 20_000 },
+  thread: { ms: 500, max: 200_000 },
+};
+const entry = new URL('./import-worker.mjs', import.meta.url);
+
+type Methods = {
+  [K in keyof ImportStatements]: ImportStatements[K] extends (...args: infer A) => infer R
+    ? (...args: A) => R
+    : never;
+};
+/** A method of ImportStatements called where the import's statements run. */
+type Call = <K extends keyof Methods>(
+  method: K,
+  ...args: Parameters<Methods[K]>
+) => Promise<ReturnType<Methods[K]>>;
+
+const threadCounts = { started: 0, running: 0 };
+
+/** Import threads started, and still running, in this process (tests). */
+export function importThreadCounts(): { started: number; running: number } {
+  return { ...threadCounts };
+}
+
 export async function startSqliteImport(
   kysely: Kysely<Database>,
   sqlite: SQLite.Database,
+  turns: WriteTurns,
   workspaceId: number,
 ): Promise<VoterImport> {
-  const staging = new SqliteImport(kysely, sqlite, workspaceId);
-  await staging.create();
+  const table = `temp.voters_import_${++stagingSeq}`;
+  const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
+  const connection = sqlite.memory
+    ? new AppConnection(new LocalStatements(sqlite, table, workspaceId), locked)
+    : new ImportThread({ file: sqlite.name, table, workspaceId }, turns);
+  const staging = new SqliteImport(kysely, sqlite, locked, connection, table, workspaceId);
+  try {
+    await connection.call('create');
+  } catch (error) {
+    await connection.end();
+    throw error;
+  }
   return staging;
 }
 
+/** Where an import's statements run. */
+interface ImportConnection {
+  readonly call: Call;
+  /** A call that writes the database (not only the staging table): in the import's turn (db/sqlite-turns.ts). */
+  readonly write: Call;
+  readonly chunks: { ms: number; max: number };
+  /** Ends the thread (once its calls are answered); nothing on the app's connection. */
+  end(): Promise<void>;
+}
+
+/** The app's own connection, in its turn (Kysely's connection lock). */
+class AppConnection implements ImportConnection {
+  readonly chunks = CHUNKS.app;
+  constructor(
+    private readonly statements: LocalStatements,
+    private readonly locked: <T>(fn: () => T) => Promise<T>,
+  ) {}
+
+  call: Call = (method, ...args) =>
+    this.locked(() => (this.statements[method] as (...a: unknown[]) => never).apply(this.statements, args));
+
+  /** The app's own connection writes in its turn already. */
+  write: Call = this.call;
+
+  async end(): Promise<void> {}
+}
+
+/** A thread of the import's own (import-worker.mjs), with its own connection to the database file. */
+class ImportThread implements ImportConnection {
+  readonly chunks = CHUNKS.thread;
+  private readonly worker: Worker;
+  private readonly waiting = new Map<number, { resolve: (v: never) => void; reject: (e: unknown) => void }>();
+  private nextId = 0;
+  private failure: Error | undefined;
+  private readonly exited: Promise<void>;
+
+  constructor(
+    data: ImportThreadData,
+    private readonly turns: WriteTurns,
+  ) {
+    this.worker = new Worker(entry, { workerData: data, execArgv: [] });
+    threadCounts.started += 1;
+    threadCounts.running += 1;
+    this.worker.on('message', (answer: ImportAnswer) => {
+      const waiter = this.waiting.get(answer.id);
+      this.waiting.delete(answer.id);
+      if (!answer.error) waiter?.resolve(answer.result as never);
+      else waiter?.reject(Object.assign(new Error(answer.error.message), answer.error));
+    });
+    this.worker.on('error', (error) => this.fail(error));
+    this.exited = new Promise((resolve) =>
+      this.worker.once('exit', (code) => {
+        threadCounts.running -= 1;
+        this.fail(new Error(`the import's thread stopped (exit code ${code})`));
+        resolve();
+      }),
+    );
+  }
+
+  call: Call = (method, ...args) => {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (v: never) => void, reject });
+      this.worker.postMessage({ id, method, args } satisfies ImportCall);
+    });
+  };
+
+  write: Call = (method, ...args) => this.turns.importWrite(() => this.call(method, ...args));
+
+  async end(): Promise<void> {
+    if (!this.failure) this.worker.postMessage({ id: 0, method: null, args: [] } satisfies ImportCall);
+    await this.exited;
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const waiter of this.waiting.values()) waiter.reject(this.failure);
+    this.waiting.clear();
+  }
+}
+
 class SqliteImport implements VoterImport {
-  private readonly table = `temp.voters_import_${++stagingSeq}`;
   private readonly ws: string;
   private readonly seen = new StagedKinds();
   private lastLine = 0;
   private problems: ImportProblem[] = [];
-  private stageAll: ((rows: readonly StagedVoter[]) => void) | undefined;
+  private ended = false;
 
   constructor(
     private readonly kysely: Kysely<Database>,
     private readonly sqlite: SQLite.Database,
-    private readonly workspaceId: number,
+    private readonly locked: <T>(fn: () => T) => Promise<T>,
+    private readonly connection: ImportConnection,
+    private readonly table: string,
+    workspaceId: number,
   ) {
     this.ws = String(Math.trunc(workspaceId));
-  }
-
-  /** `fn` on the app's one SQLite connection, in its turn. */
-  private locked<T>(fn: () => T): Promise<T> {
-    return this.kysely.connection().execute(async () => fn());
-  }
-
-  /** The staging table, and the transaction that stages a batch into it. */
-  async create(): Promise<void> {
-    const { sqlite, table } = this;
-    const insert = await this.locked(() => {
-      sqlite.exec(
-        `CREATE TABLE ${table} (${stagingColumnsSql.replace('line INTEGER', 'line INTEGER PRIMARY KEY')})`,
-      );
-      return sqlite.prepare(
-        `INSERT OR REPLACE INTO ${table} (${stagedColumns.join(', ')}) VALUES (${stagedColumns.map(() => '?').join(', ')})`,
-      );
-    });
-    const values = new Array<unknown>(stagedColumns.length);
-    this.stageAll = sqlite.transaction((rows: readonly StagedVoter[]) => {
-      for (const r of rows) {
-        for (let i = 0; i < stagedColumns.length; i++) values[i] = r[stagedColumns[i]!];
-        insert.run(values);
-      }
-    });
   }
 
   skipped(): ImportProblem[] {
@@ -95,174 +186,105 @@ class SqliteImport implements VoterImport {
   async stage(rows: readonly StagedVoter[]): Promise<void> {
     if (rows.length === 0) return;
     this.seen.add(rows);
-    await this.locked(() => this.stageAll!(rows));
+    await this.connection.call('stage', rows);
     this.lastLine = rows[rows.length - 1]!.line;
   }
 
   async apply(now: string, audit?: (imported: number) => AuditEntry): Promise<{ imported: number }> {
-    await this.settle();
-    let imported: number;
-    const restore = await this.locked(() =>
-      bulkSettings(this.sqlite, this.lastLine >= SQLITE_APPLY_FIRST_CHUNK),
-    );
+    const { call, write } = this.connection;
     try {
-      imported = await this.applyChunks(now);
+      await this.settle();
+      let imported: number;
+      await write(
+        'beginApply',
+        { roll: this.seen.roll, side: this.seen.side },
+        now,
+        this.lastLine >= SQLITE_APPLY_FIRST_CHUNK,
+      );
+      try {
+        imported = await this.applyChunks();
+      } finally {
+        await write('endApply');
+        await call('drop');
+      }
+      // An import changes the shape of the tables (the voters, their tags and custom field values): fresh
+      // statistics keep the planner on the right indexes.
+      // A large one is analyzed in full, one index at a time with other requests served between two (ANALYZE
+      // of the whole table held the process for about a second at a million voters); after any other,
+      // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
+      // import into a new database: without them every search took 1.3-2.6 s until a restart).
+      if (audit) await recordAudit(this.kysely, audit(imported));
+      if (this.lastLine >= ANALYZE_AFTER_ROWS) {
+        for (const table of ['voters', 'voter_tags', 'voter_field_values'])
+          for (const index of await call('indexes', table)) {
+            await write('exec', `ANALYZE "${index.replace(/"/g, '""')}"`);
+            await yieldToOthers();
+          }
+        await write('dropSamples');
+      } else await write('analyze', 'PRAGMA optimize = 0x10002');
+      // Statistics another connection took are read again by this one's planner.
+      if (this.connection instanceof ImportThread) await this.locked(() => reloadStatistics(this.sqlite));
+      return { imported };
     } finally {
-      await this.locked(restore);
-      await this.abort();
+      await this.end();
     }
-    // An import changes the shape of the tables (the voters, their tags and custom field values): fresh
-    // statistics keep the planner on the right indexes.
-    // A large one is analyzed in full, one index at a time with other requests served between two (ANALYZE
-    // of the whole table held the process for about a second at a million voters); after any other,
-    // `optimize` analyzes the tables whose size changed much or that have no statistics yet (the first
-    // import into a new database: without them every search took 1.3-2.6 s until a restart).
-    if (audit) await recordAudit(this.kysely, audit(imported));
-    if (this.lastLine >= ANALYZE_AFTER_ROWS) {
-      for (const analyzed of ['voters', 'voter_tags', 'voter_field_values'])
-        await analyzeByIndex(this.sqlite, (fn) => this.locked(fn), analyzed);
-      await this.locked(() => dropSamples(this.sqlite));
-    } else await this.locked(() => analyze(this.sqlite, 'PRAGMA optimize = 0x10002'));
-    return { imported };
   }
 
   async preview(): Promise<{ imported: number }> {
     try {
       await this.settle();
-      const count = this.sqlite.prepare(newIdentities(this.table, this.ws)).pluck();
-      return { imported: await this.locked(() => count.get() as number) };
+      return { imported: await this.connection.call('value', newIdentities(this.table, this.ws)) };
     } finally {
       await this.abort();
     }
   }
 
-  /** Drops the staging table (also once the rows are applied). */
+  /** Drops the staging table and ends the import's thread (also once the rows are applied). */
   async abort(): Promise<void> {
-    await this.locked(() => {
-      this.sqlite.exec(`DROP TABLE IF EXISTS ${this.table}`);
-    });
+    if (this.ended) return;
+    try {
+      await this.connection.call('drop');
+    } finally {
+      await this.end();
+    }
+  }
+
+  private async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.connection.end();
   }
 
   /**
-   * The staged rows into the voters, chunk by chunk by line, each chunk sized to hold the process about 100 ms,
+   * The staged rows into the voters, chunk by chunk by line, each chunk sized to the connection's time (CHUNKS),
    * other requests running between two. The number of voters created.
    */
-  private async applyChunks(now: string): Promise<number> {
-    // Ids only grow (AUTOINCREMENT), and nothing else writes during a synchronous chunk: the rows above the
-    // highest id before the chunk are the ones it created (counted over those rows only, not the table).
-    // `max(id)` alone (not wrapped in coalesce) is SQLite's min/max optimisation: one step down the rowid
-    // b-tree instead of a scan of the whole table in every chunk.
-    const maxId = this.sqlite.prepare('SELECT max(id) FROM voters').pluck();
-    const createdSince = this.sqlite.prepare('SELECT count(*) FROM voters WHERE id > ?').pluck();
-    const upsert = this.sqlite.prepare(
-      `INSERT INTO voters (workspace_id, ${voterColumns.join(', ')}, created_at, updated_at)
-       SELECT ?, ${voterColumns.join(', ')}, ?, ? FROM ${this.table} s
-       WHERE line >= ? AND line < ?${this.seen.roll ? ` AND NOT ${epicHeld('s', this.ws)}` : ''} ORDER BY line
-       ON CONFLICT (workspace_id, phone, name_key) DO UPDATE SET ${upsertSet}
-       WHERE ${changedCondition('IS NOT')}`,
-    );
-    const lines = ' AND s.line >= ? AND s.line < ?';
-    const roll = this.seen.roll
-      ? this.sqlite.prepare(rollUpdate(this.table, this.ws, '?', lines))
-      : undefined;
-    const side = this.seen.side
-      ? sideWrites(this.table, this.ws, lines, false).map((text) => this.sqlite.prepare(text))
-      : [];
-    const chunk = this.sqlite.transaction((from: number, to: number) => {
-      const before = (maxId.get() as number | null) ?? 0;
-      roll?.run(now, from, to, from, to);
-      upsert.run(this.workspaceId, now, now, from, to);
-      for (const statement of side) statement.run(from, to);
-      return createdSince.get(before) as number;
-    });
+  private async applyChunks(): Promise<number> {
     let imported = 0;
-    const pacer = new ChunkPacer(SQLITE_APPLY_FIRST_CHUNK, 100, SQLITE_APPLY_MAX_CHUNK);
+    const { ms, max } = this.connection.chunks;
+    const pacer = new ChunkPacer(SQLITE_APPLY_FIRST_CHUNK, 100, max, ms);
     for (let from = 0; from <= this.lastLine;) {
       const size = pacer.size;
-      const { result, ms } = await this.locked(() => timed(() => chunk(from, from + size)));
+      const { result, ms: took } = await this.connection.write('applyChunk', from, from + size);
       imported += result;
       from += size;
-      await pacer.pause(size, ms);
+      await pacer.pause(size, took);
     }
     return imported;
   }
 
   /** The roll numbers settled before anything is applied (see settleRollNumbers). */
   private async settle(): Promise<void> {
-    const { sqlite, table } = this;
+    const { table } = this;
+    const { call } = this.connection;
     if (this.seen.side)
-      await this.locked(() =>
-        sqlite.exec(`CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`),
-      );
+      await call('exec', `CREATE INDEX ${table}_identity ON ${table.slice(5)} (phone, name_key, line)`);
     if (!this.seen.roll) return;
-    await this.locked(() => {
-      sqlite.exec(`CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number)`);
-      sqlite.exec(`CREATE INDEX ${table}_serial ON ${table.slice(5)} (part_number, serial_number)`);
-    });
-    this.problems = await settleRollNumbers(
-      (text) =>
-        this.locked(() => {
-          const statement = sqlite.prepare(text);
-          if (statement.reader) return statement.all() as Array<Record<string, unknown>>;
-          statement.run();
-          return [];
-        }),
-      table,
-      this.ws,
-      [],
+    await call(
+      'exec',
+      `CREATE INDEX ${table}_epic ON ${table.slice(5)} (epic_number);
+       CREATE INDEX ${table}_serial ON ${table.slice(5)} (part_number, serial_number)`,
     );
-  }
-}
-
-/** FTS5's default `automerge`: a level of the search index is merged once it holds this many segments. */
-const FTS5_DEFAULT_AUTOMERGE = 4;
-/** Segments per level of the search index while a large import is applied (see bulkSettings). */
-const SQLITE_IMPORT_AUTOMERGE = 16;
-
-/**
- * The connection's settings for an import's chunks, and a function that puts them back. Measured at a million
- * voters (docs/performance.md, 28 November, evening), the import spent most of its time in the trigram search
- * index (voters_fts): each chunk's commit writes a small segment of it, and FTS5 merges those segments level
- * by level, deleting each merged segment's pages, which it reads back from the file (pages long gone from the
- * cache). So, for the apply only:
- * - a 64 MiB page cache (the connection's is 32 MiB): each row lands at scattered places of six b-trees;
- * - for a large import, `automerge` 16 instead of FTS5's 4: a level is merged once it holds 16 segments, so
- *   each row's index entries are merged (and read back, and deleted) about half as often: 0.16-0.22x of the
- *   bulk load to 0.45-0.65x in four runs. A search reads a few more segments until later writes merge them
- *   (FTS5 merges a little at every write). The setting lives in the index's own config table, shared by every
- *   connection, and goes back to 4 at the end; an import that ends while another runs sets it back early, and
- *   a process that dies mid-import leaves it at 16 until the next large import ends: only speed, either way.
- * Memory-mapped reads (`mmap_size`) would take about a third more off, but a mapped page counts in the
- * process's RSS: the server's peak during a million-voter import was 1,048 MB with the file mapped throughout
- * and 380 MB mapped one chunk at a time, against 263 MB without and a goal of 300 MB. They are not used.
- */
-function bulkSettings(sqlite: SQLite.Database, large: boolean): () => void {
-  const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
-  // FTS5 refuses a bound parameter for a setting's value: the constant is written into the statement.
-  const automerge = (value: number) =>
-    sqlite.exec(`INSERT INTO voters_fts(voters_fts, rank) VALUES ('automerge', ${Math.trunc(value)})`);
-  sqlite.pragma(`cache_size = -${SQLITE_IMPORT_CACHE_KIB}`);
-  if (large) automerge(SQLITE_IMPORT_AUTOMERGE);
-  return () => {
-    if (large) automerge(FTS5_DEFAULT_AUTOMERGE);
-    sqlite.pragma(`cache_size = ${cacheSize}`);
-  };
-}
-
-/**
- * ANALYZE of a table, one index at a time (the statistics are the same as `ANALYZE table`'s), letting other
- * requests run between two: each index's pass is a fraction of the table's.
- */
-async function analyzeByIndex(
-  sqlite: SQLite.Database,
-  locked: <T>(fn: () => T) => Promise<T>,
-  table: string,
-): Promise<void> {
-  const indexes = await locked(
-    () => sqlite.prepare(`SELECT name FROM pragma_index_list('${table}')`).pluck().all() as string[],
-  );
-  for (const index of indexes) {
-    await locked(() => sqlite.exec(`ANALYZE "${index.replace(/"/g, '""')}"`));
-    await yieldToOthers();
+    this.problems = await settleRollNumbers((text) => call('statement', text), table, this.ws, []);
   }
 }
