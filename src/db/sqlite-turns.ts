@@ -17,8 +17,8 @@ import {
  * a transaction of the app's that read before an import's commit and wrote after it would fail (SQLITE_BUSY:
  * its snapshot is no longer the latest).
  *
- * So they take turns here, asynchronously: the app's writes (a statement that is not a SELECT or PRAGMA, or a
- * whole transaction) wait while an import's transaction runs, and an import's transaction waits until the app's
+ * So they take turns here, asynchronously: the app's writes (a statement that is not a read, or a whole
+ * transaction) wait while an import's transaction runs, and an import's transaction waits until the app's
  * writes under way have ended; the app's writes that come while an import waits queue behind it, so that neither
  * side can starve the other. Reads never wait (WAL: a reader sees the last commit). In memory, per process:
  * SQLite serves one process (docs/deployment.md).
@@ -79,8 +79,10 @@ export class WriteTurns {
   }
 }
 
-/** Statements that cannot write the database: a SELECT (not a WITH, which may), a PRAGMA. */
-const READS = /^\s*(select|pragma)\b/i;
+/** Statements that cannot write the database: a SELECT, a PRAGMA, a WITH that names no write. */
+const isRead = (text: string) =>
+  /^\s*(select|pragma)\b/i.test(text) ||
+  (/^\s*with\b/i.test(text) && !/\b(insert|update|delete|replace)\b/i.test(text));
 
 /** Kysely's SqliteDialect with the app's writes taking turns (WriteTurns). */
 export class TurnTakingSqliteDialect extends SqliteDialect {
@@ -106,7 +108,7 @@ class TurnTakingConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.inTransaction || READS.test(query.sql)) return this.inner.executeQuery<R>(query);
+    if (this.inTransaction || isRead(query.sql)) return this.inner.executeQuery<R>(query);
     await this.turns.appWrite();
     try {
       return await this.inner.executeQuery<R>(query);

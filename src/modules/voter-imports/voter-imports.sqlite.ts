@@ -268,7 +268,7 @@ class SqliteImport implements VoterImport {
       const { result, ms: took } = await this.connection.write('applyChunk', from, from + size);
       imported += result;
       from += size;
-      await pacer.pause(size, took);
+      if (from <= this.lastLine) await pacer.pause(size, took);
     }
     return imported;
   }
