@@ -66,5 +66,60 @@ for (const dialect of dialects) {
       await worker.drain();
       expect(delivered()).toBe(2000);
     });
+
+    it("on the deployment's paced provider, another workspace's ten SMS wait at most a second of a batch's sends", async () => {
+      // 100 a second: a claim holds one second of sends (100), not half the lease's worth (here 500, the batch).
+      const paced = await buildTestApp(dialect, {
+        ...database.env,
+        SANDBOX_DELIVERY_DELAY_MS: '0',
+        SANDBOX_SEND_RATE: '100',
+        WORKER_LEASE_SECONDS: '60',
+        WORKER_BATCH_SIZE: '500',
+        WORKER_POLL_MS: '10',
+      });
+      const worker = new DeliveryWorker({
+        db: paced.db,
+        config: paced.config,
+        providers: paced.providers,
+        log: silent,
+      });
+      try {
+        const big = await register(paced.app);
+        const small = await register(paced.app);
+        const numbers = new Set<string>();
+        while (numbers.size < 400) numbers.add(uniquePhone());
+        const many = [...numbers];
+        await paced.db.kysely
+          .updateTable('credit_balances')
+          .set({ balance: 10_000 })
+          .where('workspace_id', '=', big.user.workspace_id)
+          .where('channel', '=', 'sms')
+          .execute();
+        const first = await call(paced.app, 'POST', '/api/messages/broadcast', {
+          token: big.token,
+          body: { channel: 'sms', message: 'Rally', recipients: many },
+        });
+        expect(first.status).toBe(202);
+        const sent = paced.providers.sms.sent;
+        worker.start();
+        while (!sent.some((m) => many.includes(m.to))) await new Promise((r) => setTimeout(r, 10));
+        const ten = Array.from({ length: 10 }, () => uniquePhone());
+        const second = await call(paced.app, 'POST', '/api/messages/broadcast', {
+          token: small.token,
+          body: { channel: 'sms', message: 'Ward meeting', recipients: ten },
+        });
+        expect(second.status).toBe(202);
+        const queuedAt = sent.length;
+        while (!ten.every((to) => sent.some((m) => m.to === to))) await new Promise((r) => setTimeout(r, 10));
+        const last = Math.max(...ten.map((to) => sent.findIndex((m) => m.to === to)));
+        const bigBetween = sent.slice(queuedAt, last).filter((m) => many.includes(m.to)).length;
+        // The claim under way (at most 100, one second) and the big workspace's share of the next, handed over
+        // in turn with the ten: not the rest of a 400-message claim.
+        expect(bigBetween).toBeLessThan(160);
+      } finally {
+        await worker.stop();
+        await paced.close();
+      }
+    });
   });
 }

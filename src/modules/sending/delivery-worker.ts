@@ -58,6 +58,8 @@ type WorkerConfig = Pick<
  * against 30,718 messages/s).
  */
 const MARK_EVERY = 1000;
+/** A claim for the deployment's paced provider holds this many seconds of its sends (batchSize). */
+const PACED_CLAIM_SECONDS = 1;
 /** How long a lane reuses its scan for the workspaces with due messages (a new one waits at most this). */
 const WORKSPACE_SCAN_EVERY_MS = 1000;
 const MARK_AFTER_MS = 5;
@@ -235,11 +237,22 @@ export class DeliveryWorker {
     return settled > 0;
   }
 
-  /** A lane's batch: small enough to go out at its provider's pace well within the lease. */
+  /**
+   * A claim's size: where the deployment's provider of the channel is paced, one second of its sends. That lane
+   * is shared by every workspace and sends a claim to its end before the next claim: a larger claim (it was half
+   * the lease's worth, 500 messages at 50 a second) kept another workspace's ten SMS waiting 19 s behind one
+   * workspace's batch; now they wait at most one second of it, and the next claim shares the lane between them.
+   */
   private batchSize(channel: Channel): number {
-    const { batchSize, leaseSeconds, sendRate } = this.deps.config.delivery;
-    const rate = (sendRate as Record<string, number>)[this.deps.providers[channel].name] ?? 0;
-    return rate > 0 ? Math.max(1, Math.min(batchSize, Math.floor((rate * leaseSeconds) / 2))) : batchSize;
+    const { batchSize } = this.deps.config.delivery;
+    const rate = this.deploymentRate(channel);
+    return rate > 0 ? Math.max(1, Math.min(batchSize, Math.ceil(rate * PACED_CLAIM_SECONDS))) : batchSize;
+  }
+
+  /** The send rate of the deployment's provider of the channel (0: unpaced). */
+  private deploymentRate(channel: Channel): number {
+    const rates = this.deps.config.delivery.sendRate as Record<string, number>;
+    return rates[this.deps.providers[channel].name] ?? 0;
   }
 
   private rateOf(provider: string | undefined): number {
@@ -270,7 +283,12 @@ export class DeliveryWorker {
     const leaseEnds = Date.now() + leaseSeconds * 1000;
     const leaseUntil = new Date(leaseEnds).toISOString();
     const known = this.dueWorkspaces.get(channel);
-    const fresh = known !== undefined && at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS;
+    // A paced channel claims about once a second: each claim scans, so that a workspace whose messages just
+    // came shares the next claim.
+    const fresh =
+      known !== undefined &&
+      at.getTime() - known.at < WORKSPACE_SCAN_EVERY_MS &&
+      this.deploymentRate(channel) === 0;
     const busy = {
       accounts: [...this.lanes.keys()].filter((key) => typeof key === 'number'),
       deployment: this.lanes.has(channel),
