@@ -14,8 +14,13 @@ import {
   sideWrites,
 } from './voter-imports.sql.ts';
 
-/** Page cache while applying an import (KiB). */
-const SQLITE_IMPORT_CACHE_KIB = 65_536;
+/**
+ * Page cache while applying an import (KiB): the app connection's size. 64 MiB in the import's thread took the
+ * server's peak RSS to 292 MB during a 200,000-voter import and 306 MB in the exports after it (the thread's
+ * freed cache stays resident), against 260 and 277 MB with 32 MiB, for an import 0.78x of the bulk load against
+ * 0.73x (within the runs' noise).
+ */
+const SQLITE_IMPORT_CACHE_KIB = 32_768;
 /** FTS5's default `automerge`: a level of the search index is merged once it holds this many segments. */
 const FTS5_DEFAULT_AUTOMERGE = 4;
 /** Segments per level of the search index while a large import is applied (see bulkSettings). */
@@ -161,7 +166,8 @@ export class ImportStatements {
  * index (voters_fts): each chunk's commit writes a small segment of it, and FTS5 merges those segments level
  * by level, deleting each merged segment's pages, which it reads back from the file (pages long gone from the
  * cache). So, for the apply only:
- * - a 64 MiB page cache: each row lands at scattered places of many b-trees;
+ * - a 32 MiB page cache (SQLITE_IMPORT_CACHE_KIB; the thread's connection starts with SQLite's 2 MiB): each row
+ *   lands at scattered places of many b-trees;
  * - for a large import, `automerge` 16 instead of FTS5's 4: a level is merged once it holds 16 segments, so
  *   each row's index entries are merged (and read back, and deleted) about half as often: 0.16-0.22x of the
  *   bulk load to 0.45-0.65x in four runs. A search reads a few more segments until later writes merge them
