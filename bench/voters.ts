@@ -152,7 +152,7 @@ function timeCommand(command: string, commandArgs: string[], input?: string): nu
 }
 
 /** The reference bulk load: the database's own CSV loader into a table with the same indexes and triggers. */
-function referenceImport(): { ms: number; plainMs?: number } {
+function referenceImport(): { ms: number; plainMs?: number; bareMs?: number } {
   if (pgUrl) {
     // A separate workspace in the same database; the server's import goes into its own one.
     const ws = execFileSync('psql', [
@@ -202,7 +202,9 @@ CREATE INDEX voters_constituency_id_idx ON voters (workspace_id, constituency_ke
 CREATE INDEX voters_ward_id_idx ON voters (workspace_id, ward_key, id);
 ${sqliteRefImport(plainDb, 1)}`;
   const plainMs = timeCommand('sqlite3', [plainDb], plain);
-  return { ms, plainMs };
+  // And sqlite3's .import alone, into a new table without an index (what a user would compare with: issue 57).
+  const bareMs = timeCommand('sqlite3', [join(work, 'bare.db')], `.mode csv\n.import ${csvPath} voters\n`);
+  return { ms, plainMs, bareMs };
 }
 
 function referenceExport(workspaceId: number): number {
@@ -401,6 +403,11 @@ async function main(): Promise<void> {
             `| (for the record) | | ${seconds(ref.plainMs)} s (the same into b-tree indexes only, no search index) | ${(ref.plainMs / importMs).toFixed(2)}x | |`,
           ]
         : []),
+      ...(ref.bareMs
+        ? [
+            `| against sqlite3's .import alone | | ${seconds(ref.bareMs)} s (into a new table, no index) | ${(ref.bareMs / importMs).toFixed(2)}x | >= 0.5x (issue 57) |`,
+          ]
+        : []),
       `| import peak RSS (server) | ${importRss} MB | | | < 300 MB |`,
       ...(exported
         ? [
@@ -434,7 +441,12 @@ async function main(): Promise<void> {
       command: `npm run bench:voters -- ${process.argv.slice(2).join(' ')}`.trim(),
       dialect,
       voters: rows,
-      import: { ms: Math.round(importMs), reference_ms: Math.round(ref.ms), ratio: +importRatio.toFixed(2) },
+      import: {
+        ms: Math.round(importMs),
+        reference_ms: Math.round(ref.ms),
+        ratio: +importRatio.toFixed(2),
+        ...(ref.bareMs ? { sqlite3_import_ms: Math.round(ref.bareMs) } : {}),
+      },
       ...(exported ? { export: exported } : {}),
       distinct: Object.fromEntries(distinct),
       mixed,
