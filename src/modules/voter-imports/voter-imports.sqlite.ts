@@ -31,8 +31,9 @@ const SQLITE_APPLY_FIRST_CHUNK = 1_000;
  * A chunk's time and most lines. On the app's connection a chunk holds the whole process (every request waits
  * for it), so it is short, and the import pays for it: each commit writes again the pages of every index the
  * chunk touched, and 200,000 voters took 23.7 s in chunks of 70 ms against 6.5 s in chunks of 5 s. In the
- * import's thread a chunk holds only the write lock: the app goes on serving reads, and a request that writes
- * waits for the chunk to end (at most its time, well within the connection's busy timeout).
+ * import's thread a chunk holds only the write lock: the app goes on serving reads, and a write of the app's
+ * waits for the chunk to end (at most its time; db/sqlite-turns.ts), without holding up anything else.
+ * 500 ms: the apply took 15.3 s at 250 ms, 8.6 s at 500 and 7.0 s at 1 s (bench/results/record-2026-12-08.md).
  */
 const CHUNKS = {
   app: { ms: 70, max: 20_000 },
