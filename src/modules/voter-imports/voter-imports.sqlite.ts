@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
@@ -69,7 +70,7 @@ export async function startSqliteImport(
   const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
   const connection = sqlite.memory
     ? new AppConnection(new LocalStatements(sqlite, table, workspaceId), locked)
-    : new ImportThread({ file: sqlite.name, table, workspaceId }, turns);
+    : new ImportThread({ file: resolve(sqlite.name), table, workspaceId }, turns);
   const staging = new SqliteImport(kysely, sqlite, locked, connection, table, workspaceId);
   try {
     await connection.call('create');
