@@ -118,6 +118,40 @@ describe.runIf(dialects.includes('sqlite'))('a SQLite import in a thread of its 
   });
 });
 
+describe.runIf(dialects.includes('sqlite'))('import threads held to DB_BULK_POOL_SIZE', () => {
+  let t: TestApp;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ces-import-threads-'));
+    t = await buildTestApp('sqlite', {
+      DATABASE_URL: `sqlite:${join(dir, 'ces.db')}`,
+      DB_BULK_POOL_SIZE: '1',
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs one thread at a time: three workspaces importing at once take turns, and all three land', async () => {
+    const offices = [await register(t.app), await register(t.app), await register(t.app)];
+    const before = importThreadCounts();
+    let most = 0;
+    const watch = setInterval(() => (most = Math.max(most, importThreadCounts().running)), 1);
+    try {
+      const results = await Promise.all(
+        offices.map((o, i) => importFile(t, o.token, roll(10_000, 200_000 + i * 10_000))),
+      );
+      for (const r of results) expect(r.body.data).toMatchObject({ imported: 10_000, failed: 0 });
+    } finally {
+      clearInterval(watch);
+    }
+    expect(importThreadCounts().started).toBe(before.started + 3);
+    expect(most).toBe(1);
+    expect(importThreadCounts().running).toBe(0);
+  });
+});
+
 describe('the app and an import take turns to write', () => {
   const tick = () => new Promise((resolve) => setImmediate(resolve));
 

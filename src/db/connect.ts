@@ -36,6 +36,12 @@ export interface Db {
         readonly sqlite: SQLite.Database;
         /** The app's writes and a voter import thread's, taking turns (sqlite-turns.ts). */
         readonly turns: WriteTurns;
+        /**
+         * The voter imports' threads (each with its own connection and page cache), shared as PostgreSQL's
+         * bulk connections are: at most DB_BULK_POOL_SIZE at once, DB_BULK_PER_WORKSPACE of one workspace,
+         * the others queued by workspace in turn for up to DB_BULK_QUEUE_TIMEOUT_MS (then 503).
+         */
+        readonly importThreads: FairGate;
       }
     | {
         readonly dialect: 'postgres';
@@ -210,7 +216,17 @@ function connectSqlite(databaseUrl: string, settings: DatabaseSettings): Db {
   return {
     kysely,
     dialect: 'sqlite',
-    raw: { dialect: 'sqlite', sqlite, turns },
+    raw: {
+      dialect: 'sqlite',
+      sqlite,
+      turns,
+      importThreads: new FairGate(
+        settings.bulkPoolSize,
+        settings.bulkPerWorkspace,
+        settings.bulkQueueTimeoutMs,
+        'The threads for voter imports (DB_BULK_POOL_SIZE)',
+      ),
+    },
     ping: async () => {
       if (!sqlite.open) throw new Error('database connection is closed');
       sqlite.prepare('select 1').get();

@@ -8,6 +8,6 @@ export type { ImportProblem, StagedVoter, VoterImport } from './voter-imports.sq
 /** Starts an import's writes on the workspace's database (voter-imports.sql.ts says what they are). */
 export async function startVoterImport(db: Db, workspaceId: number): Promise<VoterImport> {
   return db.raw.dialect === 'sqlite'
-    ? startSqliteImport(db.kysely, db.raw.sqlite, db.raw.turns, workspaceId)
+    ? startSqliteImport(db.kysely, db.raw, workspaceId)
     : startPostgresImport(db.kysely, db.raw.bulkFor, workspaceId);
 }

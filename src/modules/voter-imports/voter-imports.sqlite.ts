@@ -4,6 +4,7 @@ import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { WriteTurns } from '../../db/sqlite-turns.ts';
+import type { FairGate } from '../../lib/fair-gate.ts';
 import { reloadStatistics } from '../../db/sqlite-statistics.ts';
 import { ChunkPacer, yieldToOthers } from '../../lib/pacing.ts';
 import { type AuditEntry, recordAudit } from '../audit/audit.repository.ts';
@@ -62,15 +63,21 @@ export function importThreadCounts(): { started: number; running: number } {
 
 export async function startSqliteImport(
   kysely: Kysely<Database>,
-  sqlite: SQLite.Database,
-  turns: WriteTurns,
+  raw: { sqlite: SQLite.Database; turns: WriteTurns; importThreads: FairGate },
   workspaceId: number,
 ): Promise<VoterImport> {
+  const { sqlite, turns } = raw;
   const table = `temp.voters_import_${++stagingSeq}`;
   const locked = <T>(fn: () => T): Promise<T> => kysely.connection().execute(async () => fn());
+  // A thread, its connection and its page cache are held for as long as the file takes: at most
+  // DB_BULK_POOL_SIZE of them at once, shared by workspace (Db.raw.importThreads).
   const connection = sqlite.memory
     ? new AppConnection(new LocalStatements(sqlite, table, workspaceId), locked)
-    : new ImportThread({ file: resolve(sqlite.name), table, workspaceId }, turns);
+    : new ImportThread(
+        { file: resolve(sqlite.name), table, workspaceId },
+        turns,
+        await raw.importThreads.acquire(workspaceId),
+      );
   const staging = new SqliteImport(kysely, sqlite, locked, connection, table, workspaceId);
   try {
     await connection.call('create');
@@ -120,8 +127,14 @@ class ImportThread implements ImportConnection {
   constructor(
     data: ImportThreadData,
     private readonly turns: WriteTurns,
+    leave: () => void,
   ) {
-    this.worker = new Worker(entry, { workerData: data, execArgv: [] });
+    try {
+      this.worker = new Worker(entry, { workerData: data, execArgv: [] });
+    } catch (error) {
+      leave();
+      throw error;
+    }
     threadCounts.started += 1;
     threadCounts.running += 1;
     this.worker.on('message', (answer: ImportAnswer) => {
@@ -134,6 +147,7 @@ class ImportThread implements ImportConnection {
     this.exited = new Promise((resolve) =>
       this.worker.once('exit', (code) => {
         threadCounts.running -= 1;
+        leave();
         this.fail(new Error(`the import's thread stopped (exit code ${code})`));
         resolve();
       }),
