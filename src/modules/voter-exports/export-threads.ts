@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../../lib/threads.ts';
 import type { Db } from '../../db/connect.ts';
 import { type SheetPiece, SHEET_MAX_ROWS } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './export-format.ts';
@@ -33,7 +34,7 @@ const CREDITS = 6;
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 };
 /** How long a worker asked to stop may take to end by itself before it is terminated. */
 const STOP_WAIT_MS = 30_000;
-const entry = new URL('./export-worker.mjs', import.meta.url);
+const workerModule = new URL('./export-worker', import.meta.url);
 
 const threadCounts = { started: 0, running: 0 };
 /** Threads promised to exports that have started or are about to start them (see threadedExport). */
@@ -196,7 +197,7 @@ class ChunkQueues {
 
   /** Starts a worker on `data`, whose `ranges` ranges' chunks it queues. */
   start(data: ExportWorkerData, ranges: number): Worker {
-    const worker = new Worker(entry, { workerData: data, execArgv: [], resourceLimits: WORKER_LIMITS });
+    const worker = startThread(workerModule, 'runExportWorker', data, WORKER_LIMITS);
     threadCounts.started += 1;
     threadCounts.running += 1;
     let rangesLeft = ranges;

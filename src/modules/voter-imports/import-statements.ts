@@ -213,7 +213,7 @@ export interface ImportAnswer {
 }
 
 /**
- * An import's thread (import-worker.mjs): its own connection to the database file, with the settings the app's
+ * An import's thread (lib/threads.ts): its own connection to the database file, with the settings the app's
  * connection has (db/connect.ts: WAL is the file's own), running the calls it is posted one at a time.
  */
 export function runImportThread(data: ImportThreadData, port: MessagePort): void {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../../lib/threads.ts';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
@@ -41,7 +42,7 @@ const CHUNKS = {
   app: { ms: 70, max: 20_000 },
   thread: { ms: 500, max: 200_000 },
 };
-const entry = new URL('./import-worker.mjs', import.meta.url);
+const statementsModule = new URL('./import-statements', import.meta.url);
 
 type Methods = {
   [K in keyof ImportStatements]: ImportStatements[K] extends (...args: infer A) => infer R
@@ -115,7 +116,7 @@ class AppConnection implements ImportConnection {
   async end(): Promise<void> {}
 }
 
-/** A thread of the import's own (import-worker.mjs), with its own connection to the database file. */
+/** A thread of the import's own (lib/threads.ts), with its own connection to the database file. */
 class ImportThread implements ImportConnection {
   readonly chunks = CHUNKS.thread;
   private readonly worker: Worker;
@@ -130,7 +131,7 @@ class ImportThread implements ImportConnection {
     leave: () => void,
   ) {
     try {
-      this.worker = new Worker(entry, { workerData: data, execArgv: [] });
+      this.worker = startThread(statementsModule, 'runImportThread', data);
     } catch (error) {
       leave();
       throw error;
