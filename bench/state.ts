@@ -18,7 +18,10 @@
  *      the API process's RSS read every 100 ms (goal: under 300 MB throughout);
  *   4. a broadcast to the first constituency's segment: the 202 (goal: under a second), the outbox filled
  *      (goal: at least 100,000 rows/s) and drained through the sandbox by the two workers (goal: at least
- *      10,000 messages/s), each recipient once, and the credits exact.
+ *      10,000 messages/s), each recipient once, and the credits exact;
+ *   5. the voter record's tables at that scale (bench/state-record.ts): lists filtered by a tag or a custom field
+ *      (goal: p99 at most 50 ms), 1,000,000 survey responses grouped by booth (at most 1 s), 1,000,000 visits and
+ *      5,000,000 poll-day marks counted as turnout by booth (at most 200 ms).
  * The figures go to stdout, bench/out/state.md and bench/results/<date>-state.json.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -28,6 +31,7 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { constituencyName, generateVotersCsv } from './generate.ts';
 import { type Latencies, listFilters, type MixedReads, mixedReads, searchTerms, timeEach } from './reads.ts';
+import { type RecordFigures, recordRows, recordTables } from './state-record.ts';
 import {
   api,
   ensureBuilt,
@@ -48,8 +52,10 @@ const QUERIES = Number(process.env.STATE_QUERIES ?? 1000);
  * `VACUUM (ANALYZE)` of the new roll still runs (by default the bench waits for it and reports its length).
  */
 const waitForVacuum = process.env.STATE_WAIT_VACUUM !== '0';
-/** STATE_STEPS: which of reads, exports, broadcast to run after the import (all by default). */
-const steps = new Set((process.env.STATE_STEPS ?? 'reads,exports,broadcast').split(',').map((x) => x.trim()));
+/** STATE_STEPS: which of reads, exports, broadcast, record to run after the import (all by default). */
+const steps = new Set(
+  (process.env.STATE_STEPS ?? 'reads,exports,broadcast,record').split(',').map((x) => x.trim()),
+);
 const adminUrl = [process.env.DATABASE_URL, process.env.TEST_DATABASE_URL].find((u) =>
   /^postgres(ql)?:\/\//.test(u ?? ''),
 );
@@ -412,6 +418,13 @@ async function main(): Promise<void> {
     }
     if (steps.has('exports')) await exports(base, token, server.pid as number, results);
     if (steps.has('broadcast')) await broadcast(base, token, workspaceId, db, results);
+    if (steps.has('record')) {
+      results.record = await recordTables(base, token, workspaceId, db, {
+        voters: VOTERS,
+        queries: QUERIES,
+        constituencies: CONSTITUENCIES,
+      });
+    }
   } finally {
     for (const child of children) child.kill('SIGTERM');
     for (const child of children)
@@ -486,6 +499,7 @@ function table(r: Record<string, unknown>, date: string): string {
           `| sent twice / credits exact | ${br.sent_twice} / ${br.credits_exact} | 0 / true | ${yes(br.sent_twice === 0 && br.credits_exact)} |`,
         ]
       : []),
+    ...(r.record ? recordRows(r.record as RecordFigures, yes) : []),
   ].join('\n');
 }
 
