@@ -179,6 +179,7 @@ describe.skipIf(!pgUrl)('voter value counts on PostgreSQL (migration 037)', () =
       .selectFrom('voter_value_counts')
       .select(['kind', 'key', 'value', 'delta'])
       .where('workspace_id', '=', ws)
+      .where('kind', 'in', ['tag', 'field'])
       .orderBy('kind')
       .orderBy('key')
       .orderBy('value')

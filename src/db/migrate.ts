@@ -46,6 +46,7 @@ import * as secondWeek from './migrations/2026_12_07_041_second_week.ts';
 import * as channelLog from './migrations/2026_12_07_042_channel_log.ts';
 import * as fieldWork from './migrations/2026_12_07_043_field_work.ts';
 import * as privacy from './migrations/2026_12_07_044_privacy.ts';
+import * as turnoutCounts from './migrations/2026_12_08_045_turnout_counts.ts';
 
 /** Every migration, in order. A static list: no directory scanning, so bundling and tsx both work. */
 export const migrations: Record<string, Migration> = {
@@ -93,6 +94,7 @@ export const migrations: Record<string, Migration> = {
   '2026_12_07_042_channel_log': channelLog,
   '2026_12_07_043_field_work': fieldWork,
   '2026_12_07_044_privacy': privacy,
+  '2026_12_08_045_turnout_counts': turnoutCounts,
 };
 
 /**

@@ -142,7 +142,8 @@ export interface VoterBlockTable {
  */
 export interface VoterValueCountTable {
   workspace_id: number;
-  kind: 'tag' | 'field';
+  /** 'booth', 'part', 'voted_booth' and 'voted_part': turnout's counts (migration 045). */
+  kind: 'tag' | 'field' | 'booth' | 'part' | 'voted_booth' | 'voted_part';
   key: string;
   value: string;
   delta: number;

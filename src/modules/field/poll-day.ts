@@ -317,16 +317,18 @@ async function turnoutOfAll(
 ): Promise<TurnoutRow[]> {
   const column = groupBy === 'booth' ? 'booth_key' : 'part_number';
   const ref = sql.ref(column);
-  const [all, supporters, voted] = await Promise.all([
-    sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
+  const [all, supporters, voted] = isPostgres(db)
+    ? await keptCounts(db, workspaceId, groupBy)
+    : await Promise.all([
+        sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
       WHERE workspace_id = ${workspaceId} GROUP BY ${ref}`.execute(db),
-    sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
+        sql<{ k: string | number | null; n: number }>`SELECT ${ref} AS k, count(*) AS n FROM voters
       WHERE workspace_id = ${workspaceId} AND support_level IN (1, 2) GROUP BY ${ref}`.execute(db),
-    sql<{ k: string | number | null; n: number; s: number }>`SELECT ${ref} AS k, count(*) AS n,
+        sql<{ k: string | number | null; n: number; s: number }>`SELECT ${ref} AS k, count(*) AS n,
       sum(supporter) AS s FROM poll_voted WHERE workspace_id = ${workspaceId} AND voted = 1 GROUP BY ${ref}`.execute(
-      db,
-    ),
-  ]);
+          db,
+        ),
+      ]);
   const id = (k: string | number | null) => (k === null ? '' : String(k));
   const supportersOf = new Map(supporters.rows.map((r) => [id(r.k), Number(r.n)]));
   const votedOf = new Map(voted.rows.map((r) => [id(r.k), r]));
@@ -355,6 +357,46 @@ async function turnoutOfAll(
     a.key === null ? 1 : b.key === null ? -1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
   );
   return rows.map(({ key: _key, ...row }) => row);
+}
+
+type Counted = { rows: Array<{ k: string | number | null; n: number }> };
+type CountedVoted = { rows: Array<{ k: string | number | null; n: number; s: number }> };
+
+/**
+ * PostgreSQL: the whole roll's voters, supporters and voted by booth or part, from the counts its triggers keep in
+ * voter_value_counts (migration 045): a few rows per group instead of counting the roll (about a second at
+ * 10,000,000 voters), exact in the request's snapshot. In the shape turnoutOfAll's three counts have.
+ */
+async function keptCounts(
+  db: Executor,
+  workspaceId: number,
+  groupBy: 'booth' | 'part_number',
+): Promise<[Counted, Counted, CountedVoted]> {
+  const kind = groupBy === 'booth' ? 'booth' : 'part';
+  const rows = await db
+    .selectFrom('voter_value_counts')
+    .select(['kind', 'key', 'value', (eb) => eb.fn.sum<number>('delta').as('n')])
+    .where('workspace_id', '=', workspaceId)
+    .where('kind', 'in', [kind, `voted_${kind}`])
+    .groupBy(['kind', 'key', 'value'])
+    .execute();
+  const all = new Map<string, { n: number; s: number }>();
+  const voted = new Map<string, { n: number; s: number }>();
+  for (const r of rows) {
+    const into = r.kind === kind ? all : voted;
+    const group = into.get(r.key) ?? { n: 0, s: 0 };
+    group.n += Number(r.n);
+    if (r.value === '1') group.s += Number(r.n);
+    into.set(r.key, group);
+  }
+  // '=' and the booth key or part number; '' for none.
+  const k = (key: string) => (key === '' ? null : groupBy === 'booth' ? key.slice(1) : Number(key.slice(1)));
+  const held = [...all].filter(([, g]) => g.n > 0);
+  return [
+    { rows: held.map(([key, g]) => ({ k: k(key), n: g.n })) },
+    { rows: held.map(([key, g]) => ({ k: k(key), n: g.s })) },
+    { rows: [...voted].filter(([, g]) => g.n > 0).map(([key, g]) => ({ k: k(key), n: g.n, s: g.s })) },
+  ];
 }
 
 /** Each booth key's name as voters write it: one voter's, found through the booth index, per key. */
