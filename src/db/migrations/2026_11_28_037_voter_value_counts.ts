@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { isPostgres } from './helpers.ts';
+import { dropTransitionTriggers, isPostgres, transitionTriggers } from './helpers.ts';
 
 /**
  * `voter_value_counts` (PostgreSQL only): how many of a workspace's voters hold each tag and each text value of
@@ -48,39 +48,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     ['voter_tags', tagRows],
     ['voter_field_values', fieldRows],
   ] as const) {
-    const events = [
-      ['inserted', 'INSERT', 'NEW TABLE AS new_rows', rows('new_rows', '')],
-      ['deleted', 'DELETE', 'OLD TABLE AS old_rows', rows('old_rows', '-')],
-      [
-        'updated',
-        'UPDATE',
-        'OLD TABLE AS old_rows NEW TABLE AS new_rows',
-        rows('old_rows', '-') + rows('new_rows', ''),
-      ],
-    ] as const;
-    for (const [name, event, transition, body] of events) {
-      await sql
-        .raw(
-          `CREATE FUNCTION ${table}_counts_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN ${body} RETURN NULL; END $$`,
-        )
-        .execute(db);
-      await sql
-        .raw(
-          `CREATE TRIGGER ${table}_counts_${name} AFTER ${event} ON ${table} REFERENCING ${transition}
-           FOR EACH STATEMENT EXECUTE FUNCTION ${table}_counts_${name}()`,
-        )
-        .execute(db);
-    }
+    await transitionTriggers(db, table, 'counts', rows, (removed, added) => removed + added);
   }
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (!isPostgres(db)) return;
-  for (const table of ['voter_tags', 'voter_field_values'])
-    for (const name of ['inserted', 'deleted', 'updated']) {
-      await sql.raw(`DROP TRIGGER ${table}_counts_${name} ON ${table}`).execute(db);
-      await sql.raw(`DROP FUNCTION ${table}_counts_${name}()`).execute(db);
-    }
+  for (const table of ['voter_tags', 'voter_field_values']) await dropTransitionTriggers(db, table, 'counts');
   await sql`DROP TABLE voter_value_counts`.execute(db);
 }

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { isPostgres } from './helpers.ts';
+import { dropTransitionTriggers, isPostgres, transitionTriggers } from './helpers.ts';
 
 /**
  * Turnout's counts kept (PostgreSQL only), in `voter_value_counts` beside the tags' and fields' (migration 037),
@@ -39,41 +39,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   for (const [table, voted] of [
     ['voters', false],
     ['poll_voted', true],
-  ] as const) {
-    const events = [
-      ['inserted', 'INSERT', 'NEW TABLE AS new_rows', append([groups('new_rows', '', voted)])],
-      ['deleted', 'DELETE', 'OLD TABLE AS old_rows', append([groups('old_rows', '-', voted)])],
-      [
-        'updated',
-        'UPDATE',
-        'OLD TABLE AS old_rows NEW TABLE AS new_rows',
-        append([groups('new_rows', '', voted), groups('old_rows', '-', voted)]),
-      ],
-    ] as const;
-    for (const [name, event, transition, body] of events) {
-      await sql
-        .raw(
-          `CREATE FUNCTION ${table}_turnout_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN ${body} RETURN NULL; END $$`,
-        )
-        .execute(db);
-      await sql
-        .raw(
-          `CREATE TRIGGER ${table}_turnout_${name} AFTER ${event} ON ${table} REFERENCING ${transition}
-           FOR EACH STATEMENT EXECUTE FUNCTION ${table}_turnout_${name}()`,
-        )
-        .execute(db);
-    }
-  }
+  ] as const)
+    await transitionTriggers(
+      db,
+      table,
+      'turnout',
+      (rows, sign) => append([groups(rows, sign, voted)]),
+      // One grouped statement: the old rows' counts taken from the new rows', nothing written where they cancel.
+      () => append([groups('new_rows', '', voted), groups('old_rows', '-', voted)]),
+    );
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (!isPostgres(db)) return;
-  for (const table of ['voters', 'poll_voted'])
-    for (const name of ['inserted', 'deleted', 'updated']) {
-      await sql.raw(`DROP TRIGGER ${table}_turnout_${name} ON ${table}`).execute(db);
-      await sql.raw(`DROP FUNCTION ${table}_turnout_${name}()`).execute(db);
-    }
+  for (const table of ['voters', 'poll_voted']) await dropTransitionTriggers(db, table, 'turnout');
   await sql`DELETE FROM voter_value_counts WHERE kind IN ('booth', 'part', 'voted_booth', 'voted_part')`.execute(
     db,
   );
