@@ -23,7 +23,9 @@ import {
 // temporary directory), whatever TEST_DATABASE_URL says. Each export of the threaded app is compared with
 // the same export from an app on the same file that never uses threads.
 
-const HEADER = 'name,phone,email,constituency,booth,ward,address';
+const HEADER = 'name,phone,email,constituency,booth,ward,address,tags';
+/** Every fourth voter's tags, written out of order: an export lists them case-insensitively sorted. */
+const tagsOf = (i: number) => (i % 4 === 0 ? `Zeta;alpha;Team ${i % 3};Beta` : '');
 const APP_KEY = 'ab'.repeat(32);
 
 /** Import lines with every kind of value the CSV writer treats specially, mixed into plain ones. */
@@ -42,22 +44,26 @@ function voterLines(
     const tail = `${place},${i % 5},${i % 9}`;
     switch (i % 11) {
       case 0:
-        lines.push(`"=HYPERLINK(""http://evil.example/${i}"",""x"")",${phone},${email},${tail},=1+${i}`);
+        lines.push(
+          `"=HYPERLINK(""http://evil.example/${i}"",""x"")",${phone},${email},${tail},=1+${i},${tagsOf(i)}`,
+        );
         break;
       case 1:
-        lines.push(`+${prefix} plus ${i},${phone},${email},${tail},"-2+${i}"`);
+        lines.push(`+${prefix} plus ${i},${phone},${email},${tail},"-2+${i}",${tagsOf(i)}`);
         break;
       case 2:
-        lines.push(`"${prefix} Comma, Quote "" and\nnewline ${i}",${phone},${email},${tail},@SUM(A${i})`);
+        lines.push(
+          `"${prefix} Comma, Quote "" and\nnewline ${i}",${phone},${email},${tail},@SUM(A${i}),${tagsOf(i)}`,
+        );
         break;
       case 3:
-        lines.push(`सुनीता देवी ${prefix} ${i},${phone},${email},${tail},"मकान ${i}, नेहरू नगर"`);
+        lines.push(`सुनीता देवी ${prefix} ${i},${phone},${email},${tail},"मकान ${i}, नेहरू नगर",${tagsOf(i)}`);
         break;
       case 4:
-        lines.push(`'=already quoted ${prefix} ${i},${phone},${email},${tail},-5`);
+        lines.push(`'=already quoted ${prefix} ${i},${phone},${email},${tail},-5,${tagsOf(i)}`);
         break;
       default:
-        lines.push(`${prefix} Voter ${i},${phone},${email},${tail},"${address(i)}"`);
+        lines.push(`${prefix} Voter ${i},${phone},${email},${tail},"${address(i)}",${tagsOf(i)}`);
     }
   }
   return lines.join('\n');
@@ -170,6 +176,11 @@ describe('voters export in worker threads (SQLite file)', () => {
     expect(names).toContain('सुनीता देवी Office 14');
     expect(names).toContain("'=already quoted Office 15");
     expect(rows.find((r) => r[1] === 'सुनीता देवी Office 14')![7]).toBe('मकान 14, नेहरू नगर');
+    // Tags (filled per batch from the threads' own reads): sorted as a voter's read gives them.
+    const tags = parseCsv(fromThreads.raw)[0]!.indexOf('tags');
+    expect(rows.find((r) => r[1] === 'Office Voter 16')![tags]).toBe('alpha;Beta;Team 1;Zeta');
+    expect(rows.find((r) => r[1] === 'Office Voter 17')![tags]).toBe('');
+    expect(rows.filter((r) => r[tags] !== '').length).toBeGreaterThan(expected / 5);
     expect(exportThreadCounts().running).toBe(0);
   });
 
@@ -186,6 +197,11 @@ describe('voters export in worker threads (SQLite file)', () => {
       expect(fromThreads.raw).toBe(inThread.raw);
       expect(parseCsv(fromThreads.raw).length).toBeGreaterThan(10);
     }
+    // A filter that keeps one voter in five: its tags are read by the batch's ids, not over its id range.
+    const booth = parseCsv((await both({ filters: { booth: '1' } })).fromThreads.raw);
+    const tags = booth[0]!.indexOf('tags');
+    expect(booth.find((r) => r[1] === 'Office Voter 16')![tags]).toBe('alpha;Beta;Team 1;Zeta');
+    expect(booth.find((r) => r[1] === 'Office Voter 21')![tags]).toBe('');
     // No match: nothing to start threads for.
     const none = await both({ filters: { ward: 'none' } });
     expect(none.started).toBe(0);

@@ -6,7 +6,12 @@ import type { Db } from '../../db/connect.ts';
 import { type SheetPiece, SHEET_MAX_ROWS } from '../../lib/xlsx.ts';
 import type { ExportFormat } from './export-format.ts';
 import type { ExportChunk, ExportWorkerData } from './export-worker.ts';
-import { exportRangeStatement, type ExportShape, voterIdSpan } from './voter-exports.repository.ts';
+import {
+  exportRangeStatement,
+  type ExportShape,
+  sideColumns,
+  voterIdSpan,
+} from './voter-exports.repository.ts';
 import { hasExactFilters, type VoterFilters } from '../voters/voters.search.ts';
 import { countVoters } from '../voters/voters.list.ts';
 
@@ -90,6 +95,7 @@ async function threadedExport<T>(
     file: resolve(db.raw.sqlite.name),
     sql,
     parameters,
+    side: sideColumns(workspaceId, shape),
     format,
     start: span.min - 1,
     width,

@@ -2,6 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import { sheetPieceSync } from '../../lib/xlsx.ts';
 import { type ExportFormat, exportText } from './export-format.ts';
+import { type SideColumns, sideReader } from './export-side.ts';
 import type { ExportRow } from './voter-exports.repository.ts';
 
 /** What an export worker thread is started with (see export-threads.ts). */
@@ -11,6 +12,8 @@ export interface ExportWorkerData {
   /** exportRangeStatement: the SQL, and its parameters before (after id, up to id, batch size). */
   sql: string;
   parameters: unknown[];
+  /** The tags' and custom fields' columns, filled per batch (export-side.ts). */
+  side: SideColumns;
   format: ExportFormat;
   /** Range r holds the ids in (start + r * width, start + (r + 1) * width]; there are `count` ranges. */
   start: number;
@@ -112,6 +115,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
     // Every page is read once, in order: a small cache is enough.
     db.pragma('cache_size = -2048');
     const statement = db.prepare(data.sql).raw(true);
+    const fill = sideReader(db, data.side);
     const encoder = new TextEncoder();
     for (let range = data.first; range < data.count; range += data.step) {
       const upTo = data.start + (range + 1) * data.width;
@@ -120,6 +124,7 @@ export async function runExportWorker(data: ExportWorkerData, port: MessagePort)
         checkStop();
         const rows = statement.all(...data.parameters, after, upTo, data.batchSize) as ExportRow[];
         const lastId = rows.length > 0 ? (rows[rows.length - 1]![0] as number) : upTo;
+        fill(rows, after, lastId);
         let text = rows.length > 0 ? exportText(data.format, rows) : '';
         for (;;) {
           const { read, written } = encoder.encodeInto(text, buffer.subarray(used));

@@ -8,6 +8,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Executor } from '../../db/types.ts';
 import { filteredVoters, type VoterFilters } from '../voters/voters.search.ts';
 import { integerRecordColumns, recordFields } from '../voters/voter-record.rules.ts';
+import { type SideColumns, sideReader } from './export-side.ts';
 
 // The export's reads: keyset batches, COPY on PostgreSQL, and the id ranges the export threads split.
 
@@ -70,6 +71,15 @@ export async function exportShape(
   };
 }
 
+/** SQLite: the columns of `shape` that export-side.ts fills (the tags and the custom fields). */
+export function sideColumns(workspaceId: number, shape: ExportShape): SideColumns {
+  return {
+    workspaceId,
+    tags: shape.columns.indexOf('tags'),
+    fields: shape.fieldKeys.map((k) => [k, shape.columns.indexOf(`field:${k}`)]),
+  };
+}
+
 /** Whether column `i` of the shape holds integers (PostgreSQL's COPY text gives every value as text). */
 export function numericAt(shape: ExportShape): boolean[] {
   return shape.columns.map((c) => numericColumns.has(c));
@@ -117,6 +127,10 @@ function exportSelection(dialect: Db['dialect'], shape: ExportShape, guard = fal
       ? sql.ref<string>(`voters.${c}`).as(c)
       : text(`voters.${c}`, c);
   const { age, tags, field } = recordExpressions(dialect, shape);
+  // SQLite's tags and field values are filled per batch (export-side.ts): NULL here keeps their columns.
+  const later = dialect === 'sqlite';
+  const side = (expression: string, as: string) =>
+    later ? sql.raw<string>('NULL').as(as) : text(expression, as);
   const stamps =
     dialect === 'postgres'
       ? [isoUtc('created_at'), isoUtc('updated_at')]
@@ -130,9 +144,9 @@ function exportSelection(dialect: Db['dialect'], shape: ExportShape, guard = fal
     ...recordExportColumns
       .filter((c) => shape.sensitive || c !== 'support_level')
       .map((c) =>
-        c === 'age' ? sql.raw<number>(age).as('age') : c === 'tags' ? text(tags, 'tags') : plain(c),
+        c === 'age' ? sql.raw<number>(age).as('age') : c === 'tags' ? side(tags, 'tags') : plain(c),
       ),
-    ...shape.fieldKeys.map((k) => text(field(k), `field:${k}`)),
+    ...shape.fieldKeys.map((k) => side(field(k), `field:${k}`)),
   ];
 }
 
@@ -165,11 +179,15 @@ export async function* exportVoterBatches(
   if (values[afterAt] !== -1 || values[afterAt + 1] !== batchSize)
     throw new Error('unexpected parameter order');
   let statement: SQLite.Statement | undefined;
+  let fill: ReturnType<typeof sideReader> | undefined;
   for (let after = 0; ;) {
     values[afterAt] = after;
     const rows = await db.kysely.connection().execute(async () => {
       statement ??= sqlite.prepare(text).raw(true);
-      return statement.all(...values) as ExportRow[];
+      fill ??= sideReader(sqlite, sideColumns(workspaceId, shape));
+      const batch = statement.all(...values) as ExportRow[];
+      if (batch.length > 0) fill(batch, after, batch[batch.length - 1]![0] as number);
+      return batch;
     });
     if (rows.length === 0) return;
     const full = rows.length === batchSize;
