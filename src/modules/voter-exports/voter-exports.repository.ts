@@ -126,11 +126,11 @@ function exportSelection(dialect: Db['dialect'], shape: ExportShape, guard = fal
     c === 'id' || c === 'phone' || numericColumns.has(c) || !guard
       ? sql.ref<string>(`voters.${c}`).as(c)
       : text(`voters.${c}`, c);
-  const { age, tags, field } = recordExpressions(dialect, shape);
+  const { age } = recordExpressions(dialect, shape);
   // SQLite's tags and field values are filled per batch (export-side.ts): NULL here keeps their columns.
-  const later = dialect === 'sqlite';
-  const side = (expression: string, as: string) =>
-    later ? sql.raw<string>('NULL').as(as) : text(expression, as);
+  // PostgreSQL's come from the row's `side` (withSide): computed once, however often the guard names them.
+  const side = (as: string) =>
+    dialect === 'sqlite' ? sql.raw<string>('NULL').as(as) : text(`side."${as}"`, as);
   const stamps =
     dialect === 'postgres'
       ? [isoUtc('created_at'), isoUtc('updated_at')]
@@ -143,10 +143,8 @@ function exportSelection(dialect: Db['dialect'], shape: ExportShape, guard = fal
     ...stamps,
     ...recordExportColumns
       .filter((c) => shape.sensitive || c !== 'support_level')
-      .map((c) =>
-        c === 'age' ? sql.raw<number>(age).as('age') : c === 'tags' ? side(tags, 'tags') : plain(c),
-      ),
-    ...shape.fieldKeys.map((k) => side(field(k), `field:${k}`)),
+      .map((c) => (c === 'age' ? sql.raw<number>(age).as('age') : c === 'tags' ? side('tags') : plain(c))),
+    ...shape.fieldKeys.map((k) => side(`field:${k}`)),
   ];
 }
 
@@ -221,6 +219,22 @@ function literal(value: unknown): string {
 }
 
 /**
+ * PostgreSQL: the export's query with each voter's tags and custom field values computed once, in a LATERAL
+ * subquery (`side`) the SELECT list names. As scalar subqueries in the list, each was evaluated again by every
+ * mention in the formula guard around it (twice a row at least): the CSV export of 10,000,000 voters fell from
+ * 749,443 rows/s to 140,586 with the voter record's tags. `OFFSET 0` keeps PostgreSQL from pulling the
+ * subquery up into the SELECT list, which puts the repeats back (a million tagged voters: 16.4 s, 10.6 s with it).
+ */
+function withSide(db: Kysely<Database>, workspaceId: number, filters: VoterFilters, shape: ExportShape) {
+  const { tags, field } = recordExpressions('postgres', shape);
+  const fields = shape.fieldKeys.map((k) => `, ${field(k)} AS "field:${k}"`).join('');
+  return filteredVoters(db, workspaceId, filters).leftJoinLateral(
+    sql.raw<{ tags: string | null }>(`(SELECT ${tags} AS tags${fields} OFFSET 0)`).as('side'),
+    (join) => join.onTrue(),
+  );
+}
+
+/**
  * PostgreSQL: the CSV export as the database writes it, `COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER)`,
  * with the formula guard and the timestamps' format in the query, so no row passes through JS (see copyOut).
  */
@@ -235,7 +249,7 @@ export async function* copyVotersCsv(
   // (every one starts with +) would cost more than the rest of the guard. The header is COPY's own (the
   // columns' names): the first bytes come from the database, so a pool that cannot give a connection is a
   // 503 before the answer starts.
-  const query = filteredVoters(db, workspaceId, filters)
+  const query = withSide(db, workspaceId, filters, shape)
     .select(exportSelection('postgres', shape, true))
     .orderBy('voters.id');
   yield* copyOut(pool, workspaceId, query, '(FORMAT csv, HEADER)');
@@ -296,7 +310,7 @@ export async function* copyVoterRows(
   filters: VoterFilters,
   shape: ExportShape,
 ): AsyncGenerator<ExportRow[]> {
-  const query = filteredVoters(db, workspaceId, filters)
+  const query = withSide(db, workspaceId, filters, shape)
     .select(exportSelection('postgres', shape))
     .orderBy('voters.id');
   const numeric = numericAt(shape);
