@@ -285,6 +285,28 @@ function mulMod(i: number, a: number, m: number): number {
   return (((((i * hi) % m) * 65536) % m) + ((i * lo) % m)) % m;
 }
 
+/**
+ * The poll bench:surveys and bench:state ask (answers to the first two are written in SQL as the service keeps
+ * them).
+ */
+export const benchPoll = {
+  name: 'Bench poll',
+  questions: [
+    {
+      key: 'vote',
+      type: 'choice',
+      text: { en: 'Will you vote for us?' },
+      choices: [
+        { key: '1', label: { en: 'Yes' } },
+        { key: '2', label: { en: 'No' } },
+        { key: '3', label: { en: 'Undecided' } },
+      ],
+    },
+    { key: 'household', type: 'number', text: { en: 'Voters in your house?' }, min: 1, max: 30 },
+    { key: 'problem', type: 'text', text: { en: 'Biggest problem?' } },
+  ],
+};
+
 export async function generateVotersCsv(path: string, count: number, state?: StateShape): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const out = createWriteStream(path);

@@ -13,7 +13,7 @@
  * booth_key`), in the same run.
  */
 import type pg from 'pg';
-import { constituencyName } from './generate.ts';
+import { benchPoll as poll, constituencyName } from './generate.ts';
 import { type Latencies, timeEach } from './reads.ts';
 import { api } from './server.ts';
 
@@ -78,23 +78,6 @@ function recordFilters(count: number, constituencies: number): string[] {
   for (let i = 0; out.size < count && i < count * 100; i++) out.add(kinds[i % kinds.length]!());
   return [...out].map((q) => `/voters?${q}`);
 }
-
-const poll = {
-  name: 'State poll',
-  questions: [
-    {
-      key: 'vote',
-      type: 'choice',
-      text: { en: 'Will you vote for us?' },
-      choices: [
-        { key: '1', label: { en: 'Yes' } },
-        { key: '2', label: { en: 'No' } },
-        { key: '3', label: { en: 'Undecided' } },
-      ],
-    },
-    { key: 'household', type: 'number', text: { en: 'Voters in your house?' }, min: 1, max: 30 },
-  ],
-};
 
 /** Writes the record's rows for the state workspace `ws`, as the service keeps them; returns the survey's id. */
 async function load(base: string, token: string, ws: number, db: pg.Pool): Promise<string> {

@@ -24,6 +24,7 @@ import { connect } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { Background } from '../src/jobs/background.ts';
 import { createProviders } from '../src/providers/registry.ts';
+import { benchPoll as poll } from './generate.ts';
 import { percentile } from './reads.ts';
 import { keepResults, scratchDatabase } from './server.ts';
 
@@ -106,24 +107,6 @@ async function insertVoters(s: Started, ws: number, count: number, phonePrefix: 
       SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phonePrefix} || substr('00000000' || i, -8), 'Booth ' || (i % 1000), 'booth ' || (i % 1000), ${now}, ${now}
       FROM n`.execute(k);
 }
-
-const poll = {
-  name: 'Bench poll',
-  questions: [
-    {
-      key: 'vote',
-      type: 'choice',
-      text: { en: 'Will you vote for us?' },
-      choices: [
-        { key: '1', label: { en: 'Yes' } },
-        { key: '2', label: { en: 'No' } },
-        { key: '3', label: { en: 'Undecided' } },
-      ],
-    },
-    { key: 'household', type: 'number', text: { en: 'Voters in your house?' }, min: 1, max: 30 },
-    { key: 'problem', type: 'text', text: { en: 'Biggest problem?' } },
-  ],
-};
 
 async function timed(fn: () => Promise<unknown>, times = 5) {
   const ms: number[] = [];
