@@ -152,3 +152,20 @@ export async function mixedReads(
     failed: result.non2xx + result.errors,
   };
 }
+
+/** `fn` asked `times` times in turn: the median and the longest, in ms. `warm`: one asking first, not counted. */
+export async function timed(
+  fn: () => Promise<unknown>,
+  times = 5,
+  warm = false,
+): Promise<{ median: number; max: number }> {
+  if (warm) await fn();
+  const ms: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const t0 = performance.now();
+    await fn();
+    ms.push(performance.now() - t0);
+  }
+  ms.sort((a, b) => a - b);
+  return { median: Math.round(ms[Math.floor(ms.length / 2)]!), max: Math.round(ms.at(-1)!) };
+}

@@ -14,7 +14,7 @@
  */
 import type pg from 'pg';
 import { benchPoll as poll, constituencyName } from './generate.ts';
-import { type Latencies, timeEach } from './reads.ts';
+import { type Latencies, timed, timeEach } from './reads.ts';
 import { api } from './server.ts';
 
 const RESPONSES = Number(process.env.STATE_RESPONSES ?? 1_000_000);
@@ -39,18 +39,6 @@ export interface RecordFigures {
 interface Timed {
   median: number;
   max: number;
-}
-
-async function timed(fn: () => Promise<unknown>, times = 5): Promise<Timed> {
-  await fn(); // the first asking warms the path; it is not counted
-  const ms: number[] = [];
-  for (let i = 0; i < times; i++) {
-    const t0 = performance.now();
-    await fn();
-    ms.push(performance.now() - t0);
-  }
-  ms.sort((a, b) => a - b);
-  return { median: Math.round(ms[Math.floor(ms.length / 2)]!), max: Math.round(ms.at(-1)!) };
 }
 
 /** `count` distinct list filters by a tag or the caste field, alone or with a constituency or a booth. */
@@ -212,12 +200,18 @@ export async function recordTables(
   const check = await api(`${base}/api`, 'GET', results, token);
   const responses = Math.min(RESPONSES, shape.voters);
   if (check.responses !== responses) throw new Error(`results count ${String(check.responses)} responses`);
-  const resultsMs = await timed(() => api(`${base}/api`, 'GET', results, token));
+  const resultsMs = await timed(() => api(`${base}/api`, 'GET', results, token), 5, true);
   console.log(`   survey results by booth ${JSON.stringify(resultsMs)}`);
-  const turnoutMs = await timed(() => api(`${base}/api`, 'GET', '/poll-day/turnout?group_by=booth', token));
+  const turnoutMs = await timed(
+    () => api(`${base}/api`, 'GET', '/poll-day/turnout?group_by=booth', token),
+    5,
+    true,
+  );
   console.log(`   turnout by booth ${JSON.stringify(turnoutMs)}`);
-  const reference = await timed(() =>
-    db.query('SELECT booth_key, count(*) FROM voters WHERE workspace_id = $1 GROUP BY booth_key', [ws]),
+  const reference = await timed(
+    () => db.query('SELECT booth_key, count(*) FROM voters WHERE workspace_id = $1 GROUP BY booth_key', [ws]),
+    5,
+    true,
   );
   return {
     load_seconds: loadSeconds,

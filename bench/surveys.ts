@@ -25,7 +25,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { Background } from '../src/jobs/background.ts';
 import { createProviders } from '../src/providers/registry.ts';
 import { benchPoll as poll } from './generate.ts';
-import { percentile } from './reads.ts';
+import { percentile, timed } from './reads.ts';
 import { keepResults, scratchDatabase } from './server.ts';
 
 const { values: args } = parseArgs({
@@ -106,17 +106,6 @@ async function insertVoters(s: Started, ws: number, count: number, phonePrefix: 
       INSERT INTO voters (workspace_id, name, name_key, phone, booth, booth_key, created_at, updated_at)
       SELECT ${ws}, 'Voter ' || i, 'voter ' || i, ${phonePrefix} || substr('00000000' || i, -8), 'Booth ' || (i % 1000), 'booth ' || (i % 1000), ${now}, ${now}
       FROM n`.execute(k);
-}
-
-async function timed(fn: () => Promise<unknown>, times = 5) {
-  const ms: number[] = [];
-  for (let i = 0; i < times; i++) {
-    const t0 = performance.now();
-    await fn();
-    ms.push(performance.now() - t0);
-  }
-  ms.sort((a, b) => a - b);
-  return { median: Math.round(ms[Math.floor(ms.length / 2)]!), max: Math.round(ms[ms.length - 1]!) };
 }
 
 async function results(): Promise<Record<string, unknown>> {
